@@ -1,0 +1,370 @@
+"""The RocketMQ 4.x commit-log record, byte-exact, plus properties and message ids.
+
+A record (all big-endian) is: TOTALSIZE i32, MAGICCODE i32 (0xDAA320A7), BODYCRC i32,
+QUEUEID i32, FLAG i32, QUEUEOFFSET i64 (byte 20), PHYSICALOFFSET i64 (byte 28),
+SYSFLAG i32 (byte 36), BORNTIMESTAMP i64, BORNHOST 4+4 (or 16+4 with sysFlag 0x10),
+STORETIMESTAMP i64, STOREHOST 4+4 (or 16+4 with 0x20), RECONSUMETIMES i32,
+PREPAREDTRANSACTIONOFFSET i64, BODY i32 len + bytes, TOPIC i8 len + bytes,
+PROPERTIES i16 len + bytes. With IPv4 hosts the size is 91 + body + topic + properties.
+
+The same bytes are a PULL_MESSAGE / VIEW_MESSAGE_BY_ID / QUERY_MESSAGE body, so the
+store hands records out unchanged and clients decode them with ``decode_record``.
+This module is the only format contract between store, broker, client_sdk and
+spark_analytics; it imports nothing of the project.
+"""
+from __future__ import annotations
+
+import ipaddress
+import struct
+import zlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterator
+
+__all__ = [
+    "MAGIC_CODE",
+    "BLANK_MAGIC_CODE",
+    "NAME_VALUE_SEPARATOR",
+    "PROPERTY_SEPARATOR",
+    "MAX_TOPIC_LENGTH",
+    "MAX_PROPERTIES_LENGTH",
+    "SysFlag",
+    "Prop",
+    "Host",
+    "MessageRecord",
+    "RecordError",
+    "encode_record",
+    "decode_record",
+    "iter_records",
+    "record_size",
+    "properties_to_string",
+    "string_to_properties",
+    "create_offset_msg_id",
+    "decode_offset_msg_id",
+    "java_string_hash",
+    "tags_code",
+    "parse_host",
+    "blank_record",
+    "peek_header",
+]
+
+MAGIC_CODE = 0xDAA320A7          # -626843481 as a signed int32
+BLANK_MAGIC_CODE = 0xCBD43194    # -875286124: end-of-segment filler
+NAME_VALUE_SEPARATOR = "\u0001"
+PROPERTY_SEPARATOR = "\u0002"
+MAX_TOPIC_LENGTH = 127           # the topic length is a signed byte
+MAX_PROPERTIES_LENGTH = 32767    # the properties length is a signed int16
+
+
+class SysFlag:
+    """MessageSysFlag bits."""
+
+    COMPRESSED = 0x1
+    MULTI_TAGS = 0x2
+    TRANSACTION_PREPARED = 0x4
+    TRANSACTION_COMMIT = 0x8
+    TRANSACTION_ROLLBACK = 0xC
+    TRANSACTION_MASK = 0xC
+    BORNHOST_V6 = 0x10
+    STOREHOST_V6 = 0x20
+    NEED_UNWRAP = 0x40
+    INNER_BATCH = 0x80
+
+
+class Prop:
+    """MessageConst property keys used by the retry / delay / DLQ machinery."""
+
+    KEYS = "KEYS"
+    TAGS = "TAGS"
+    WAIT = "WAIT"
+    DELAY = "DELAY"
+    RETRY_TOPIC = "RETRY_TOPIC"
+    REAL_TOPIC = "REAL_TOPIC"
+    REAL_QID = "REAL_QID"
+    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    RECONSUME_TIME = "RECONSUME_TIME"
+    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+    UNIQ_KEY = "UNIQ_KEY"
+    CONSUME_START_TIME = "CONSUME_START_TIME"
+    TRAN_MSG = "TRAN_MSG"
+    MIN_OFFSET = "MIN_OFFSET"
+    MAX_OFFSET = "MAX_OFFSET"
+    CLUSTER = "CLUSTER"
+    MSG_REGION = "MSG_REGION"
+    TRACE_ON = "TRACE_ON"
+    PGROUP = "PGROUP"
+
+
+# A host is (ip text, port): ("127.0.0.1", 10911). IPv6 sets the V6 sysFlag bits.
+Host = tuple[str, int]
+
+_HEAD = struct.Struct(">iIIiiqqiq")      # total, magic, crc, qid, flag, qoff, phys, sysflag, born_ts
+_HOST4 = struct.Struct(">4si")
+_HOST6 = struct.Struct(">16si")
+_TS = struct.Struct(">q")
+_MID = struct.Struct(">iq")              # reconsume times, prepared tx offset
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
+_BLANK = struct.Struct(">iI")
+
+
+class RecordError(ValueError):
+    """Bytes that are not a valid commit-log record (torn, corrupt, or foreign)."""
+
+
+@lru_cache(maxsize=1024)
+def _ip_bytes(ip: str) -> bytes:
+    return ipaddress.ip_address(ip).packed
+
+
+@lru_cache(maxsize=1024)
+def _ip_text(raw: bytes) -> str:
+    return str(ipaddress.ip_address(raw))
+
+
+def parse_host(text: str) -> Host:
+    """'127.0.0.1:10911' → ('127.0.0.1', 10911); '[::1]:10911' also works."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"bad host:port {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def java_string_hash(s: str) -> int:
+    """Java ``String.hashCode()`` as a signed 32-bit int (UTF-16 code units)."""
+    h = 0
+    if s.isascii():
+        for ch in s.encode("ascii"):
+            h = (31 * h + ch) & 0xFFFFFFFF
+    else:
+        data = s.encode("utf-16-be")
+        for i in range(0, len(data), 2):
+            h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@lru_cache(maxsize=4096)
+def tags_code(tags: str | None) -> int:
+    """Consume-queue tagsCode: the Java hash of TAGS, 0 without tags."""
+    return java_string_hash(tags) if tags else 0
+
+
+def properties_to_string(props: dict[str, str]) -> str:
+    """``k\\u0001v`` joined by ``\\u0002``, no trailing separator, None values skipped."""
+    return PROPERTY_SEPARATOR.join(
+        f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if v is not None
+    )
+
+
+def string_to_properties(text: str | None) -> dict[str, str]:
+    """Parse a properties string with upstream's rules: segments shorter than 3 chars
+    are ignored, and a segment needs char 1 after its first and before its last char
+    (so empty keys and empty values are dropped). A trailing separator is fine."""
+    out: dict[str, str] = {}
+    if not text:
+        return out
+    for seg in text.split(PROPERTY_SEPARATOR):
+        if len(seg) < 3:
+            continue
+        i = seg.find(NAME_VALUE_SEPARATOR, 1)
+        if 0 < i < len(seg) - 1:
+            out[seg[:i]] = seg[i + 1:]
+    return out
+
+
+def create_offset_msg_id(store_host: Host, phys_offset: int) -> str:
+    """offsetMsgId: uppercase hex of store ip + port (i32) + commit-log offset (i64)."""
+    ip, port = store_host
+    return (_ip_bytes(ip) + struct.pack(">iq", port, phys_offset)).hex().upper()
+
+
+def decode_offset_msg_id(msg_id: str) -> tuple[Host, int]:
+    """Inverse of ``create_offset_msg_id``; 32 hex chars = IPv4, 56 = IPv6."""
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError as exc:
+        raise ValueError(f"not an offsetMsgId: {msg_id!r}") from exc
+    if len(raw) == 16:
+        ip_len = 4
+    elif len(raw) == 28:
+        ip_len = 16
+    else:
+        raise ValueError(f"not an offsetMsgId (expected 32 or 56 hex chars): {msg_id!r}")
+    port, offset = struct.unpack_from(">iq", raw, ip_len)
+    return (_ip_text(raw[:ip_len]), port), offset
+
+
+@dataclass(slots=True)
+class MessageRecord:
+    """One commit-log record, decoded. ``properties`` is the parsed map; on encode the
+    string form is rebuilt from it unless ``properties_text`` is given (the broker uses
+    that to store RocketMQ's 'string computed before the map changed' quirks)."""
+
+    topic: str
+    body: bytes = b""
+    queue_id: int = 0
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: Host = ("127.0.0.1", 0)
+    store_timestamp: int = 0
+    store_host: Host = ("127.0.0.1", 10911)
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    body_crc: int = 0
+    store_size: int = 0
+    properties_text: str | None = None
+
+    # -- convenient views --------------------------------------------------------
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(Prop.TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(Prop.KEYS)
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(Prop.UNIQ_KEY)
+
+    @property
+    def offset_msg_id(self) -> str:
+        return create_offset_msg_id(self.store_host, self.commit_log_offset)
+
+    @property
+    def msg_id(self) -> str:
+        """What a client calls msgId: UNIQ_KEY when present, else the offsetMsgId."""
+        return self.properties.get(Prop.UNIQ_KEY) or self.offset_msg_id
+
+    @property
+    def delay_level(self) -> int:
+        v = self.properties.get(Prop.DELAY)
+        try:
+            return int(v) if v else 0
+        except ValueError:
+            return 0
+
+
+def _host_bytes(host: Host) -> bytes:
+    ip, port = host
+    return _ip_bytes(ip) + _I32.pack(port)
+
+
+def record_size(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0) -> int:
+    """Total record size: 91 + body + topic + properties with IPv4 hosts."""
+    extra = (12 if sys_flag & SysFlag.BORNHOST_V6 else 0) + (12 if sys_flag & SysFlag.STOREHOST_V6 else 0)
+    return 91 + extra + body_len + topic_len + props_len
+
+
+def encode_record(rec: MessageRecord) -> bytes:
+    """Encode ``rec`` as stored; fills ``body_crc``, ``store_size`` and the V6 flags.
+
+    Raises RecordError when the topic exceeds 127 bytes or the properties 32767 bytes.
+    """
+    topic_b = rec.topic.encode("utf-8")
+    if len(topic_b) > MAX_TOPIC_LENGTH:
+        raise RecordError(f"topic is {len(topic_b)} bytes; the limit is {MAX_TOPIC_LENGTH}")
+    text = rec.properties_text if rec.properties_text is not None else properties_to_string(rec.properties)
+    props_b = text.encode("utf-8")
+    if len(props_b) > MAX_PROPERTIES_LENGTH:
+        raise RecordError(f"properties are {len(props_b)} bytes; the limit is {MAX_PROPERTIES_LENGTH}")
+    born = _host_bytes(rec.born_host)
+    store = _host_bytes(rec.store_host)
+    sys_flag = rec.sys_flag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
+    if len(born) == 20:
+        sys_flag |= SysFlag.BORNHOST_V6
+    if len(store) == 20:
+        sys_flag |= SysFlag.STOREHOST_V6
+    body = rec.body
+    crc = zlib.crc32(body)
+    total = 84 - 16 + len(born) + len(store) + 4 + len(body) + 1 + len(topic_b) + 2 + len(props_b)
+    rec.sys_flag = sys_flag
+    rec.body_crc = crc
+    rec.store_size = total
+    rec.properties_text = text
+    return b"".join((
+        _HEAD.pack(total, MAGIC_CODE, crc, rec.queue_id, rec.flag, rec.queue_offset,
+                   rec.commit_log_offset, sys_flag, rec.born_timestamp),
+        born,
+        _TS.pack(rec.store_timestamp),
+        store,
+        _MID.pack(rec.reconsume_times, rec.prepared_transaction_offset),
+        _I32.pack(len(body)), body,
+        bytes((len(topic_b),)), topic_b,
+        _I16.pack(len(props_b)), props_b,
+    ))
+
+
+def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_crc: bool = True,
+                  with_body: bool = True) -> MessageRecord:
+    """Decode the record at ``buf[pos:]``. Raises RecordError on a short buffer, a bad
+    magic code, an inconsistent length or (with ``check_crc``) a body CRC mismatch."""
+    end = len(buf)
+    if end - pos < _HEAD.size:
+        raise RecordError(f"torn record at {pos}: {end - pos} bytes left")
+    total, magic, crc, qid, flag, qoff, phys, sys_flag, born_ts = _HEAD.unpack_from(buf, pos)
+    if magic != MAGIC_CODE:
+        raise RecordError(f"bad magic code 0x{magic:08X} at {pos}")
+    if total < 91 or pos + total > end:
+        raise RecordError(f"torn record at {pos}: size {total}, {end - pos} bytes left")
+    p = pos + _HEAD.size
+    if sys_flag & SysFlag.BORNHOST_V6:
+        ip, port = _HOST6.unpack_from(buf, p); p += 20
+    else:
+        ip, port = _HOST4.unpack_from(buf, p); p += 8
+    born_host = (_ip_text(bytes(ip)), port)
+    (store_ts,) = _TS.unpack_from(buf, p); p += 8
+    if sys_flag & SysFlag.STOREHOST_V6:
+        ip, port = _HOST6.unpack_from(buf, p); p += 20
+    else:
+        ip, port = _HOST4.unpack_from(buf, p); p += 8
+    store_host = (_ip_text(bytes(ip)), port)
+    recon, prep = _MID.unpack_from(buf, p); p += 12
+    (body_len,) = _I32.unpack_from(buf, p); p += 4
+    if body_len < 0 or p + body_len > pos + total:
+        raise RecordError(f"bad body length {body_len} at {pos}")
+    body = bytes(buf[p:p + body_len]) if with_body or check_crc else b""
+    if check_crc and zlib.crc32(body) != crc:
+        raise RecordError(f"body CRC mismatch at {pos}")
+    p += body_len
+    topic_len = buf[p]; p += 1
+    topic = bytes(buf[p:p + topic_len]).decode("utf-8"); p += topic_len
+    (props_len,) = _I16.unpack_from(buf, p); p += 2
+    if p + props_len != pos + total:
+        raise RecordError(f"record at {pos}: lengths do not add up to its size {total}")
+    text = bytes(buf[p:p + props_len]).decode("utf-8")
+    return MessageRecord(
+        topic=topic, body=body if with_body else b"", queue_id=qid, flag=flag,
+        properties=string_to_properties(text), sys_flag=sys_flag, born_timestamp=born_ts,
+        born_host=born_host, store_timestamp=store_ts, store_host=store_host,
+        reconsume_times=recon, prepared_transaction_offset=prep, queue_offset=qoff,
+        commit_log_offset=phys, body_crc=crc, store_size=total, properties_text=text,
+    )
+
+
+def iter_records(buf: bytes | bytearray | memoryview, *, check_crc: bool = False,
+                 with_body: bool = True) -> Iterator[MessageRecord]:
+    """Decode concatenated records, e.g. a PULL_MESSAGE response body."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        rec = decode_record(buf, pos, check_crc=check_crc, with_body=with_body)
+        pos += rec.store_size
+        yield rec
+
+
+def blank_record(remaining: int) -> bytes:
+    """The end-of-segment filler header: size of the unused rest + BLANK magic."""
+    return _BLANK.pack(remaining, BLANK_MAGIC_CODE)
+
+
+def peek_header(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """(total size, magic code) of whatever starts at ``pos``; raises on < 8 bytes."""
+    if len(buf) - pos < 8:
+        raise RecordError(f"torn record header at {pos}")
+    total, magic = _BLANK.unpack_from(buf, pos)
+    return total, magic
