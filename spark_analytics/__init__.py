@@ -1,1 +1,16 @@
-"""rocketmq-emulator."""
+"""Spark analytics over commit-log snapshots.
+
+    snapshot.take_snapshot(data_dir, out_dir) -> Manifest       consistent copy of a store, live or stopped
+    spark.read.format("rocketmq-commitlog").load(dir)           the PySpark data source (datasource.py)
+    session.build_session(master=None)                          the SparkSession, loopback only, source registered
+    accounting.account(records, offsets) / account_store(dir)   THE definition of produced / succeeded /
+                                                                dead_lettered / send_backs (no pyspark)
+    jobs.analyze(spark, dir, offsets)                           the analyses as DataFrames
+    report.analyze_snapshot(dir, out)                           report.html, summary.json, aggregates/*.parquet
+    cli.snapshot_main / cli.analyze_main                        the two rocketmq-emulator subcommands
+
+Importing this package imports nothing heavy: pyspark is loaded only by the modules
+that need it (datasource, session, jobs, report).
+"""
+__all__ = ["accounting", "charts", "cli", "columnar", "commitlog", "datasource", "errors", "jobs", "layout",
+           "report", "session", "snapshot"]

@@ -1,0 +1,309 @@
+"""The one definition of what a run produced, and what became of it.
+
+Pure Python on purpose — no pyspark here: the simulator (client_sdk) imports this
+module to print ``simulate --json``, and ``jobs.py`` implements the same rules in Spark;
+a test checks both give the same numbers on the same store.
+
+Every stored record is one of these kinds (``classify``):
+
+  original          a business-topic record, first store: *produced*, deliverable (attempt 0)
+  delayed_original  a business message sent with DELAY, parked in SCHEDULE_TOPIC_XXXX
+                    (REAL_TOPIC = its business topic): *produced*, not yet deliverable
+  delayed_delivery  its copy re-stored in the business topic when due (REAL_TOPIC equals
+                    the record's own topic — upstream keeps that property): deliverable
+                    (attempt 0), not produced again
+  retry_scheduled   a send-back parked in SCHEDULE_TOPIC_XXXX with REAL_TOPIC %RETRY%<group>
+  retry_delivery    its copy re-stored in %RETRY%<group> when due: deliverable to the group
+                    at attempt = its reconsumeTimes
+  retry_direct      stored straight into %RETRY%<group> without a delay: a send-back
+                    and deliverable
+  dead_letter       stored in %DLQ%<group>: a send-back and a dead letter
+  other             system topics, prepared / rolled-back transaction halves
+
+A *message* is one stored original (or delayed delivery): its key is that record's
+offsetMsgId. A copy finds its message through ORIGIN_MESSAGE_ID — the first copy's
+offsetMsgId, which the broker's send-back writes once and keeps — or, for the client's
+fallback send-back that carries a client msgId instead, through UNIQ_KEY (the original
+with that UNIQ_KEY at the lowest commit-log offset). A copy whose message is not in the
+snapshot keeps a key of its own ("?" + its id) and its RETRY_TOPIC as topic.
+
+A group consumes a business topic T when the consumer offset table has T@group, or when
+the group has copies of T's messages. A deliverable copy is *consumed* when the group's
+committed offset for its queue (T@group, or %RETRY%group@group) is above its queue
+offset. A send-back of attempt k has reconsumeTimes k + 1.
+
+The four counts (over the snapshot; per group and topic in ``GroupTopicCounts``):
+
+  produced       originals + delayed originals in business topics (per topic, not per
+                 group: a message consumed by two groups is produced once)
+  succeeded      per (group, message): some consumed deliverable copy of attempt k has no
+                 send-back of attempt k + 1; summed over groups
+  dead_lettered  per (group, message): a dead_letter copy exists; summed over groups
+  send_backs     send-back records stored (retry_scheduled + retry_direct + dead_letter),
+                 all groups — each is one CONSUMER_SEND_MSG_BACK (or its client fallback)
+                 that stored something, the DLQ moves included
+
+So for one group with everything settled: produced = succeeded + dead_lettered, and
+send_backs = retries + dead_lettered.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from store.records import Prop
+
+__all__ = [
+    "SCHEDULE_TOPIC",
+    "RETRY_PREFIX",
+    "DLQ_PREFIX",
+    "Kind",
+    "is_business_topic",
+    "classify",
+    "group_of",
+    "normalize_offsets",
+    "GroupTopicCounts",
+    "Accounts",
+    "account",
+    "account_store",
+]
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+# TopicValidator's system topics and prefixes (broker/topics.py holds the broker's copy;
+# this package may import only the store's format).
+SYSTEM_TOPICS = frozenset({
+    SCHEDULE_TOPIC, "TBW102", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC",
+})
+SYSTEM_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX, "RMQ_SYS_", "rmq_sys_")
+_TX_MASK, _TX_PREPARED, _TX_ROLLBACK = 0xC, 0x4, 0xC
+
+
+class Kind(str, Enum):
+    ORIGINAL = "original"
+    DELAYED_ORIGINAL = "delayed_original"
+    DELAYED_DELIVERY = "delayed_delivery"
+    RETRY_SCHEDULED = "retry_scheduled"
+    RETRY_DELIVERY = "retry_delivery"
+    RETRY_DIRECT = "retry_direct"
+    DEAD_LETTER = "dead_letter"
+    OTHER = "other"
+
+
+PRODUCED_KINDS = frozenset({Kind.ORIGINAL, Kind.DELAYED_ORIGINAL})
+MESSAGE_KINDS = frozenset({Kind.ORIGINAL, Kind.DELAYED_DELIVERY})          # the records keys point at
+SEND_BACK_KINDS = frozenset({Kind.RETRY_SCHEDULED, Kind.RETRY_DIRECT, Kind.DEAD_LETTER})
+RETRY_COPY_KINDS = frozenset({Kind.RETRY_DELIVERY, Kind.RETRY_DIRECT})      # deliverable in %RETRY%
+
+
+def is_business_topic(topic: str | None) -> bool:
+    return bool(topic) and topic not in SYSTEM_TOPICS and not topic.startswith(SYSTEM_PREFIXES)
+
+
+def classify(topic: str, props: Mapping[str, str], sys_flag: int = 0) -> Kind:
+    """The kind of a stored record (see the module notes)."""
+    if sys_flag & _TX_MASK in (_TX_PREPARED, _TX_ROLLBACK):
+        return Kind.OTHER
+    real = props.get(Prop.REAL_TOPIC)
+    if topic == SCHEDULE_TOPIC:
+        if real and real.startswith(RETRY_PREFIX):
+            return Kind.RETRY_SCHEDULED
+        return Kind.DELAYED_ORIGINAL if is_business_topic(real) else Kind.OTHER
+    if topic.startswith(RETRY_PREFIX):
+        return Kind.RETRY_DELIVERY if real == topic else Kind.RETRY_DIRECT
+    if topic.startswith(DLQ_PREFIX):
+        return Kind.DEAD_LETTER
+    if is_business_topic(topic):
+        return Kind.DELAYED_DELIVERY if real == topic else Kind.ORIGINAL
+    return Kind.OTHER
+
+
+def group_of(kind: Kind, topic: str, props: Mapping[str, str]) -> str | None:
+    """The consumer group a retry / dead-letter record belongs to."""
+    if kind is Kind.RETRY_SCHEDULED:
+        return props.get(Prop.REAL_TOPIC, "")[len(RETRY_PREFIX):]
+    if kind in RETRY_COPY_KINDS:
+        return topic[len(RETRY_PREFIX):]
+    if kind is Kind.DEAD_LETTER:
+        return topic[len(DLQ_PREFIX):]
+    return None
+
+
+def normalize_offsets(table: Mapping) -> dict[tuple[str, str], dict[int, int]]:
+    """consumerOffset.json's ``{"offsetTable": {"topic@group": {"0": 12}}}`` (or the
+    inner table, or MessageStore.offset_table()) → {(topic, group): {qid: offset}}."""
+    if "offsetTable" in table and isinstance(table.get("offsetTable"), Mapping):
+        table = table["offsetTable"]
+    out: dict[tuple[str, str], dict[int, int]] = {}
+    for key, queues in table.items():
+        topic, sep, group = str(key).rpartition("@")
+        if not sep:
+            continue
+        out[(topic, group)] = {int(q): int(o) for q, o in queues.items()}
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTopicCounts:
+    group: str
+    topic: str
+    produced: int
+    succeeded: int
+    dead_lettered: int
+    send_backs: int
+    retried: dict[int, int] = field(default_factory=dict)    # n retries -> messages
+
+    @property
+    def in_flight(self) -> int:
+        return self.produced - self.succeeded - self.dead_lettered
+
+
+@dataclass(frozen=True, slots=True)
+class Accounts:
+    produced: int
+    succeeded: int
+    dead_lettered: int
+    send_backs: int
+    per_group: tuple[GroupTopicCounts, ...] = ()
+    produced_by_topic: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """The four counts, as summary.json and ``simulate --json`` print them."""
+        return {"produced": self.produced, "succeeded": self.succeeded,
+                "dead_lettered": self.dead_lettered, "send_backs": self.send_backs}
+
+    def to_dict(self) -> dict:
+        d = self.summary()
+        d["per_group"] = [dict(asdict(g), retried={str(k): v for k, v in sorted(g.retried.items())})
+                          for g in self.per_group]
+        d["produced_by_topic"] = dict(self.produced_by_topic)
+        return d
+
+
+def account(records: Iterable, offset_table: Mapping) -> Accounts:
+    """The counts for decoded records (``store.records.MessageRecord`` or anything with
+    topic, properties, sys_flag, queue_id, queue_offset, reconsume_times,
+    commit_log_offset and offset_msg_id) and a consumer offset table."""
+    offsets = normalize_offsets(offset_table)
+    by_offset_id: dict[str, tuple[str, str]] = {}    # offsetMsgId -> (key, topic)
+    by_uniq: dict[str, tuple[int, str, str]] = {}     # UNIQ_KEY -> (phys, key, topic) lowest phys
+    produced: dict[str, int] = defaultdict(int)
+    originals: list[tuple[str, str, int, int]] = []  # (key, topic, qid, qoff)
+    copies = []                                       # (kind, group, rec)
+    for rec in records:
+        props = rec.properties
+        kind = classify(rec.topic, props, rec.sys_flag)
+        if kind in PRODUCED_KINDS:
+            produced[rec.topic if kind is Kind.ORIGINAL else props[Prop.REAL_TOPIC]] += 1
+        if kind in MESSAGE_KINDS:
+            key = rec.offset_msg_id
+            by_offset_id[key] = (key, rec.topic)
+            uniq = props.get(Prop.UNIQ_KEY)
+            if uniq and (uniq not in by_uniq or rec.commit_log_offset < by_uniq[uniq][0]):
+                by_uniq[uniq] = (rec.commit_log_offset, key, rec.topic)
+            originals.append((key, rec.topic, rec.queue_id, rec.queue_offset))
+        elif kind in SEND_BACK_KINDS or kind in RETRY_COPY_KINDS:
+            copies.append((kind, group_of(kind, rec.topic, props), rec))
+
+    def resolve(rec) -> tuple[str, str]:
+        origin = rec.properties.get(Prop.ORIGIN_MESSAGE_ID)
+        uniq = rec.properties.get(Prop.UNIQ_KEY)
+        if origin and origin in by_offset_id:
+            return by_offset_id[origin]
+        for k in (origin, uniq):
+            if k and k in by_uniq:
+                return by_uniq[k][1:]
+        return "?" + (origin or uniq or rec.offset_msg_id), rec.properties.get(Prop.RETRY_TOPIC, "")
+
+    subscribed: set[tuple[str, str]] = {(t, g) for (t, g) in offsets if is_business_topic(t)}
+    consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)    # (group, key) -> consumed attempts
+    send_backs: dict[tuple[str, str], set[int]] = defaultdict(set)     # (group, key) -> send-back attempts
+    retries: dict[tuple[str, str], set[int]] = defaultdict(set)
+    dead: set[tuple[str, str]] = set()
+    topic_of: dict[tuple[str, str], str] = {}
+    sb_records: dict[tuple[str, str], int] = defaultdict(int)          # (group, topic) -> records
+
+    def committed(topic: str, group: str, qid: int) -> int:
+        return offsets.get((topic, group), {}).get(qid, -1)
+
+    for kind, group, rec in copies:
+        key, topic = resolve(rec)
+        gk = (group, key)
+        topic_of[gk] = topic
+        subscribed.add((topic, group))
+        if kind in SEND_BACK_KINDS:
+            send_backs[gk].add(rec.reconsume_times)
+            sb_records[(group, topic)] += 1
+            if kind is Kind.DEAD_LETTER:
+                dead.add(gk)
+            else:
+                retries[gk].add(rec.reconsume_times)
+        if kind in RETRY_COPY_KINDS and committed(rec.topic, group, rec.queue_id) > rec.queue_offset:
+            consumed_ok[gk].add(rec.reconsume_times)
+    groups_of_topic: dict[str, list[str]] = defaultdict(list)
+    for topic, group in subscribed:
+        groups_of_topic[topic].append(group)
+    for key, topic, qid, qoff in originals:
+        for group in groups_of_topic.get(topic, ()):
+            topic_of[(group, key)] = topic
+            if committed(topic, group, qid) > qoff:
+                consumed_ok[(group, key)].add(0)
+
+    succ: dict[tuple[str, str], int] = defaultdict(int)
+    dl: dict[tuple[str, str], int] = defaultdict(int)
+    hist: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for gk, attempts in consumed_ok.items():
+        sb = send_backs.get(gk, ())
+        if any(a + 1 not in sb for a in attempts):
+            succ[(gk[0], topic_of[gk])] += 1
+    for gk in dead:
+        dl[(gk[0], topic_of[gk])] += 1
+    for gk, r in retries.items():
+        hist[(gk[0], topic_of[gk])][len(r)] += 1
+    per = []
+    for topic, group in sorted(subscribed, key=lambda tg: (tg[1], tg[0])):  # send-back pairs are in it
+        gt = (group, topic)
+        per.append(GroupTopicCounts(group, topic, produced.get(topic, 0), succ.get(gt, 0), dl.get(gt, 0),
+                                    sb_records.get(gt, 0), dict(sorted(hist.get(gt, {}).items()))))
+    return Accounts(
+        produced=sum(produced.values()), succeeded=sum(succ.values()), dead_lettered=sum(dl.values()),
+        send_backs=sum(sb_records.values()), per_group=tuple(per), produced_by_topic=dict(sorted(produced.items())))
+
+
+def account_store(path: str | Path) -> Accounts:
+    """``account`` over a store or snapshot directory: every good record of its commit
+    log (up to a snapshot's cut, or the last complete record) and
+    config/consumerOffset.json."""
+    from .commitlog import list_segments, open_segment, scan_buffer
+    from .layout import read_json, resolve_store
+    from store.records import decode_record
+
+    sd = resolve_store(path)
+    cut = int(sd.manifest["commitlog"]["max_offset"]) if sd.manifest else None
+
+    def records():
+        for seg in list_segments(sd.commitlog):
+            if cut is not None and seg.base >= cut:
+                break
+            b, mv = open_segment(seg.path, None if cut is None else cut - seg.base)
+            scan = scan_buffer(b, mv, seg.base)
+            for pos in scan.starts.tolist():
+                yield decode_record(mv, pos, check_crc=False, with_body=False)
+
+    offsets = read_json(sd.config / "consumerOffset.json", {}) or {}
+    return account(records(), offsets)
+
+
+def _main() -> None:  # pragma: no cover - handy from a shell
+    import sys
+    print(json.dumps(account_store(sys.argv[1]).to_dict(), indent=2))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _main()

@@ -1,0 +1,129 @@
+"""matplotlib charts for the report, each returned as PNG bytes (Agg backend: no display).
+
+Input is plain rows (lists of dicts, as report.py collects them), so the charts know
+nothing of Spark. Every chart has a title, labelled axes and units in the labels.
+"""
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+__all__ = ["outcomes_chart", "funnel_chart", "lateness_chart", "lag_chart", "retried_chart"]
+
+_COLORS = {"succeeded": "#2e7d32", "dead_lettered": "#c62828", "in_flight": "#f9a825",
+           "p50": "#1565c0", "p99": "#6a1b9a", "max": "#ef6c00", "lag": "#00838f"}
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _label(r: dict) -> str:
+    return f"{r['group']}\n{r['topic']}"
+
+
+def outcomes_chart(per_group: list[dict]) -> bytes | None:
+    """Stacked bars per (group, topic): succeeded / dead-lettered / in flight."""
+    if not per_group:
+        return None
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(per_group) + 2), 3.8))
+    labels = [_label(r) for r in per_group]
+    bottom = [0] * len(per_group)
+    for key, name in (("succeeded", "succeeded"), ("dead_lettered", "dead-lettered"), ("in_flight", "in flight")):
+        vals = [max(0, r[key]) for r in per_group]
+        ax.bar(labels, vals, bottom=bottom, label=name, color=_COLORS[key])
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylabel("messages")
+    ax.set_title("What became of the produced messages, per consumer group and topic")
+    ax.legend(frameon=False, fontsize=8)
+    return _png(fig)
+
+
+def funnel_chart(funnel: list[dict], max_series: int = 6) -> bytes | None:
+    """Messages delivered at each reconsumeTimes (log scale), one line per group/topic."""
+    if not funnel:
+        return None
+    series: dict[str, list[tuple[int, int]]] = {}
+    for r in funnel:
+        series.setdefault(f"{r['group']} / {r['topic']}", []).append((r["reconsume_times"], r["delivered"]))
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for name, pts in list(series.items())[:max_series]:
+        pts.sort()
+        ax.plot([p[0] for p in pts], [max(p[1], 0.8) for p in pts], marker="o", label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("reconsumeTimes (0 = first delivery)")
+    ax.set_ylabel("messages delivered (log)")
+    ax.set_title("Retry funnel: how many messages reached each attempt")
+    ax.legend(frameon=False, fontsize=8)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def lateness_chart(by_level: list[dict]) -> bytes | None:
+    """p50 / p99 / max lateness of re-stored delayed messages per delay level, seconds."""
+    rows = [r for r in by_level if r.get("delivered")]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    x = list(range(len(rows)))
+    w = 0.27
+    for i, key in enumerate(("p50", "p99", "max")):
+        vals = [(r[f"{key}_ms"] or 0) / 1000 for r in rows]
+        ax.bar([v + (i - 1) * w for v in x], vals, width=w, label=key, color=_COLORS[key])
+    ax.set_xticks(x, [f"L{r['level']}\n{_fmt_ms(r.get('delay_ms'))}" for r in rows])
+    ax.set_xlabel("delay level (and its delay)")
+    ax.set_ylabel("late by (s)")
+    ax.set_title("Delivery lateness: re-store time minus due time")
+    ax.legend(frameon=False, fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def lag_chart(lag: list[dict]) -> bytes | None:
+    """Consumer lag (max offset - committed) per group / topic / queue."""
+    if not lag:
+        return None
+    fig, ax = plt.subplots(figsize=(max(5, 0.6 * len(lag) + 2), 3.8))
+    labels = [f"{r['group']}\n{r['topic']}:{r['queue_id']}" for r in lag]
+    ax.bar(labels, [r["lag"] for r in lag], color=_COLORS["lag"])
+    ax.set_ylabel("messages behind")
+    ax.set_title("Consumer lag per queue (max offset - committed offset)")
+    ax.tick_params(axis="x", labelsize=7, rotation=0)
+    return _png(fig)
+
+
+def retried_chart(retried: list[dict]) -> bytes | None:
+    """How many messages were retried 1, 2, ... n times, per group / topic."""
+    if not retried:
+        return None
+    series: dict[str, dict[int, int]] = {}
+    for r in retried:
+        series.setdefault(f"{r['group']} / {r['topic']}", {})[r["retries"]] = r["messages"]
+    xs = sorted({r["retries"] for r in retried})
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    w = 0.8 / max(1, len(series))
+    for i, (name, d) in enumerate(series.items()):
+        ax.bar([x + i * w for x in range(len(xs))], [d.get(x, 0) for x in xs], width=w, label=name)
+    ax.set_xticks([x + 0.4 - w / 2 for x in range(len(xs))], [str(x) for x in xs])
+    ax.set_xlabel("times retried")
+    ax.set_ylabel("messages")
+    ax.set_title("Messages by number of retries")
+    ax.legend(frameon=False, fontsize=8)
+    return _png(fig)
+
+
+def _fmt_ms(ms) -> str:
+    if not ms:
+        return "?"
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"

@@ -1,0 +1,319 @@
+"""The analyses, as Spark DataFrames over one snapshot.
+
+Every rule here is ``accounting``'s, written as Spark expressions (classification,
+message keys, consumed / sent back, the four counts); tests run both on the same store
+and compare. The rest builds on the same derived frames:
+
+  messages     one row per original (the record a key names)
+  copies       retry / dead-letter records with their resolved key and business topic
+  deliveries   what each group can consume: originals of the topics it consumes
+               (attempt 0) and its %RETRY% copies (attempt = reconsumeTimes), each with
+               ``consumed`` from the offset table
+  send_backs   send-back records of each group (attempt = reconsumeTimes, dlq flag)
+
+Lateness pairs each SCHEDULE_TOPIC_XXXX record with the copy re-stored from it (same
+destination topic and queue, UNIQ_KEY, ORIGIN_MESSAGE_ID, reconsumeTimes and born time;
+the n-th of each side when several match): due = schedule store time + delay(level),
+late = copy store time - due. "Now" is the newest store timestamp in the snapshot, so
+ages mean the same on a virtual clock.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+from .accounting import (DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, Kind,
+                         normalize_offsets)
+from .datasource import FORMAT
+
+__all__ = ["DEFAULT_DELAY_LEVELS", "parse_delay_levels", "Analysis", "analyze", "READ_COLUMNS", "TABLES"]
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+# The analyses need no properties map and no body: a pruned schema skips decoding them.
+READ_COLUMNS = ("physical_offset store_timestamp born_timestamp topic queue_id queue_offset offset_msg_id "
+                "uniq_key origin_message_id retry_topic real_topic real_qid reconsume_times tags keys "
+                "sys_flag body_size").split()
+
+TABLES = ("per_group", "retried", "funnel", "lateness", "lateness_by_level", "time_to_dlq", "poison",
+          "duplicates", "lag", "pinning", "produced_by_topic")
+
+
+def parse_delay_levels(text: str) -> list[int]:
+    """RocketMQ messageDelayLevel ("1s 5s ... 2h") → ms per level (level = index + 1)."""
+    out = []
+    for word in text.split():
+        m = re.fullmatch(r"(\d+)(ms|s|m|h|d)", word)
+        if not m:
+            raise ValueError(f"bad delay level {word!r} in {text!r}; expected e.g. 1s 5m 2h")
+        out.append(int(m.group(1)) * _UNIT_MS[m.group(2)])
+    return out
+
+
+def _business(c: Column) -> Column:
+    cond = c.isNotNull() & (c != "") & ~c.isin(*sorted(SYSTEM_TOPICS))
+    for p in SYSTEM_PREFIXES:
+        cond = cond & ~c.startswith(p)
+    return cond
+
+
+def classify_expr() -> Column:
+    """accounting.classify, as a Spark column."""
+    topic, real = F.col("topic"), F.col("real_topic")
+    tx = F.col("sys_flag").bitwiseAND(12)
+    return (F.when(tx.isin(4, 12), Kind.OTHER.value)
+            .when(topic == SCHEDULE_TOPIC,
+                  F.when(real.startswith(RETRY_PREFIX), Kind.RETRY_SCHEDULED.value)
+                  .when(_business(real), Kind.DELAYED_ORIGINAL.value).otherwise(Kind.OTHER.value))
+            .when(topic.startswith(RETRY_PREFIX),
+                  F.when(real.eqNullSafe(topic), Kind.RETRY_DELIVERY.value).otherwise(Kind.RETRY_DIRECT.value))
+            .when(topic.startswith(DLQ_PREFIX), Kind.DEAD_LETTER.value)
+            .when(_business(topic),
+                  F.when(real.eqNullSafe(topic), Kind.DELAYED_DELIVERY.value).otherwise(Kind.ORIGINAL.value))
+            .otherwise(Kind.OTHER.value))
+
+
+def group_expr() -> Column:
+    """accounting.group_of, as a Spark column."""
+    kind = F.col("kind")
+    return (F.when(kind == Kind.RETRY_SCHEDULED.value, F.expr(f"substring(real_topic, {len(RETRY_PREFIX) + 1})"))
+            .when(kind.isin(Kind.RETRY_DELIVERY.value, Kind.RETRY_DIRECT.value),
+                  F.expr(f"substring(topic, {len(RETRY_PREFIX) + 1})"))
+            .when(kind == Kind.DEAD_LETTER.value, F.expr(f"substring(topic, {len(DLQ_PREFIX) + 1})")))
+
+
+_OFFSETS_SCHEMA = StructType([StructField("o_topic", StringType()), StructField("o_group", StringType()),
+                              StructField("o_queue_id", IntegerType()), StructField("committed", LongType())])
+
+
+@dataclass
+class Analysis:
+    """The analysis of one snapshot: ``totals`` (the four counts, plus a few facts) and
+    one small DataFrame per table in TABLES."""
+
+    totals: dict
+    tables: dict[str, DataFrame]
+
+
+def _pct(col: str, p: float) -> Column:
+    return F.expr(f"percentile({col}, {p})")
+
+
+def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_ms: list[int] | None = None,
+            queue_max_offsets: dict[tuple[str, int], int] | None = None, top_n: int = 10,
+            progress=lambda msg: None) -> Analysis:
+    """Build every analysis of the snapshot (or store) at ``path``."""
+    delays = delay_levels_ms or parse_delay_levels(DEFAULT_DELAY_LEVELS)
+    progress("reading the commit log")
+    raw = spark.read.format(FORMAT).schema(", ".join(
+        f"{c} {'bigint' if c in ('physical_offset', 'store_timestamp', 'born_timestamp', 'queue_offset') else 'int' if c in ('queue_id', 'real_qid', 'reconsume_times', 'sys_flag', 'body_size') else 'string'}"
+        for c in READ_COLUMNS)).load(path)
+    c = raw.withColumn("kind", classify_expr()).withColumn("group", group_expr()).cache()
+    stats = c.agg(F.count("*").alias("records"), F.max("store_timestamp").alias("now"),
+                  F.min("store_timestamp").alias("first")).first()
+    now = stats["now"] or 0
+    progress(f"{stats['records']:,} records; classifying")
+
+    offsets = spark.createDataFrame(
+        [(t, g, q, o) for (t, g), qs in normalize_offsets(offset_table).items() for q, o in qs.items()],
+        _OFFSETS_SCHEMA)
+    kind = F.col("kind")
+    messages = (c.filter(kind.isin(Kind.ORIGINAL.value, Kind.DELAYED_DELIVERY.value))
+                .select(F.col("offset_msg_id").alias("key"), F.col("topic").alias("m_topic"), "queue_id",
+                        "queue_offset", "uniq_key", F.col("store_timestamp").alias("first_store"),
+                        "physical_offset", "keys", "tags"))
+    by_uniq = (messages.filter(F.col("uniq_key").isNotNull())
+               .withColumn("rn", F.row_number().over(Window.partitionBy("uniq_key").orderBy("physical_offset")))
+               .filter("rn = 1").select("uniq_key", "key", "m_topic"))
+    u1 = by_uniq.select(F.col("uniq_key").alias("u1_uniq"), F.col("key").alias("u1_key"),
+                        F.col("m_topic").alias("u1_topic"))
+    u2 = by_uniq.select(F.col("uniq_key").alias("u2_uniq"), F.col("key").alias("u2_key"),
+                        F.col("m_topic").alias("u2_topic"))
+    m1 = messages.select(F.col("key").alias("m1_key"), F.col("m_topic").alias("m1_topic"))
+    sb_kinds = (Kind.RETRY_SCHEDULED.value, Kind.RETRY_DIRECT.value, Kind.DEAD_LETTER.value)
+    retry_kinds = (Kind.RETRY_DELIVERY.value, Kind.RETRY_DIRECT.value)
+    copies = (c.filter(kind.isin(*sb_kinds, *retry_kinds))
+              .join(m1, F.col("origin_message_id") == F.col("m1_key"), "left")
+              .join(u1, F.col("origin_message_id") == F.col("u1_uniq"), "left")
+              .join(u2, F.col("uniq_key") == F.col("u2_uniq"), "left")
+              .withColumn("key", F.coalesce("m1_key", "u1_key", "u2_key",
+                                            F.concat(F.lit("?"), F.coalesce("origin_message_id", "uniq_key",
+                                                                            "offset_msg_id"))))
+              .withColumn("btopic", F.when(F.col("m1_key").isNotNull(), F.col("m1_topic"))
+                          .when(F.col("u1_key").isNotNull(), F.col("u1_topic"))
+                          .when(F.col("u2_key").isNotNull(), F.col("u2_topic"))
+                          .otherwise(F.coalesce("retry_topic", F.lit(""))))
+              .drop("m1_key", "m1_topic", "u1_uniq", "u1_key", "u1_topic", "u2_uniq", "u2_key", "u2_topic")
+              .cache())
+    subscribed = (offsets.filter(_business(F.col("o_topic"))).select(F.col("o_topic").alias("s_topic"),
+                                                                     F.col("o_group").alias("s_group"))
+                  .union(copies.select(F.col("btopic").alias("s_topic"), F.col("group").alias("s_group")))
+                  .distinct())
+    deliveries = (
+        messages.join(subscribed, messages.m_topic == subscribed.s_topic)
+        .select(F.col("s_group").alias("group"), "key", F.col("m_topic").alias("btopic"),
+                F.col("m_topic").alias("src_topic"), "queue_id", "queue_offset", F.lit(0).alias("attempt"),
+                "uniq_key")
+        .unionByName(copies.filter(kind.isin(*retry_kinds)).select(
+            "group", "key", "btopic", F.col("topic").alias("src_topic"), "queue_id", "queue_offset",
+            F.col("reconsume_times").alias("attempt"), "uniq_key"))
+        .join(offsets, (F.col("src_topic") == F.col("o_topic")) & (F.col("group") == F.col("o_group"))
+              & (F.col("queue_id") == F.col("o_queue_id")), "left")
+        .withColumn("consumed", F.coalesce("committed", F.lit(-1)) > F.col("queue_offset"))
+        .drop("o_topic", "o_group", "o_queue_id")
+        .cache())
+    send_backs = (copies.filter(kind.isin(*sb_kinds))
+                  .select("group", "key", "btopic", F.col("reconsume_times").alias("attempt"),
+                          (kind == Kind.DEAD_LETTER.value).alias("dlq"), "store_timestamp", "physical_offset")
+                  .cache())
+    progress("counting produced / succeeded / dead-lettered / send-backs")
+
+    sb_next = send_backs.select("group", "key", (F.col("attempt") - 1).alias("attempt"))
+    ok = deliveries.filter("consumed").join(sb_next, ["group", "key", "attempt"], "left_anti")
+    succeeded = ok.select("group", "key", "btopic").distinct().groupBy("group", "btopic").agg(
+        F.count("*").alias("succeeded"))
+    dead = (send_backs.filter("dlq").select("group", "key", "btopic").distinct().groupBy("group", "btopic")
+            .agg(F.count("*").alias("dead_lettered")))
+    sb_count = send_backs.groupBy("group", "btopic").agg(F.count("*").alias("send_backs"))
+    produced = (c.filter(kind.isin(Kind.ORIGINAL.value, Kind.DELAYED_ORIGINAL.value))
+                .select(F.when(kind == Kind.ORIGINAL.value, F.col("topic")).otherwise(F.col("real_topic"))
+                        .alias("btopic"))
+                .groupBy("btopic").agg(F.count("*").alias("produced")))
+    per_group = (subscribed.select(F.col("s_group").alias("group"), F.col("s_topic").alias("btopic"))
+                 .join(produced, "btopic", "left").join(succeeded, ["group", "btopic"], "left")
+                 .join(dead, ["group", "btopic"], "left").join(sb_count, ["group", "btopic"], "left")
+                 .na.fill(0, ["produced", "succeeded", "dead_lettered", "send_backs"])
+                 .withColumn("in_flight", F.col("produced") - F.col("succeeded") - F.col("dead_lettered"))
+                 .select("group", F.col("btopic").alias("topic"), "produced", "succeeded", "dead_lettered",
+                         "send_backs", "in_flight")
+                 .orderBy("group", "topic"))
+    retried = (send_backs.filter(~F.col("dlq")).groupBy("group", "key", "btopic")
+               .agg(F.countDistinct("attempt").alias("retries"))
+               .groupBy("group", F.col("btopic").alias("topic"), "retries").agg(F.count("*").alias("messages"))
+               .orderBy("group", "topic", "retries"))
+
+    progress("retry funnel")
+    dk = ["group", "btopic", "attempt"]
+    funnel = (
+        deliveries.groupBy(*dk).agg(F.countDistinct("key").alias("delivered"),
+                                    F.countDistinct(F.when(F.col("consumed"), F.col("key"))).alias("consumed"))
+        .join(ok.groupBy(*dk).agg(F.countDistinct("key").alias("succeeded")), dk, "full")
+        .join(send_backs.withColumn("attempt", F.col("attempt") - 1).groupBy(*dk).agg(
+            F.countDistinct(F.when(~F.col("dlq"), F.col("key"))).alias("sent_back"),
+            F.countDistinct(F.when(F.col("dlq"), F.col("key"))).alias("dead_lettered")), dk, "full")
+        .na.fill(0, ["delivered", "consumed", "succeeded", "sent_back", "dead_lettered"])
+        .select("group", F.col("btopic").alias("topic"), F.col("attempt").alias("reconsume_times"), "delivered",
+                "consumed", "succeeded", "sent_back", "dead_lettered")
+        .orderBy("group", "topic", "reconsume_times"))
+
+    progress("delivery lateness per delay level")
+    delay_df = spark.createDataFrame([(i + 1, ms) for i, ms in enumerate(delays)], "level int, delay_ms bigint")
+    pair_keys = ["p_topic", "p_qid", "p_uniq", "p_origin", "p_recon", "p_born"]
+    sched = (c.filter(F.col("topic") == SCHEDULE_TOPIC)
+             .select((F.col("queue_id") + 1).alias("level"), F.col("store_timestamp").alias("s_store"),
+                     F.col("real_topic").alias("p_topic"), F.col("real_qid").alias("p_qid"),
+                     F.col("uniq_key").alias("p_uniq"), F.col("origin_message_id").alias("p_origin"),
+                     F.col("reconsume_times").alias("p_recon"), F.col("born_timestamp").alias("p_born"),
+                     F.when(kind == Kind.RETRY_SCHEDULED.value, F.col("group")).otherwise(F.lit(""))
+                     .alias("group"),
+                     F.when(kind == Kind.RETRY_SCHEDULED.value, F.coalesce("retry_topic", F.lit("")))
+                     .otherwise(F.col("real_topic")).alias("topic"),
+                     F.col("physical_offset").alias("s_phys"))
+             .join(F.broadcast(delay_df), "level", "left")
+             .withColumn("due", F.col("s_store") + F.coalesce("delay_ms", F.lit(1000)))
+             .withColumn("rn", F.row_number().over(Window.partitionBy(*pair_keys).orderBy("s_phys"))))
+    restored = (c.filter(F.col("real_topic").eqNullSafe(F.col("topic")))
+                .select(F.col("topic").alias("r_topic"), F.col("queue_id").alias("r_qid"),
+                        F.col("uniq_key").alias("r_uniq"), F.col("origin_message_id").alias("r_origin"),
+                        F.col("reconsume_times").alias("r_recon"), F.col("born_timestamp").alias("r_born"),
+                        F.col("store_timestamp").alias("r_store"), F.col("physical_offset").alias("r_phys"))
+                .withColumn("r_rn", F.row_number().over(
+                    Window.partitionBy("r_topic", "r_qid", "r_uniq", "r_origin", "r_recon", "r_born")
+                    .orderBy("r_phys"))))
+    cond = ((F.col("p_topic").eqNullSafe(F.col("r_topic"))) & (F.col("p_qid").eqNullSafe(F.col("r_qid")))
+            & (F.col("p_uniq").eqNullSafe(F.col("r_uniq"))) & (F.col("p_origin").eqNullSafe(F.col("r_origin")))
+            & (F.col("p_recon") == F.col("r_recon")) & (F.col("p_born") == F.col("r_born"))
+            & (F.col("rn") == F.col("r_rn")))
+    paired = (sched.join(restored, cond, "left")
+              .withColumn("late_ms", F.col("r_store") - F.col("due"))
+              .withColumn("pending", F.col("r_store").isNull())
+              .withColumn("overdue", F.col("pending") & (F.col("due") < F.lit(now))))
+
+    def late_agg(df, keys):
+        return (df.groupBy(*keys).agg(
+            F.count("*").alias("scheduled"), F.count("r_store").alias("delivered"),
+            F.sum(F.col("pending").cast("int")).alias("pending"),
+            F.sum(F.col("overdue").cast("int")).alias("overdue"),
+            F.first("delay_ms", ignorenulls=True).alias("delay_ms"),
+            _pct("late_ms", 0.5).alias("p50_ms"), _pct("late_ms", 0.99).alias("p99_ms"),
+            F.max("late_ms").alias("max_ms")).orderBy(*keys))
+
+    lateness = late_agg(paired, ["group", "topic", "level"])
+    lateness_by_level = late_agg(paired, ["level"])
+
+    progress("time to DLQ, poison messages, duplicates")
+    time_to_dlq = (send_backs.filter("dlq").join(messages.select("key", "first_store"), "key")
+                   .withColumn("ms", F.col("store_timestamp") - F.col("first_store"))
+                   .groupBy("group", F.col("btopic").alias("topic"))
+                   .agg(F.count("*").alias("dead_lettered"), _pct("ms", 0.5).alias("p50_ms"),
+                        _pct("ms", 0.99).alias("p99_ms"), F.max("ms").alias("max_ms"), F.min("ms").alias("min_ms"))
+                   .orderBy("group", "topic"))
+    poison = (send_backs.groupBy("group", "key", "btopic")
+              .agg(F.count("*").alias("send_backs"), F.max("attempt").alias("max_reconsume_times"),
+                   F.max(F.col("dlq").cast("int")).alias("dead_lettered"),
+                   F.max("store_timestamp").alias("last_send_back"))
+              .join(messages.select("key", "uniq_key", "keys", "tags", "first_store"), "key", "left")
+              .withColumn("rank", F.row_number().over(
+                  Window.partitionBy("group").orderBy(F.desc("send_backs"), F.desc("dead_lettered"), "key")))
+              .filter(F.col("rank") <= top_n)
+              .select("group", F.col("btopic").alias("topic"), "rank", "key", "uniq_key", "keys", "tags",
+                      "send_backs", "max_reconsume_times", "dead_lettered", "first_store", "last_send_back")
+              .orderBy("group", "rank"))
+    duplicates = (deliveries.filter(F.col("uniq_key").isNotNull())
+                  .groupBy("group", F.col("btopic").alias("topic"), "uniq_key", F.col("attempt")
+                           .alias("reconsume_times"))
+                  .agg(F.count("*").alias("copies"), F.countDistinct("key").alias("messages"))
+                  .filter("copies > 1").orderBy("group", "topic", "uniq_key", "reconsume_times"))
+
+    progress("consumer lag and pinning messages")
+    qmax = c.groupBy(F.col("topic").alias("q_topic"), F.col("queue_id").alias("q_qid")).agg(
+        (F.max("queue_offset") + 1).alias("log_max"))
+    cq_rows = [(t, q, m) for (t, q), m in (queue_max_offsets or {}).items()]
+    cq = spark.createDataFrame(cq_rows, "cq_topic string, cq_qid int, cq_max bigint")
+    lag = (offsets.join(qmax, (F.col("o_topic") == F.col("q_topic")) & (F.col("o_queue_id") == F.col("q_qid")), "left")
+           .join(cq, (F.col("o_topic") == F.col("cq_topic")) & (F.col("o_queue_id") == F.col("cq_qid")), "left")
+           .withColumn("max_offset", F.coalesce("log_max", "cq_max", "committed"))
+           .withColumn("lag", F.greatest(F.col("max_offset") - F.col("committed"), F.lit(0)))
+           .select(F.col("o_group").alias("group"), F.col("o_topic").alias("topic"),
+                   F.col("o_queue_id").alias("queue_id"), "committed", "max_offset", "lag")
+           .orderBy("group", "topic", "queue_id"))
+    pinned = (lag.filter("lag > 0")
+              .withColumn("queue_min", F.min("committed").over(Window.partitionBy("topic", "queue_id")))
+              .join(c.select(F.col("topic").alias("c_topic"), F.col("queue_id").alias("c_qid"),
+                             F.col("queue_offset").alias("c_qoff"), "physical_offset", "uniq_key", "keys",
+                             "store_timestamp", "reconsume_times"),
+                    (F.col("topic") == F.col("c_topic")) & (F.col("queue_id") == F.col("c_qid"))
+                    & (F.col("committed") == F.col("c_qoff")), "left")
+              .withColumn("age_ms", F.lit(now) - F.col("store_timestamp"))
+              .select("group", "topic", "queue_id", F.col("committed").alias("queue_offset"), "lag",
+                      (F.col("committed") == F.col("queue_min")).alias("pins_queue_min"), "physical_offset",
+                      "uniq_key", "keys", "store_timestamp", "reconsume_times", "age_ms")
+              .orderBy("group", "topic", "queue_id"))
+    produced_by_topic = produced.select(F.col("btopic").alias("topic"), "produced").orderBy("topic")
+
+    progress("totals")
+    t = per_group.agg(F.sum("succeeded"), F.sum("dead_lettered")).first()
+    sb_total = send_backs.count()
+    prod_total = produced.agg(F.sum("produced")).first()[0] or 0
+    totals = {"produced": int(prod_total), "succeeded": int(t[0] or 0), "dead_lettered": int(t[1] or 0),
+              "send_backs": int(sb_total), "records": int(stats["records"]), "first_store_timestamp": stats["first"],
+              "last_store_timestamp": stats["now"]}
+    tables = {"per_group": per_group, "retried": retried, "funnel": funnel, "lateness": lateness,
+              "lateness_by_level": lateness_by_level, "time_to_dlq": time_to_dlq, "poison": poison,
+              "duplicates": duplicates, "lag": lag, "pinning": pinned, "produced_by_topic": produced_by_topic}
+    return Analysis(totals, tables)

@@ -1,0 +1,270 @@
+"""Analyse a snapshot and write DIR/report.html, DIR/summary.json and DIR/aggregates/*.parquet.
+
+report.html is self-contained (inline CSS, charts as base64 PNGs) so it can be mailed or
+attached to a CI run. summary.json holds the four counts of ``accounting`` at the top
+level beside the per-group tables. The aggregates are small: they are collected once
+through Arrow (``DataFrame.toArrow``) and written with pyarrow, not by a Spark job each.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from . import charts
+from .errors import AnalyticsError
+from .jobs import DEFAULT_DELAY_LEVELS, TABLES, analyze, parse_delay_levels
+from .layout import read_json, resolve_store
+from .commitlog import list_segments, scan_segment
+
+__all__ = ["analyze_snapshot", "write_report", "Progress"]
+
+
+class Progress:
+    """Progress lines on stderr while Spark works: elapsed seconds and the step."""
+
+    def __init__(self, stream=None, enabled: bool = True) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+
+    def __call__(self, msg: str) -> None:
+        if self.enabled:
+            print(f"[analyze {time.perf_counter() - self.t0:6.1f}s] {msg}", file=self.stream, flush=True)
+
+
+def _source_info(path: str) -> dict:
+    """What the report says about its input: the manifest, or a quick look at a store."""
+    sd = resolve_store(path, "snapshot")
+    if sd.manifest is not None:
+        m = sd.manifest
+        return {"kind": "snapshot", "path": str(sd.root), "source": m.get("source"),
+                "taken_at_ms": m.get("taken_at_ms"), "took_ms": m.get("took_ms"),
+                "store_was_live": m.get("store_was_live"), "min_offset": m["commitlog"]["min_offset"],
+                "max_offset": m["commitlog"]["max_offset"], "records": m["commitlog"].get("records"),
+                "damage": m.get("damage"), "delay_levels_ms": m.get("delay_levels_ms") or {},
+                "queue_max_offsets": {(t, int(q)): v["max_offset"] for t, qs in m.get("consume_queues", {}).items()
+                                      for q, v in qs.items()}}
+    segs = list_segments(sd.commitlog)
+    damage = None
+    max_off = segs[0].base if segs else 0
+    if segs:
+        scan = scan_segment(segs[-1])
+        damage = scan.damage.to_dict() if scan.damage else None
+        max_off = segs[-1].base + scan.end
+    return {"kind": "store", "path": str(sd.root), "source": str(sd.root), "taken_at_ms": None, "took_ms": None,
+            "store_was_live": (sd.root / "lock").exists(), "min_offset": segs[0].base if segs else 0,
+            "max_offset": max_off, "records": None, "damage": damage, "delay_levels_ms": {},
+            "queue_max_offsets": {}}
+
+
+def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spark=None,
+                     delay_levels: str | None = None, progress=None) -> dict:
+    """The ``analyze`` command: Spark analysis of ``path`` written to ``out_dir``.
+    Returns the summary (what summary.json holds)."""
+    progress = progress or Progress()
+    info = _source_info(path)
+    if info["damage"]:
+        d = info["damage"]
+        progress(f"the commit log is damaged: reading up to the {d['kind']} record at offset {d['offset']} "
+                 f"({d['detail']})")
+    offsets = read_json(Path(path) / "config" / "consumerOffset.json", {}) or {}
+    if delay_levels:
+        delays = parse_delay_levels(delay_levels)
+    elif info["delay_levels_ms"]:
+        # Levels seen in the snapshot's schedule queues override the default table.
+        delays = parse_delay_levels(DEFAULT_DELAY_LEVELS)
+        for lvl, ms in info["delay_levels_ms"].items():
+            while len(delays) < int(lvl):
+                delays.append(1000)
+            delays[int(lvl) - 1] = int(ms)
+    else:
+        delays = None
+    if spark is None:
+        progress(f"starting Spark ({master or 'local[*]'})")
+        from .session import build_session
+        spark = build_session(master)
+    analysis = analyze(spark, str(Path(path).resolve()), offsets, delay_levels_ms=delays,
+                       queue_max_offsets=info["queue_max_offsets"], progress=progress)
+    return write_report(analysis, info, out_dir, progress)
+
+
+def _collect(analysis, out: Path, progress) -> dict[str, list[dict]]:
+    agg = out / "aggregates"
+    agg.mkdir(parents=True, exist_ok=True)
+    rows = {}
+    for name in TABLES:
+        progress(f"collecting {name}")
+        table = analysis.tables[name].toArrow()
+        pq.write_table(table, agg / f"{name}.parquet")
+        rows[name] = table.to_pylist()
+    return rows
+
+
+def write_report(analysis, info: dict, out_dir: str, progress=None) -> dict:
+    progress = progress or Progress()
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AnalyticsError(f"cannot create the output directory {out_dir!r}: {exc.strerror}") from None
+    rows = _collect(analysis, out, progress)
+    snapshot = {k: v for k, v in info.items() if k != "queue_max_offsets"}
+    summary = {**{k: analysis.totals[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")},
+               "records": analysis.totals["records"], "snapshot": snapshot, "damaged": bool(info["damage"]),
+               "tables": rows}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    progress("drawing charts")
+    figs = {
+        "outcomes": charts.outcomes_chart(rows["per_group"]),
+        "retried": charts.retried_chart(rows["retried"]),
+        "funnel": charts.funnel_chart(rows["funnel"]),
+        "lateness": charts.lateness_chart(rows["lateness_by_level"]),
+        "lag": charts.lag_chart(rows["lag"]),
+    }
+    for name, png in figs.items():
+        if png:
+            (out / "aggregates" / f"{name}.png").write_bytes(png)
+    (out / "report.html").write_text(_html(summary, rows, figs, analysis.totals))
+    progress(f"wrote {out / 'report.html'}, {out / 'summary.json'} and {out / 'aggregates'}/")
+    return summary
+
+
+# -- HTML --------------------------------------------------------------------------------------
+_CSS = """
+body{font:14px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em} h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+.meta{color:#666} .cards{display:flex;gap:1em;flex-wrap:wrap;margin:1.2em 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:.7em 1.2em;min-width:9em}
+.card b{display:block;font-size:1.9em} .card span{color:#666}
+.damage{background:#fdecea;border:1px solid #c62828;padding:.8em 1em;border-radius:6px}
+table{border-collapse:collapse;margin:.6em 0;font-size:13px} th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}
+th{background:#f5f5f5} td.s{text-align:left} img{max-width:100%;margin:.5em 0}
+.note{color:#666;font-size:12.5px;max-width:60em}
+"""
+
+_NOTES = {
+    "per_group": "produced: business messages stored in the topic. succeeded: messages the group consumed "
+                 "(committed offset past a copy) without a further send-back. dead-lettered: messages with a "
+                 "copy in %DLQ%group. send-backs: send-back records stored (retries + DLQ moves). "
+                 "in flight: the rest.",
+    "retried": "Messages by the number of retry send-backs they needed (DLQ moves not counted).",
+    "funnel": "Per attempt (reconsumeTimes): messages delivered, consumed (committed), succeeded there, "
+              "sent back for another attempt, or moved to the DLQ.",
+    "lateness": "Each SCHEDULE_TOPIC_XXXX record paired with the copy re-stored from it. due = schedule "
+                "store time + level delay; late = re-store time - due. pending = not re-stored yet; "
+                "overdue = pending and due before the newest record of the snapshot.",
+    "time_to_dlq": "From the first store of a message to its %DLQ% copy.",
+    "poison": "The messages sent back most often, per group.",
+    "duplicates": "A UNIQ_KEY stored more than once for the same group and attempt (producer re-sends, "
+                  "repeated deliveries).",
+    "lag": "max offset (from the commit log) - committed offset, per queue in the offset table.",
+    "pinning": "For each queue with lag: the message at the committed offset — the oldest one not yet "
+               "acknowledged, which holds the group's committed offset (ProcessQueue minimum-offset commit). "
+               "pins_queue_min: this group's offset is the lowest of all groups on that queue.",
+}
+
+_TITLES = {"per_group": "Per consumer group and topic", "retried": "Retried 1, 2, … n times",
+           "funnel": "Retry funnel by reconsumeTimes", "lateness": "Delivery lateness per delay level",
+           "time_to_dlq": "Time from first store to the DLQ", "poison": "Top poison messages",
+           "duplicates": "Duplicates", "lag": "Consumer lag per queue", "pinning": "Messages pinning committed offsets"}
+
+_MS_COLUMNS = {"p50_ms", "p99_ms", "max_ms", "min_ms", "age_ms", "delay_ms"}
+_TS_COLUMNS = {"first_store", "last_send_back", "store_timestamp"}
+
+
+def _fmt(col: str, v) -> tuple[str, bool]:
+    if v is None:
+        return "—", False
+    if col in _MS_COLUMNS and isinstance(v, (int, float)):
+        return _dur(v), False
+    if col in _TS_COLUMNS and isinstance(v, int):
+        return _ts(v), True
+    if isinstance(v, bool):
+        return ("yes" if v else "no"), True
+    if isinstance(v, float):
+        return f"{v:,.1f}", False
+    if isinstance(v, int):
+        return f"{v:,}", False
+    return str(v), True
+
+
+def _dur(ms: float) -> str:
+    neg, ms = ms < 0, abs(ms)
+    if ms < 1000:
+        s = f"{ms:.0f} ms"
+    elif ms < 120_000:
+        s = f"{ms / 1000:.1f} s"
+    elif ms < 7_200_000:
+        s = f"{ms / 60_000:.1f} min"
+    else:
+        s = f"{ms / 3_600_000:.2f} h"
+    return ("-" if neg else "") + s
+
+
+def _ts(ms: int) -> str:
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def _table(rows: list[dict], limit: int = 200) -> str:
+    if not rows:
+        return "<p class=note>(none)</p>"
+    cols = list(rows[0])
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"]
+    for r in rows[:limit]:
+        cells = []
+        for c in cols:
+            text, left = _fmt(c, r[c])
+            cells.append(f"<td{' class=s' if left else ''}>{html.escape(text)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    if len(rows) > limit:
+        out.append(f"<p class=note>… {len(rows) - limit} more rows in aggregates/</p>")
+    return "\n".join(out)
+
+
+def _img(png: bytes | None, alt: str) -> str:
+    if not png:
+        return ""
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+
+
+def _html(summary: dict, rows: dict, figs: dict, totals: dict) -> str:
+    snap = summary["snapshot"]
+    taken = _ts(snap["taken_at_ms"]) if snap.get("taken_at_ms") else "—"
+    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>rocketmq-emulator analysis</title>"
+             f"<style>{_CSS}</style></head><body>",
+             "<h1>rocketmq-emulator: where the messages went</h1>",
+             f"<p class=meta>{html.escape(snap['kind'])} <code>{html.escape(str(snap['path']))}</code> of store "
+             f"<code>{html.escape(str(snap.get('source')))}</code>, taken {taken}"
+             f"{' (store was live)' if snap.get('store_was_live') else ''}; commit log "
+             f"{snap['min_offset']:,}–{snap['max_offset']:,}, {summary['records']:,} records; stored "
+             f"{_ts(totals['first_store_timestamp']) if totals.get('first_store_timestamp') else '—'} to "
+             f"{_ts(totals['last_store_timestamp']) if totals.get('last_store_timestamp') else '—'}.</p>"]
+    if snap.get("damage"):
+        d = snap["damage"]
+        parts.append(f"<p class=damage><b>Damaged commit log.</b> Read up to the {html.escape(d['kind'])} record at "
+                     f"offset {d['offset']:,} (segment {d['segment']:020d}): {html.escape(d['detail'])}. "
+                     "Everything below describes the log before that point.</p>")
+    parts.append("<div class=cards>" + "".join(
+        f"<div class=card><b>{summary[k]:,}</b><span>{label}</span></div>"
+        for k, label in (("produced", "produced"), ("succeeded", "succeeded"), ("dead_lettered", "dead-lettered"),
+                         ("send_backs", "send-backs"))) + "</div>")
+    sections = [("per_group", "outcomes"), ("retried", "retried"), ("funnel", "funnel"), ("lateness", "lateness"),
+                ("time_to_dlq", None), ("poison", None), ("duplicates", None), ("lag", "lag"), ("pinning", None)]
+    for name, fig in sections:
+        parts.append(f"<h2 id={name}>{_TITLES[name]}</h2><p class=note>{html.escape(_NOTES[name])}</p>")
+        if fig:
+            parts.append(_img(figs.get(fig), _TITLES[name]))
+        if name == "lateness":
+            parts.append("<p class=note>All levels:</p>" + _table(rows["lateness_by_level"]))
+        parts.append(_table(rows[name]))
+    parts.append("<p class=note>Written by <code>rocketmq-emulator analyze</code>; the tables are also in "
+                 "aggregates/*.parquet and summary.json.</p></body></html>")
+    return "\n".join(parts)

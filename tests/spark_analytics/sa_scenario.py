@@ -1,0 +1,237 @@
+"""A scripted run on a virtual clock with a known truth, stored by the real MessageStore.
+
+The broker side is the broker's own ScheduleService (divert on put, re-store when due,
+the delivered copy keeps DELAY / REAL_TOPIC / REAL_QID) plus a send-back written from
+rocketmq-4x.md §5.2 (RETRY_TOPIC once, ORIGIN_MESSAGE_ID = first copy's offsetMsgId,
+reconsumeTimes + 1, DLQ at reconsumeTimes >= 16, level 3 + reconsumeTimes). The
+consumers are scripted here, and every fact the analyses should find is written down
+as it happens (``Truth``) — never derived from the code under test.
+
+Scenario (times are virtual; T0 = 2024-01-01):
+  orders   (4 queues)  40 messages + a producer re-send of #11 (same UNIQ_KEY) + 4 late
+                       messages on queue 0 nobody consumes (the lag), consumed by "billing":
+                       #i % 10 == 3 fail twice, #i % 10 == 7 fail once, #5 and #15 always
+                       fail (16 retries, then the DLQ), the rest succeed at once.
+  payments (2 queues)  12 messages + 2 sent with DELAY=2 (5 s) to queue 0, consumed by
+                       "audit": all succeed, but the message at queue 1 offset 2 never
+                       finishes, so audit's committed offset there stays at 2.
+  The broker is down for 25 s once (no ticks), so some delayed copies come late.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker.schedule import ScheduleService
+from delay_scheduler import DelayLevels, VirtualClock
+from store import MessageStore, PutStatus, StoreConfig
+from store.records import MessageRecord, Prop
+
+GROUP_B, GROUP_A = "billing", "audit"
+MAX_RECONSUME = 16
+POISON = {5, 15}
+
+
+def uniq(topic: str, i: int) -> str:
+    return f"{'A' if topic == 'orders' else 'B'}{i:031X}"
+
+
+def fails_needed(i: int) -> float:
+    if i in POISON:
+        return float("inf")
+    return {3: 2, 7: 1}.get(i % 10, 0)
+
+
+@dataclass
+class Truth:
+    produced: dict = field(default_factory=lambda: defaultdict(int))          # topic -> n
+    send_backs: dict = field(default_factory=lambda: defaultdict(int))        # group -> records
+    retries: dict = field(default_factory=lambda: defaultdict(int))           # (group, uniq) -> n
+    dead: dict = field(default_factory=dict)                                   # (group, uniq) -> dlq store ms
+    first_store: dict = field(default_factory=dict)                           # uniq -> first store ms
+    lateness: list = field(default_factory=list)                              # (level, late ms)
+    scheduled_pending: int = 0
+    committed: dict = field(default_factory=dict)                             # (topic, group, qid) -> offset
+    max_offset: dict = field(default_factory=dict)                            # (topic, qid) -> next offset
+    succeeded: dict = field(default_factory=lambda: defaultdict(int))         # group -> originals
+    duplicates: set = field(default_factory=set)                              # (group, uniq)
+    pinning: dict = field(default_factory=dict)                               # (group, topic, qid) -> uniq
+    records_at_snapshot: int = 0
+    funnel: dict = field(default_factory=lambda: defaultdict(int))            # (group, attempt) -> delivered
+
+
+class MiniBroker:
+    """Store + the broker's ScheduleService, driven by a VirtualClock."""
+
+    def __init__(self, root: Path, clock: VirtualClock, segment_size: int = 12 << 10) -> None:
+        self.clock = clock
+        self.levels = DelayLevels.default()
+        self.store = MessageStore(root, StoreConfig(segment_size=segment_size))
+        self.schedule = ScheduleService(self.levels, self.store)
+        self.delivered: list[tuple[MessageRecord, int, int]] = []   # (record, level, due)
+
+    def put(self, rec: MessageRecord):
+        level = self.schedule.divert(rec)
+        res = self.store.put(rec, self.clock.now_ms())
+        assert res.status is PutStatus.PUT_OK, res
+        if level:
+            self.schedule.scheduled(level, res.queue_offset, res.store_timestamp)
+        return res
+
+    def send(self, topic: str, qid: int, i: int, props: dict | None = None):
+        p = {Prop.UNIQ_KEY: uniq(topic, i), Prop.KEYS: f"{topic}-{i}", Prop.TAGS: "TagA", "CLUSTER": "DefaultCluster"}
+        p.update(props or {})
+        return self.put(MessageRecord(topic=topic, body=f"{topic} #{i}".encode(), queue_id=qid, properties=p,
+                                      born_timestamp=self.clock.now_ms(), store_host=("127.0.0.1", 10911)))
+
+    def send_back(self, group: str, phys: int):
+        old = self.store.look_message_by_offset(phys)
+        props = dict(old.properties)
+        props.setdefault(Prop.RETRY_TOPIC, old.topic)
+        props[Prop.WAIT] = "false"
+        dlq = old.reconsume_times >= MAX_RECONSUME
+        if dlq:
+            topic, props[Prop.DELAY] = f"%DLQ%{group}", "0"
+        else:
+            topic, props[Prop.DELAY] = f"%RETRY%{group}", str(3 + old.reconsume_times)
+        props.setdefault(Prop.ORIGIN_MESSAGE_ID, old.offset_msg_id)
+        rec = MessageRecord(topic=topic, body=old.body, queue_id=0, flag=old.flag, properties=props,
+                            sys_flag=old.sys_flag, born_timestamp=old.born_timestamp, born_host=old.born_host,
+                            store_host=old.store_host, reconsume_times=old.reconsume_times + 1)
+        return self.put(rec), dlq
+
+    def tick(self) -> list[MessageRecord]:
+        """Re-store everything due now (the broker's _deliver_due)."""
+        out = []
+        sched = self.schedule.scheduler
+        for level, offset, due in sched.due(self.clock.now_ms()):
+            rec = self.schedule.time_up(level, offset)
+            res = self.put(rec)
+            sched.delivered(level, offset)
+            out.append((rec, level, due, res))
+        self.store.set_delay_offsets(sched.offsets())
+        return out
+
+    def next_deadline(self):
+        return self.schedule.scheduler.next_deadline(self.clock.now_ms())
+
+
+def run(root: Path, snapshot_dir: Path | None = None, take_snapshot=None) -> Truth:
+    """Run the scenario into a store at ``root``; if ``take_snapshot`` is given, call it
+    as take_snapshot(root, snapshot_dir) while the store is open, then keep writing."""
+    clock = VirtualClock()
+    b = MiniBroker(root, clock)
+    t = Truth()
+    queue = defaultdict(list)          # (topic, group, qid) -> [(queue_offset, uniq, attempt, phys)]
+    done = defaultdict(set)            # (topic, group, qid) -> acked queue offsets
+    stuck = {("payments", GROUP_A, 1, 2)}
+
+    def stored(topic, qid, res, u, attempt, groups):
+        t.max_offset[(topic, qid)] = res.queue_offset + 1
+        for g in groups:
+            queue[(topic, g, qid)].append((res.queue_offset, u, attempt, res.commit_log_offset))
+            t.funnel[(g, attempt)] += 1
+
+    for i in range(40):
+        res = b.send("orders", i % 4, i)
+        t.produced["orders"] += 1
+        t.first_store[uniq("orders", i)] = res.store_timestamp
+        stored("orders", i % 4, res, uniq("orders", i), 0, [GROUP_B])
+        clock.advance(1)
+        if i == 11:                                          # the producer re-sends #11
+            res = b.send("orders", 3, 11)
+            t.produced["orders"] += 1
+            stored("orders", 3, res, uniq("orders", 11), 0, [GROUP_B])
+            t.duplicates.add((GROUP_B, uniq("orders", 11)))
+            clock.advance(1)
+    for i in range(12):
+        res = b.send("payments", i % 2, i)
+        t.produced["payments"] += 1
+        stored("payments", i % 2, res, uniq("payments", i), 0, [GROUP_A])
+        clock.advance(1)
+    for i in (100, 101):                                     # delayed business messages
+        b.send("payments", 0, i, {Prop.DELAY: "2"})
+        t.produced["payments"] += 1
+        clock.advance(1)
+
+    attempts = defaultdict(int)                              # uniq -> failures so far (billing)
+
+    def consume():
+        for (topic, group, qid), items in list(queue.items()):
+            for qoff, u, attempt, phys in items:
+                if qoff in done[(topic, group, qid)]:
+                    continue
+                if (topic, group, qid, qoff) in stuck:
+                    continue
+                i = int(u[1:], 16)
+                if group == GROUP_B and attempts[u] < fails_needed(i):
+                    attempts[u] += 1
+                    res, dlq = b.send_back(group, phys)
+                    t.send_backs[group] += 1
+                    if dlq:
+                        t.dead[(group, u)] = res.store_timestamp
+                    else:
+                        t.retries[(group, u)] += 1
+                done[(topic, group, qid)].add(qoff)
+            # ProcessQueue minimum-offset commit: the lowest offset not yet acknowledged
+            acked = done[(topic, group, qid)]
+            nxt = 0
+            while nxt in acked:
+                nxt += 1
+            b.store.commit_offset(group, topic, qid, nxt)
+            t.committed[(topic, group, qid)] = nxt
+
+    consume()
+    clock.advance(25_000)                                    # the broker is down: no ticks for 25 s
+    while True:
+        for rec, level, due, res in b.tick():
+            t.lateness.append((level, res.store_timestamp - due))
+            res_q, phys = res.queue_offset, res.commit_log_offset
+            if rec.topic.startswith("%RETRY%"):
+                group = rec.topic[len("%RETRY%"):]
+                queue[(rec.topic, group, rec.queue_id)].append((res_q, rec.properties[Prop.UNIQ_KEY],
+                                                                rec.reconsume_times, phys))
+                t.funnel[(group, rec.reconsume_times)] += 1
+                t.max_offset[(rec.topic, rec.queue_id)] = res_q + 1
+            else:                                            # a delayed business message, now due
+                queue[(rec.topic, GROUP_A, rec.queue_id)].append((res_q, rec.properties[Prop.UNIQ_KEY], 0, phys))
+                t.funnel[(GROUP_A, 0)] += 1
+                t.max_offset[(rec.topic, rec.queue_id)] = res_q + 1
+        consume()
+        d = b.next_deadline()
+        if d is None:
+            break
+        clock.advance_to(d)
+
+    for i in range(40, 44):                                  # produced after the consumers stopped
+        res = b.send("orders", 0, i)
+        t.produced["orders"] += 1
+        stored("orders", 0, res, uniq("orders", i), 0, [GROUP_B])
+        clock.advance(1)
+    t.pinning[(GROUP_B, "orders", 0)] = uniq("orders", 40)
+    t.pinning[(GROUP_A, "payments", 1)] = next(u for qoff, u, _, _ in queue[("payments", GROUP_A, 1)] if qoff == 2)
+    for (topic, group, qid), items in queue.items():
+        for qoff, u, attempt, _ in items:
+            if attempt == 0 and qoff < t.committed.get((topic, group, qid), 0) and (group, u) not in t.dead:
+                t.succeeded[group] += 1
+    b.store.flush()
+    t.records_at_snapshot = sum(1 for _ in _all_records(root))
+    if take_snapshot is not None:
+        take_snapshot(root, snapshot_dir)                    # the store is open: a live snapshot
+        for i in range(200, 230):                            # ... and keeps being written
+            b.send("payments", 1, i)
+            clock.advance(1)
+        b.store.commit_offset(GROUP_A, "payments", 1, 20)
+        b.store.flush()
+    b.store.close()
+    return t
+
+
+def _all_records(root: Path):
+    from spark_analytics.accounting import account_store  # noqa: F401  (same walker)
+    from spark_analytics.commitlog import list_segments, open_segment, scan_buffer
+
+    for seg in list_segments(root / "commitlog"):
+        b, mv = open_segment(seg.path)
+        yield from scan_buffer(b, mv, seg.base).starts.tolist()
