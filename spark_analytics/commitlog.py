@@ -233,8 +233,10 @@ def scan_buffer(b: np.ndarray, mv: memoryview | bytes, base: int, *, check_crc: 
         try:
             rec = decode_record(mv, pos, check_crc=False, with_body=False)
         except RecordError as exc:
-            kind = "torn" if size < 0 or pos + size > n else "corrupt"
-            damage = Damage(base + pos, base, kind, str(exc).replace(f" at {pos}", ""))
+            if size < 0 or pos + size > n:
+                damage = Damage(base + pos, base, "torn", f"record size {size}, only {n - pos} bytes written")
+            else:
+                damage = Damage(base + pos, base, "corrupt", str(exc).replace(f" at {pos}", ""))
             break
         if rec.commit_log_offset != base + pos:
             damage = Damage(base + pos, base, "corrupt",

@@ -93,11 +93,25 @@ _OFFSETS_SCHEMA = StructType([StructField("o_topic", StringType()), StructField(
 
 @dataclass
 class Analysis:
-    """The analysis of one snapshot: ``totals`` (the four counts, plus a few facts) and
-    one small DataFrame per table in TABLES."""
+    """The analysis of one snapshot: a few facts (records, first / last store time) and
+    one small DataFrame per table in TABLES. ``collect`` runs them."""
 
-    totals: dict
+    facts: dict
     tables: dict[str, DataFrame]
+
+    def collect(self, progress=lambda msg: None) -> tuple[dict, dict]:
+        """(totals, tables as Arrow): each table computed once, in Spark; the four counts
+        are the sums of the per-group table (every send-back's group and topic is in it)
+        and of produced per topic."""
+        arrow = {}
+        for name in TABLES:
+            progress(f"computing {name}")
+            arrow[name] = self.tables[name].toArrow()
+        pg = arrow["per_group"].to_pylist()
+        totals = {"produced": sum(r["produced"] for r in arrow["produced_by_topic"].to_pylist()),
+                  "succeeded": sum(r["succeeded"] for r in pg), "dead_lettered": sum(r["dead_lettered"] for r in pg),
+                  "send_backs": sum(r["send_backs"] for r in pg), **self.facts}
+        return totals, arrow
 
 
 def _pct(col: str, p: float) -> Column:
@@ -306,14 +320,9 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
               .orderBy("group", "topic", "queue_id"))
     produced_by_topic = produced.select(F.col("btopic").alias("topic"), "produced").orderBy("topic")
 
-    progress("totals")
-    t = per_group.agg(F.sum("succeeded"), F.sum("dead_lettered")).first()
-    sb_total = send_backs.count()
-    prod_total = produced.agg(F.sum("produced")).first()[0] or 0
-    totals = {"produced": int(prod_total), "succeeded": int(t[0] or 0), "dead_lettered": int(t[1] or 0),
-              "send_backs": int(sb_total), "records": int(stats["records"]), "first_store_timestamp": stats["first"],
-              "last_store_timestamp": stats["now"]}
+    facts = {"records": int(stats["records"]), "first_store_timestamp": stats["first"],
+             "last_store_timestamp": stats["now"]}
     tables = {"per_group": per_group, "retried": retried, "funnel": funnel, "lateness": lateness,
               "lateness_by_level": lateness_by_level, "time_to_dlq": time_to_dlq, "poison": poison,
               "duplicates": duplicates, "lag": lag, "pinning": pinned, "produced_by_topic": produced_by_topic}
-    return Analysis(totals, tables)
+    return Analysis(facts, tables)

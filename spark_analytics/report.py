@@ -95,13 +95,11 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
     return write_report(analysis, info, out_dir, progress)
 
 
-def _collect(analysis, out: Path, progress) -> dict[str, list[dict]]:
+def _write_aggregates(arrow: dict, out: Path) -> dict[str, list[dict]]:
     agg = out / "aggregates"
     agg.mkdir(parents=True, exist_ok=True)
     rows = {}
-    for name in TABLES:
-        progress(f"collecting {name}")
-        table = analysis.tables[name].toArrow()
+    for name, table in arrow.items():
         pq.write_table(table, agg / f"{name}.parquet")
         rows[name] = table.to_pylist()
     return rows
@@ -114,10 +112,11 @@ def write_report(analysis, info: dict, out_dir: str, progress=None) -> dict:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AnalyticsError(f"cannot create the output directory {out_dir!r}: {exc.strerror}") from None
-    rows = _collect(analysis, out, progress)
+    totals, arrow = analysis.collect(progress)
+    rows = _write_aggregates(arrow, out)
     snapshot = {k: v for k, v in info.items() if k != "queue_max_offsets"}
-    summary = {**{k: analysis.totals[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")},
-               "records": analysis.totals["records"], "snapshot": snapshot, "damaged": bool(info["damage"]),
+    summary = {**{k: totals[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")},
+               "records": totals["records"], "snapshot": snapshot, "damaged": bool(info["damage"]),
                "tables": rows}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     progress("drawing charts")
@@ -131,7 +130,7 @@ def write_report(analysis, info: dict, out_dir: str, progress=None) -> dict:
     for name, png in figs.items():
         if png:
             (out / "aggregates" / f"{name}.png").write_bytes(png)
-    (out / "report.html").write_text(_html(summary, rows, figs, analysis.totals))
+    (out / "report.html").write_text(_html(summary, rows, figs, totals))
     progress(f"wrote {out / 'report.html'}, {out / 'summary.json'} and {out / 'aggregates'}/")
     return summary
 

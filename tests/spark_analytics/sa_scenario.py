@@ -171,6 +171,7 @@ def run(root: Path, snapshot_dir: Path | None = None, take_snapshot=None) -> Tru
                     t.send_backs[group] += 1
                     if dlq:
                         t.dead[(group, u)] = res.store_timestamp
+                        t.max_offset[(f"%DLQ%{group}", 0)] = res.queue_offset + 1
                     else:
                         t.retries[(group, u)] += 1
                 done[(topic, group, qid)].add(qoff)

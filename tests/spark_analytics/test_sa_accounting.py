@@ -1,0 +1,66 @@
+"""accounting (the simulator's definition) against the scripted run's truth."""
+from __future__ import annotations
+
+from spark_analytics.accounting import Kind, account, account_store, classify, normalize_offsets
+from sa_scenario import GROUP_A, GROUP_B
+
+
+def test_counts_match_the_truth(scenario):
+    t = scenario.truth
+    a = account_store(scenario.snap)
+    assert a.produced == sum(t.produced.values()) == 59
+    assert a.send_backs == sum(t.send_backs.values()) == 46
+    assert a.dead_lettered == len(t.dead) == 2
+    assert a.succeeded == sum(t.succeeded.values())
+    per = {(g.group, g.topic): g for g in a.per_group}
+    assert set(per) == {(GROUP_B, "orders"), (GROUP_A, "payments")}
+    b = per[(GROUP_B, "orders")]
+    assert (b.produced, b.succeeded, b.dead_lettered, b.send_backs) == (45, t.succeeded[GROUP_B], 2, 46)
+    assert b.retried == {1: 4, 2: 4, 16: 2}
+    assert b.in_flight == 4                                   # the four messages nobody consumed yet
+    p = per[(GROUP_A, "payments")]
+    assert (p.produced, p.succeeded, p.dead_lettered, p.send_backs) == (14, t.succeeded[GROUP_A], 0, 0)
+    assert a.produced_by_topic == dict(t.produced)
+
+
+def test_store_and_snapshot_differ_only_by_what_came_later(scenario):
+    later = account_store(scenario.store)                     # 30 payments written after the snapshot
+    assert later.produced == account_store(scenario.snap).produced + 30
+
+
+def test_classify():
+    assert classify("orders", {}) is Kind.ORIGINAL
+    assert classify("orders", {"REAL_TOPIC": "orders", "DELAY": "2"}) is Kind.DELAYED_DELIVERY
+    assert classify("SCHEDULE_TOPIC_XXXX", {"REAL_TOPIC": "orders"}) is Kind.DELAYED_ORIGINAL
+    assert classify("SCHEDULE_TOPIC_XXXX", {"REAL_TOPIC": "%RETRY%g"}) is Kind.RETRY_SCHEDULED
+    assert classify("%RETRY%g", {"REAL_TOPIC": "%RETRY%g"}) is Kind.RETRY_DELIVERY
+    assert classify("%RETRY%g", {}) is Kind.RETRY_DIRECT
+    assert classify("%DLQ%g", {}) is Kind.DEAD_LETTER
+    assert classify("TBW102", {}) is Kind.OTHER
+    assert classify("orders", {}, sys_flag=0x4) is Kind.OTHER     # a prepared transaction half
+
+
+def test_offset_table_forms():
+    doc = {"offsetTable": {"orders@billing": {"0": 3, "1": 4}}}
+    assert normalize_offsets(doc) == normalize_offsets(doc["offsetTable"]) == \
+        normalize_offsets({"orders@billing": {0: 3, 1: 4}}) == {("orders", "billing"): {0: 3, 1: 4}}
+
+
+class _Rec:
+    def __init__(self, topic, props, qid=0, qoff=0, recon=0, phys=0):
+        self.topic, self.properties, self.queue_id, self.queue_offset = topic, props, qid, qoff
+        self.reconsume_times, self.commit_log_offset, self.sys_flag = recon, phys, 0
+        self.offset_msg_id = f"ID{phys}"
+
+
+def test_client_fallback_copies_find_their_message_by_uniq_key():
+    recs = [_Rec("orders", {"UNIQ_KEY": "U1"}, phys=0),
+            # the client's fallback send-back: ORIGIN_MESSAGE_ID is the client msgId (UNIQ_KEY)
+            _Rec("SCHEDULE_TOPIC_XXXX", {"UNIQ_KEY": "U1", "ORIGIN_MESSAGE_ID": "U1", "REAL_TOPIC": "%RETRY%g",
+                                         "RETRY_TOPIC": "orders"}, recon=1, phys=100),
+            _Rec("%RETRY%g", {"UNIQ_KEY": "U1", "ORIGIN_MESSAGE_ID": "U1", "REAL_TOPIC": "%RETRY%g"},
+                 qoff=0, recon=1, phys=200)]
+    a = account(recs, {"orders@g": {"0": 1}, "%RETRY%g@g": {"0": 1}})
+    assert a.summary() == {"produced": 1, "succeeded": 1, "dead_lettered": 0, "send_backs": 1}
+    a = account(recs, {"orders@g": {"0": 1}})                # the retry copy not consumed yet
+    assert a.summary() == {"produced": 1, "succeeded": 0, "dead_lettered": 0, "send_backs": 1}
