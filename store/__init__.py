@@ -1,1 +1,22 @@
-"""rocketmq-emulator."""
+"""The message store: a RocketMQ-style commit log, consume queues, offsets (see API.md).
+
+``store`` imports nothing of the project and never reads a clock.
+"""
+from .config import ASYNC_FLUSH, DEFAULT_DELAY_LEVELS_MS, SYNC_FLUSH, StoreConfig
+from .errors import StoreError
+from .message_store import MessageStore
+from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery
+
+__all__ = [
+    "MessageStore",
+    "StoreConfig",
+    "StoreError",
+    "PutStatus",
+    "GetStatus",
+    "PutResult",
+    "GetResult",
+    "Recovery",
+    "ASYNC_FLUSH",
+    "SYNC_FLUSH",
+    "DEFAULT_DELAY_LEVELS_MS",
+]

@@ -152,22 +152,21 @@ def tags_code(tags: str | None) -> int:
 
 def properties_to_string(props: dict[str, str]) -> str:
     """``k\\u0001v`` joined by ``\\u0002``, no trailing separator, None values skipped."""
-    return PROPERTY_SEPARATOR.join(
-        f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if v is not None
-    )
+    # A list comprehension, not a generator: this runs on every put.
+    return PROPERTY_SEPARATOR.join([f"{k}\u0001{v}" for k, v in props.items() if v is not None])
 
 
 def string_to_properties(text: str | None) -> dict[str, str]:
-    """Parse a properties string with upstream's rules: segments shorter than 3 chars
-    are ignored, and a segment needs char 1 after its first and before its last char
-    (so empty keys and empty values are dropped). A trailing separator is fine."""
+    """Parse a properties string with upstream's rules (``string2messageProperties``):
+    split on char 2; in each segment the *first* char 1 must come after the first char
+    and before the last one, so empty keys and empty values are dropped (a segment that
+    starts with char 1 is dropped even if another char 1 follows). A trailing separator
+    is fine; a repeated key keeps its last value."""
     out: dict[str, str] = {}
     if not text:
         return out
     for seg in text.split(PROPERTY_SEPARATOR):
-        if len(seg) < 3:
-            continue
-        i = seg.find(NAME_VALUE_SEPARATOR, 1)
+        i = seg.find(NAME_VALUE_SEPARATOR)
         if 0 < i < len(seg) - 1:
             out[seg[:i]] = seg[i + 1:]
     return out
@@ -261,57 +260,86 @@ def record_size(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0
     return 91 + extra + body_len + topic_len + props_len
 
 
-def encode_record(rec: MessageRecord) -> bytes:
-    """Encode ``rec`` as stored; fills ``body_crc``, ``store_size`` and the V6 flags.
+# The whole fixed part of an IPv4/IPv4 record plus the body length, packed in one call
+# (the common case on every put): 84 + 4 bytes.
+_FIXED_V4 = struct.Struct(">iIIiiqqiq4siq4siiqi")
+_V6_BITS = SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6
 
-    Raises RecordError when the topic exceeds 127 bytes or the properties 32767 bytes.
+
+@lru_cache(maxsize=1024)
+def _topic_field(topic: str) -> bytes:
+    """The TOPIC field (i8 length + UTF-8 bytes); raises RecordError when too long."""
+    raw = topic.encode("utf-8")
+    if len(raw) > MAX_TOPIC_LENGTH:
+        raise RecordError(f"topic is {len(raw)} bytes; the limit is {MAX_TOPIC_LENGTH}")
+    return bytes((len(raw),)) + raw
+
+
+def encode_record(rec: MessageRecord) -> bytes:
+    """Encode ``rec`` as stored; fills ``body_crc``, ``store_size``, ``properties_text``
+    and the V6 flags — only when encoding succeeds, so a rejected record is unchanged.
+
+    Raises RecordError when the topic exceeds 127 bytes or the properties 32767 bytes
+    (struct.error / ValueError for out-of-range numbers or an unparsable host).
     """
-    topic_b = rec.topic.encode("utf-8")
-    if len(topic_b) > MAX_TOPIC_LENGTH:
-        raise RecordError(f"topic is {len(topic_b)} bytes; the limit is {MAX_TOPIC_LENGTH}")
+    topic_f = _topic_field(rec.topic)
     text = rec.properties_text if rec.properties_text is not None else properties_to_string(rec.properties)
     props_b = text.encode("utf-8")
     if len(props_b) > MAX_PROPERTIES_LENGTH:
         raise RecordError(f"properties are {len(props_b)} bytes; the limit is {MAX_PROPERTIES_LENGTH}")
-    born = _host_bytes(rec.born_host)
-    store = _host_bytes(rec.store_host)
-    sys_flag = rec.sys_flag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
-    if len(born) == 20:
-        sys_flag |= SysFlag.BORNHOST_V6
-    if len(store) == 20:
-        sys_flag |= SysFlag.STOREHOST_V6
+    born_ip, born_port = rec.born_host
+    store_ip, store_port = rec.store_host
+    born_raw = _ip_bytes(born_ip)
+    store_raw = _ip_bytes(store_ip)
     body = rec.body
     crc = zlib.crc32(body)
-    total = 84 - 16 + len(born) + len(store) + 4 + len(body) + 1 + len(topic_b) + 2 + len(props_b)
+    sys_flag = rec.sys_flag & ~_V6_BITS
+    if len(born_raw) == 4 and len(store_raw) == 4:
+        total = 91 + len(body) + len(topic_f) - 1 + len(props_b)
+        head = _FIXED_V4.pack(total, MAGIC_CODE, crc, rec.queue_id, rec.flag, rec.queue_offset,
+                              rec.commit_log_offset, sys_flag, rec.born_timestamp, born_raw, born_port,
+                              rec.store_timestamp, store_raw, store_port, rec.reconsume_times,
+                              rec.prepared_transaction_offset, len(body))
+    else:
+        if len(born_raw) == 16:
+            sys_flag |= SysFlag.BORNHOST_V6
+        if len(store_raw) == 16:
+            sys_flag |= SysFlag.STOREHOST_V6
+        total = 68 + len(born_raw) + len(store_raw) + 8 + 4 + len(body) + len(topic_f) + 2 + len(props_b)
+        head = b"".join((
+            _HEAD.pack(total, MAGIC_CODE, crc, rec.queue_id, rec.flag, rec.queue_offset,
+                       rec.commit_log_offset, sys_flag, rec.born_timestamp),
+            born_raw, _I32.pack(born_port),
+            _TS.pack(rec.store_timestamp),
+            store_raw, _I32.pack(store_port),
+            _MID.pack(rec.reconsume_times, rec.prepared_transaction_offset),
+            _I32.pack(len(body)),
+        ))
+    out = b"".join((head, body, topic_f, _I16.pack(len(props_b)), props_b))
     rec.sys_flag = sys_flag
     rec.body_crc = crc
     rec.store_size = total
     rec.properties_text = text
-    return b"".join((
-        _HEAD.pack(total, MAGIC_CODE, crc, rec.queue_id, rec.flag, rec.queue_offset,
-                   rec.commit_log_offset, sys_flag, rec.born_timestamp),
-        born,
-        _TS.pack(rec.store_timestamp),
-        store,
-        _MID.pack(rec.reconsume_times, rec.prepared_transaction_offset),
-        _I32.pack(len(body)), body,
-        bytes((len(topic_b),)), topic_b,
-        _I16.pack(len(props_b)), props_b,
-    ))
+    return out
 
 
 def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_crc: bool = True,
                   with_body: bool = True) -> MessageRecord:
-    """Decode the record at ``buf[pos:]``. Raises RecordError on a short buffer, a bad
-    magic code, an inconsistent length or (with ``check_crc``) a body CRC mismatch."""
+    """Decode the record at ``buf[pos:]``. Raises RecordError — and only RecordError —
+    on a short buffer, a bad magic code, inconsistent lengths, undecodable text or
+    (with ``check_crc``) a body CRC mismatch."""
     end = len(buf)
-    if end - pos < _HEAD.size:
+    if pos < 0 or end - pos < _HEAD.size:
         raise RecordError(f"torn record at {pos}: {end - pos} bytes left")
     total, magic, crc, qid, flag, qoff, phys, sys_flag, born_ts = _HEAD.unpack_from(buf, pos)
     if magic != MAGIC_CODE:
         raise RecordError(f"bad magic code 0x{magic:08X} at {pos}")
-    if total < 91 or pos + total > end:
+    fixed = 84 + (12 if sys_flag & SysFlag.BORNHOST_V6 else 0) + (12 if sys_flag & SysFlag.STOREHOST_V6 else 0)
+    if total < fixed + 7:
+        raise RecordError(f"bad record size {total} at {pos} (at least {fixed + 7})")
+    if pos + total > end:
         raise RecordError(f"torn record at {pos}: size {total}, {end - pos} bytes left")
+    stop = pos + total            # every field below lies inside [pos, stop)
     p = pos + _HEAD.size
     if sys_flag & SysFlag.BORNHOST_V6:
         ip, port = _HOST6.unpack_from(buf, p); p += 20
@@ -326,18 +354,25 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
     store_host = (_ip_text(bytes(ip)), port)
     recon, prep = _MID.unpack_from(buf, p); p += 12
     (body_len,) = _I32.unpack_from(buf, p); p += 4
-    if body_len < 0 or p + body_len > pos + total:
+    # body, then at least the topic length byte and the properties length (3 bytes)
+    if body_len < 0 or p + body_len + 3 > stop:
         raise RecordError(f"bad body length {body_len} at {pos}")
     body = bytes(buf[p:p + body_len]) if with_body or check_crc else b""
     if check_crc and zlib.crc32(body) != crc:
         raise RecordError(f"body CRC mismatch at {pos}")
     p += body_len
     topic_len = buf[p]; p += 1
-    topic = bytes(buf[p:p + topic_len]).decode("utf-8"); p += topic_len
+    if topic_len > MAX_TOPIC_LENGTH or p + topic_len + 2 > stop:
+        raise RecordError(f"bad topic length {topic_len} at {pos}")
+    topic_raw = bytes(buf[p:p + topic_len]); p += topic_len
     (props_len,) = _I16.unpack_from(buf, p); p += 2
-    if p + props_len != pos + total:
+    if p + props_len != stop:
         raise RecordError(f"record at {pos}: lengths do not add up to its size {total}")
-    text = bytes(buf[p:p + props_len]).decode("utf-8")
+    try:
+        topic = topic_raw.decode("utf-8")
+        text = bytes(buf[p:stop]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"record at {pos}: topic or properties are not UTF-8 ({exc.reason})") from None
     return MessageRecord(
         topic=topic, body=body if with_body else b"", queue_id=qid, flag=flag,
         properties=string_to_properties(text), sys_flag=sys_flag, born_timestamp=born_ts,

@@ -1,0 +1,366 @@
+"""The commit log: one append-only sequence of records, cut into segments.
+
+Theory of operation
+-------------------
+*Layout.* The log is addressed by physical offset. A segment holds [base, base + size)
+and is named by its base (20 digits). Segments are not preallocated: a file is as long
+as what was written to it. A record never spans segments: when the next record (plus
+room for the 8-byte BLANK) does not fit in the active segment, a BLANK header (i32 size
+of the unused rest, u32 0xCBD43194) is appended, the segment is *sealed*, and the next
+one starts at base + segment_size. Every record says where it is (PHYSICALOFFSET =
+base + position), which recovery uses to tell a real record from stray bytes.
+
+*Durability.* ASYNC_FLUSH: a put appends to the active segment's pending buffer; it is
+handed to the OS in ~1 MiB writes and fsync'd by ``flush()`` (the broker's tick).
+SYNC_FLUSH: each put is written and fsync'd before it returns. After the data is
+durable, ``flush()`` writes the checkpoint: per segment its length, the CRC32 of its
+last MiB and its sealed flag, and the log end. The checkpoint is only ever *behind* the durable log.
+
+*Recovery* finds the longest prefix of the log made of whole, valid records, cuts
+everything after it, and logs what it cut:
+
+1. Segment files are listed in base order. A sealed segment must be followed by the
+   segment its BLANK points to; anything else means a missing file (StoreError — cutting
+   would throw away data that is still there). A segment after an *unsealed* one can
+   only be a crash left-over (the log ended in the unsealed one) and is removed.
+2. For each segment the checkpoint vouches for (same base, file at least as long):
+   older segments are trusted up to the checkpointed length without being read — the
+   point of the checkpoint, so a clean reopen of a big log reads almost nothing; for
+   the last ``VERIFY_LAST`` such segments the CRC32 of the last CRC_WINDOW (1 MiB)
+   checkpointed bytes is compared (one C call, not one Python step per record; the
+   tail is what a crash tears, and the put path keeps no running CRC). A mismatch, a
+   short file or no checkpoint means that segment is walked from its start.
+3. Walking = record by record from the first unvouched byte: every record is checked
+   completely (length, magic, inner lengths, body CRC, its own physical offset). The
+   first record that fails — torn write, short read, garbage, bit rot — ends the log:
+   its segment is truncated there and every later segment is deleted; records before
+   it are kept. A BLANK seals the segment (bytes after it are cut).
+4. If the last segment is sealed, an empty next segment is created so that a put never
+   has to check for it.
+
+Consume queues are derived from the log and repaired after it (see consume_queue.py).
+"""
+from __future__ import annotations
+
+import bisect
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .checkpoint import Checkpoint, SegmentMark
+from .errors import StoreError
+from .record_view import check_record
+from .records import BLANK_MAGIC_CODE, MAGIC_CODE, blank_record
+from .segment import CRC_WINDOW, FileSegment, MemorySegment, segment_name, window_crc
+
+__all__ = ["CommitLog", "LogRecovery", "RecordTooLarge", "VERIFY_LAST", "BLANK_SIZE"]
+
+BLANK_SIZE = 8
+# How many of the last checkpointed segments get their CRC re-checked on open
+# (upstream's normal recovery likewise re-reads only the last 3 files).
+VERIFY_LAST = 3
+
+_HDR = struct.Struct(">iI")
+_PHYS = struct.Struct(">q")
+_SEGMENT_NAME = re.compile(r"^\d{20}$")
+
+
+class RecordTooLarge(ValueError):
+    """A record that cannot fit any segment (with room for the BLANK)."""
+
+
+@dataclass(slots=True)
+class LogRecovery:
+    truncated_at: int | None = None
+    reason: str | None = None
+    bytes_cut: int = 0
+    removed_segments: list[str] = field(default_factory=list)
+    records_walked: int = 0
+    notes: list[str] = field(default_factory=list)
+    doubted: bool = False         # some checkpointed segment was shorter or its CRC differed
+
+
+class CommitLog:
+    def __init__(self, directory: Path | None, segment_size: int, *, sync: bool = False) -> None:
+        self.dir = directory
+        self.segment_size = segment_size
+        self.sync_each = sync
+        self.segments: list[MemorySegment | FileSegment] = []
+        self.bases: list[int] = []
+        self.end = 0                  # where the next record goes (the log's max offset)
+        self._to_sync: list[FileSegment] = []   # sealed segments awaiting their fsync
+        if directory is None:
+            self._add_segment(0)
+
+    # -- bounds --------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.bases[0] if self.bases else 0
+
+    # -- appending -----------------------------------------------------------------------
+    def append(self, data: bytes) -> int:
+        """Append one encoded record whose PHYSICALOFFSET field says ``self.end``; returns
+        where it went. If it does not fit the active segment, the segment is sealed and
+        the record (its offset field patched) goes to the start of the next one.
+        Raises RecordTooLarge, or OSError with the log unchanged."""
+        seg = self.segments[-1]
+        phys = self.end
+        n = len(data)
+        if phys + n + BLANK_SIZE - seg.base > self.segment_size:
+            data, phys = self._make_room(seg, data)
+            seg = self.segments[-1]
+        try:                    # (try is free in 3.11 until something raises)
+            seg.append(data)
+            if self.sync_each:
+                seg.sync()
+        except OSError:
+            seg.rollback_to(phys - seg.base)
+            raise
+        self.end = phys + n
+        return phys
+
+    def _make_room(self, seg, data: bytes) -> tuple[bytes, int]:
+        n = len(data)
+        if n + BLANK_SIZE > self.segment_size:
+            raise RecordTooLarge(f"a record of {n} bytes does not fit a segment of {self.segment_size} bytes")
+        if self.end == seg.base:      # an oversized segment left by a bigger segment_size: use it
+            return data, self.end
+        self._roll(seg)
+        phys = self.segments[-1].base
+        return b"".join((data[:28], _PHYS.pack(phys), data[36:])), phys
+
+    def _roll(self, seg) -> None:
+        """Seal ``seg`` with a BLANK and start the next segment."""
+        pos = seg.size
+        nominal_end = max(self.segment_size, pos + BLANK_SIZE)
+        nxt = self._add_segment(seg.base + nominal_end)    # first: if this fails, seg is untouched
+        try:
+            seg.append(blank_record(nominal_end - pos))
+            seg.seal()
+            if self.sync_each:
+                seg.sync()
+        except OSError:
+            self.segments.pop()
+            self.bases.pop()
+            nxt.remove()
+            seg.rollback_to(pos)
+            seg.sealed = False
+            self.end = seg.base + pos
+            raise
+        if isinstance(seg, FileSegment) and not self.sync_each:
+            self._to_sync.append(seg)
+
+    def _add_segment(self, base: int):
+        if self.dir is None:
+            seg = MemorySegment(base)
+        else:
+            seg = FileSegment(base, self.dir / segment_name(base), create=True)
+        self.segments.append(seg)
+        self.bases.append(base)
+        self.end = base
+        return seg
+
+    # -- reading -------------------------------------------------------------------------
+    def _segment_at(self, phys: int):
+        i = bisect.bisect_right(self.bases, phys) - 1
+        return self.segments[i] if i >= 0 else None
+
+    def read(self, phys: int, n: int) -> bytes | None:
+        """``n`` bytes at ``phys`` (a consume-queue entry's record), or None if absent."""
+        seg = self._segment_at(phys)
+        if seg is None:
+            return None
+        pos = phys - seg.base
+        if pos + n > seg.size:
+            return None
+        return seg.read(pos, n)
+
+    def read_record(self, phys: int) -> bytes | None:
+        """The whole record that starts exactly at ``phys``, else None (a BLANK, a
+        position inside a record, or beyond the end)."""
+        seg = self._segment_at(phys)
+        if seg is None or phys < 0:
+            return None
+        pos = phys - seg.base
+        head = seg.read(pos, 36)
+        if len(head) < 36:
+            return None
+        total, magic = _HDR.unpack_from(head)
+        if magic != MAGIC_CODE or total < 91 or pos + total > seg.size:
+            return None
+        if _PHYS.unpack_from(head, 28)[0] != phys:
+            return None
+        return seg.read(pos, total)
+
+    def records(self, start: int | None = None, end: int | None = None):
+        """Yield (buffer, offset in it, phys) for each record from ``start`` (a record
+        boundary) up to ``end``, skipping BLANKs. Buffers stay valid, but callers must
+        not put while iterating."""
+        start = self.min_offset if start is None else max(start, self.min_offset)
+        end = self.end if end is None else end
+        i = max(bisect.bisect_right(self.bases, start) - 1, 0)
+        unpack = _HDR.unpack_from
+        for seg in self.segments[i:]:
+            base = seg.base
+            if base >= end:
+                return
+            for buf, off, pos in seg.walk(max(start - base, 0), min(seg.size, end - base)):
+                if unpack(buf, off)[1] != MAGIC_CODE:
+                    break             # the BLANK
+                yield buf, off, base + pos
+
+    # -- durability ----------------------------------------------------------------------
+    def flush(self) -> None:
+        """Make everything appended durable (one fsync per touched segment)."""
+        for seg in self._to_sync:
+            seg.sync()
+        self._to_sync.clear()
+        self.segments[-1].sync()
+
+    def marks(self) -> tuple[SegmentMark, ...]:
+        """What a checkpoint records about the (flushed) segments."""
+        return tuple(SegmentMark(s.base, s.size, s.tail_crc(), s.sealed) for s in self.segments)
+
+    def close(self) -> None:
+        self.flush()
+        for seg in self.segments:
+            seg.close()
+
+    # -- recovery ------------------------------------------------------------------------
+    def recover(self, ckpt: Checkpoint | None) -> LogRecovery:
+        """Open the segments on disk; see the theory of operation above."""
+        assert self.dir is not None and not self.segments
+        rep = LogRecovery()
+        names = []
+        for p in sorted(self.dir.iterdir()):
+            if _SEGMENT_NAME.match(p.name) and p.is_file():
+                names.append(p.name)
+            else:
+                rep.notes.append(f"ignored {p.name!r} in commitlog/ (not a segment)")
+        segs = [FileSegment(int(n), self.dir / n, create=False) for n in names]
+        marks = {m.base: m for m in ckpt.segments} if ckpt else {}
+        verify = {s.base for s in segs if s.base in marks}
+        verify = set(sorted(verify)[-VERIFY_LAST:])
+        kept: list[FileSegment] = []
+        next_base: int | None = None      # where the last sealed segment says the next starts
+        ended = False                     # the log ended in an earlier segment
+        for seg in segs:
+            if ended:
+                self._remove(seg, rep, "it follows the end of the log")
+                continue
+            if kept:
+                prev = kept[-1]
+                if not prev.sealed:
+                    # The log ends inside prev (it has no BLANK): a later file can only be
+                    # left over from a crash around a roll.
+                    if seg.written:
+                        self._cut_at(prev.base + prev.size, "the segment before the next one was never sealed", rep)
+                    self._remove(seg, rep, "it follows a segment that was never sealed")
+                    ended = True
+                    continue
+                if seg.base != next_base:
+                    for s in segs:
+                        s.close()
+                    raise StoreError(
+                        f"commit log in {str(self.dir)!r} is missing a segment: {segment_name(prev.base)} is "
+                        f"sealed and points at {segment_name(next_base)}, but the next file is "
+                        f"{segment_name(seg.base)}")
+            start = self._vouched(seg, marks.get(seg.base), seg.base in verify, rep)
+            ok = self._walk(seg, start, rep)
+            kept.append(seg)
+            if seg.sealed:
+                next_base = seg.base + seg.size - BLANK_SIZE + _blank_size(seg)
+            ended = not ok
+        if kept:
+            self.segments = list(kept)
+            self.bases = [s.base for s in kept]
+            last = kept[-1]
+            self.end = last.base + last.size
+            if last.sealed:
+                self._add_segment(next_base)
+        else:
+            self._add_segment(0)          # an empty log starts at 0
+        if ckpt is not None and self.end < ckpt.log_end and rep.truncated_at is None:
+            # nothing was torn, but bytes once made durable are gone (a file lost its tail)
+            self._cut_at(self.end, f"the log ends {ckpt.log_end - self.end} bytes before the end the "
+                                   f"checkpoint recorded ({ckpt.log_end})", rep)
+        for seg in self.segments[:-1]:
+            seg.sync()      # sealed: closes its fd, reads go through the mmap
+        return rep
+
+    def _vouched(self, seg: FileSegment, mark: SegmentMark | None, verify: bool, rep: LogRecovery) -> int:
+        """How many bytes of ``seg`` the checkpoint vouches for (0: none)."""
+        if mark is None:
+            return 0
+        if seg.written < mark.length:
+            rep.notes.append(f"segment {segment_name(seg.base)} is shorter than the checkpoint says "
+                             f"({seg.written} < {mark.length} bytes)")
+            rep.doubted = True
+            return 0
+        if verify and window_crc(seg._map(), mark.length) != mark.crc:
+            rep.notes.append(f"segment {segment_name(seg.base)}: the CRC of its last "
+                             f"{min(mark.length, CRC_WINDOW)} checkpointed bytes differs; walking it")
+            rep.doubted = True
+            return 0
+        seg.sealed = mark.sealed
+        seg.prime_tail(mark.length, mark.crc)
+        return mark.length
+
+    def _walk(self, seg: FileSegment, start: int, rep: LogRecovery) -> bool:
+        """Check the records of ``seg`` from ``start`` to its end and cut at the first bad
+        one. Returns False if the log ends inside this segment."""
+        limit = seg.written
+        if start >= limit:
+            return True
+        if seg.sealed:     # vouched up to and including its BLANK: what follows is junk
+            rep.notes.append(f"segment {segment_name(seg.base)}: {limit - start} bytes after its BLANK cut")
+            self._truncate(seg, start, rep)
+            return True
+        buf = seg._map()
+        pos = start
+        reason = None
+        while pos < limit:
+            if limit - pos >= BLANK_SIZE:
+                total, magic = _HDR.unpack_from(buf, pos)
+                if magic == BLANK_MAGIC_CODE:
+                    if total < BLANK_SIZE:
+                        reason = f"bad BLANK size {total}"
+                        break
+                    seg.sealed = True
+                    pos += BLANK_SIZE
+                    if limit > pos:
+                        rep.notes.append(f"segment {segment_name(seg.base)}: {limit - pos} bytes after "
+                                         f"its BLANK cut")
+                    break
+            try:
+                pos += check_record(buf, pos, limit, seg.base + pos)
+            except ValueError as exc:
+                reason = str(exc)
+                break
+            rep.records_walked += 1
+        del buf                 # the map must not be read past the cut below
+        if reason is not None:
+            self._cut_at(seg.base + pos, reason, rep)
+        if pos < limit:
+            self._truncate(seg, pos, rep)
+        return reason is None
+
+    def _cut_at(self, phys: int, reason: str, rep: LogRecovery) -> None:
+        if rep.truncated_at is None:
+            rep.truncated_at = phys
+            rep.reason = reason
+
+    def _truncate(self, seg: FileSegment, size: int, rep: LogRecovery) -> None:
+        rep.bytes_cut += seg.written - size
+        seg.truncate(size)
+
+    def _remove(self, seg: FileSegment, rep: LogRecovery, why: str) -> None:
+        rep.bytes_cut += seg.written
+        rep.removed_segments.append(f"{segment_name(seg.base)} ({why})")
+        seg.remove()
+
+
+def _blank_size(seg) -> int:
+    """The size field of the BLANK that ends a sealed segment."""
+    return _HDR.unpack_from(seg.read(seg.size - BLANK_SIZE, BLANK_SIZE))[0]

@@ -1,0 +1,68 @@
+"""Small file-system helpers: atomic replacement, directory fsync, the root lock."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+from .errors import StoreError
+
+__all__ = ["atomic_write", "fsync_dir", "RootLock"]
+
+
+def fsync_dir(path: Path) -> None:
+    """Make renames and new entries in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so a reader (or a crash) sees the old or the new
+    content, never a mix: write a temporary file beside it, then rename over."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if durable:
+        fsync_dir(path.parent)
+
+
+class RootLock:
+    """One live store per root: an exclusive ``flock`` on ROOT/lock, held while open.
+
+    flock dies with its process, so a crashed store leaves no stale lock; and it is per
+    open file description, so a second store in the same process is refused too.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / "lock"
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise StoreError(f"store {str(root)!r} is locked by another live store "
+                                 f"(pid {holder}); close it first") from None
+            raise StoreError(f"cannot lock store {str(root)!r}: {exc.strerror}") from exc
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd: int | None = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None

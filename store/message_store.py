@@ -1,0 +1,622 @@
+"""MessageStore: the facade the broker codes against (see API.md).
+
+It owns one CommitLog (the truth), the consume queues derived from it, the key index,
+consumer and delay offsets, config documents and the checkpoint. Everything is
+synchronous and clock-free: ``put`` is told the time.
+
+Opening a directory: check it is ours, take the lock, recover the log (commit_log.py),
+then repair the consume queues against the recovered log and extend them from the log
+where they are behind (``_recover_queues``), then load offsets. ``store.recovery``
+says what was cut or rebuilt; every repair is also logged as a warning on the "store"
+logger.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import struct
+from pathlib import Path
+
+from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from .commit_log import CommitLog, LogRecovery, RecordTooLarge
+from .config import StoreConfig
+from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, ConsumeQueue, entry_tags_code, list_queue_dirs,
+                            load_queue, valid_topic_dir, write_queue)
+from .errors import StoreError
+from .fsutil import RootLock
+from .index import KeyIndex
+from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_json_document
+from .record_view import TX_SKIPPED, check_record, fields, prop_value, store_timestamp
+from .records import (MAGIC_CODE, MAX_TOPIC_LENGTH, MessageRecord, RecordError, SysFlag, create_offset_msg_id,
+                      decode_record, encode_record, tags_code)
+from .status import GetResult, GetStatus, PutStatus, Recovery, put_failed, put_ok
+
+__all__ = ["MessageStore"]
+
+log = logging.getLogger("store")
+
+# What a store root may contain; a non-empty directory holding none of it is foreign.
+_OURS = {"commitlog", "consumequeue", "config", "checkpoint", "lock"}
+_RESERVED_CONFIGS = {"consumerOffset", "delayOffset"}
+_TX_MASK = SysFlag.TRANSACTION_MASK
+_TX_PREPARED, _TX_ROLLBACK = TX_SKIPPED
+# Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
+# filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
+_MIN_FILTER_SCAN = 800
+
+
+class MessageStore:
+    def __init__(self, root: str | Path | None = None, config: StoreConfig = StoreConfig()) -> None:
+        self.config = config
+        self._root = Path(root) if root is not None else None
+        self._closed = False
+        self._lock: RootLock | None = None
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._offsets = ConsumerOffsets()
+        self._delay = DelayOffsets()
+        self._configs: dict[str, str] = {}          # in-memory mode's config documents (JSON text)
+        self._index = KeyIndex()
+        self._host_prefix: dict[tuple[str, int], str] = {}
+        self._delays = config.delay_levels_ms
+        self._max_body = config.max_message_size
+        self._checkpointed: tuple[int, int] | None = None   # (log end, entries) at the last checkpoint
+        if self._root is None:
+            self._log = CommitLog(None, config.segment_size)
+            self.recovery = Recovery()
+        else:
+            self._open_directory(self._root)
+
+    # -- opening -----------------------------------------------------------------------------
+    def _open_directory(self, root: Path) -> None:
+        if root.exists() and not root.is_dir():
+            raise StoreError(f"store root {str(root)!r} is a file, not a directory")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            present = {p.name for p in root.iterdir()}
+        except OSError as exc:
+            raise StoreError(f"cannot use store root {str(root)!r}: {exc.strerror}") from exc
+        if present and not present & _OURS:
+            shown = ", ".join(sorted(present)[:5]) + (", ..." if len(present) > 5 else "")
+            raise StoreError(f"{str(root)!r} is not a message store (it holds {shown}); "
+                             f"use an empty or new directory")
+        for sub in ("commitlog", "consumequeue", "config"):
+            if (root / sub).exists() and not (root / sub).is_dir():
+                raise StoreError(f"{str(root / sub)!r} should be a directory but is a file")
+        self._lock = RootLock(root)
+        try:
+            for sub in ("commitlog", "consumequeue", "config"):
+                (root / sub).mkdir(exist_ok=True)
+            ckpt, why_not = load_checkpoint(root / "checkpoint")
+            self._log = CommitLog(root / "commitlog", self.config.segment_size, sync=self.config.sync_flush)
+            lrep = self._log.recover(ckpt)
+            # a checkpoint whose segments did not check out says nothing about dispatch
+            qnotes, dropped, rebuilt, walked = self._recover_queues(None if lrep.doubted else ckpt)
+            self._offsets.load(root / "config")
+            self._delay.load(root / "config")
+        except BaseException:
+            if getattr(self, "_log", None) is not None and self._log.segments:
+                for seg in self._log.segments:
+                    seg.close()
+            self._lock.release()
+            raise
+        notes = list(lrep.notes) + qnotes
+        if ckpt is None and lrep.records_walked + walked:
+            notes.insert(0, f"{why_not}: the whole log was walked")
+        self.recovery = Recovery(
+            truncated_at=lrep.truncated_at, bytes_cut=lrep.bytes_cut, reason=lrep.reason,
+            removed_segments=tuple(lrep.removed_segments), dropped_entries=dropped,
+            rebuilt_queues=tuple(sorted(rebuilt)), records_walked=lrep.records_walked + walked,
+            used_checkpoint=ckpt is not None, notes=tuple(notes))
+        self._report(lrep)
+        if ckpt is not None and ckpt == self._current_checkpoint():
+            self._checkpointed = self._checkpoint_state()     # nothing to rewrite
+        self.flush()        # persist repairs (cut queue files, new entries) and a fresh checkpoint
+
+    def _report(self, lrep: LogRecovery) -> None:
+        rec = self.recovery
+        if rec.truncated_at is not None:
+            log.warning("store %s: commit log cut at offset %d (%s); %d bytes removed, records before it kept",
+                        self._root, rec.truncated_at, rec.reason, rec.bytes_cut)
+        for seg in rec.removed_segments:
+            log.warning("store %s: removed commit-log segment %s", self._root, seg)
+        if rec.dropped_entries:
+            log.warning("store %s: dropped %d consume-queue entries that pointed past the log end",
+                        self._root, rec.dropped_entries)
+        if rec.rebuilt_queues:
+            log.warning("store %s: rebuilt consume-queue entries from the log for %d queue(s): %s", self._root,
+                        len(rec.rebuilt_queues), ", ".join(f"{t}/{q}" for t, q in rec.rebuilt_queues[:10]))
+        for note in rec.notes:
+            log.warning("store %s: %s", self._root, note)
+
+    def _recover_queues(self, ckpt: Checkpoint | None) -> tuple[list[str], int, set, int]:
+        """Load the queue files, drop entries past the log end, reset queues whose last
+        entry is not its record, then walk the log from the earliest point some queue
+        is missing entries from and append what is missing.
+        Returns (notes, entries dropped, queues given entries, records walked)."""
+        lg = self._log
+        end, lmin = lg.end, lg.min_offset
+        epf = self.config.consume_queue_entries_per_file
+        found, notes = list_queue_dirs(self._root / "consumequeue")
+        dropped = 0
+        for topic, qid, qdir in found:
+            cq, more = load_queue(qdir, topic, qid, epf)
+            notes += more
+            keep = cq.count_below(end)
+            if keep < cq.max_offset:
+                dropped += cq.max_offset - keep
+                cq.truncate(keep)
+            if cq.max_offset > cq.base and not self._entry_matches(cq, cq.max_offset - 1):
+                notes.append(f"{topic}/{qid}: last entry does not match its record; rebuilding the queue")
+                cq.reset(0)
+            elif cq.base > 0:
+                # Its first files are gone (the store never deletes them): the log may
+                # still hold the records they listed, and entries are only appended.
+                notes.append(f"{topic}/{qid}: files before offset {cq.base} are missing; rebuilding the queue")
+                cq.reset(0)
+            if lmin > 0 and cq.max_offset > cq.base:
+                cq.min_offset = cq.first_at_or_after(lmin)
+            self._queues[(topic, qid)] = cq
+        if ckpt is None:
+            start = lmin
+        else:
+            start = min(ckpt.log_end, end)
+            for key, count in ckpt.queues.items():
+                cq = self._queues.get(key)
+                if cq is None or cq.max_offset < count:
+                    last = cq.last_end() if cq is not None else None
+                    start = min(start, last if last is not None else lmin)
+        rebuilt, walked = self._dispatch_from(max(start, lmin), notes)
+        return notes, dropped, rebuilt, walked
+
+    def _entry_matches(self, cq: ConsumeQueue, offset: int) -> bool:
+        phys, size, tags = cq.entry(offset) or (0, 0, 0)
+        raw = self._log.read(phys, size)
+        if raw is None or size < 91:
+            return False
+        try:
+            check_record(raw, 0, size, phys)
+        except ValueError:
+            return False
+        f = fields(raw, 0)
+        return (f.topic == cq.topic and f.queue_id == cq.queue_id and f.queue_offset == offset
+                and entry_tags_code(f.topic, f.properties, f.store_timestamp, self._delays) == tags)
+
+    def _dispatch_from(self, start: int, notes: list[str]) -> tuple[set, int]:
+        """Append to the queues the entries of records from ``start`` they lack."""
+        queues = self._queues
+        rebuilt: set[tuple[str, int]] = set()
+        walked = 0
+        for buf, pos, phys in self._log.records(start):
+            walked += 1
+            f = fields(buf, pos)
+            if f.sys_flag & _TX_MASK in TX_SKIPPED:
+                continue
+            key = (f.topic, f.queue_id)
+            cq = queues.get(key)
+            if cq is None:
+                if not valid_topic_dir(f.topic) or f.queue_id < 0:
+                    notes.append(f"record at {phys} has topic {f.topic!r} queue {f.queue_id}, which cannot "
+                                 f"have a consume queue; not dispatched")
+                    continue
+                cq = queues[key] = ConsumeQueue(f.topic, f.queue_id, f.queue_offset)
+                cq.cut = True           # whatever files exist for it are stale
+            if f.queue_offset < cq.max_offset:
+                continue                # already there
+            if f.queue_offset > cq.max_offset:
+                if cq.max_offset != cq.base:
+                    notes.append(f"{f.topic}/{f.queue_id}: record at {phys} has queue offset {f.queue_offset} "
+                                 f"but the queue ends at {cq.max_offset}; not dispatched")
+                    continue
+                cq.reset(f.queue_offset)    # the log begins after this queue's first records
+            cq.append(phys, f.size, entry_tags_code(f.topic, f.properties, f.store_timestamp, self._delays))
+            rebuilt.add(key)
+        return rebuilt, walked
+
+    # -- writing -----------------------------------------------------------------------------
+    def put(self, rec: MessageRecord, now_ms: int):
+        """Append ``rec`` (see API.md). Its queue_offset, commit_log_offset,
+        store_timestamp and the fields encode_record fills are set on success; on any
+        failure ``rec`` is left as it was and nothing is stored.
+
+        This is the hot path (a few µs beyond encode_record): no file-system calls
+        (ASYNC_FLUSH), no copies of the log, the key index is built lazily."""
+        if self._closed:
+            return put_failed(PutStatus.SERVICE_NOT_AVAILABLE, "the store is closed")
+        topic = rec.topic
+        key = (topic, rec.queue_id)
+        cq = self._queues.get(key)
+        if cq is None and (bad := self._refuse_new_queue(topic, rec.queue_id)):
+            return put_failed(PutStatus.MESSAGE_ILLEGAL, bad)
+        try:
+            too_big = len(rec.body) > self._max_body
+        except TypeError:
+            too_big = True
+        if too_big:
+            return self._body_refused(rec.body)
+        tx = rec.sys_flag & 0xC
+        dispatch = tx != _TX_PREPARED and tx != _TX_ROLLBACK
+        queue_offset = cq.max_offset if cq is not None and dispatch else 0
+        lg = self._log
+        saved = (rec.queue_offset, rec.commit_log_offset, rec.store_timestamp, rec.properties_text,
+                 rec.sys_flag, rec.body_crc, rec.store_size)
+        rec.queue_offset = queue_offset
+        rec.commit_log_offset = phys = lg.end
+        rec.store_timestamp = now_ms
+        try:
+            data = encode_record(rec)
+            at = lg.append(data)
+        except Exception as exc:           # bad input of any kind is a status, not an exception
+            (rec.queue_offset, rec.commit_log_offset, rec.store_timestamp, rec.properties_text,
+             rec.sys_flag, rec.body_crc, rec.store_size) = saved
+            return self._put_failed(rec, exc)
+        if at != phys:                      # rolled over to a new segment
+            rec.commit_log_offset = at
+        size = len(data)
+        if dispatch:
+            text = rec.properties_text
+            if topic == SCHEDULE_TOPIC:
+                tags = entry_tags_code(topic, text, now_ms, self._delays)
+            else:
+                # prop_value(text, "TAGS") inlined for the usual case: the last
+                # "TAGS\x01" starts a segment and has a value (else the exact slow path)
+                i = text.rfind("TAGS\x01")
+                if i < 0:
+                    tags = 0
+                else:
+                    j = text.find("\x02", i + 5)
+                    value = text[i + 5:] if j < 0 else text[i + 5:j]
+                    if value and (i == 0 or text[i - 1] == "\x02"):
+                        tags = tags_code(value)
+                    else:
+                        tags = tags_code(prop_value(text, "TAGS"))
+            if cq is None:
+                cq = self._queues[key] = ConsumeQueue(topic, rec.queue_id)
+            cq.append(at, size, tags)
+        prefix = self._host_prefix.get(rec.store_host)
+        if prefix is None:
+            prefix = self._host_prefix[rec.store_host] = create_offset_msg_id(rec.store_host, 0)[:-16]
+        return put_ok(at, queue_offset, now_ms, size, prefix + "%016X" % at)
+
+    def _body_refused(self, body):
+        if not hasattr(body, "__len__"):
+            return put_failed(PutStatus.MESSAGE_ILLEGAL, f"the message body is {type(body).__name__}, not bytes")
+        return put_failed(PutStatus.MESSAGE_ILLEGAL, f"the message body size {len(body)} is over the "
+                          f"max value {self._max_body}")
+
+    @staticmethod
+    def _refuse_new_queue(topic, queue_id) -> str | None:
+        """Why a first put to (topic, queue_id) is refused, or None. Checked once per
+        queue, since the queue's name becomes a directory."""
+        if not isinstance(topic, str) or not valid_topic_dir(topic):
+            return f"topic {topic!r} is not allowed (empty, '.', '..', or has '/', '\\\\' or NUL)"
+        if type(queue_id) is not int or not 0 <= queue_id < 1 << 31:
+            return f"queue id {queue_id!r} is not an int in [0, 2**31)"
+        return None
+
+    def _put_failed(self, rec: MessageRecord, exc: Exception):
+        if isinstance(exc, RecordTooLarge):
+            return put_failed(PutStatus.MESSAGE_ILLEGAL, str(exc))
+        if isinstance(exc, OSError):
+            log.error("store %s: append failed: %s", self._root, exc)
+            return put_failed(PutStatus.UNKNOWN_ERROR, f"append failed: {exc}")
+        if isinstance(exc, RecordError):
+            try:
+                too_long = len(rec.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
+            except Exception:
+                too_long = True
+            if not too_long:
+                return put_failed(PutStatus.PROPERTIES_SIZE_EXCEEDED, str(exc))
+            return put_failed(PutStatus.MESSAGE_ILLEGAL, str(exc))
+        return put_failed(PutStatus.MESSAGE_ILLEGAL, f"cannot encode the record: {type(exc).__name__}: {exc}")
+
+    # -- reading -----------------------------------------------------------------------------
+    def _live(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed")
+
+    def get_message(self, topic: str, queue_id: int, offset: int, max_msgs: int,
+                    tag_codes: set[int] | frozenset[int] | None = None) -> GetResult:
+        """Up to ``max_msgs`` raw records of a queue from ``offset`` (rocketmq-4x.md §2.5).
+        With ``tag_codes``, entries whose tagsCode is not in it are skipped (and
+        counted in next_begin_offset); at most max(800, max_msgs) entries are scanned."""
+        self._live()
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, [], 0, 0, 0)
+        lo, hi = cq.min_offset, cq.max_offset
+        if hi == 0:
+            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, [], 0, lo, hi)
+        if offset < lo:
+            return GetResult(GetStatus.OFFSET_TOO_SMALL, [], lo, lo, hi)
+        if offset == hi:
+            return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, [], offset, lo, hi)
+        if offset > hi:
+            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, [], hi, lo, hi)
+        want = min(max_msgs, self.config.max_transfer_count)
+        byte_cap = self.config.max_transfer_bytes
+        stop = min(hi, offset + max(_MIN_FILTER_SCAN, max_msgs))
+        records: list[bytes] = []
+        total = 0
+        buf, base = cq.buf, cq.base
+        read = self._log.read
+        unpack = ENTRY.unpack_from
+        status = GetStatus.NO_MATCHED_MESSAGE
+        i = offset
+        while i < stop:
+            if len(records) >= want:
+                break
+            phys, size, tags = unpack(buf, (i - base) * ENTRY_SIZE)
+            if records and total + size > byte_cap:
+                break
+            i += 1
+            if tag_codes is not None and tags not in tag_codes:
+                continue
+            raw = read(phys, size)
+            if raw is None:             # cannot happen after recovery; answered as upstream does
+                if not records:
+                    status = GetStatus.MESSAGE_WAS_REMOVING
+                continue
+            records.append(raw)
+            total += size
+            status = GetStatus.FOUND
+        return GetResult(status, records, i, lo, hi)
+
+    def read(self, phys_offset: int) -> bytes | None:
+        """The raw record starting exactly at ``phys_offset`` (VIEW_MESSAGE_BY_ID)."""
+        self._live()
+        return self._log.read_record(phys_offset)
+
+    def look_message_by_offset(self, phys_offset: int) -> MessageRecord | None:
+        """The record at ``phys_offset`` decoded (body not CRC-checked, as upstream)."""
+        raw = self.read(phys_offset)
+        if raw is None:
+            return None
+        try:
+            return decode_record(raw, check_crc=False)
+        except RecordError:
+            return None
+
+    def queue_entry(self, topic: str, queue_id: int, offset: int) -> tuple[int, int, int] | None:
+        self._live()
+        cq = self._queues.get((topic, queue_id))
+        return cq.entry(offset) if cq is not None else None
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        self._live()
+        cq = self._queues.get((topic, queue_id))
+        return cq.max_offset if cq is not None else 0
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        self._live()
+        cq = self._queues.get((topic, queue_id))
+        return cq.min_offset if cq is not None else 0
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP (§2.6): binary search on store times; an exact hit
+        wins, else the closer neighbour (the left one on a tie), else the side that
+        exists; 0 for an unknown or empty queue."""
+        self._live()
+        cq = self._queues.get((topic, queue_id))
+        if cq is None or cq.max_offset <= cq.min_offset:
+            return 0
+        low, high = cq.min_offset, cq.max_offset - 1
+        left = right = None            # (offset, store time) of the nearest probes on each side
+        while low <= high:
+            mid = (low + high) // 2
+            phys, _, _ = cq.entry(mid)
+            head = self._log.read(phys, 80)       # records are >= 91 bytes; STORETIMESTAMP ends by 76
+            if head is None:
+                return 0
+            ts = store_timestamp(head)
+            if ts == timestamp:
+                return mid
+            if ts > timestamp:
+                high = mid - 1
+                right = (mid, ts)
+            else:
+                low = mid + 1
+                left = (mid, ts)
+        if left is None:
+            return right[0]
+        if right is None:
+            return left[0]
+        return right[0] if abs(timestamp - left[1]) > abs(timestamp - right[1]) else left[0]
+
+    def query_by_key(self, topic: str, key: str, max_num: int, begin_ts: int, end_ts: int) -> list[bytes]:
+        """Raw records of ``topic`` whose KEYS words or UNIQ_KEY equal ``key``, stored in
+        [begin_ts, end_ts], newest first, at most ``max_num`` (QUERY_MESSAGE, §2.10)."""
+        self._live()
+        self._index.catch_up(self._log)
+        out = []
+        for phys in self._index.query(topic, key, max_num, begin_ts, end_ts):
+            raw = self._log.read_record(phys)
+            if raw is not None:
+                out.append(raw)
+        return out
+
+    def queues(self) -> dict[str, list[int]]:
+        """topic -> the queue ids that have a consume queue."""
+        self._live()
+        out: dict[str, list[int]] = {}
+        for topic, qid in sorted(self._queues):
+            out.setdefault(topic, []).append(qid)
+        return out
+
+    @property
+    def commit_log_min_offset(self) -> int:
+        return self._log.min_offset
+
+    @property
+    def commit_log_max_offset(self) -> int:
+        return self._log.end
+
+    @property
+    def root(self) -> Path | None:
+        """The store directory; None for an in-memory store."""
+        return self._root
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- offsets and config ------------------------------------------------------------------
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Store a consumer group's offset (as upstream 4.x: unconditionally, even backwards)."""
+        self._live()
+        self._offsets.commit(group, topic, int(queue_id), int(offset))
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset, -1 when none."""
+        self._live()
+        return self._offsets.query(group, topic, queue_id)
+
+    def offset_table(self) -> dict[str, dict[int, int]]:
+        self._live()
+        return self._offsets.snapshot()
+
+    def set_delay_offsets(self, offsets: dict[int, int]) -> None:
+        """Replace the delay-level -> next offset table (persisted at flush)."""
+        self._live()
+        self._delay.replace(offsets)
+
+    def delay_offsets(self) -> dict[int, int]:
+        self._live()
+        return dict(self._delay.table)
+
+    def save_config(self, name: str, obj) -> None:
+        """Store a JSON document as config/<name>.json (atomically replaced)."""
+        self._live()
+        self._config_name(name)
+        text = json.dumps(obj)              # fails here, not at flush, if obj is not JSON
+        if self._root is None:
+            self._configs[name] = text
+        else:
+            dump_json_document(self._root / "config" / f"{name}.json", obj)
+
+    def load_config(self, name: str):
+        """The document saved under ``name`` (a fresh object), None if there is none."""
+        self._live()
+        self._config_name(name)
+        if self._root is None:
+            text = self._configs.get(name)
+            return json.loads(text) if text is not None else None
+        return load_json_document(self._root / "config" / f"{name}.json")
+
+    @staticmethod
+    def _config_name(name: str) -> None:
+        if not isinstance(name, str) or not name or not valid_topic_dir(name) or name.startswith("."):
+            raise ValueError(f"bad config name {name!r}")
+        if name in _RESERVED_CONFIGS:
+            raise ValueError(f"config name {name!r} is the store's own; use commit_offset / set_delay_offsets")
+
+    # -- durability ----------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Make the log durable, write changed queues, offsets and the checkpoint."""
+        self._live()
+        if self._root is None:
+            return
+        try:
+            self._log.flush()
+            qroot = self._root / "consumequeue"
+            epf = self.config.consume_queue_entries_per_file
+            for cq in self._queues.values():
+                if cq.flushed != cq.max_offset or cq.cut:
+                    write_queue(qroot, cq, epf)
+            cdir = self._root / "config"
+            if self._offsets.dirty:
+                self._offsets.save(cdir)
+            if self._delay.dirty:
+                self._delay.save(cdir)
+            state = self._checkpoint_state()
+            if state != self._checkpointed:
+                save_checkpoint(self._root / "checkpoint", self._current_checkpoint())
+                self._checkpointed = state
+        except OSError as exc:
+            raise StoreError(f"flush of store {str(self._root)!r} failed: {exc}") from exc
+
+    def _checkpoint_state(self) -> tuple[int, int, int]:
+        """Cheap summary of what a checkpoint would say (changes whenever it would)."""
+        return (self._log.end, sum(cq.max_offset for cq in self._queues.values()), len(self._queues))
+
+    def _current_checkpoint(self) -> Checkpoint:
+        return Checkpoint(self._log.end, self._log.marks(),
+                          {key: cq.max_offset for key, cq in self._queues.items()})
+
+    def close(self) -> None:
+        """Flush and release the directory. Idempotent; a closed store answers puts
+        with SERVICE_NOT_AVAILABLE and raises StoreError for everything else."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            if self._root is not None:
+                for seg in self._log.segments:
+                    try:
+                        seg.close()
+                    except OSError as exc:
+                        log.error("store %s: closing segment %d: %s", self._root, seg.base, exc)
+                if self._lock is not None:
+                    self._lock.release()
+
+    def __enter__(self) -> "MessageStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = str(self._root) if self._root is not None else "memory"
+        return (f"<MessageStore {where} log=[{self.commit_log_min_offset}, {self.commit_log_max_offset}) "
+                f"queues={len(self._queues)}{' closed' if self._closed else ''}>")
+
+    # -- invariants ----------------------------------------------------------------------------
+    def _check(self) -> None:
+        """Assert the store's invariants (for randomized tests; reads everything):
+        the log is a chain of valid records and BLANK-sealed segments; every queue is
+        exactly what dispatching the log would build; offsets are ints."""
+        lg = self._log
+        assert lg.bases == [s.base for s in lg.segments], "segment index out of date"
+        assert lg.bases == sorted(set(lg.bases)), "segments not in order"
+        expected: dict[tuple[str, int], list[bytes]] = {}
+        for i, seg in enumerate(lg.segments):
+            last = i == len(lg.segments) - 1
+            buf = seg.view()
+            pos, size = 0, seg.size
+            while pos < size:
+                total, magic = struct.unpack_from(">iI", buf, pos)
+                if magic != MAGIC_CODE:
+                    assert not last and pos + 8 == size, f"BLANK at {seg.base + pos} is not the segment's end"
+                    assert seg.base + pos + total == lg.bases[i + 1], "BLANK does not point at the next segment"
+                    assert seg.sealed
+                    break
+                assert check_record(buf, pos, size, seg.base + pos) == total
+                f = fields(buf, pos)
+                if f.sys_flag & _TX_MASK not in TX_SKIPPED:
+                    tags = entry_tags_code(f.topic, f.properties, f.store_timestamp, self._delays)
+                    entries = expected.setdefault((f.topic, f.queue_id), [])
+                    cq = self._queues.get((f.topic, f.queue_id))
+                    first = cq.min_offset if cq is not None else 0
+                    assert f.queue_offset == first + len(entries), \
+                        f"record at {seg.base + pos} has queue offset {f.queue_offset}, expected {first + len(entries)}"
+                    entries.append(ENTRY.pack(seg.base + pos, total, tags))
+                else:
+                    assert f.queue_offset == 0
+                pos += total
+            else:
+                assert last, f"segment {seg.base} has no BLANK but is not the last one"
+        assert lg.end == lg.segments[-1].base + lg.segments[-1].size
+        for key, cq in self._queues.items():
+            want = b"".join(expected.get(key, []))
+            live = bytes(cq.buf[(cq.min_offset - cq.base) * ENTRY_SIZE:])
+            assert live == want, f"queue {key} differs from the log"
+            if cq.min_offset > cq.base:        # entries kept for records before the log start
+                assert cq.phys_at(cq.min_offset - 1) < lg.min_offset
+            assert cq.max_offset == cq.base + len(cq.buf) // ENTRY_SIZE
+            assert cq.base <= cq.min_offset <= cq.max_offset
+        missing = set(expected) - set(self._queues)
+        assert not missing, f"records without a queue: {sorted(missing)[:5]}"
+        for key, per in self._offsets.table.items():
+            assert "@" in key and all(type(q) is int and type(o) is int for q, o in per.items())
+        assert all(type(k) is int and type(v) is int for k, v in self._delay.table.items())
