@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator, ScalarFormatter  # noqa: E402
 
 __all__ = ["outcomes_chart", "funnel_chart", "lateness_chart", "lag_chart", "retried_chart"]
 
@@ -42,8 +43,10 @@ def outcomes_chart(per_group: list[dict]) -> bytes | None:
         ax.bar(labels, vals, bottom=bottom, label=name, color=_COLORS[key])
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_ylabel("messages")
-    ax.set_title("What became of the produced messages, per consumer group and topic")
-    ax.legend(frameon=False, fontsize=8)
+    ax.set_title("Outcome of produced messages, per group and topic")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, max(bottom) * 1.25 + 1)                  # head room for the legend
+    ax.legend(frameon=False, fontsize=8, ncol=3, loc="upper left")
     return _png(fig)
 
 
@@ -59,6 +62,10 @@ def funnel_chart(funnel: list[dict], max_series: int = 6) -> bytes | None:
         pts.sort()
         ax.plot([p[0] for p in pts], [max(p[1], 0.8) for p in pts], marker="o", label=name)
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("reconsumeTimes (0 = first delivery)")
     ax.set_ylabel("messages delivered (log)")
     ax.set_title("Retry funnel: how many messages reached each attempt")
@@ -88,15 +95,19 @@ def lateness_chart(by_level: list[dict]) -> bytes | None:
 
 
 def lag_chart(lag: list[dict]) -> bytes | None:
-    """Consumer lag (max offset - committed) per group / topic / queue."""
+    """Consumer lag (max offset - committed) per group / topic / queue, one bar each."""
     if not lag:
         return None
-    fig, ax = plt.subplots(figsize=(max(5, 0.6 * len(lag) + 2), 3.8))
-    labels = [f"{r['group']}\n{r['topic']}:{r['queue_id']}" for r in lag]
-    ax.bar(labels, [r["lag"] for r in lag], color=_COLORS["lag"])
-    ax.set_ylabel("messages behind")
+    rows = list(reversed(lag))                               # first row on top
+    fig, ax = plt.subplots(figsize=(7, max(2.2, 0.32 * len(rows) + 1.2)))
+    labels = [f"{r['group']} · {r['topic']} · q{r['queue_id']}" for r in rows]
+    bars = ax.barh(labels, [r["lag"] for r in rows], color=_COLORS["lag"])
+    for bar, r in zip(bars, rows):
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {r['lag']}", va="center", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("messages behind")
     ax.set_title("Consumer lag per queue (max offset - committed offset)")
-    ax.tick_params(axis="x", labelsize=7, rotation=0)
+    ax.tick_params(axis="y", labelsize=8)
     return _png(fig)
 
 
@@ -115,6 +126,7 @@ def retried_chart(retried: list[dict]) -> bytes | None:
     ax.set_xticks([x + 0.4 - w / 2 for x in range(len(xs))], [str(x) for x in xs])
     ax.set_xlabel("times retried")
     ax.set_ylabel("messages")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Messages by number of retries")
     ax.legend(frameon=False, fontsize=8)
     return _png(fig)

@@ -107,7 +107,8 @@ def open_segment(path: str | os.PathLike, limit: int | None = None) -> tuple[np.
         if n == 0:
             empty = np.zeros(0, np.uint8)
             return empty, memoryview(b"")
-        mm = mmap.mmap(f.fileno(), n, access=mmap.ACCESS_READ)
+        # MAP_POPULATE: fault the whole mapping in at once, far cheaper than page by page
+        mm = mmap.mmap(f.fileno(), n, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), prot=mmap.PROT_READ)
     mv = memoryview(mm)
     return np.frombuffer(mv, np.uint8), mv
 

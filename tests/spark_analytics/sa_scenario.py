@@ -116,12 +116,129 @@ class MiniBroker:
     def next_deadline(self):
         return self.schedule.scheduler.next_deadline(self.clock.now_ms())
 
+    def commit(self, group: str, topic: str, qid: int, offset: int) -> None:
+        self.store.commit_offset(group, topic, qid, offset)
+
+    def flush(self) -> None:
+        self.store.flush()
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class _Put:
+    """What the scenario needs to know about a stored record."""
+
+    def __init__(self, queue_offset: int, commit_log_offset: int, store_timestamp: int) -> None:
+        self.queue_offset, self.commit_log_offset, self.store_timestamp = queue_offset, commit_log_offset, store_timestamp
+
+
+class CoreBroker:
+    """The same driver interface on the real ``broker.core.BrokerCore``: requests go in as
+    RemotingCommands (SEND_MESSAGE, CONSUMER_SEND_MSG_BACK, UPDATE_CONSUMER_OFFSET), time
+    moves by ``tick`` at the core's deadlines, and what was stored is read back from the
+    core's event log."""
+
+    def __init__(self, root: Path, clock: VirtualClock, segment_size: int = 12 << 10) -> None:
+        from broker.config import BrokerConfig
+        from broker.core import BrokerCore
+        from broker.protocol import RemotingCommand, RequestCode
+
+        self._cmd, self._code = RemotingCommand, RequestCode
+        self.clock = clock
+        cfg = BrokerConfig()
+        cfg.maped_file_size_commit_log = segment_size
+        self.core = BrokerCore.open(root, clock, cfg)
+        self.store = self.core.store
+        self.levels = self.core.levels
+        self.ch = self.core.connect("127.0.0.1:50001")
+        self._seen = 0
+        for g in (GROUP_A, GROUP_B):                     # what a consumer's first heartbeat does
+            self.core.groups.find(g)
+
+    def _new_events(self):
+        ev = list(self.core.events)
+        out, self._seen = ev[self._seen:], len(ev)
+        return out
+
+    def _ok(self, reply):
+        assert reply is not None and reply.code == 0, (reply.code, reply.remark)
+        return reply
+
+    def send(self, topic: str, qid: int, i: int, props: dict | None = None):
+        from store.records import properties_to_string
+
+        p = {Prop.UNIQ_KEY: uniq(topic, i), Prop.KEYS: f"{topic}-{i}", Prop.TAGS: "TagA"}
+        p.update(props or {})
+        self._new_events()
+        self._ok(self.core.handle(self._cmd.request(self._code.SEND_MESSAGE, {
+            "producerGroup": "producers", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
+            "queueId": qid, "sysFlag": 0, "bornTimestamp": self.clock.now_ms(), "flag": 0,
+            "properties": properties_to_string(p), "reconsumeTimes": 0, "unitMode": "false"},
+            f"{topic} #{i}".encode()), self.ch))
+        [e] = [e for e in self._new_events() if e.kind in ("stored", "delayed")]
+        return _Put(e.queue_offset, e.commit_log_offset, e.time_ms)
+
+    def send_back(self, group: str, phys: int):
+        old = self.store.look_message_by_offset(phys)
+        self._new_events()
+        self._ok(self.core.handle(self._cmd.request(self._code.CONSUMER_SEND_MSG_BACK, {
+            "offset": phys, "group": group, "delayLevel": 0, "originMsgId": old.msg_id,
+            "originTopic": old.properties.get(Prop.RETRY_TOPIC, old.topic), "unitMode": "false",
+            "maxReconsumeTimes": MAX_RECONSUME}), self.ch))
+        [e] = [e for e in self._new_events() if e.kind in ("delayed", "dead_lettered")]
+        return _Put(e.queue_offset, e.commit_log_offset, e.time_ms), e.kind == "dead_lettered"
+
+    def commit(self, group: str, topic: str, qid: int, offset: int) -> None:
+        self._ok(self.core.handle(self._cmd.request(self._code.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": group, "topic": topic, "queueId": qid, "commitOffset": offset}), self.ch))
+
+    def tick(self):
+        self.core.tick()
+        out = []
+        for e in self._new_events():
+            if e.kind != "redelivered":
+                continue
+            rec = self.store.look_message_by_offset(e.commit_log_offset)
+            level = int(rec.properties[Prop.DELAY])              # the stored string keeps DELAY
+            sched = self.store.look_message_by_offset(self._schedule_phys(rec))
+            due = self.levels.deliver_timestamp(level, sched.store_timestamp)
+            out.append((rec, level, due, _Put(e.queue_offset, e.commit_log_offset, e.time_ms)))
+        return out
+
+    def _schedule_phys(self, rec) -> int:
+        """The SCHEDULE_TOPIC_XXXX record this copy came from: the scheduler delivers
+        each level in queue order, so it is the next undelivered entry of its level."""
+        level = int(rec.properties[Prop.DELAY])
+        self._next = getattr(self, "_next", {})
+        off = self._next.get(level, 0)
+        self._next[level] = off + 1
+        return self.store.queue_entry("SCHEDULE_TOPIC_XXXX", level - 1, off)[0]
+
+    def next_deadline(self):
+        return self.core.schedule.scheduler.next_deadline(self.clock.now_ms())
+
+    def flush(self) -> None:
+        self.core.flush()
+
+    def close(self) -> None:
+        self.core.close()
+
+
+def make_broker(root: Path, clock: VirtualClock):
+    """The real broker core when it is importable, else the store-level driver."""
+    try:
+        import broker.core  # noqa: F401
+    except ImportError:
+        return MiniBroker(root, clock)
+    return CoreBroker(root, clock)
+
 
 def run(root: Path, snapshot_dir: Path | None = None, take_snapshot=None) -> Truth:
     """Run the scenario into a store at ``root``; if ``take_snapshot`` is given, call it
     as take_snapshot(root, snapshot_dir) while the store is open, then keep writing."""
     clock = VirtualClock()
-    b = MiniBroker(root, clock)
+    b = make_broker(root, clock)
     t = Truth()
     queue = defaultdict(list)          # (topic, group, qid) -> [(queue_offset, uniq, attempt, phys)]
     done = defaultdict(set)            # (topic, group, qid) -> acked queue offsets
@@ -180,7 +297,7 @@ def run(root: Path, snapshot_dir: Path | None = None, take_snapshot=None) -> Tru
             nxt = 0
             while nxt in acked:
                 nxt += 1
-            b.store.commit_offset(group, topic, qid, nxt)
+            b.commit(group, topic, qid, nxt)
             t.committed[(topic, group, qid)] = nxt
 
     consume()
@@ -216,16 +333,16 @@ def run(root: Path, snapshot_dir: Path | None = None, take_snapshot=None) -> Tru
         for qoff, u, attempt, _ in items:
             if attempt == 0 and qoff < t.committed.get((topic, group, qid), 0) and (group, u) not in t.dead:
                 t.succeeded[group] += 1
-    b.store.flush()
+    b.flush()
     t.records_at_snapshot = sum(1 for _ in _all_records(root))
     if take_snapshot is not None:
         take_snapshot(root, snapshot_dir)                    # the store is open: a live snapshot
         for i in range(200, 230):                            # ... and keeps being written
             b.send("payments", 1, i)
             clock.advance(1)
-        b.store.commit_offset(GROUP_A, "payments", 1, 20)
-        b.store.flush()
-    b.store.close()
+        b.commit(GROUP_A, "payments", 1, 20)
+        b.flush()
+    b.close()
     return t
 
 
