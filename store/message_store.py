@@ -39,6 +39,7 @@ log = logging.getLogger("store")
 _OURS = {"commitlog", "consumequeue", "config", "checkpoint", "lock"}
 _RESERVED_CONFIGS = {"consumerOffset", "delayOffset"}
 _TX_MASK = SysFlag.TRANSACTION_MASK
+_pack_entry = ENTRY.pack
 _TX_PREPARED, _TX_ROLLBACK = TX_SKIPPED
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
@@ -72,7 +73,7 @@ class MessageStore:
             raise StoreError(f"store root {str(root)!r} is a file, not a directory")
         try:
             root.mkdir(parents=True, exist_ok=True)
-            present = {p.name for p in root.iterdir()}
+            present = {p.name for p in root.iterdir() if not p.name.startswith(".")}   # .gitkeep etc.
         except OSError as exc:
             raise StoreError(f"cannot use store root {str(root)!r}: {exc.strerror}") from exc
         if present and not present & _OURS:
@@ -251,7 +252,7 @@ class MessageStore:
             return self._put_failed(rec, exc)
         if at != phys:                      # rolled over to a new segment
             rec.commit_log_offset = at
-        size = len(data)
+        size = rec.store_size
         if dispatch:
             text = rec.properties_text
             if topic == SCHEDULE_TOPIC:
@@ -271,7 +272,8 @@ class MessageStore:
                         tags = tags_code(prop_value(text, "TAGS"))
             if cq is None:
                 cq = self._queues[key] = ConsumeQueue(topic, rec.queue_id)
-            cq.append(at, size, tags)
+            cq.buf += _pack_entry(at, size, tags)      # ConsumeQueue.append, inlined
+            cq.max_offset += 1
         prefix = self._host_prefix.get(rec.store_host)
         if prefix is None:
             prefix = self._host_prefix[rec.store_host] = create_offset_msg_id(rec.store_host, 0)[:-16]

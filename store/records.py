@@ -285,27 +285,30 @@ def encode_record(rec: MessageRecord) -> bytes:
     topic_f = _topic_field(rec.topic)
     text = rec.properties_text if rec.properties_text is not None else properties_to_string(rec.properties)
     props_b = text.encode("utf-8")
-    if len(props_b) > MAX_PROPERTIES_LENGTH:
-        raise RecordError(f"properties are {len(props_b)} bytes; the limit is {MAX_PROPERTIES_LENGTH}")
+    props_len = len(props_b)
+    if props_len > MAX_PROPERTIES_LENGTH:
+        raise RecordError(f"properties are {props_len} bytes; the limit is {MAX_PROPERTIES_LENGTH}")
     born_ip, born_port = rec.born_host
     store_ip, store_port = rec.store_host
     born_raw = _ip_bytes(born_ip)
     store_raw = _ip_bytes(store_ip)
     body = rec.body
+    body_len = len(body)
     crc = zlib.crc32(body)
     sys_flag = rec.sys_flag & ~_V6_BITS
-    if len(born_raw) == 4 and len(store_raw) == 4:
-        total = 91 + len(body) + len(topic_f) - 1 + len(props_b)
+    hosts_len = len(born_raw) + len(store_raw)
+    if hosts_len == 8:
+        total = 90 + body_len + len(topic_f) + props_len
         head = _FIXED_V4.pack(total, MAGIC_CODE, crc, rec.queue_id, rec.flag, rec.queue_offset,
                               rec.commit_log_offset, sys_flag, rec.born_timestamp, born_raw, born_port,
                               rec.store_timestamp, store_raw, store_port, rec.reconsume_times,
-                              rec.prepared_transaction_offset, len(body))
+                              rec.prepared_transaction_offset, body_len)
     else:
         if len(born_raw) == 16:
             sys_flag |= SysFlag.BORNHOST_V6
         if len(store_raw) == 16:
             sys_flag |= SysFlag.STOREHOST_V6
-        total = 68 + len(born_raw) + len(store_raw) + 8 + 4 + len(body) + len(topic_f) + 2 + len(props_b)
+        total = 82 + hosts_len + body_len + len(topic_f) + props_len
         head = b"".join((
             _HEAD.pack(total, MAGIC_CODE, crc, rec.queue_id, rec.flag, rec.queue_offset,
                        rec.commit_log_offset, sys_flag, rec.born_timestamp),
@@ -313,9 +316,9 @@ def encode_record(rec: MessageRecord) -> bytes:
             _TS.pack(rec.store_timestamp),
             store_raw, _I32.pack(store_port),
             _MID.pack(rec.reconsume_times, rec.prepared_transaction_offset),
-            _I32.pack(len(body)),
+            _I32.pack(body_len),
         ))
-    out = b"".join((head, body, topic_f, _I16.pack(len(props_b)), props_b))
+    out = b"".join((head, body, topic_f, _I16.pack(props_len), props_b))
     rec.sys_flag = sys_flag
     rec.body_crc = crc
     rec.store_size = total

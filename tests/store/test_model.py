@@ -24,11 +24,14 @@ TAGS = (None, "TagA", "TagB")
 
 
 class StoreModel(RuleBasedStateMachine):
+    cfg = CFG
+    on_disk = True
+
     def __init__(self) -> None:
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="store-model-"))
         self.root = self.tmp / "store"
-        self.store = MessageStore(self.root, CFG)
+        self.store = MessageStore(self.root if self.on_disk else None, self.cfg)
         self.now = 1_000
         self.log: list[tuple[str, int, bytes, str | None, int, int]] = []   # (topic, qid, body, tags, phys, size)
         self.offsets: dict[tuple[str, str, int], int] = {}
@@ -121,13 +124,15 @@ class StoreModel(RuleBasedStateMachine):
         self.flushed_offsets = dict(self.offsets)
         self.flushed_delay = dict(self.delay)
 
+    @precondition(lambda self: self.on_disk)
     @rule()
     def reopen(self):
         self.store.close()
         self._durable()
-        self.store = MessageStore(self.root, CFG)
+        self.store = MessageStore(self.root, self.cfg)
         assert self.store.recovery.clean and self.store.recovery.records_walked == 0
 
+    @precondition(lambda self: self.on_disk)
     @rule()
     def crash_and_reopen(self):
         """Reopen from a copy of the files as they are now, like after a process crash:
@@ -138,15 +143,17 @@ class StoreModel(RuleBasedStateMachine):
         self.store.close()
         shutil.rmtree(self.root)
         image.rename(self.root)
-        self.store = MessageStore(self.root, CFG)
+        self.store = MessageStore(self.root, self.cfg)
         survived = sum(self.store.max_offset(t, q) for t in TOPICS for q in range(3))
         assert self.flushed <= survived <= len(self.log)
+        if self.cfg.sync_flush:
+            assert survived == len(self.log)          # every put was durable when it returned
         del self.log[survived:]
         self.offsets = dict(self.flushed_offsets)
         self.delay = dict(self.flushed_delay)
         self._durable()
 
-    @precondition(lambda self: self.log)
+    @precondition(lambda self: self.log and self.on_disk)
     @rule(keep=st.floats(0.0, 0.99))
     def tear_last_record(self, keep):
         """Close, cut the last record short on disk, reopen: it is cut away, the rest kept."""
@@ -155,7 +162,7 @@ class StoreModel(RuleBasedStateMachine):
         *_, phys, size = self.log[-1]
         seg = self.root / "commitlog" / f"{phys - phys % CFG.segment_size:020d}"
         os.truncate(seg, phys % CFG.segment_size + int(size * keep))
-        self.store = MessageStore(self.root, CFG)
+        self.store = MessageStore(self.root, self.cfg)
         assert self.store.recovery.truncated_at == phys or (keep == 0 and self.store.recovery.dropped_entries == 1)
         self.log.pop()
         self._durable()
@@ -175,5 +182,17 @@ class StoreModel(RuleBasedStateMachine):
         assert self.store.delay_offsets() == self.delay
 
 
-StoreModel.TestCase.settings = settings(StoreModel.TestCase.settings, stateful_step_count=30)
+class SyncFlushStoreModel(StoreModel):
+    cfg = StoreConfig(segment_size=1024, consume_queue_entries_per_file=4, flush_disk_type="SYNC_FLUSH")
+
+
+class MemoryStoreModel(StoreModel):
+    on_disk = False
+
+
+for _machine in (StoreModel, SyncFlushStoreModel, MemoryStoreModel):
+    _machine.TestCase.settings = settings(_machine.TestCase.settings, stateful_step_count=30)
+
 TestStoreModel = StoreModel.TestCase
+TestSyncFlushStoreModel = SyncFlushStoreModel.TestCase
+TestMemoryStoreModel = MemoryStoreModel.TestCase

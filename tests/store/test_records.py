@@ -1,6 +1,7 @@
 """store.records: the commit-log record codec (rocketmq-4x.md §3; checklist 42–49)."""
 from __future__ import annotations
 
+import ipaddress
 import struct
 
 import pytest
@@ -193,3 +194,26 @@ def test_encode_decode_round_trip(topic, body, props, qid, qoff, born, store):
     assert (back.topic, back.body, back.queue_id, back.properties, back.queue_offset, back.born_host,
             back.store_host, back.store_size) == (topic, body, qid, props, qoff, born, store, len(raw))
     assert list(iter_records(raw + raw))[1].body == body
+
+
+_hosts = st.sampled_from([("1.2.3.4", 1), ("10.0.0.7", 65535), ("::1", 9), ("2001:db8::1", 10911)])
+
+
+@given(topic=st.text(max_size=10).filter(lambda t: len(t.encode()) <= 127), body=st.binary(max_size=40),
+       text=st.text(max_size=20), born=_hosts, store=_hosts, ints=st.tuples(
+           st.integers(-2**31, 2**31 - 1), st.integers(-2**31, 2**31 - 1), st.integers(0, 2**63 - 1),
+           st.integers(0, 2**63 - 1), st.integers(0, 0xF), st.integers(0, 2**62), st.integers(0, 2**62),
+           st.integers(0, 2**31 - 1), st.integers(0, 2**62)))
+def test_42_encoding_matches_the_reference_for_any_fields(topic, body, text, born, store, ints):
+    qid, flag, qoff, phys, sys_flag, born_ts, store_ts, recon, prep = ints
+    r = MessageRecord(topic=topic, body=body, queue_id=qid, flag=flag, properties_text=text, sys_flag=sys_flag,
+                      born_timestamp=born_ts, born_host=born, store_timestamp=store_ts, store_host=store,
+                      reconsume_times=recon, prepared_transaction_offset=prep, queue_offset=qoff,
+                      commit_log_offset=phys)
+    v6 = (SysFlag.BORNHOST_V6 if ":" in born[0] else 0) | (SysFlag.STOREHOST_V6 if ":" in store[0] else 0)
+    want = reference_encode(topic.encode(), body, text.encode(), queue_id=qid, flag=flag, queue_offset=qoff,
+                            phys=phys, sys_flag=sys_flag | v6, born_ts=born_ts,
+                            born=(ipaddress.ip_address(born[0]).packed, born[1]), store_ts=store_ts,
+                            store=(ipaddress.ip_address(store[0]).packed, store[1]), reconsume=recon,
+                            prepared=prep)
+    assert encode_record(r) == want and r.store_size == len(want)
