@@ -23,12 +23,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store.records import Prop, decode_record
+from store.records import Prop, RecordError, decode_record
 
 from .commitlog import be_view
 
-__all__ = ["COLUMNS", "PROPERTY_COLUMNS", "arrow_schema", "select_schema", "decode_batch", "decode_slow",
-           "iter_batches", "parse_int"]
+__all__ = ["COLUMNS", "PROPERTY_COLUMNS", "Unverified", "arrow_schema", "select_schema", "decode_batch",
+           "decode_slow", "iter_batches", "parse_int", "read_segment"]
 
 MAP_TYPE = pa.map_(pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string()))
 
@@ -107,16 +107,32 @@ def _slices(mv: memoryview, starts: np.ndarray, lengths: np.ndarray) -> pa.Binar
     return inter.take(pa.array(np.arange(0, 2 * n - 1, 2, dtype=np.int64)))
 
 
-def _hex_ids(b: np.ndarray, p: np.ndarray) -> pa.StringArray:
+# The fixed IPv4 header: one structured gather per record instead of one gather per
+# field (each gather walks the batch's cache lines again; measured 2x faster).
+_HEADER = np.dtype({
+    "names": ["queue_id", "flag", "queue_offset", "sys_flag", "born_timestamp", "store_timestamp",
+              "reconsume_times", "body_len", "phys_raw", "store_host_raw", "phys"],
+    "formats": [">i4", ">i4", ">i8", ">i4", ">i8", ">i8", ">i4", ">i4", "V8", "V8", ">i8"],
+    "offsets": [12, 16, 20, 36, 40, 56, 72, 84, 28, 64, 28],
+    "itemsize": 88})
+
+
+def _headers(b: np.ndarray, p: np.ndarray) -> np.ndarray:
+    if b.size < _HEADER.itemsize:
+        return np.zeros(0, _HEADER)
+    view = np.ndarray(shape=(b.size - _HEADER.itemsize + 1,), dtype=_HEADER, buffer=b, offset=0, strides=(1,))
+    return view[p]
+
+
+def _hex_ids(h: np.ndarray) -> pa.StringArray:
     """offsetMsgId for IPv4 store hosts: hex of store ip+port (record bytes 64..71)
-    followed by the physical offset (bytes 28..35). One gather per 8 bytes through a
-    strided view, one table lookup per byte giving two hex digits."""
-    n = p.size
-    raw = np.empty((n, 2), np.uint64)
-    u8 = be_view(b, 8).view(np.uint64)          # same bytes, no byte swap: memory order kept
-    raw[:, 0] = u8[p + 64]
-    raw[:, 1] = u8[p + 28]
-    out = _HEX2[raw.view(np.uint8)]             # (n, 16) uint16 = (n, 32) ASCII bytes
+    followed by the physical offset (bytes 28..35), one table lookup per byte giving
+    two hex digits."""
+    n = h.size
+    raw = np.empty((n, 16), np.uint8)
+    raw[:, :8] = np.ascontiguousarray(h["store_host_raw"]).view(np.uint8).reshape(n, 8)
+    raw[:, 8:] = np.ascontiguousarray(h["phys_raw"]).view(np.uint8).reshape(n, 8)
+    out = _HEX2[raw]                             # (n, 16) uint16 = (n, 32) ASCII bytes
     offs = np.arange(0, 32 * n + 1, 32, dtype=np.int32)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offs), pa.py_buffer(out))
 
@@ -146,11 +162,11 @@ class _Props:
         m = np.flatnonzero(col >= 0)
         idx = np.full((k, self.n), -1, np.int64)
         idx[col[m], self.pair_rec[m]] = m                     # ascending m: the last pair wins
-        out = []
-        for i in range(k):
-            missing = idx[i] < 0
-            out.append(self.vals.take(pa.array(np.where(missing, 0, idx[i]), mask=missing)))
-        return out
+        # one take for all columns, then zero-copy slices of it
+        flat = idx.reshape(-1)
+        missing = flat < 0
+        taken = self.vals.take(pa.array(np.where(missing, 0, flat), mask=missing))
+        return [taken.slice(i * self.n, self.n) for i in range(k)]
 
 
 def _split_properties(mv: memoryview, props_at: np.ndarray, props_len: np.ndarray) -> _Props | None:
@@ -211,22 +227,41 @@ def _int_column(strings: pa.Array) -> pa.Array:
 
 
 # -- decoding -------------------------------------------------------------------------------
+class Unverified(ValueError):
+    """decode_batch(verify=True) met a record whose fields do not add up."""
+
+
 def decode_batch(b: np.ndarray, mv: memoryview, base: int, starts: np.ndarray, totals: np.ndarray,
-                 include_body: bool = False, columns: list[str] | None = None) -> pa.RecordBatch:
-    """Decode the (good, scanned) records at ``starts`` of one segment's bytes into
-    ``columns`` (default: all, plus body when ``include_body``); only what is asked
-    for is computed."""
+                 include_body: bool = False, columns: list[str] | None = None,
+                 verify: bool = False) -> pa.RecordBatch:
+    """Decode the scanned records at ``starts`` of one segment's bytes into ``columns``
+    (default: all, plus body when ``include_body``); only what is asked for is computed.
+    ``verify`` checks what ``scan_buffer(validate=False)`` left unchecked — PHYSICALOFFSET
+    equals the position, body + topic + properties lengths add up to the size — and
+    raises Unverified if a record fails."""
     schema = select_schema(include_body, columns)
     want = set(schema.names)
     p = starts.astype(np.int64)
-    v4, v8 = be_view(b, 4), be_view(b, 8)
-    sys_flag = v4[p + 36].astype(np.int32)
+    h = _headers(b, p)
+    sys_flag = h["sys_flag"].astype(np.int32)
     if p.size == 0 or np.any(sys_flag & 0x30):                  # IPv6 hosts: exact path
-        return decode_slow(mv, base, starts, include_body, columns)
-    body_len = v4[p + 84].astype(np.int64)
+        try:
+            return decode_slow(mv, base, starts, include_body, columns)
+        except RecordError as exc:
+            raise Unverified(str(exc)) from None
+    body_len = h["body_len"].astype(np.int64)
     cols: dict[str, pa.Array] = {}
-    if want & (set(PROPERTY_COLUMNS) | {"properties"}):
+    if verify:
+        t = totals.astype(np.int64)
+        ok = (h["phys"] == p + base) & (body_len >= 0) & (body_len <= t - 91)
+        body_len = np.where(ok, body_len, 0)
         topic_len = b[p + 88 + body_len].astype(np.int64)
+        plen = be_view(b, 2)[np.minimum(p + 89 + body_len + topic_len, p + t - 2)].astype(np.int64)
+        ok &= 91 + body_len + topic_len + plen == t
+        if not ok.all():
+            raise Unverified(f"record at {base + int(p[np.argmin(ok)])} does not add up")
+    topic_len = b[p + 88 + body_len].astype(np.int64)
+    if want & (set(PROPERTY_COLUMNS) | {"properties"}):
         props_at = p + 91 + body_len + topic_len
         props = _split_properties(mv, props_at, totals.astype(np.int64) - (props_at - p))
         if props is None:
@@ -237,21 +272,20 @@ def decode_batch(b: np.ndarray, mv: memoryview, base: int, starts: np.ndarray, t
             cols[col] = _int_column(v) if PROPERTY_COLUMNS[col][1] else v
     fixed = {
         "physical_offset": lambda: pa.array(p + base),
-        "store_timestamp": lambda: pa.array(v8[p + 56].astype(np.int64)),
-        "born_timestamp": lambda: pa.array(v8[p + 40].astype(np.int64)),
-        "topic": lambda: _slices(mv, p + 89 + body_len, b[p + 88 + body_len].astype(np.int64)).cast(pa.string()),
-        "queue_id": lambda: pa.array(v4[p + 12].astype(np.int32)),
-        "queue_offset": lambda: pa.array(v8[p + 20].astype(np.int64)),
-        "offset_msg_id": lambda: _hex_ids(b, p),
-        "reconsume_times": lambda: pa.array(v4[p + 72].astype(np.int32)),
+        "topic": lambda: _slices(mv, p + 89 + body_len, topic_len).cast(pa.string()),
+        "offset_msg_id": lambda: _hex_ids(h),
         "body_size": lambda: pa.array(body_len.astype(np.int32)),
         "sys_flag": lambda: pa.array(sys_flag),
-        "flag": lambda: pa.array(v4[p + 16].astype(np.int32)),
         "body": lambda: _slices(mv, p + 88, body_len),
     }
     for name in schema.names:
-        if name not in cols:
+        if name in cols:
+            continue
+        if name in fixed:
             cols[name] = fixed[name]()
+        else:                                                   # a plain header field
+            f = schema.field(name)
+            cols[name] = pa.array(h[name].astype(f.type.to_pandas_dtype()))
     return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 
@@ -296,7 +330,39 @@ def decode_slow(mv: memoryview, base: int, starts: np.ndarray, include_body: boo
 
 
 def iter_batches(b: np.ndarray, mv: memoryview, base: int, starts: np.ndarray, totals: np.ndarray,
-                 include_body: bool = False, columns: list[str] | None = None, batch_rows: int = 1 << 17):
+                 include_body: bool = False, columns: list[str] | None = None, batch_rows: int = 1 << 16,
+                 verify: bool = False):
     """RecordBatches of at most ``batch_rows`` rows over the scanned records."""
     for i in range(0, starts.size, batch_rows):
-        yield decode_batch(b, mv, base, starts[i:i + batch_rows], totals[i:i + batch_rows], include_body, columns)
+        yield decode_batch(b, mv, base, starts[i:i + batch_rows], totals[i:i + batch_rows], include_body, columns,
+                           verify)
+
+
+def read_segment(b: np.ndarray, mv: memoryview, base: int, include_body: bool = False,
+                 columns: list[str] | None = None, batch_rows: int = 1 << 16):
+    """(scan, batches) for one segment's bytes, the fast way: the walk follows the
+    chain of sizes without per-record checks and each batch is checked as it is
+    decoded; if a record fails, the rest of the segment is walked again with every
+    check (``scan_buffer(validate=True)``), which also finds the damage, and decoding
+    goes on from there. The batches (a generator) are exactly those of the checked walk."""
+    from .commitlog import scan_buffer
+
+    fast = scan_buffer(b, mv, base, validate=False)
+
+    def batches():
+        done = 0
+        try:
+            for i in range(0, fast.starts.size, batch_rows):
+                yield decode_batch(b, mv, base, fast.starts[i:i + batch_rows], fast.totals[i:i + batch_rows],
+                                   include_body, columns, verify=True)
+                done = min(fast.starts.size, i + batch_rows)
+        except Unverified:
+            exact = scan_buffer(b, mv, base, validate=True)
+            result.scan = exact
+            k = int(np.searchsorted(exact.starts, fast.starts[done] if done < fast.starts.size else exact.end))
+            yield from iter_batches(b, mv, base, exact.starts[k:], exact.totals[k:], include_body, columns,
+                                    batch_rows)
+
+    class result:                                   # noqa: N801 - a tiny mutable holder
+        scan = fast
+    return result, batches()

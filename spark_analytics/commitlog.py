@@ -188,6 +188,8 @@ def _candidates(b: np.ndarray) -> np.ndarray:
     if p.size == 0:
         return p
     nxt = p + be_int(b, p, 4)
+    if p[0] == 0 and np.array_equal(p[1:], nxt[:-1]):
+        return p                                     # one clean chain: nothing to prune
     j = np.searchsorted(p, nxt)
     hit = j < p.size
     hit[hit] = p[j[hit]] == nxt[hit]
@@ -197,14 +199,22 @@ def _candidates(b: np.ndarray) -> np.ndarray:
     return p[pointed]
 
 
-def scan_buffer(b: np.ndarray, mv: memoryview | bytes, base: int, *, check_crc: bool = False) -> SegmentScan:
+def scan_buffer(b: np.ndarray, mv: memoryview | bytes, base: int, *, check_crc: bool = False,
+                validate: bool = True) -> SegmentScan:
     """Walk the records of one segment's bytes from its start (see the module notes).
-    ``check_crc`` also verifies every body CRC (the snapshot does, for the tail)."""
+    ``check_crc`` also verifies every body CRC (the snapshot does, for the tail).
+    ``validate=False`` skips the per-record length checks of linked records (the chain
+    itself — each size leading to the next magic code — is still followed from the
+    segment start): for a reader that checks every record as it decodes it anyway
+    (``columnar.decode_batch(verify=True)``) and rescans with validation if one fails."""
     n = int(b.size)
     p = _candidates(b)
     tot = be_int(b, p, 4) if p.size else np.zeros(0, np.int64)
-    good = np.concatenate([_check_candidates(b, p[i:i + _CHUNK], tot[i:i + _CHUNK], base)
-                           for i in range(0, p.size, _CHUNK)]) if p.size else np.zeros(0, bool)
+    if not validate:
+        good = (tot >= _MIN_RECORD) & (p + tot <= n)
+    else:
+        good = np.concatenate([_check_candidates(b, p[i:i + _CHUNK], tot[i:i + _CHUNK], base)
+                               for i in range(0, p.size, _CHUNK)]) if p.size else np.zeros(0, bool)
     link = np.zeros(p.size, bool)
     if p.size > 1:
         link[:-1] = p[1:] == (p + tot)[:-1]

@@ -27,7 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import (BinaryType, DataType, IntegerType, LongType, MapType, StringType,
                                StructField, StructType)
 
-from .columnar import COLUMNS, iter_batches, select_schema
+from .columnar import COLUMNS, read_segment, select_schema
 from .commitlog import Damage, list_segments, open_segment, scan_buffer, scan_segment
 from .errors import AnalyticsError
 from .layout import resolve_store
@@ -146,10 +146,11 @@ class CommitLogReader(DataSourceReader):
         if not partition.path:
             return
         b, mv = open_segment(partition.path, partition.limit)
-        scan = scan_buffer(b, mv, partition.base)
-        if scan.damage is not None:
-            if self.on_damage == "fail":
+        if self.on_damage == "fail":                   # know before yielding anything
+            scan = scan_buffer(b, mv, partition.base)
+            if scan.damage is not None:
                 raise AnalyticsError(f"commit log damaged: {scan.damage.describe()}")
-            print(f"rocketmq-commitlog: read up to the damage: {scan.damage.describe()}", file=sys.stderr)
-        yield from iter_batches(b, mv, partition.base, scan.starts, scan.totals, self.include_body,
-                                self.columns, self.batch_rows)
+        result, batches = read_segment(b, mv, partition.base, self.include_body, self.columns, self.batch_rows)
+        yield from batches
+        if result.scan.damage is not None:
+            print(f"rocketmq-commitlog: read up to the damage: {result.scan.damage.describe()}", file=sys.stderr)

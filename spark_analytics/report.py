@@ -144,7 +144,8 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{margin-top:2em;border-bottom:1px solid
 .card b{display:block;font-size:1.9em} .card span{color:#666}
 .damage{background:#fdecea;border:1px solid #c62828;padding:.8em 1em;border-radius:6px}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px} th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}
-th{background:#f5f5f5} td.s{text-align:left} img{max-width:100%;margin:.5em 0}
+th{background:#f5f5f5} td{white-space:nowrap} td.s{text-align:left} img{max-width:100%;margin:.5em 0}
+.wide{overflow-x:auto}
 .note{color:#666;font-size:12.5px;max-width:60em}
 """
 
@@ -215,14 +216,14 @@ def _table(rows: list[dict], limit: int = 200) -> str:
     if not rows:
         return "<p class=note>(none)</p>"
     cols = list(rows[0])
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"]
+    out = ["<div class=wide><table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"]
     for r in rows[:limit]:
         cells = []
         for c in cols:
             text, left = _fmt(c, r[c])
             cells.append(f"<td{' class=s' if left else ''}>{html.escape(text)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     if len(rows) > limit:
         out.append(f"<p class=note>… {len(rows) - limit} more rows in aggregates/</p>")
     return "\n".join(out)
@@ -262,7 +263,8 @@ def _html(summary: dict, rows: dict, figs: dict, totals: dict) -> str:
         if fig:
             parts.append(_img(figs.get(fig), _TITLES[name]))
         if name == "lateness":
-            parts.append("<p class=note>All levels:</p>" + _table(rows["lateness_by_level"]))
+            parts.append("<p class=note>All groups, per level:</p>" + _table(rows["lateness_by_level"])
+                         + "<p class=note>Per group and topic (group empty: a message sent with a delay):</p>")
         parts.append(_table(rows[name]))
     parts.append("<p class=note>Written by <code>rocketmq-emulator analyze</code>; the tables are also in "
                  "aggregates/*.parquet and summary.json.</p></body></html>")

@@ -96,3 +96,20 @@ def test_schema_and_batches():
 def test_parse_int():
     assert [parse_int(v) for v in ["3", "-1", "0x10", "+3", "", None, "99999999999", "007"]] == \
         [3, -1, None, None, None, None, None, 7]
+
+
+def test_read_segment_falls_back_to_the_checked_walk():
+    from spark_analytics.columnar import read_segment
+
+    buf = bytearray(build([(b"x" * 5, {"UNIQ_KEY": f"K{i}"}, False, 0) for i in range(10)]))
+    s = scan_buffer(np.frombuffer(bytes(buf), np.uint8), memoryview(bytes(buf)), 7 * 4096)
+    at = int(s.starts[6])
+    buf[at + 84:at + 88] = (3).to_bytes(4, "big")             # record 6's body length no longer adds up
+    data = bytes(buf)
+    res, batches = read_segment(np.frombuffer(data, np.uint8), memoryview(data), 7 * 4096, batch_rows=4)
+    rows = [r for bt in batches for r in bt.to_pylist()]
+    assert [r["uniq_key"] for r in rows] == [f"K{i}" for i in range(6)]
+    assert res.scan.damage.kind == "corrupt" and res.scan.damage.offset == 7 * 4096 + at
+    good, batches = read_segment(np.frombuffer(bytes(build([(b"y", {}, False, 0)] * 9)), np.uint8),
+                                 memoryview(bytes(build([(b"y", {}, False, 0)] * 9))), 7 * 4096, batch_rows=4)
+    assert sum(bt.num_rows for bt in batches) == 9 and good.scan.damage is None
