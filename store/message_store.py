@@ -225,7 +225,10 @@ class MessageStore:
             return put_failed(PutStatus.SERVICE_NOT_AVAILABLE, "the store is closed")
         topic = rec.topic
         key = (topic, rec.queue_id)
-        cq = self._queues.get(key)
+        try:
+            cq = self._queues.get(key)
+        except TypeError:                   # an unhashable topic or queue id
+            cq = None
         if cq is None and (bad := self._refuse_new_queue(topic, rec.queue_id)):
             return put_failed(PutStatus.MESSAGE_ILLEGAL, bad)
         try:
@@ -274,9 +277,12 @@ class MessageStore:
                 cq = self._queues[key] = ConsumeQueue(topic, rec.queue_id)
             cq.buf += _pack_entry(at, size, tags)      # ConsumeQueue.append, inlined
             cq.max_offset += 1
-        prefix = self._host_prefix.get(rec.store_host)
-        if prefix is None:
-            prefix = self._host_prefix[rec.store_host] = create_offset_msg_id(rec.store_host, 0)[:-16]
+        try:
+            prefix = self._host_prefix[rec.store_host]
+        except (KeyError, TypeError):       # first put from this host (or a list, not a tuple)
+            prefix = create_offset_msg_id(tuple(rec.store_host), 0)[:-16]
+            if isinstance(rec.store_host, tuple):
+                self._host_prefix[rec.store_host] = prefix
         return put_ok(at, queue_offset, now_ms, size, prefix + "%016X" % at)
 
     def _body_refused(self, body):

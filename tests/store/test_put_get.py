@@ -174,6 +174,9 @@ def _assert_nothing_stored(store, before_max, n_before):
     (lambda: MessageRecord(topic="T", body="text, not bytes"), PutStatus.MESSAGE_ILLEGAL),
     (lambda: MessageRecord(topic="T", body=b"x", born_host=("not-an-ip", 1)), PutStatus.MESSAGE_ILLEGAL),
     (lambda: MessageRecord(topic="T", body=b"x", flag=1 << 40), PutStatus.MESSAGE_ILLEGAL),
+    (lambda: MessageRecord(topic=["T"], body=b"x"), PutStatus.MESSAGE_ILLEGAL),
+    (lambda: MessageRecord(topic="T", body=b"x", queue_id="0"), PutStatus.MESSAGE_ILLEGAL),
+    (lambda: MessageRecord(topic="T", body=b"x", born_host=None), PutStatus.MESSAGE_ILLEGAL),
 ])
 def test_44_bad_input_is_a_status_and_stores_nothing(store, make, status):
     fill(store, 3)
@@ -187,6 +190,11 @@ def test_44_bad_input_is_a_status_and_stores_nothing(store, make, status):
     _assert_nothing_stored(store, before, 3)
     assert store.put(rec("T", b"body-3"), 100).ok                  # and the store carries on
     assert bodies(store, "T", 0)[-1] == b"body-3"
+
+
+def test_a_store_host_given_as_a_list_still_gets_its_msg_id(store):
+    r = MessageRecord(topic="T", body=b"x", store_host=["127.0.0.1", 9103])
+    assert store.put(r, 1).msg_id == create_offset_msg_id(("127.0.0.1", 9103), 0)
 
 
 def test_44_limits_are_inclusive(store):
