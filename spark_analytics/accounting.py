@@ -70,6 +70,7 @@ __all__ = [
     "Accounts",
     "account",
     "account_store",
+    "account_message_store",
 ]
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -298,6 +299,22 @@ def account_store(path: str | Path) -> Accounts:
 
     offsets = read_json(sd.config / "consumerOffset.json", {}) or {}
     return account(records(), offsets)
+
+
+def account_message_store(store) -> Accounts:
+    """``account`` over an open ``store.MessageStore`` (on disk or in memory), through
+    its public API only — what the simulator uses at the end of a run: every record any
+    consume queue points at (all topics, SCHEDULE_TOPIC_XXXX / %RETRY% / %DLQ% included),
+    in commit-log order, and the store's consumer offset table."""
+    phys = set()
+    for topic, qids in store.queues().items():
+        for qid in qids:
+            for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
+                entry = store.queue_entry(topic, qid, off)
+                if entry is not None:
+                    phys.add(entry[0])
+    records = (store.look_message_by_offset(p) for p in sorted(phys))
+    return account((r for r in records if r is not None), store.offset_table())
 
 
 def _main() -> None:  # pragma: no cover - handy from a shell

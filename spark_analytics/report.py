@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from . import charts
 from .errors import AnalyticsError
-from .jobs import DEFAULT_DELAY_LEVELS, TABLES, analyze, parse_delay_levels
+from .jobs import DEFAULT_DELAY_LEVELS, analyze, parse_delay_levels
 from .layout import read_json, resolve_store
 from .commitlog import list_segments, scan_segment
 

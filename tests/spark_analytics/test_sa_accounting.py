@@ -64,3 +64,28 @@ def test_client_fallback_copies_find_their_message_by_uniq_key():
     assert a.summary() == {"produced": 1, "succeeded": 1, "dead_lettered": 0, "send_backs": 1}
     a = account(recs, {"orders@g": {"0": 1}})                # the retry copy not consumed yet
     assert a.summary() == {"produced": 1, "succeeded": 0, "dead_lettered": 0, "send_backs": 1}
+
+
+def test_the_simulators_entry_point_on_an_open_store(scenario, tmp_path):
+    import shutil
+
+    from spark_analytics.accounting import account_message_store
+    from store import MessageStore, StoreConfig
+
+    shutil.copytree(scenario.snap, tmp_path / "s")
+    store = MessageStore(tmp_path / "s", StoreConfig(segment_size=12 << 10))
+    try:
+        assert account_message_store(store).to_dict() == account_store(scenario.snap).to_dict()
+    finally:
+        store.close()
+
+
+def test_the_store_level_driver_stores_what_the_broker_core_stores(scenario, tmp_path):
+    """The fallback driver (ScheduleService + a send-back written from the reference)
+    and the real BrokerCore leave stores that account the same, with the same truth."""
+    import sa_scenario
+
+    truth = sa_scenario.run(tmp_path / "store", driver=sa_scenario.MiniBroker)
+    # (the snapshot: the shared scenario's store was written on after it was taken)
+    assert account_store(tmp_path / "store").to_dict() == account_store(scenario.snap).to_dict()
+    assert truth.lateness == scenario.truth.lateness and dict(truth.succeeded) == dict(scenario.truth.succeeded)

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import struct
-from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
