@@ -139,30 +139,37 @@ def _hex_ids(h: np.ndarray) -> pa.StringArray:
 
 class _Props:
     """Properties of a batch split into pairs: the MapArray plus what the lifted
-    columns need (pair keys/values and the record of each pair)."""
+    columns need (the key tokens' positions in the properties bytes, the values, and
+    the record of each pair)."""
 
-    __slots__ = ("map", "keys", "vals", "pair_rec", "n")
+    __slots__ = ("map", "vals", "pair_rec", "n", "d", "kstart", "klen")
 
-    def __init__(self, map_: pa.MapArray, keys: pa.Array, vals: pa.Array, pair_rec: np.ndarray, n: int):
-        self.map, self.keys, self.vals, self.pair_rec, self.n = map_, keys, vals, pair_rec, n
+    def __init__(self, map_: pa.MapArray, vals: pa.Array, pair_rec: np.ndarray, n: int, d: np.ndarray,
+                 kstart: np.ndarray, klen: np.ndarray):
+        self.map, self.vals, self.pair_rec, self.n = map_, vals, pair_rec, n
+        self.d, self.kstart, self.klen = d, kstart, klen
 
     def lookup(self, wanted: list[str]) -> list[pa.Array]:
         """The value of each wanted key per record, null when absent; the last one wins
-        when a key repeats, as in ``string_to_properties``. One pass for all keys."""
+        when a key repeats, as in ``string_to_properties``. Keys are matched by length,
+        then by 8-byte words read straight from the bytes (``d`` carries zero padding
+        for the last word); one take serves every column."""
         k = len(wanted)
-        if len(self.keys) == 0:
+        if self.kstart.size == 0:
             return [pa.nulls(self.n, pa.string()) for _ in wanted]
-        enc = pc.dictionary_encode(self.keys)                 # a handful of distinct keys
-        names = enc.dictionary.to_pylist()
-        lut = np.full(len(names), -1, np.int64)
-        for i, key in enumerate(wanted):
-            if key in names:
-                lut[names.index(key)] = i
-        col = lut[np.asarray(enc.indices)]
-        m = np.flatnonzero(col >= 0)
+        words = np.ndarray(shape=(self.d.size - 7,), dtype="<u8", buffer=self.d, offset=0, strides=(1,))
         idx = np.full((k, self.n), -1, np.int64)
-        idx[col[m], self.pair_rec[m]] = m                     # ascending m: the last pair wins
-        # one take for all columns, then zero-copy slices of it
+        for i, key in enumerate(wanted):
+            kb = key.encode()
+            m = np.flatnonzero(self.klen == len(kb))
+            for off in range(0, len(kb), 8):
+                if m.size == 0:
+                    break
+                chunk = kb[off:off + 8]
+                mask = (1 << (8 * len(chunk))) - 1
+                m = m[(words[self.kstart[m] + off] & np.uint64(mask)) == np.uint64(int.from_bytes(chunk, "little"))]
+            if m.size:
+                idx[i, self.pair_rec[m]] = m                  # ascending m: the last pair wins
         flat = idx.reshape(-1)
         missing = flat < 0
         taken = self.vals.take(pa.array(np.where(missing, 0, flat), mask=missing))
@@ -181,11 +188,13 @@ def _split_properties(mv: memoryview, props_at: np.ndarray, props_len: np.ndarra
     raw = _slices(mv, props_at - nonempty, props_len + nonempty)
     _, obuf, dbuf = raw.buffers()
     po = np.frombuffer(obuf, np.int32, count=n + 1, offset=raw.offset * 4).astype(np.int64)
-    d = np.frombuffer(dbuf, np.uint8, count=int(po[-1] - po[0]), offset=int(po[0])).copy() \
-        if po[-1] > po[0] else np.zeros(0, np.uint8)
+    size = int(po[-1] - po[0])
+    d = np.zeros(size + 24, np.uint8)                          # zero padding: see _Props.lookup
+    if size:
+        d[:size] = np.frombuffer(dbuf, np.uint8, count=size, offset=int(po[0]))
     po -= po[0]
     d[po[:-1][nonempty]] = 2
-    s = np.flatnonzero(d <= 2)
+    s = np.flatnonzero(d[:size] <= 2)
     kinds = d[s]
     if kinds.size and kinds.min() == 0:                        # NUL bytes are text, not separators
         s = s[kinds != 0]
@@ -193,7 +202,7 @@ def _split_properties(mv: memoryview, props_at: np.ndarray, props_len: np.ndarra
     if s.size % 2 or np.any(kinds[0::2] != 2) or np.any(kinds[1::2] != 1):
         return None
     ts = s + 1
-    te = np.append(s[1:], d.size)
+    te = np.append(s[1:], size)
     if np.any(te <= ts):                                       # empty key or value
         return None
     map_offs = np.searchsorted(s[0::2], po).astype(np.int32)
@@ -209,7 +218,7 @@ def _split_properties(mv: memoryview, props_at: np.ndarray, props_len: np.ndarra
         keys = inter.take(pa.array(np.arange(0, 2 * t - 1, 4, dtype=np.int64))).cast(pa.string())
         vals = inter.take(pa.array(np.arange(2, 2 * t - 1, 4, dtype=np.int64))).cast(pa.string())
     map_ = pa.MapArray.from_arrays(pa.array(map_offs), keys, vals, type=MAP_TYPE)
-    return _Props(map_, keys, vals, pair_rec, n)
+    return _Props(map_, vals, pair_rec, n, d, ts[0::2], te[0::2] - ts[0::2])
 
 
 def _int_column(strings: pa.Array) -> pa.Array:
