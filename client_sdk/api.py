@@ -1,0 +1,173 @@
+"""The remoting calls a client makes (RocketMQ's MQClientAPIImpl), over one Transport.
+
+Each method builds the request with the exact 4.x header names, sends it, and maps the
+answer: SUCCESS to a value, anything else to ``MQBrokerError(code, remark)``. Pulls are
+asynchronous (their replies may be held by long polling); everything else is
+synchronous, and offset updates go oneway as the Java client sends them.
+"""
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+from broker.protocol import RemotingCommand, RequestCode, ResponseCode
+
+from .errors import MQBrokerError, RemotingError
+from .message import MessageQueue
+from .route import TopicRoute
+from .transport.base import Transport
+
+__all__ = ["BrokerAPI", "PullStatus", "PullResponse", "PULL_FLAG_COMMIT_OFFSET", "PULL_FLAG_SUSPEND",
+           "PULL_FLAG_SUBSCRIPTION", "SEND_HEADER_V2"]
+
+PULL_FLAG_COMMIT_OFFSET = 0x1
+PULL_FLAG_SUSPEND = 0x2
+PULL_FLAG_SUBSCRIPTION = 0x4
+
+# SendMessageRequestHeaderV2 short names (rocketmq-4x.md §2.3, checklist 17-18).
+SEND_HEADER_V2 = {"producerGroup": "a", "topic": "b", "defaultTopic": "c", "defaultTopicQueueNums": "d",
+                  "queueId": "e", "sysFlag": "f", "bornTimestamp": "g", "flag": "h", "properties": "i",
+                  "reconsumeTimes": "j", "unitMode": "k", "maxReconsumeTimes": "l", "batch": "m",
+                  "brokerName": "n"}
+
+
+class PullStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+_PULL_STATUS = {ResponseCode.SUCCESS: PullStatus.FOUND, ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+                ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+                ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL}
+
+
+@dataclass(slots=True)
+class PullResponse:
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    body: bytes
+
+
+class BrokerAPI:
+    """Typed requests over ``transport``. ``broker_addr`` only labels errors: one
+    transport reaches one broker, which also answers name-server requests."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    @property
+    def broker_addr(self) -> str:
+        return getattr(self.transport, "remote_address", None) or "broker"
+
+    def _call(self, code: int, ext: dict | None = None, body: bytes = b"", timeout_ms: int = 3000,
+              what: str = "") -> RemotingCommand:
+        resp = self.transport.request(RemotingCommand.request(code, ext, body), timeout_ms)
+        if resp.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(resp.code, resp.remark, None, what or RequestCode(code).name)
+        return resp
+
+    # -- name server -------------------------------------------------------------------
+    def get_topic_route(self, topic: str, timeout_ms: int = 3000) -> TopicRoute | None:
+        """The route, or None when the name server does not know the topic (17)."""
+        resp = self.transport.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                              {"topic": topic}), timeout_ms)
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        if resp.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(resp.code, resp.remark, None, "GET_ROUTEINFO_BY_TOPIC " + topic)
+        return TopicRoute.from_json(topic, json.loads(resp.body))
+
+    # -- producing ---------------------------------------------------------------------
+    def send_message_v2(self, ext: dict[str, str], body: bytes, timeout_ms: int) -> RemotingCommand:
+        """SEND_MESSAGE_V2 with a ready short-name header (``SEND_HEADER_V2`` maps the
+        V1 names); returns the raw response (the producer maps the statuses that are not
+        errors). The header values must already be strings, as on the wire."""
+        cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, None, body)
+        cmd.ext_fields = ext
+        return self.transport.request(cmd, timeout_ms)
+
+    # -- consuming -----------------------------------------------------------------------
+    def pull_message_async(self, header: dict, callback: Callable, timeout_ms: int = 30000) -> None:
+        """PULL_MESSAGE; ``callback(PullResponse | None, error | None)`` on the loop."""
+
+        def done(resp, err):
+            if err is not None:
+                callback(None, err)
+                return
+            status = _PULL_STATUS.get(resp.code)
+            if status is None:
+                callback(None, MQBrokerError(resp.code, resp.remark, None, "PULL_MESSAGE"))
+                return
+            ext = resp.ext_fields or {}
+            try:
+                pr = PullResponse(status, int(ext["nextBeginOffset"]), int(ext["minOffset"]),
+                                  int(ext["maxOffset"]), resp.body)
+            except (KeyError, ValueError) as exc:
+                callback(None, RemotingError(f"malformed pull response header {ext}: {exc}"))
+                return
+            callback(pr, None)
+
+        self.transport.request_async(RemotingCommand.request(RequestCode.PULL_MESSAGE, header), done, timeout_ms)
+
+    def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> int:
+        resp = self._call(RequestCode.QUERY_CONSUMER_OFFSET,
+                          {"consumerGroup": group, "topic": topic, "queueId": queue_id})
+        return int(resp.header_int("offset"))
+
+    def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.transport.oneway(RemotingCommand.request(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset}, oneway=True))
+
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        return self._call(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}).header_int("offset")
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        return self._call(RequestCode.GET_MIN_OFFSET, {"topic": topic, "queueId": queue_id}).header_int("offset")
+
+    def search_offset(self, topic: str, queue_id: int, timestamp: int) -> int:
+        return self._call(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                          {"topic": topic, "queueId": queue_id, "timestamp": timestamp}).header_int("offset")
+
+    def consumer_send_msg_back(self, *, commit_log_offset: int, group: str, delay_level: int,
+                               origin_msg_id: str | None, origin_topic: str, max_reconsume_times: int,
+                               broker_name: str | None, timeout_ms: int = 5000) -> None:
+        """CONSUMER_SEND_MSG_BACK (ConsumerSendMsgBackRequestHeader; request version >= 121
+        so the broker honours maxReconsumeTimes)."""
+        self._call(RequestCode.CONSUMER_SEND_MSG_BACK, {
+            "offset": commit_log_offset, "group": group, "delayLevel": delay_level,
+            "originMsgId": origin_msg_id, "originTopic": origin_topic, "unitMode": False,
+            "maxReconsumeTimes": max_reconsume_times, "bname": broker_name}, timeout_ms=timeout_ms)
+
+    # -- membership ------------------------------------------------------------------------
+    def heartbeat(self, data: dict) -> None:
+        self._call(RequestCode.HEART_BEAT, None, json.dumps(data, separators=(",", ":")).encode())
+
+    def unregister_client(self, client_id: str, producer_group: str | None = None,
+                          consumer_group: str | None = None) -> None:
+        self._call(RequestCode.UNREGISTER_CLIENT, {"clientID": client_id, "producerGroup": producer_group,
+                                                   "consumerGroup": consumer_group})
+
+    def get_consumer_id_list(self, group: str) -> list[str]:
+        resp = self._call(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+        return list(json.loads(resp.body).get("consumerIdList") or [])
+
+    def lock_batch_mq(self, group: str, client_id: str, mqs) -> set[MessageQueue]:
+        body = {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
+        resp = self._call(RequestCode.LOCK_BATCH_MQ, None, json.dumps(body).encode())
+        return {MessageQueue(m["topic"], m["brokerName"], int(m["queueId"]))
+                for m in json.loads(resp.body).get("lockOKMQSet") or []}
+
+    def unlock_batch_mq(self, group: str, client_id: str, mqs, oneway: bool = False) -> None:
+        body = json.dumps({"consumerGroup": group, "clientId": client_id,
+                           "mqSet": [mq.to_json() for mq in mqs]}).encode()
+        if oneway:
+            self.transport.oneway(RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, None, body, oneway=True))
+        else:
+            self._call(RequestCode.UNLOCK_BATCH_MQ, None, body)

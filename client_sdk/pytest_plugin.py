@@ -1,0 +1,74 @@
+"""pytest plugin of rocketmq-emulator (registered as the ``rocketmq_emulator`` entry point).
+
+Fixtures (each test gets its own broker on a VirtualClock with an in-memory store):
+
+    rocketmq_broker     an EmbeddedBroker: create_topic, advance("2h"), run_until_idle(),
+                        messages(topic), retry_messages(group), dlq_messages(group),
+                        scheduled_messages(), committed_offset(group, topic, qid),
+                        committed_offsets(group, topic), set_writeable(False), events
+    rocketmq_producer   factory: rocketmq_producer(group="test_producer_group", **options)
+                        -> a started Producer
+    rocketmq_consumer   factory: rocketmq_consumer(group, topic, expression="*", listener=fn,
+                        orderly=False, **options) -> a started PushConsumer
+    time_travel         time_travel("10s"): advance the virtual clock, delivering what is due
+    rocketmq_clock      the VirtualClock
+
+Configure the broker with RocketMQ's broker.conf names through a marker:
+
+    @pytest.mark.rocketmq_broker(autoCreateTopicEnable=False, messageDelayLevel="1s 2s 3s")
+
+Consumers made by the factory are strict: a listener that returns something other
+than a consume status makes the ``time_travel`` / ``run_until_idle`` call raise
+ListenerResultError. Everything is shut down after the test.
+"""
+from __future__ import annotations
+
+import pytest
+
+__all__ = ["rocketmq_broker", "rocketmq_producer", "rocketmq_consumer", "time_travel", "rocketmq_clock",
+           "pytest_configure"]
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers", "rocketmq_broker(**broker_conf): broker.conf keys (RocketMQ names) for the rocketmq_broker "
+                   "fixture, e.g. autoCreateTopicEnable=False")
+
+
+@pytest.fixture
+def rocketmq_broker(request):
+    """An EmbeddedBroker on a VirtualClock with the in-memory store."""
+    from .embedded import EmbeddedBroker
+
+    conf = {}
+    for marker in reversed(list(request.node.iter_markers("rocketmq_broker"))):
+        conf.update(marker.kwargs)
+    broker = EmbeddedBroker(**conf)
+    yield broker
+    broker.close()
+
+
+@pytest.fixture
+def rocketmq_clock(rocketmq_broker):
+    """The broker's VirtualClock (read it; move it with time_travel)."""
+    return rocketmq_broker.clock
+
+
+@pytest.fixture
+def rocketmq_producer(rocketmq_broker):
+    """Factory: ``rocketmq_producer(group="test_producer_group", **options)`` -> started Producer."""
+    return rocketmq_broker.producer
+
+
+@pytest.fixture
+def rocketmq_consumer(rocketmq_broker):
+    """Factory: ``rocketmq_consumer(group, topic, expression="*", listener=fn, orderly=False,
+    **options)`` -> started PushConsumer (strict about listener results)."""
+    return rocketmq_broker.push_consumer
+
+
+@pytest.fixture
+def time_travel(rocketmq_broker):
+    """``time_travel("10s")`` / ``time_travel("2h")``: move the virtual clock, delivering
+    everything due on the way; returns the new time in ms."""
+    return rocketmq_broker.advance

@@ -1,0 +1,80 @@
+"""The transport interface: how the SDK talks to a broker (and its name server).
+
+A transport is one client connection carrying RocketMQ 4.x ``RemotingCommand`` objects
+(``broker.protocol``): ext_fields hold strings, bodies raw bytes, exactly what the
+network carries. Implementations: ``inprocess.InProcessTransport`` (straight into a
+``BrokerCore`` in this process) and a TCP transport (frames over a socket, same
+interface). Everything the SDK needs is these six members:
+
+    runtime                   the ClientRuntime whose loop runs callbacks and owns time
+    request(cmd, timeout_ms)  send a request, return its response (blocking / direct);
+                              raises RemotingError (closed), RemotingTimeoutError
+    request_async(cmd, callback, timeout_ms)
+                              send a request; later the loop calls
+                              ``callback(response, None)`` or ``callback(None, error)``.
+                              Never calls back inside request_async itself.
+    oneway(cmd)               send a oneway request (flag 2); no response
+    on_request(handler)       broker→client requests (NOTIFY_CONSUMER_IDS_CHANGED ...)
+                              are passed to ``handler(cmd)`` on the loop; a returned
+                              command is sent back as the response (ignored for oneway)
+    close()                   close the connection; pending async requests fail with
+                              RemotingConnectError on the loop
+
+plus ``local_address`` ("ip:port" as the broker sees this client) and ``closed``.
+
+Rules for implementers: ``request`` must not need the loop to make progress (a TCP
+transport completes it from its reader, not from a loop task), and callbacks go
+through ``runtime.call_soon`` / ``call_soon_threadsafe`` so they run on the loop.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Callable, Optional
+
+from broker.protocol import RemotingCommand
+
+from ..runtime import ClientRuntime
+
+__all__ = ["Transport", "ResponseCallback", "RequestHandler", "Connector"]
+
+ResponseCallback = Callable[[Optional[RemotingCommand], Optional[BaseException]], None]
+RequestHandler = Callable[[RemotingCommand], Optional[RemotingCommand]]
+
+
+class Transport(ABC):
+    """One connection to a broker. See the module docstring for the contract."""
+
+    runtime: ClientRuntime
+
+    @abstractmethod
+    def request(self, cmd: RemotingCommand, timeout_ms: int = 3000) -> RemotingCommand: ...
+
+    @abstractmethod
+    def request_async(self, cmd: RemotingCommand, callback: ResponseCallback, timeout_ms: int = 30000) -> None: ...
+
+    @abstractmethod
+    def oneway(self, cmd: RemotingCommand) -> None: ...
+
+    @abstractmethod
+    def on_request(self, handler: RequestHandler) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @property
+    @abstractmethod
+    def closed(self) -> bool: ...
+
+    @property
+    @abstractmethod
+    def local_address(self) -> str: ...
+
+
+class Connector(ABC):
+    """Something clients can be attached to: it makes transports and names the runtime.
+    ``EmbeddedBroker`` and ``InProcessBroker`` are connectors; so will a TCP endpoint be."""
+
+    runtime: ClientRuntime
+
+    @abstractmethod
+    def connect(self) -> Transport: ...

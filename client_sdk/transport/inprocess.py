@@ -1,0 +1,195 @@
+"""The in-process transport: requests go straight into a ``BrokerCore`` in this
+process — the same ``RemotingCommand`` objects the network would carry (ext_fields
+strings, raw commit-log record bodies), just never encoded into frames.
+
+``InProcessBroker`` is the hub for one core: it hands out one ``InProcessTransport``
+(one broker ``Channel``) per client, routes what the core emits later (replies to held
+long-poll pulls, NOTIFY_CONSUMER_IDS_CHANGED) to the right transport, and is a time
+source of the runtime, so the loop ticks the core at ``core.next_deadline()``.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+from broker.core import BrokerCore, Channel
+from broker.protocol import RemotingCommand
+
+from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
+from ..runtime import ClientRuntime
+from .base import Connector, RequestHandler, ResponseCallback, Transport
+
+__all__ = ["InProcessBroker", "InProcessTransport"]
+
+
+class InProcessBroker(Connector):
+    """Connects clients to ``core`` and drives it from ``runtime`` (made on the core's
+    clock when not given). ``observe(fn)`` sees every request: ``fn(transport, cmd)``."""
+
+    def __init__(self, core: BrokerCore, runtime: ClientRuntime | None = None) -> None:
+        self.core = core
+        self.runtime = runtime if runtime is not None else ClientRuntime(core.clock)
+        if self.runtime.clock is not core.clock:
+            raise ValueError("the runtime and the broker core must share one clock")
+        self._transports: dict[Channel, InProcessTransport] = {}
+        self._ports = itertools.count(50001)
+        self._observers: list[Callable[[InProcessTransport, RemotingCommand], None]] = []
+        self._faults: list[_Fault] = []
+        self.runtime.add_source(self)
+
+    def connect(self) -> "InProcessTransport":
+        channel = self.core.connect(remote=f"{self.runtime.ip}:{next(self._ports)}")
+        transport = InProcessTransport(self, channel)
+        self._transports[channel] = transport
+        return transport
+
+    def observe(self, fn: Callable[["InProcessTransport", RemotingCommand], None]) -> Callable[[], None]:
+        self._observers.append(fn)
+        return lambda: self._observers.remove(fn)
+
+    def inject_fault(self, code: int, *, times: int | None = None,
+                     error: Callable[[str], Exception] = RemotingTimeoutError) -> Callable[[], None]:
+        """Make requests with ``code`` fail in the transport, as a lost connection or an
+        RPC timeout would: the request never reaches the broker and the caller gets
+        ``error(message)``. ``times`` limits how many requests fail (None: until the
+        returned function is called). For failures the broker itself cannot produce."""
+        fault = _Fault(int(code), times, error)
+        self._faults.append(fault)
+        return lambda: self._faults.remove(fault) if fault in self._faults else None
+
+    def _check_fault(self, cmd: RemotingCommand) -> None:
+        for fault in self._faults:
+            if fault.code == cmd.code:
+                if fault.times is not None:
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        self._faults.remove(fault)
+                raise fault.error(f"injected fault: request code {cmd.code} failed in transit")
+
+    # -- the one door into the core --------------------------------------------------
+    def handle(self, transport: "InProcessTransport", cmd: RemotingCommand) -> RemotingCommand | None:
+        if self._faults:
+            self._check_fault(cmd)
+        if self._observers:
+            for fn in self._observers:
+                fn(transport, cmd)
+        reply = self.core.handle(cmd, transport.channel)
+        self._route_outgoing()
+        return reply
+
+    def _route_outgoing(self) -> None:
+        for channel, cmd in self.core.take_outgoing():
+            t = self._transports.get(channel)
+            if t is not None:
+                t._deliver(cmd)
+
+    def _forget(self, transport: "InProcessTransport") -> None:
+        self._transports.pop(transport.channel, None)
+        self.core.disconnect(transport.channel)
+        self._route_outgoing()
+
+    # -- TimeSource --------------------------------------------------------------------
+    def next_deadline(self) -> int | None:
+        return self.core.next_deadline()
+
+    def tick(self) -> None:
+        self.core.tick()
+        self._route_outgoing()
+
+    def close(self) -> None:
+        for t in list(self._transports.values()):
+            t.close()
+        self.runtime.remove_source(self)
+
+
+class _Fault:
+    __slots__ = ("code", "times", "error")
+
+    def __init__(self, code: int, times: int | None, error) -> None:
+        self.code = code
+        self.times = times
+        self.error = error
+
+
+class InProcessTransport(Transport):
+    """One client connection to an in-process core (a broker ``Channel``)."""
+
+    def __init__(self, hub: InProcessBroker, channel: Channel) -> None:
+        self.hub = hub
+        self.channel = channel
+        self.runtime = hub.runtime
+        self._pending: dict[int, tuple[ResponseCallback, object]] = {}
+        self._handler: RequestHandler | None = None
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def local_address(self) -> str:
+        return self.channel.remote
+
+    def request(self, cmd: RemotingCommand, timeout_ms: int = 3000) -> RemotingCommand:
+        if self._closed:
+            raise RemotingConnectError(f"connection {self.channel.remote} is closed")
+        reply = self.hub.handle(self, cmd)
+        if reply is None:
+            # Only a long-polling pull is answered later; a synchronous caller in this
+            # process cannot wait for it without the loop.
+            raise RemotingTimeoutError(f"request code {cmd.code} got no immediate response in-process "
+                                       f"(use request_async for suspended pulls)")
+        return reply
+
+    def request_async(self, cmd: RemotingCommand, callback: ResponseCallback, timeout_ms: int = 30000) -> None:
+        rt = self.runtime
+        if self._closed:
+            rt.call_soon(callback, None, RemotingConnectError(f"connection {self.channel.remote} is closed"))
+            return
+        try:
+            reply = self.hub.handle(self, cmd)
+        except RemotingError as exc:   # an injected fault
+            rt.call_soon(callback, None, exc)
+            return
+        if reply is not None:
+            rt.call_soon(callback, reply, None)
+        else:
+            timer = rt.call_later(timeout_ms, self._timed_out, cmd.opaque, cmd.code, timeout_ms)
+            self._pending[cmd.opaque] = (callback, timer)
+
+    def oneway(self, cmd: RemotingCommand) -> None:
+        if self._closed:
+            raise RemotingConnectError(f"connection {self.channel.remote} is closed")
+        self.hub.handle(self, cmd)
+
+    def on_request(self, handler: RequestHandler) -> None:
+        self._handler = handler
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.hub._forget(self)
+        pending, self._pending = self._pending, {}
+        for callback, timer in pending.values():
+            timer.cancel()
+            self.runtime.call_soon(callback, None, RemotingConnectError("connection closed"))
+
+    # -- from the hub ------------------------------------------------------------------------
+    def _deliver(self, cmd: RemotingCommand) -> None:
+        if cmd.is_response:
+            entry = self._pending.pop(cmd.opaque, None)
+            if entry is not None:
+                entry[1].cancel()
+                self.runtime.call_soon(entry[0], cmd, None)
+        elif self._handler is not None:
+            self.runtime.call_soon(self._handler, cmd)
+
+    def _timed_out(self, opaque: int, code: int, timeout_ms: int) -> None:
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            entry[0](None, RemotingTimeoutError(f"wait response on request code {code} timed out "
+                                                f"after {timeout_ms} ms"))
+
+    def __repr__(self) -> str:
+        return f"InProcessTransport({self.channel.remote}{', closed' if self._closed else ''})"
