@@ -4,15 +4,17 @@
     spark.read.format("rocketmq-commitlog").option("includeBody", "true").load(DIR)
     spark.read.format("rocketmq-commitlog").schema("topic string, body_size int").load(DIR)
 
-One partition per segment file; each task maps its segment, walks it
-(``commitlog.scan_buffer``) and yields Arrow batches (``columnar.decode_batch``) —
-Arrow because per-row tuples are about 3x slower through the Python worker
-(tech-check §1). A snapshot's manifest bounds the read to its consistent cut. Without
-a manifest (a store directory, perhaps live) the driver walks the last segment to find
-the last complete record, as the snapshot does. Damage stops the read of its segment
-at the last good record; it is reported as a warning on the driver (manifest or last
-segment) and on the executor's stderr (any segment). A user-given schema may name any
-subset of the columns, which is then all that is decoded.
+One partition per segment file; each task maps its segment, walks it and yields
+Arrow batches (``columnar.read_segment``) — Arrow because per-row tuples are about 3x
+slower through the Python worker (tech-check §1). A snapshot's manifest bounds the
+read to its consistent cut. Without a manifest (a store directory, perhaps live) the
+planner walks the last segment to find the last complete record, as the snapshot does.
+Damage stops the read of its segment at the last good record; it is reported where
+Spark plans the read (a warning and a log line, manifest or last segment; in PySpark
+that runs in a Python worker whose stderr is the console's — ``plan_segments`` gives
+the same answer to any caller) and on the executor's stderr (any segment). A
+user-given schema may name any subset of the columns, which is then all that is
+decoded (Spark does not push column pruning into Python data sources).
 
 Options: ``includeBody`` (false), ``batchRows`` (65536), ``onDamage`` = stop | fail.
 """
