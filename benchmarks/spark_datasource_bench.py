@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
 
         spark = build_session(args.master, driver_memory="3g")
         print(f"Spark {spark.version}, master {spark.sparkContext.master}, "
-              f"{spark.sparkContext.defaultParallelism} cores", flush=True)
+              f"{spark.sparkContext.defaultParallelism} cores, load average {os.getloadavg()[0]:.1f} "
+              "(other work on these cores skews both rates, the data source's more)", flush=True)
         n = args.records
         ds = spark.read.format("rocketmq-commitlog").load(str(tmp / "store"))
         pq_df = spark.read.parquet(str(tmp / "parquet"))
