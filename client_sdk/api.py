@@ -92,6 +92,12 @@ class BrokerAPI:
         cmd.ext_fields = ext
         return self.transport.request(cmd, timeout_ms)
 
+    def send_batch_message(self, ext: dict[str, str], body: bytes, timeout_ms: int) -> RemotingCommand:
+        """SEND_BATCH_MESSAGE (320): the V2 header with ``m`` = true and a batch body."""
+        cmd = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, None, body)
+        cmd.ext_fields = ext
+        return self.transport.request(cmd, timeout_ms)
+
     # -- consuming -----------------------------------------------------------------------
     def pull_message_async(self, header: dict, callback: Callable, timeout_ms: int = 30000) -> None:
         """PULL_MESSAGE; ``callback(PullResponse | None, error | None)`` on the loop."""

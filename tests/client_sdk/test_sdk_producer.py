@@ -157,3 +157,25 @@ def test_big_bodies_are_compressed_and_inflated_for_consumers(rocketmq_broker, r
 def test_producer_heartbeat_registers_its_group(rocketmq_broker, rocketmq_producer):
     p = rocketmq_producer("pg_hb")
     assert p.client_id in rocketmq_broker.core.producers["pg_hb"].values()
+
+
+def test_send_batch_puts_messages_in_one_queue_in_order(rocketmq_broker, rocketmq_producer, rocketmq_consumer):
+    rocketmq_broker.create_topic("Orders", 4)
+    producer = rocketmq_producer()
+    seen = []
+    rocketmq_broker.hub.observe(lambda t, cmd: seen.append(cmd) if cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC
+                                else None)
+    result = producer.send_batch([Message("Orders", f"b{i}", tags="T", keys=f"k{i}") for i in range(5)])
+    [cmd] = seen
+    assert cmd.code == RequestCode.SEND_BATCH_MESSAGE and cmd.ext_fields["m"] == "true"
+    ids = result.msg_id.split(",")
+    assert len(ids) == 5 and len(result.offset_msg_id.split(",")) == 5 and result.queue_offset == 0
+    stored = rocketmq_broker.messages("Orders", result.queue.queue_id)
+    assert [m.text for m in stored] == [f"b{i}" for i in range(5)] and [m.msg_id for m in stored] == ids
+    assert [m.keys for m in stored] == [f"k{i}" for i in range(5)] and {m.tags for m in stored} == {"T"}
+    with pytest.raises(MQClientError, match="same"):
+        producer.send_batch([Message("Orders", b"x"), Message("Other", b"y")])
+    with pytest.raises(MQClientError, match="TimeDelayLevel"):
+        producer.send_batch([Message("Orders", b"x", delay_time_level=2)])
+    with pytest.raises(MQClientError, match="at least one"):
+        producer.send_batch([])

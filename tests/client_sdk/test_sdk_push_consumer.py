@@ -229,3 +229,43 @@ def test_a_topic_created_after_the_consumer_started_is_picked_up(rocketmq_broker
     rocketmq_producer().send(Message("Later", b"hello"))       # auto-created from TBW102
     time_travel("20s")                                         # next rebalance finds the route
     assert [m.text for m in got] == ["hello"]
+
+
+def test_only_the_own_retry_topic_is_mapped_back(rocketmq_broker, rocketmq_producer, rocketmq_consumer,
+                                                 time_travel):  # checklist 76
+    rocketmq_broker.create_topic("Orders", 1)
+    rocketmq_producer().send(Message("Orders", b"x"))
+    rocketmq_consumer("billing", "Orders", listener=lambda msgs, ctx: RECONSUME_LATER)
+    time_travel("10s")                                   # a copy now sits in %RETRY%billing
+    spied = []
+    rocketmq_consumer("auditor", "%RETRY%billing", listener=lambda msgs, ctx: spied.extend(msgs) or CONSUME_SUCCESS)
+    assert spied and spied[0].topic == "%RETRY%billing" and spied[0].retry_topic == "Orders"
+
+
+def test_an_illegal_offset_is_corrected_and_consumption_goes_on(rocketmq_broker, rocketmq_producer,
+                                                                rocketmq_consumer, time_travel):
+    rocketmq_broker.create_topic("Orders", 1)
+    producer = rocketmq_producer()
+    for i in range(3):
+        producer.send(Message("Orders", f"old{i}"))
+    rocketmq_broker.core.store.commit_offset("g", "Orders", 0, 100)   # beyond the queue's end
+    got = []
+    rocketmq_consumer("g", "Orders", listener=lambda msgs, ctx: got.extend(m.text for m in msgs) or CONSUME_SUCCESS)
+    assert got == []                                      # PULL_OFFSET_MOVED: queue dropped for 10 s
+    time_travel("30s")
+    assert rocketmq_broker.committed_offset("g", "Orders", 0) == 3     # corrected to the max offset
+    producer.send(Message("Orders", b"new"))
+    time_travel("1s")
+    assert got == ["new"]
+
+
+def test_unsubscribe_drops_the_topics_queues(rocketmq_broker, rocketmq_consumer):
+    rocketmq_broker.create_topic("A", 2)
+    rocketmq_broker.create_topic("B", 2)
+    c = rocketmq_consumer("g", subscriptions={"A": "*", "B": "TagX"}, listener=ok)
+    assert len(c.assigned_queues("A")) == 2 and len(c.assigned_queues("B")) == 2
+    c.unsubscribe("B")
+    rocketmq_broker.run_until_idle()
+    assert c.assigned_queues("B") == [] and len(c.assigned_queues("A")) == 2
+    subs = rocketmq_broker.core.consumers.get("g").subscriptions
+    assert "B" not in subs and "A" in subs
