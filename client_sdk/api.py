@@ -55,15 +55,12 @@ class PullResponse:
 
 
 class BrokerAPI:
-    """Typed requests over ``transport``. ``broker_addr`` only labels errors: one
-    transport reaches one broker, which also answers name-server requests."""
+    """Typed requests over ``transport``. Requests aimed at one broker carry its name
+    (``bname``; ``n`` in a send header) so that a transport for a real cluster can
+    route them; the in-process core is name server and broker at once."""
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
-
-    @property
-    def broker_addr(self) -> str:
-        return getattr(self.transport, "remote_address", None) or "broker"
 
     def _call(self, code: int, ext: dict | None = None, body: bytes = b"", timeout_ms: int = 3000,
               what: str = "") -> RemotingCommand:
@@ -121,25 +118,30 @@ class BrokerAPI:
 
         self.transport.request_async(RemotingCommand.request(RequestCode.PULL_MESSAGE, header), done, timeout_ms)
 
-    def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> int:
+    def query_consumer_offset(self, group: str, topic: str, queue_id: int, broker_name: str | None = None) -> int:
         resp = self._call(RequestCode.QUERY_CONSUMER_OFFSET,
-                          {"consumerGroup": group, "topic": topic, "queueId": queue_id})
+                          {"consumerGroup": group, "topic": topic, "queueId": queue_id, "bname": broker_name})
         return int(resp.header_int("offset"))
 
-    def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+    def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int,
+                                      broker_name: str | None = None) -> None:
         self.transport.oneway(RemotingCommand.request(
             RequestCode.UPDATE_CONSUMER_OFFSET,
-            {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset}, oneway=True))
+            {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset,
+             "bname": broker_name}, oneway=True))
 
-    def get_max_offset(self, topic: str, queue_id: int) -> int:
-        return self._call(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}).header_int("offset")
+    def get_max_offset(self, topic: str, queue_id: int, broker_name: str | None = None) -> int:
+        return self._call(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id,
+                                                       "bname": broker_name}).header_int("offset")
 
-    def get_min_offset(self, topic: str, queue_id: int) -> int:
-        return self._call(RequestCode.GET_MIN_OFFSET, {"topic": topic, "queueId": queue_id}).header_int("offset")
+    def get_min_offset(self, topic: str, queue_id: int, broker_name: str | None = None) -> int:
+        return self._call(RequestCode.GET_MIN_OFFSET, {"topic": topic, "queueId": queue_id,
+                                                       "bname": broker_name}).header_int("offset")
 
-    def search_offset(self, topic: str, queue_id: int, timestamp: int) -> int:
+    def search_offset(self, topic: str, queue_id: int, timestamp: int, broker_name: str | None = None) -> int:
         return self._call(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                          {"topic": topic, "queueId": queue_id, "timestamp": timestamp}).header_int("offset")
+                          {"topic": topic, "queueId": queue_id, "timestamp": timestamp,
+                           "bname": broker_name}).header_int("offset")
 
     def consumer_send_msg_back(self, *, commit_log_offset: int, group: str, delay_level: int,
                                origin_msg_id: str | None, origin_topic: str, max_reconsume_times: int,

@@ -71,11 +71,13 @@ class ClientInstance:
             return
         self._started = True
         rt = self.runtime
+        # First delays as MQClientInstance.startScheduledTask: routes 10 ms, heartbeat 1 s,
+        # offsets 10 s; the RebalanceService waits 20 s between rounds.
         self._timers = [
-            rt.call_every(self.heartbeat_interval_ms, self._guard, self.send_heartbeat),
-            rt.call_every(self.poll_name_server_interval_ms, self._guard, self.refresh_routes),
+            rt.call_every(self.heartbeat_interval_ms, self._guard, self.send_heartbeat, first_delay_ms=1000),
+            rt.call_every(self.poll_name_server_interval_ms, self._guard, self.refresh_routes, first_delay_ms=10),
             rt.call_every(self.persist_offset_interval_ms, self._guard, self.persist_all_offsets,
-                          first_delay_ms=10000),   # Java waits 10 s before the first persist
+                          first_delay_ms=10000),
             rt.call_every(self.rebalance_interval_ms, self._guard, self.rebalance_all),
         ]
 

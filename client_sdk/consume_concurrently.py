@@ -148,7 +148,8 @@ class ConsumeMessageConcurrentlyService:
                         m.reconsume_times += 1
                         back_failed.append(m)
                 if back_failed:
-                    msgs = [m for m in msgs if not any(m is f for f in back_failed)]
+                    failed_ids = {id(m) for m in back_failed}
+                    msgs = [m for m in msgs if id(m) not in failed_ids]
                     stats.local_retries += len(back_failed)
                     self.runtime.call_later(LOCAL_RETRY_DELAY_MS, self.submit, back_failed, pq, mq, True)
         offset = pq.remove_messages(msgs, self.runtime.clock.now_ms())

@@ -59,7 +59,7 @@ class RemoteBrokerOffsetStore(_OffsetTable):
             if off is not None or how is ReadOffsetType.READ_FROM_MEMORY:
                 return -1 if off is None else off
         try:
-            off = self.api.query_consumer_offset(self.group, mq.topic, mq.queue_id)
+            off = self.api.query_consumer_offset(self.group, mq.topic, mq.queue_id, mq.broker_name)
         except MQBrokerError:
             return -1
         except (MQClientError, RemotingError) as exc:
@@ -71,14 +71,14 @@ class RemoteBrokerOffsetStore(_OffsetTable):
     def persist(self, mq: MessageQueue) -> None:
         off = self.table.get(mq)
         if off is not None:
-            self.api.update_consumer_offset_oneway(self.group, mq.topic, mq.queue_id, off)
+            self.api.update_consumer_offset_oneway(self.group, mq.topic, mq.queue_id, off, mq.broker_name)
 
     def persist_all(self, mqs) -> None:
         """persistAll: send every assigned queue's offset; forget unassigned ones."""
         wanted = set(mqs)
         for mq, off in list(self.table.items()):
             if mq in wanted:
-                self.api.update_consumer_offset_oneway(self.group, mq.topic, mq.queue_id, off)
+                self.api.update_consumer_offset_oneway(self.group, mq.topic, mq.queue_id, off, mq.broker_name)
             else:
                 del self.table[mq]
 

@@ -377,10 +377,10 @@ class PushConsumer:
             if cfw is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
                 return 0
             if cfw is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
-                return 0 if is_retry else api.get_max_offset(mq.topic, mq.queue_id)
+                return 0 if is_retry else api.get_max_offset(mq.topic, mq.queue_id, mq.broker_name)
             if is_retry:
-                return api.get_max_offset(mq.topic, mq.queue_id)
-            return api.search_offset(mq.topic, mq.queue_id, self.consume_timestamp)
+                return api.get_max_offset(mq.topic, mq.queue_id, mq.broker_name)
+            return api.search_offset(mq.topic, mq.queue_id, self.consume_timestamp, mq.broker_name)
         except (MQClientError, RemotingError) as exc:
             log.warning("%s: cannot compute the start offset of %s: %s", self.group, mq, exc)
             return -1

@@ -25,6 +25,14 @@ plus ``local_address`` ("ip:port" as the broker sees this client) and ``closed``
 Rules for implementers: ``request`` must not need the loop to make progress (a TCP
 transport completes it from its reader, not from a loop task), and callbacks go
 through ``runtime.call_soon`` / ``call_soon_threadsafe`` so they run on the loop.
+
+Where requests go: the in-process core is name server and broker in one, so one
+transport carries everything. Against a real RocketMQ cluster a transport routes by
+code: GET_ROUTEINFO_BY_TOPIC / GET_BROKER_CLUSTER_INFO to the name server; requests
+for one broker carry its name (``bname`` in ext_fields, ``n`` in SEND_MESSAGE_V2, the
+mq's ``brokerName`` in LOCK/UNLOCK bodies); HEART_BEAT and UNREGISTER_CLIENT go to every
+broker, GET_CONSUMER_LIST_BY_GROUP to any one. Broker addresses are in the route
+replies (``brokerAddrs["0"]`` is the master).
 """
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ def test_the_whole_16_retry_ladder_ends_in_the_dlq(rocketmq_broker, rocketmq_pro
     assert dead.origin_message_id == sent.offset_msg_id            # first copy's offsetMsgId (checklist 60)
     assert dead.reconsume_times == 17
     assert len(rocketmq_broker.retry_messages("billing")) == 16
-    time_travel("1d")
+    time_travel("3h")
     assert len(deliveries) == 17                                   # the DLQ is not consumed
 
 
