@@ -1,11 +1,14 @@
 """A scripted run on a virtual clock with a known truth, stored by the real MessageStore.
 
-The broker side is the broker's own ScheduleService (divert on put, re-store when due,
-the delivered copy keeps DELAY / REAL_TOPIC / REAL_QID) plus a send-back written from
-rocketmq-4x.md §5.2 (RETRY_TOPIC once, ORIGIN_MESSAGE_ID = first copy's offsetMsgId,
-reconsumeTimes + 1, DLQ at reconsumeTimes >= 16, level 3 + reconsumeTimes). The
-consumers are scripted here, and every fact the analyses should find is written down
-as it happens (``Truth``) — never derived from the code under test.
+The broker is the real ``broker.core.BrokerCore`` driven by RemotingCommands
+(``CoreBroker``) when it is importable; otherwise ``MiniBroker``: the store plus the
+delay and send-back rules written here from rocketmq-4x.md §5.2 / §6 (divert DELAY > 0
+to SCHEDULE_TOPIC_XXXX with REAL_TOPIC / REAL_QID, re-store when due keeping the stored
+properties string, RETRY_TOPIC once, ORIGIN_MESSAGE_ID = first copy's offsetMsgId,
+reconsumeTimes + 1, DLQ at reconsumeTimes >= 16, level 3 + reconsumeTimes). A test
+runs both and compares. The consumers are scripted here, and every fact the analyses
+should find is written down as it happens (``Truth``) — never derived from the code
+under test.
 
 Scenario (times are virtual; T0 = 2024-01-01):
   orders   (4 queues)  40 messages + a producer re-send of #11 (same UNIQ_KEY) + 4 late
@@ -23,10 +26,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.schedule import ScheduleService
-from delay_scheduler import DelayLevels, VirtualClock
+from delay_scheduler import DelayLevels, DelayScheduler, VirtualClock
 from store import MessageStore, PutStatus, StoreConfig
-from store.records import MessageRecord, Prop
+from store.records import MessageRecord, Prop, properties_to_string
 
 GROUP_B, GROUP_A = "billing", "audit"
 MAX_RECONSUME = 16
@@ -61,23 +63,46 @@ class Truth:
     funnel: dict = field(default_factory=lambda: defaultdict(int))            # (group, attempt) -> delivered
 
 
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+
 class MiniBroker:
-    """Store + the broker's ScheduleService, driven by a VirtualClock."""
+    """The store plus the delay rules (§6.2 divert, §6.3 messageTimeup) and the
+    send-back (§5.2), driven by a VirtualClock."""
 
     def __init__(self, root: Path, clock: VirtualClock, segment_size: int = 12 << 10) -> None:
         self.clock = clock
         self.levels = DelayLevels.default()
         self.store = MessageStore(root, StoreConfig(segment_size=segment_size))
-        self.schedule = ScheduleService(self.levels, self.store)
-        self.delivered: list[tuple[MessageRecord, int, int]] = []   # (record, level, due)
+        self.scheduler = DelayScheduler(self.levels)
 
     def put(self, rec: MessageRecord):
-        level = self.schedule.divert(rec)
+        level = 0
+        raw = rec.properties.get(Prop.DELAY)
+        if raw and raw.lstrip("-").isdigit() and int(raw) > 0:
+            level = min(int(raw), self.levels.max_level)
+            rec.properties[Prop.DELAY] = str(level)
+            rec.properties[Prop.REAL_TOPIC] = rec.topic
+            rec.properties[Prop.REAL_QID] = str(rec.queue_id)
+            rec.properties_text = properties_to_string(rec.properties)
+            rec.topic, rec.queue_id = SCHEDULE_TOPIC, level - 1
         res = self.store.put(rec, self.clock.now_ms())
         assert res.status is PutStatus.PUT_OK, res
         if level:
-            self.schedule.scheduled(level, res.queue_offset, res.store_timestamp)
+            self.scheduler.add(level, res.queue_offset, self.levels.deliver_timestamp(level, res.store_timestamp))
         return res
+
+    def _time_up(self, level: int, offset: int) -> MessageRecord:
+        phys = self.store.queue_entry(SCHEDULE_TOPIC, level - 1, offset)[0]
+        old = self.store.look_message_by_offset(phys)
+        props = dict(old.properties)
+        props.pop(Prop.DELAY, None)
+        props[Prop.WAIT] = "false"
+        return MessageRecord(topic=props[Prop.REAL_TOPIC], body=old.body, queue_id=int(props[Prop.REAL_QID]),
+                             flag=old.flag, properties=props, sys_flag=old.sys_flag,
+                             born_timestamp=old.born_timestamp, born_host=old.born_host, store_host=old.store_host,
+                             reconsume_times=old.reconsume_times,
+                             properties_text=old.properties_text)   # still shows DELAY / REAL_TOPIC / REAL_QID
 
     def send(self, topic: str, qid: int, i: int, props: dict | None = None):
         p = {Prop.UNIQ_KEY: uniq(topic, i), Prop.KEYS: f"{topic}-{i}", Prop.TAGS: "TagA", "CLUSTER": "DefaultCluster"}
@@ -104,17 +129,16 @@ class MiniBroker:
     def tick(self) -> list[MessageRecord]:
         """Re-store everything due now (the broker's _deliver_due)."""
         out = []
-        sched = self.schedule.scheduler
-        for level, offset, due in sched.due(self.clock.now_ms()):
-            rec = self.schedule.time_up(level, offset)
+        for level, offset, due in self.scheduler.due(self.clock.now_ms()):
+            rec = self._time_up(level, offset)
             res = self.put(rec)
-            sched.delivered(level, offset)
+            self.scheduler.delivered(level, offset)
             out.append((rec, level, due, res))
-        self.store.set_delay_offsets(sched.offsets())
+        self.store.set_delay_offsets(self.scheduler.offsets())
         return out
 
     def next_deadline(self):
-        return self.schedule.scheduler.next_deadline(self.clock.now_ms())
+        return self.scheduler.next_deadline(self.clock.now_ms())
 
     def commit(self, group: str, topic: str, qid: int, offset: int) -> None:
         self.store.commit_offset(group, topic, qid, offset)
