@@ -1,1 +1,35 @@
-"""rocketmq-emulator."""
+"""Request processors: one module per family, each a function (core, request, channel)."""
+from __future__ import annotations
+
+from ..protocol import EMULATOR_CLOCK_ADVANCE, RequestCode as RC
+
+__all__ = ["build_processor_table"]
+
+
+def build_processor_table() -> dict:
+    from . import admin, client, offsets, pull, query, route, send, send_back
+
+    return {
+        RC.SEND_MESSAGE: send.send_message,
+        RC.SEND_MESSAGE_V2: send.send_message,
+        RC.SEND_BATCH_MESSAGE: send.send_batch_message,
+        RC.PULL_MESSAGE: pull.pull_message,
+        RC.CONSUMER_SEND_MSG_BACK: send_back.consumer_send_msg_back,
+        RC.QUERY_CONSUMER_OFFSET: offsets.query_consumer_offset,
+        RC.UPDATE_CONSUMER_OFFSET: offsets.update_consumer_offset,
+        RC.GET_MAX_OFFSET: offsets.get_max_offset,
+        RC.GET_MIN_OFFSET: offsets.get_min_offset,
+        RC.SEARCH_OFFSET_BY_TIMESTAMP: offsets.search_offset_by_timestamp,
+        RC.GET_EARLIEST_MSG_STORETIME: offsets.get_earliest_msg_storetime,
+        RC.VIEW_MESSAGE_BY_ID: query.view_message_by_id,
+        RC.QUERY_MESSAGE: query.query_message,
+        RC.HEART_BEAT: client.heart_beat,
+        RC.UNREGISTER_CLIENT: client.unregister_client,
+        RC.GET_CONSUMER_LIST_BY_GROUP: client.get_consumer_list_by_group,
+        RC.LOCK_BATCH_MQ: client.lock_batch_mq,
+        RC.UNLOCK_BATCH_MQ: client.unlock_batch_mq,
+        RC.GET_ROUTEINFO_BY_TOPIC: route.get_route_info_by_topic,
+        RC.GET_BROKER_CLUSTER_INFO: route.get_broker_cluster_info,
+        RC.UPDATE_AND_CREATE_TOPIC: admin.update_and_create_topic,
+        EMULATOR_CLOCK_ADVANCE: admin.clock_advance,
+    }

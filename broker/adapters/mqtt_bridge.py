@@ -1,0 +1,292 @@
+"""MQTT bridge (aiomqtt — asyncio-mqtt's current name): devices publish into topics, the
+retry / DLQ lifecycle streams out, chosen topics are forwarded out.
+
+It translates and decides nothing: ingress becomes an ordinary SEND_MESSAGE handled by
+the core (same validation as any producer), the event feed is the core's event record,
+egress is an ordinary clustering consumer whose failed publish is sent back with
+CONSUMER_SEND_MSG_BACK and so takes the %RETRY% / %DLQ% path.
+
+Ingress QoS 1 publishes are acknowledged (PUBACK) only after the message is stored and
+the store flushed: paho's manual-ack mode, reached through aiomqtt's wrapped client
+because aiomqtt 2.5 has no public manual-ack API. A lost MQTT connection is retried
+with exponential backoff while the rest of the broker keeps serving.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlparse
+
+from ..core import BrokerCore
+from ..events import Event, EventKind
+from ..protocol import RemotingCommand, RequestCode, ResponseCode
+from ..topics import RETRY_PREFIX, TopicNameError, validate_topic_name
+
+__all__ = ["MqttSettings", "MqttBridge", "parse_mqtt_url"]
+
+log = logging.getLogger("broker.mqtt")
+EVENT_KINDS = (EventKind.SENT_BACK, EventKind.DEAD_LETTERED, EventKind.REDELIVERED)
+BRIDGE_PRODUCER_GROUP = "MQTT_BRIDGE_PRODUCER"
+BRIDGE_CONSUMER_GROUP = "MQTT_BRIDGE_EGRESS"
+
+
+@dataclass(slots=True)
+class MqttSettings:
+    host: str = "127.0.0.1"
+    port: int = 1883
+    username: str | None = None
+    password: str | None = None
+    client_id: str = "rocketmq-emulator"
+    topic_prefix: str = "rocketmq"
+    events_prefix: str = "rocketmq-events"
+    out_prefix: str = "rocketmq-out"
+    egress_topics: list[str] = field(default_factory=list)
+    backoff_initial_s: float = 0.1
+    backoff_max_s: float = 5.0
+    max_pending_events: int = 100_000
+
+
+def parse_mqtt_url(url: str, **overrides) -> MqttSettings:
+    """``mqtt://[user[:password]@]HOST[:PORT]`` → settings (port 1883 by default)."""
+    parsed = urlparse(url)
+    if parsed.scheme != "mqtt" or not parsed.hostname:
+        raise ValueError(f"--mqtt must look like mqtt://HOST:PORT, got {url!r}")
+    try:
+        port = parsed.port or 1883
+    except ValueError:
+        raise ValueError(f"--mqtt has a bad port: {url!r}") from None
+    s = MqttSettings(host=parsed.hostname, port=port,
+                     username=unquote(parsed.username) if parsed.username else None,
+                     password=unquote(parsed.password) if parsed.password else None)
+    for k, v in overrides.items():
+        if v is not None:
+            setattr(s, k, v)
+    return s
+
+
+@dataclass(slots=True)
+class BridgeStats:
+    ingress_stored: int = 0
+    ingress_dropped: int = 0
+    events_published: int = 0
+    egress_published: int = 0
+    egress_failed: int = 0
+    connects: int = 0
+
+
+class MqttBridge:
+    def __init__(self, core: BrokerCore, settings: MqttSettings, after_activity=lambda: None) -> None:
+        self.core = core
+        self.settings = settings
+        self.after_activity = after_activity
+        self.stats = BridgeStats()
+        self.channel = core.connect("127.0.0.1:0")
+        self.channel.client_id = f"mqtt-bridge@{settings.client_id}"
+        self._events: deque[Event] = deque(maxlen=settings.max_pending_events)
+        self._events_ready = asyncio.Event()
+        self._client = None
+        self.connected = asyncio.Event()
+        self._unsubscribe = core.events.subscribe(self._on_event)
+        self._task: asyncio.Task | None = None
+        if settings.egress_topics:
+            self._register_egress_consumer()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        self._unsubscribe()
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    async def _run(self) -> None:
+        import aiomqtt
+
+        delay = self.settings.backoff_initial_s
+        while True:
+            try:
+                client = aiomqtt.Client(
+                    self.settings.host, self.settings.port, username=self.settings.username,
+                    password=self.settings.password, identifier=self.settings.client_id,
+                    protocol=aiomqtt.ProtocolVersion.V5, max_inflight_messages=100,
+                    # persistent session: QoS 1 publishes not yet acknowledged are redelivered
+                    clean_start=False, properties=_session_properties())
+                client.pending_calls_threshold = 1_000_000
+                client._client.manual_ack_set(True)  # PUBACK only once stored (see module doc)
+                async with client:
+                    self._client = client
+                    self.stats.connects += 1
+                    self.connected.set()
+                    delay = self.settings.backoff_initial_s
+                    log.info("MQTT bridge connected to %s:%s", self.settings.host, self.settings.port)
+                    await client.subscribe(f"{self.settings.topic_prefix}/#", qos=1)
+                    async with asyncio.TaskGroup() as tg:
+                        tg.create_task(self._ingress(client))
+                        tg.create_task(self._publish_events(client))
+                        if self.settings.egress_topics:
+                            tg.create_task(self._egress(client))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # aiomqtt.MqttError and friends, also inside the TaskGroup
+                log.warning("MQTT bridge disconnected (%s); retrying in %.1fs", _describe(exc), delay)
+            finally:
+                self._client = None
+                self.connected.clear()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.settings.backoff_max_s)
+
+    # -- ingress -----------------------------------------------------------------------------
+    async def _ingress(self, client) -> None:
+        queue = client._queue
+        async for first in client.messages:
+            batch = [first]
+            while not queue.empty() and len(batch) < 512:
+                batch.append(queue.get_nowait())
+            to_ack = [m for m in batch if self._store(m) and m.qos > 0]
+            if any(m.qos > 0 for m in batch):
+                self.core.store.flush()   # durable before the broker is told it may forget it
+            for m in batch:
+                if m.qos > 0:
+                    client._client.ack(m.mid, m.qos)
+            self.after_activity()
+            del to_ack
+
+    def _store(self, message) -> bool:
+        """Store one MQTT publish as a message; False (logged, counted) when dropped."""
+        topic_path = str(message.topic)
+        prefix = self.settings.topic_prefix + "/"
+        parts = topic_path[len(prefix):].split("/") if topic_path.startswith(prefix) else []
+        if not parts or len(parts) > 2 or not parts[0]:
+            return self._drop(topic_path, "expected <prefix>/<topic>[/<tag>]")
+        topic, tag = parts[0], (parts[1] if len(parts) == 2 else None)
+        try:
+            validate_topic_name(topic)
+        except TopicNameError as exc:
+            return self._drop(topic_path, str(exc))
+        payload = message.payload if isinstance(message.payload, (bytes, bytearray)) else str(message.payload or "").encode()
+        if len(payload) > self.core.config.max_message_size:
+            return self._drop(topic_path, f"payload of {len(payload)} bytes is over maxMessageSize")
+        props = {}
+        for k, v in _user_properties(message):
+            props["KEYS" if k == "keys" else k] = v
+        if tag:
+            props["TAGS"] = tag
+        from store.records import properties_to_string
+
+        try:
+            text = properties_to_string(props)
+        except Exception:
+            return self._drop(topic_path, "unusable user properties")
+        req = RemotingCommand.request(RequestCode.SEND_MESSAGE, {
+            "producerGroup": BRIDGE_PRODUCER_GROUP, "topic": topic, "defaultTopic": "TBW102",
+            "defaultTopicQueueNums": 4, "queueId": -1, "sysFlag": 0,
+            "bornTimestamp": self.core.clock.now_ms(), "flag": 0, "properties": text})
+        req.body = bytes(payload)
+        resp = self.core.handle(req, self.channel)
+        if resp is None or resp.code != ResponseCode.SUCCESS:
+            return self._drop(topic_path, f"refused by the broker: {resp.remark if resp else 'no reply'}")
+        self.stats.ingress_stored += 1
+        return True
+
+    def _drop(self, topic_path: str, why: str) -> bool:
+        self.stats.ingress_dropped += 1
+        log.warning("MQTT ingress dropped publish on %r: %s", topic_path, why)
+        return False
+
+    # -- event feed --------------------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        if event.kind in EVENT_KINDS:
+            self._events.append(event)
+            self._events_ready.set()
+
+    async def _publish_events(self, client) -> None:
+        while True:
+            await self._events_ready.wait()
+            self._events_ready.clear()
+            while self._events:
+                event = self._events[0]
+                group = event.group or _group_of(event.topic)
+                await client.publish(f"{self.settings.events_prefix}/{group}/{event.kind}",
+                                     json.dumps(event.to_json(), sort_keys=True), qos=1)
+                self._events.popleft()   # only once the MQTT broker has it
+                self.stats.events_published += 1
+
+    # -- egress ------------------------------------------------------------------------------
+    def _register_egress_consumer(self) -> None:
+        subs = [{"topic": t, "subString": "*", "subVersion": 1} for t in self.settings.egress_topics]
+        subs.append({"topic": RETRY_PREFIX + BRIDGE_CONSUMER_GROUP, "subString": "*", "subVersion": 1})
+        body = {"clientID": self.channel.client_id, "consumerDataSet": [{
+            "groupName": BRIDGE_CONSUMER_GROUP, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+            "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "subscriptionDataSet": subs}]}
+        self.core.handle(RemotingCommand.request(RequestCode.HEART_BEAT, None, json.dumps(body).encode()),
+                         self.channel)
+
+    async def _egress(self, client) -> None:
+        from store.records import Prop, iter_records
+
+        topics = list(self.settings.egress_topics) + [RETRY_PREFIX + BRIDGE_CONSUMER_GROUP]
+        while True:
+            moved = False
+            for topic in topics:
+                tc = self.core.topics.get(topic)
+                for qid in range(tc.read_queue_nums if tc else 0):
+                    offset = max(self.core.store.query_offset(BRIDGE_CONSUMER_GROUP, topic, qid), 0)
+                    res = self.core.store.get_message(topic, qid, offset, 32, None)
+                    if not res.records:
+                        continue
+                    for raw in res.records:
+                        for rec in iter_records(raw):
+                            out_topic = rec.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
+                            try:
+                                await client.publish(f"{self.settings.out_prefix}/{out_topic}", rec.body, qos=1)
+                                self.stats.egress_published += 1
+                            except Exception as exc:
+                                self.stats.egress_failed += 1
+                                self._send_back(rec)
+                                self.core.record_offset_commit(BRIDGE_CONSUMER_GROUP, topic, qid, rec.queue_offset + 1)
+                                raise exc
+                            self.core.record_offset_commit(BRIDGE_CONSUMER_GROUP, topic, qid, rec.queue_offset + 1)
+                    moved = True
+            self.after_activity()
+            if not moved:
+                await asyncio.sleep(0.05)
+
+    def _send_back(self, rec) -> None:
+        req = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
+            "offset": rec.commit_log_offset, "group": BRIDGE_CONSUMER_GROUP, "delayLevel": 0,
+            "originMsgId": rec.msg_id, "originTopic": rec.topic})
+        resp = self.core.handle(req, self.channel)
+        if resp is None or resp.code != 0:
+            log.error("egress send-back failed: %s", resp.remark if resp else "no reply")
+
+
+def _session_properties():
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = 3600
+    return props
+
+
+def _user_properties(message) -> list[tuple[str, str]]:
+    props = getattr(message, "properties", None)
+    return list(getattr(props, "UserProperty", None) or [])
+
+
+def _group_of(topic: str) -> str:
+    return topic[len(RETRY_PREFIX):] if topic.startswith(RETRY_PREFIX) else "_"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,131 @@
+"""The asyncio remoting server: frames in, BrokerCore, frames out. It decides nothing.
+
+One endpoint serves name-server and broker requests. Per connection: bytes are fed to
+a FrameDecoder, each request goes to ``core.handle`` in arrival order (pipelined; the
+reply is written as soon as it exists), and after every batch the core's outgoing
+queue (held-pull replies, NOTIFY_CONSUMER_IDS_CHANGED) is written to its connections.
+A timer task sleeps until ``core.next_deadline()`` and ticks the core (real clock); on
+a virtual clock time moves only by the clock-control request. A connection that sends
+garbage is closed with a log line; every other connection keeps being served.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..core import BrokerCore
+from ..protocol import ProtocolError, RemotingCommand
+from ..protocol.codec import FrameDecoder, encode
+
+__all__ = ["RemotingServer", "DEFAULT_MAX_FRAME_SIZE"]
+
+log = logging.getLogger("broker.tcp")
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, server: "RemotingServer") -> None:
+        self.server = server
+        self.decoder = FrameDecoder(server.max_frame_size)
+        self.transport: asyncio.Transport | None = None
+        self.channel = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.channel = self.server.core.connect(f"{peer[0]}:{peer[1]}")
+        self.server.connections[self.channel.id] = self
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            import socket
+
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            commands = self.decoder.feed(data)
+        except ProtocolError as exc:
+            log.warning("closing %s: %s", self.channel.remote, exc)
+            self.transport.close()
+            return
+        core = self.server.core
+        out = []
+        for cmd in commands:
+            if cmd.is_response:
+                continue  # replies to our oneway notifications never come; ignore strays
+            reply = core.handle(cmd, self.channel)
+            if reply is not None:
+                out.append(encode(reply))
+        if out:
+            self.transport.write(b"".join(out))
+        self.server.after_activity()
+
+    def connection_lost(self, exc) -> None:
+        self.server.connections.pop(self.channel.id, None)
+        self.server.core.disconnect(self.channel)
+        self.server.after_activity()
+
+    def send(self, cmd: RemotingCommand) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(encode(cmd))
+
+
+class RemotingServer:
+    def __init__(self, core: BrokerCore, host: str = "127.0.0.1", port: int = 9876, *,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.core = core
+        self.host = host
+        self.port = port
+        self.max_frame_size = max_frame_size
+        self.connections: dict[int, _Connection] = {}
+        self._server: asyncio.base_events.Server | None = None
+        self._wake = asyncio.Event()
+        self._timer: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._timer = asyncio.create_task(self._run_timer())
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def after_activity(self) -> None:
+        """Write the core's outgoing commands and re-arm the timer."""
+        for channel, cmd in self.core.take_outgoing():
+            conn = self.connections.get(channel.id)
+            if conn is not None:
+                conn.send(cmd)
+        self._wake.set()
+
+    async def _run_timer(self) -> None:
+        clock = self.core.clock
+        while True:
+            self._wake.clear()
+            deadline = self.core.next_deadline()
+            if getattr(clock, "is_virtual", False) or deadline is None:
+                await self._wake.wait()
+                continue
+            delay = (deadline - clock.now_ms()) / 1000
+            if delay > 0:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                    continue
+                except asyncio.TimeoutError:
+                    pass
+            self.core.tick()
+            self.after_activity()
+
+    async def stop(self) -> None:
+        if self._timer:
+            self._timer.cancel()
+        if self._server:
+            self._server.close()
+            for conn in list(self.connections.values()):
+                conn.transport.close()
+            await self._server.wait_closed()

@@ -1,0 +1,167 @@
+"""Broker configuration under RocketMQ's own key names.
+
+``BrokerConfig`` attributes are snake_case; ``BrokerConfig.from_properties`` and
+``load_broker_conf`` accept a real ``broker.conf`` (Java properties: ``key=value``,
+``#`` comments) using RocketMQ's camelCase keys. Keys this emulator does not model are
+kept in ``extra`` and ignored, as a real broker ignores keys it does not know.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from delay_scheduler import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
+
+from .errors import ConfigError
+
+__all__ = ["BrokerConfig", "load_broker_conf", "parse_properties", "PERM_READ", "PERM_WRITE",
+           "PERM_INHERIT", "PERM_PRIORITY"]
+
+PERM_PRIORITY = 8
+PERM_READ = 4
+PERM_WRITE = 2
+PERM_INHERIT = 1
+
+# RocketMQ key -> attribute. Only keys whose behaviour the emulator models.
+_KEYS = {
+    "brokerName": "broker_name",
+    "brokerClusterName": "broker_cluster_name",
+    "brokerId": "broker_id",
+    "brokerIP1": "broker_ip",
+    "listenPort": "listen_port",
+    "brokerPermission": "broker_permission",
+    "autoCreateTopicEnable": "auto_create_topic_enable",
+    "autoCreateSubscriptionGroup": "auto_create_subscription_group",
+    "defaultTopicQueueNums": "default_topic_queue_nums",
+    "messageDelayLevel": "message_delay_level",
+    "maxMessageSize": "max_message_size",
+    "flushDiskType": "flush_disk_type",
+    "storePathRootDir": "store_path_root_dir",
+    "mapedFileSizeCommitLog": "maped_file_size_commit_log",
+    "mappedFileSizeCommitLog": "maped_file_size_commit_log",
+    "longPollingEnable": "long_polling_enable",
+    "shortPollingTimeMills": "short_polling_time_mills",
+    "notifyConsumerIdsChangedEnable": "notify_consumer_ids_changed_enable",
+    "flushIntervalCommitLog": "flush_interval_commit_log",
+    "flushConsumerOffsetInterval": "flush_consumer_offset_interval",
+    "flushDelayOffsetInterval": "flush_delay_offset_interval",
+    "defaultQueryMaxNum": "default_query_max_num",
+    "rebalanceLockMaxLiveTime": "rebalance_lock_max_live_time",
+    "traceTopicEnable": "trace_topic_enable",
+    "regionId": "region_id",
+}
+
+
+@dataclass(slots=True)
+class BrokerConfig:
+    broker_name: str = "broker-a"
+    broker_cluster_name: str = "DefaultCluster"
+    broker_id: int = 0
+    broker_ip: str = "127.0.0.1"
+    listen_port: int = 10911
+    broker_permission: int = PERM_READ | PERM_WRITE
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
+    max_message_size: int = 4 * 1024 * 1024
+    flush_disk_type: str = "ASYNC_FLUSH"
+    store_path_root_dir: str | None = None
+    maped_file_size_commit_log: int = 1024 * 1024 * 1024
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    notify_consumer_ids_changed_enable: bool = True
+    flush_interval_commit_log: int = 500
+    flush_consumer_offset_interval: int = 5000
+    flush_delay_offset_interval: int = 10000
+    default_query_max_num: int = 32
+    rebalance_lock_max_live_time: int = 60000
+    trace_topic_enable: bool = False
+    region_id: str = "DefaultRegion"
+    record_events: bool = True
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        if self.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+            raise ConfigError(f"flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, got {self.flush_disk_type!r}")
+        if not 0 <= self.broker_permission <= 15:
+            raise ConfigError(f"brokerPermission must be 0..15, got {self.broker_permission}")
+        if self.default_topic_queue_nums < 1:
+            raise ConfigError(f"defaultTopicQueueNums must be >= 1, got {self.default_topic_queue_nums}")
+        if self.max_message_size < 1:
+            raise ConfigError(f"maxMessageSize must be >= 1, got {self.max_message_size}")
+        try:
+            DelayLevels.parse(self.message_delay_level)
+        except ValueError as exc:
+            raise ConfigError(f"messageDelayLevel: {exc}") from None
+
+    @property
+    def delay_levels(self) -> DelayLevels:
+        return DelayLevels.parse(self.message_delay_level)
+
+    @property
+    def addr(self) -> str:
+        return f"{self.broker_ip}:{self.listen_port}"
+
+    def replace(self, **changes) -> "BrokerConfig":
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], base: "BrokerConfig | None" = None) -> "BrokerConfig":
+        """Apply RocketMQ-named keys (strings, as in broker.conf) over ``base``."""
+        cfg = dataclasses.replace(base) if base else cls()
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        for key, raw in props.items():
+            attr = _KEYS.get(key)
+            if attr is None:
+                cfg.extra[key] = raw
+                continue
+            setattr(cfg, attr, _coerce(key, raw, types[attr]))
+        cfg.validate()
+        return cfg
+
+
+def _coerce(key: str, raw: str, typ: str):
+    raw = raw.strip()
+    if typ == "bool":
+        if raw.lower() in ("true", "false"):
+            return raw.lower() == "true"
+        raise ConfigError(f"{key} must be true or false, got {raw!r}")
+    if typ == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
+    if typ == "str | None":
+        return raw or None
+    return raw
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java-properties subset: ``key=value`` or ``key: value``, ``#``/``!`` comments."""
+    out: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        for sep in ("=", ":"):
+            if sep in line:
+                k, _, v = line.partition(sep)
+                out[k.strip()] = v.strip()
+                break
+        else:
+            raise ConfigError(f"line {n}: expected key=value, got {line!r}")
+    return out
+
+
+def load_broker_conf(path: str | Path, base: BrokerConfig | None = None) -> BrokerConfig:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read broker config {p}: {exc.strerror}") from None
+    return BrokerConfig.from_properties(parse_properties(text), base)

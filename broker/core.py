@@ -1,0 +1,312 @@
+"""BrokerCore: the synchronous, sans-I/O RocketMQ 4.x broker (and name server).
+
+Requests go in through ``handle``; replies come back from it, or later from
+``take_outgoing`` (held long-poll pulls, broker→client notifications). Time comes only
+from the injected Clock and randomness only from the injected ``random.Random``; the
+core never sleeps, never starts a thread and never touches a socket, so a run is
+reproducible from a seed and a test can jump the clock. Drivers — the asyncio TCP
+adapter, the SDK's in-process transport, the simulator — call ``tick()`` at
+``next_deadline()``. See CORE_API.md for the driver contract.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from typing import Callable
+
+from delay_scheduler import Clock, VirtualClock
+from store import MessageStore, PutStatus, StoreConfig
+from store.records import MessageRecord, Prop, parse_host, tags_code
+
+from .config import PERM_READ, PERM_WRITE, BrokerConfig
+from .core_types import Channel, ConsumeMessageContext
+from .errors import ClockError
+from .events import Event, EventKind, EventLog
+from .groups import ConsumerManager, GroupManager, LockManager
+from .long_polling import PullHoldService
+from .processors import build_processor_table
+from .protocol import HeaderError, RemotingCommand, RequestCode, ResponseCode
+from .schedule import ScheduleService
+from .topics import TopicManager
+
+__all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
+
+log = logging.getLogger("broker")
+
+# A failed re-store of a due delayed message is retried after this (DELAY_FOR_A_WHILE).
+_SCHEDULE_RETRY_MS = 100
+
+
+class BrokerCore:
+    def __init__(self, store: MessageStore, clock: Clock, config: BrokerConfig | None = None,
+                 rng: random.Random | None = None, *, persistent: bool | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config or BrokerConfig()
+        self.rng = rng if rng is not None else random.Random(0)
+        self.levels = self.config.delay_levels
+        self.store_host = (self.config.broker_ip, self.config.listen_port)
+        self.topics = TopicManager(self.config, store.load_config("topics"))
+        self.groups = GroupManager(self.config, store.load_config("subscriptionGroup"))
+        self.consumers = ConsumerManager()
+        self.producers: dict[str, dict[Channel, str]] = {}
+        self.locks = LockManager(self.config.rebalance_lock_max_live_time)
+        self.schedule = ScheduleService(self.levels, store)
+        self.holds = PullHoldService()
+        self.events = EventLog()
+        self.events.enabled = self.config.record_events
+        self._outgoing: list[tuple[Channel, RemotingCommand]] = []
+        self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
+        self._channel_ids = itertools.count(1)
+        self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
+        self._flush_due: int | None = None
+        self._schedule_retry_at = 0
+        self._processors = build_processor_table()
+        self._closed = False
+
+    @classmethod
+    def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
+                  rng: random.Random | None = None) -> "BrokerCore":
+        """A broker on the in-memory store (VirtualClock unless a clock is given)."""
+        config = config or BrokerConfig()
+        store = MessageStore(None, cls.store_config(config))
+        return cls(store, clock or VirtualClock(), config, rng, persistent=False)
+
+    @classmethod
+    def open(cls, root, clock: Clock, config: BrokerConfig | None = None,
+             rng: random.Random | None = None) -> "BrokerCore":
+        """A broker on a disk store at ``root`` (created if missing, recovered if not)."""
+        config = config or BrokerConfig()
+        return cls(MessageStore(root, cls.store_config(config)), clock, config, rng, persistent=True)
+
+    @staticmethod
+    def store_config(config: BrokerConfig) -> StoreConfig:
+        return StoreConfig(segment_size=config.maped_file_size_commit_log,
+                           max_message_size=config.max_message_size,
+                           flush_disk_type=config.flush_disk_type,
+                           delay_levels_ms=config.delay_levels.delays_ms)
+
+    # -- connections ---------------------------------------------------------------
+    @property
+    def addr(self) -> str:
+        return self.config.addr
+
+    def connect(self, remote: str = "127.0.0.1:0") -> Channel:
+        return Channel(next(self._channel_ids), remote)
+
+    def disconnect(self, channel: Channel) -> None:
+        """A connection closed: unregister its clients, drop its held pulls, notify."""
+        channel.closed = True
+        self.holds.drop_channel(channel)
+        for group in self.consumers.channel_closed(channel):
+            self.notify_consumer_ids_changed(group)
+        for chans in self.producers.values():
+            chans.pop(channel, None)
+
+    # -- requests ----------------------------------------------------------------------
+    def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
+        """Process one request. None means no reply now (oneway, or a held pull)."""
+        fn = self._processors.get(request.code)
+        if fn is None:
+            # Sent even for oneway requests, as upstream does.
+            return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                    f" request type {request.code} not supported")
+        try:
+            response = fn(self, request, channel)
+        except HeaderError as exc:
+            response = request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        except Exception as exc:  # a bug must not take the broker down; answer and log it
+            log.exception("request %s failed", request.code)
+            response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        if request.is_oneway:
+            return None
+        return response
+
+    def take_outgoing(self) -> list[tuple[Channel, RemotingCommand]]:
+        out, self._outgoing = self._outgoing, []
+        return out
+
+    def push(self, channel: Channel, command: RemotingCommand) -> None:
+        if not channel.closed:
+            self._outgoing.append((channel, command))
+
+    def notify_consumer_ids_changed(self, group: str, *, exclude: Channel | None = None) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED (oneway) to the group's other consumers."""
+        gc = self.groups.table.get(group)
+        if not self.config.notify_consumer_ids_changed_enable or (gc and not gc.notify_consumer_ids_changed_enable):
+            return
+        info = self.consumers.get(group)
+        if info is None:
+            return
+        for ch in list(info.channels):
+            if ch is not exclude:
+                self.push(ch, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                      {"consumerGroup": group}, oneway=True))
+
+    # -- the one put path ------------------------------------------------------------
+    def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None):
+        """Store ``rec`` (diverting DELAY > 0 to its level), record the event, wake
+        held pulls. Returns the store's PutResult; ``rec`` is updated in place."""
+        level = self.schedule.divert(rec)
+        now = self.clock.now_ms()
+        res = self.store.put(rec, now)
+        if res.status is not PutStatus.PUT_OK:
+            return res
+        self._dirty(now)
+        props = rec.properties
+        if level:
+            due = self.schedule.scheduled(level, res.queue_offset, res.store_timestamp)
+            if self.events.enabled:
+                self.events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
+                                         res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
+                                         rec.reconsume_times, level, due, props.get(Prop.ORIGIN_MESSAGE_ID),
+                                         props.get(Prop.REAL_TOPIC)))
+            return res
+        if self.events.enabled:
+            self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
+                                     props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, 0, None,
+                                     props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
+        if self.holds._by_queue:
+            for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, tags_code(props.get(Prop.TAGS))):
+                self._answer_held(held)
+        return res
+
+    def _answer_held(self, held) -> None:
+        from .processors.pull import run_pull
+
+        response = run_pull(self, held.request, held.channel, allow_suspend=False)
+        if response is not None:
+            self.push(held.channel, response)
+
+    def record_offset_commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        if self.store.query_offset(group, topic, queue_id) == offset:
+            return
+        self.store.commit_offset(group, topic, queue_id, offset)
+        now = self.clock.now_ms()
+        self._dirty(now)
+        if self.events.enabled:
+            self.events.append(Event(EventKind.OFFSET_COMMITTED, now, topic, queue_id, offset, group=group))
+
+    # -- hooks -------------------------------------------------------------------------
+    def add_send_back_hook(self, fn: Callable[[ConsumeMessageContext], None]) -> Callable[[], None]:
+        self._hooks.append(fn)
+        return lambda: self._hooks.remove(fn)
+
+    def run_send_back_hooks(self, ctx: ConsumeMessageContext) -> None:
+        for fn in self._hooks:
+            try:
+                fn(ctx)
+            except Exception:
+                log.exception("send-back hook failed")
+
+    # -- permissions -------------------------------------------------------------------
+    @property
+    def writeable(self) -> bool:
+        return bool(self.config.broker_permission & PERM_WRITE)
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.config.broker_permission & PERM_READ)
+
+    def set_broker_permission(self, perm: int) -> None:
+        """brokerPermission (6 = read+write, 4 = read only, 2 = write only)."""
+        if not 0 <= perm <= 15:
+            raise ValueError(f"brokerPermission must be 0..15, got {perm}")
+        self.config.broker_permission = perm
+
+    # -- time ----------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Do everything due at the clock's current time."""
+        now = self.clock.now_ms()
+        if now >= self._schedule_retry_at:
+            self._deliver_due(now)
+        for held in self.holds.expired(now):
+            self._answer_held(held)
+        if self._flush_due is not None and now >= self._flush_due:
+            self.flush()
+
+    def _deliver_due(self, now: int) -> None:
+        sched = self.schedule.scheduler
+        moved = False
+        for level, offset, due in sched.due(now):
+            rec = self.schedule.time_up(level, offset)
+            if rec is None:  # entry or message gone (e.g. truncated): skip it
+                sched.delivered(level, offset)
+                moved = True
+                continue
+            res = self.put_message(rec, kind=EventKind.REDELIVERED)
+            if res.status is not PutStatus.PUT_OK:
+                log.warning("re-store of delayed message failed (%s); retrying", res.status.name)
+                self._schedule_retry_at = now + _SCHEDULE_RETRY_MS
+                break
+            sched.delivered(level, offset)
+            moved = True
+        if moved:
+            self.store.set_delay_offsets(sched.offsets())
+
+    def next_deadline(self) -> int | None:
+        candidates = [self.holds.next_deadline(), self._flush_due]
+        d = self.schedule.scheduler.next_deadline(self.clock.now_ms())
+        if d is not None:
+            candidates.append(max(d, self._schedule_retry_at))
+        candidates = [c for c in candidates if c is not None]
+        return min(candidates) if candidates else None
+
+    def advance_clock(self, ms: int) -> int:
+        """Move a VirtualClock forward by ``ms``, ticking at every deadline on the way,
+        so everything due by then has been re-stored and waiting pulls answered."""
+        if not isinstance(self.clock, VirtualClock) and not getattr(self.clock, "is_virtual", False):
+            raise ClockError("this broker runs on the real clock; start it with --clock virtual to move time")
+        if ms < 0:
+            raise ValueError(f"cannot move the clock backwards ({ms} ms)")
+        target = self.clock.now_ms() + ms
+        self.tick()
+        while True:
+            d = self.next_deadline()
+            if d is None or d > target:
+                break
+            self.clock.advance_to(max(d, self.clock.now_ms()))
+            self.tick()
+        self.clock.advance_to(target)
+        self.tick()
+        return target
+
+    # -- persistence -------------------------------------------------------------------
+    def _dirty(self, now: int) -> None:
+        if self._persistent and self._flush_due is None:
+            self._flush_due = now + self.config.flush_interval_commit_log
+
+    def flush(self) -> None:
+        """Persist the log, offsets, delay offsets and changed topic/group configs."""
+        if self.topics.dirty:
+            self.store.save_config("topics", self.topics.to_json())
+            self.topics.dirty = False
+        if self.groups.dirty:
+            self.store.save_config("subscriptionGroup", self.groups.to_json())
+            self.groups.dirty = False
+        self.store.set_delay_offsets(self.schedule.scheduler.offsets())
+        self.store.flush()
+        self._flush_due = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.flush()
+        self.store.close()
+        self._closed = True
+
+    # -- conveniences for embedding programs and tests -----------------------------------
+    def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,
+                     order: bool = False):
+        """UPDATE_AND_CREATE_TOPIC from Python."""
+        from .topics import TopicConfig, validate_topic_name
+
+        validate_topic_name(topic)
+        return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
+
+    def born_host_of(self, channel: Channel):
+        try:
+            return parse_host(channel.remote)
+        except ValueError:
+            return ("127.0.0.1", 0)

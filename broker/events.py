@@ -1,0 +1,79 @@
+"""The event record: every state transition of a message, in order.
+
+Kinds: ``stored`` (accepted into a topic), ``delayed`` (diverted to a delay level),
+``redelivered`` (re-stored into its real topic when due), ``sent_back`` (CONSUMER_SEND_MSG_BACK
+chose a level), ``dead_lettered`` (stored into %DLQ%<group>), ``offset_committed``.
+Tests, the simulator and the analytics read it; subscribers (the MQTT event feed) get
+each event as it happens. The log is in memory; ``capacity`` bounds it for long runs.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Callable, Iterator
+
+__all__ = ["Event", "EventLog", "EventKind"]
+
+
+class EventKind:
+    STORED = "stored"
+    DELAYED = "delayed"
+    REDELIVERED = "redelivered"
+    SENT_BACK = "sent_back"
+    DEAD_LETTERED = "dead_lettered"
+    OFFSET_COMMITTED = "offset_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: str
+    time_ms: int
+    topic: str
+    queue_id: int = -1
+    queue_offset: int = -1
+    commit_log_offset: int = -1
+    msg_id: str | None = None            # UNIQ_KEY (the client's msgId) when present
+    group: str | None = None
+    reconsume_times: int = 0
+    delay_level: int = 0
+    due_ms: int | None = None
+    origin_msg_id: str | None = None
+    real_topic: str | None = None        # delayed: where it will go; sent_back: business topic
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+class EventLog:
+    def __init__(self, capacity: int | None = None) -> None:
+        self._events: deque[Event] = deque(maxlen=capacity)
+        self._subscribers: list[Callable[[Event], None]] = []
+        self.enabled = True
+
+    def append(self, event: Event) -> None:
+        self._events.append(event)
+        for fn in self._subscribers:
+            fn(event)
+
+    def subscribe(self, fn: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``fn(event)`` for each new event; returns an unsubscribe function."""
+        self._subscribers.append(fn)
+        return lambda: self._subscribers.remove(fn)
+
+    def of_kind(self, *kinds: str) -> list[Event]:
+        return [e for e in self._events if e.kind in kinds]
+
+    def for_message(self, msg_id: str) -> list[Event]:
+        return [e for e in self._events if e.msg_id == msg_id or e.origin_msg_id == msg_id]
+
+    def clear(self) -> None:
+        self._events.clear()
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __getitem__(self, i: int) -> Event:
+        return self._events[i]

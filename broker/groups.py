@@ -1,0 +1,195 @@
+"""Subscription groups, consumer registrations (heartbeats) and queue locks.
+
+``SubscriptionGroupConfig`` holds the retry policy of a group (retryMaxTimes 16,
+retryQueueNums 1); ``ConsumerManager`` holds what heartbeats registered (channels,
+client ids, subscriptions with their tag hash codes and subVersion); ``LockManager``
+is RebalanceLockManager (locks expire after 60 s without renewal).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from store.records import tags_code
+
+from .config import BrokerConfig
+
+__all__ = ["SubscriptionGroupConfig", "GroupManager", "SubscriptionData", "ConsumerGroupInfo",
+           "ConsumerManager", "LockManager", "parse_tag_expression"]
+
+
+@dataclass(slots=True)
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    _JSON = {"groupName": "group_name", "consumeEnable": "consume_enable",
+             "consumeFromMinEnable": "consume_from_min_enable",
+             "consumeBroadcastEnable": "consume_broadcast_enable", "retryQueueNums": "retry_queue_nums",
+             "retryMaxTimes": "retry_max_times", "brokerId": "broker_id",
+             "whichBrokerWhenConsumeSlowly": "which_broker_when_consume_slowly",
+             "notifyConsumerIdsChangedEnable": "notify_consumer_ids_changed_enable"}
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, a) for k, a in self._JSON.items()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "SubscriptionGroupConfig":
+        return cls(**{a: d[k] for k, a in cls._JSON.items() if k in d})
+
+
+class GroupManager:
+    def __init__(self, config: BrokerConfig, saved: dict | None = None) -> None:
+        self.config = config
+        self.table: dict[str, SubscriptionGroupConfig] = {}
+        self.data_version = 0
+        self.dirty = False
+        if saved:
+            for d in saved.get("subscriptionGroupTable", {}).values():
+                g = SubscriptionGroupConfig.from_json(d)
+                self.table[g.group_name] = g
+            self.data_version = int(saved.get("dataVersion", {}).get("counter", 0))
+
+    def find(self, group: str, *, auto_create: bool = True) -> SubscriptionGroupConfig | None:
+        """``findSubscriptionGroupConfig``: auto-created when autoCreateSubscriptionGroup
+        is on, and always for the CID_RMQ_SYS_ system groups."""
+        g = self.table.get(group)
+        if g is None and auto_create and (self.config.auto_create_subscription_group
+                                          or group.startswith("CID_RMQ_SYS_")):
+            g = self.put(SubscriptionGroupConfig(group))
+        return g
+
+    def put(self, g: SubscriptionGroupConfig) -> SubscriptionGroupConfig:
+        self.table[g.group_name] = g
+        self.data_version += 1
+        self.dirty = True
+        return g
+
+    def to_json(self) -> dict:
+        return {"subscriptionGroupTable": {n: g.to_json() for n, g in sorted(self.table.items())},
+                "dataVersion": {"counter": self.data_version}}
+
+
+def parse_tag_expression(expr: str | None) -> tuple[frozenset[str], frozenset[int] | None]:
+    """'*' or '' → (empty, None) meaning "all"; 'TagA || TagB' → tags and their hash codes."""
+    if expr is None or not expr.strip() or expr.strip() == "*":
+        return frozenset(), None
+    tags = frozenset(t.strip() for t in expr.split("||") if t.strip())
+    if not tags:
+        raise ValueError(f"bad tag expression {expr!r}")
+    return tags, frozenset(tags_code(t) for t in tags)
+
+
+@dataclass(slots=True)
+class SubscriptionData:
+    topic: str
+    sub_string: str = "*"
+    tags_set: frozenset[str] = frozenset()
+    code_set: frozenset[int] | None = None
+    sub_version: int = 0
+    expression_type: str = "TAG"
+
+    @classmethod
+    def from_json(cls, d: dict) -> "SubscriptionData":
+        sub = d.get("subString") or "*"
+        tags, codes = parse_tag_expression(sub)
+        return cls(topic=d["topic"], sub_string=sub, tags_set=tags, code_set=codes,
+                   sub_version=int(d.get("subVersion") or 0), expression_type=d.get("expressionType") or "TAG")
+
+
+@dataclass(slots=True)
+class ConsumerGroupInfo:
+    group: str
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    channels: dict[Any, str] = field(default_factory=dict)      # channel -> clientId
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+
+    def client_ids(self) -> list[str]:
+        return sorted(set(self.channels.values()))
+
+
+class ConsumerManager:
+    def __init__(self) -> None:
+        self.groups: dict[str, ConsumerGroupInfo] = {}
+
+    def get(self, group: str) -> ConsumerGroupInfo | None:
+        return self.groups.get(group)
+
+    def register(self, group: str, channel: Any, client_id: str, consume_type: str, message_model: str,
+                 consume_from_where: str, subs: list[SubscriptionData]) -> bool:
+        """Returns True when the group's membership or topic set changed (a CHANGE
+        event: RocketMQ then notifies the group's consumers to rebalance)."""
+        info = self.groups.get(group)
+        if info is None:
+            info = self.groups[group] = ConsumerGroupInfo(group)
+        info.consume_type, info.message_model, info.consume_from_where = (
+            consume_type, message_model, consume_from_where)
+        changed = channel not in info.channels
+        info.channels[channel] = client_id
+        old_topics = set(info.subscriptions)
+        new = {s.topic: s for s in subs}
+        for topic, sub in new.items():
+            cur = info.subscriptions.get(topic)
+            if cur is None or sub.sub_version > cur.sub_version:
+                info.subscriptions[topic] = sub
+        for topic in old_topics - set(new):
+            del info.subscriptions[topic]
+        return changed or old_topics != set(new)
+
+    def unregister(self, group: str, channel: Any) -> bool:
+        info = self.groups.get(group)
+        if info is None or channel not in info.channels:
+            return False
+        del info.channels[channel]
+        if not info.channels:
+            del self.groups[group]
+        return True
+
+    def channel_closed(self, channel: Any) -> list[str]:
+        """Drop a closed connection from every group; returns the groups it left."""
+        left = [g for g, info in self.groups.items() if channel in info.channels]
+        for g in left:
+            self.unregister(g, channel)
+        return left
+
+
+class LockManager:
+    """Queue locks for orderly consumption: (group, topic, broker, queue) → client."""
+
+    def __init__(self, max_live_ms: int = 60000) -> None:
+        self.max_live_ms = max_live_ms
+        self._locks: dict[tuple[str, tuple[str, str, int]], tuple[str, int]] = {}
+
+    def try_lock(self, group: str, mqs: list[tuple[str, str, int]], client_id: str, now_ms: int) -> list:
+        ok = []
+        for mq in mqs:
+            held = self._locks.get((group, mq))
+            if held is None or held[0] == client_id or now_ms - held[1] > self.max_live_ms:
+                self._locks[(group, mq)] = (client_id, now_ms)
+                ok.append(mq)
+        return ok
+
+    def unlock(self, group: str, mqs: list[tuple[str, str, int]], client_id: str) -> None:
+        for mq in mqs:
+            held = self._locks.get((group, mq))
+            if held is not None and held[0] == client_id:
+                del self._locks[(group, mq)]
+
+    def holder(self, group: str, mq: tuple[str, str, int], now_ms: int) -> str | None:
+        held = self._locks.get((group, mq))
+        if held is None or now_ms - held[1] > self.max_live_ms:
+            return None
+        return held[0]
+
+    def expire(self, now_ms: int) -> None:
+        for key in [k for k, (_, t) in self._locks.items() if now_ms - t > self.max_live_ms]:
+            del self._locks[key]

@@ -1,0 +1,92 @@
+"""Held PULL_MESSAGE requests (PullRequestHoldService).
+
+A pull that finds nothing, with the suspend flag set, is parked until a message
+matching its subscription arrives in its queue or ``suspendTimeoutMillis`` passes; it
+is then executed once more without suspension and its reply goes out. Costs: O(held
+pulls on that queue) per arrival; O(log n) per deadline via a heap.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["HeldPull", "PullHoldService"]
+
+
+@dataclass(slots=True)
+class HeldPull:
+    channel: Any
+    request: Any
+    topic: str
+    queue_id: int
+    offset: int
+    code_set: frozenset[int] | None
+    deadline_ms: int
+    done: bool = False
+
+
+class PullHoldService:
+    def __init__(self) -> None:
+        self._by_queue: dict[tuple[str, int], list[HeldPull]] = {}
+        self._heap: list[tuple[int, int, HeldPull]] = []
+        self._seq = itertools.count()
+
+    def hold(self, held: HeldPull) -> None:
+        self._by_queue.setdefault((held.topic, held.queue_id), []).append(held)
+        heapq.heappush(self._heap, (held.deadline_ms, next(self._seq), held))
+
+    def arrived(self, topic: str, queue_id: int, queue_offset: int, tags_code: int) -> list[HeldPull]:
+        """Held pulls a new message at ``queue_offset`` satisfies; they are released."""
+        waiting = self._by_queue.get((topic, queue_id))
+        if not waiting:
+            return []
+        ready, keep = [], []
+        for h in waiting:
+            if h.done:
+                continue
+            if h.offset <= queue_offset and (h.code_set is None or tags_code in h.code_set):
+                h.done = True
+                ready.append(h)
+            else:
+                keep.append(h)
+        if keep:
+            self._by_queue[(topic, queue_id)] = keep
+        else:
+            del self._by_queue[(topic, queue_id)]
+        return ready
+
+    def expired(self, now_ms: int) -> list[HeldPull]:
+        out = []
+        while self._heap and self._heap[0][0] <= now_ms:
+            _, _, h = heapq.heappop(self._heap)
+            if not h.done:
+                h.done = True
+                self._discard(h)
+                out.append(h)
+        return out
+
+    def next_deadline(self) -> int | None:
+        while self._heap and self._heap[0][2].done:
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
+
+    def drop_channel(self, channel: Any) -> None:
+        for key in list(self._by_queue):
+            for h in self._by_queue[key]:
+                if h.channel is channel:
+                    h.done = True
+            self._by_queue[key] = [h for h in self._by_queue[key] if not h.done]
+            if not self._by_queue[key]:
+                del self._by_queue[key]
+
+    def _discard(self, h: HeldPull) -> None:
+        lst = self._by_queue.get((h.topic, h.queue_id))
+        if lst is not None:
+            lst[:] = [x for x in lst if x is not h]
+            if not lst:
+                del self._by_queue[(h.topic, h.queue_id)]
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_queue.values())

@@ -1,0 +1,204 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320).
+
+Follows 4.9.8's SendMessageProcessor: msgCheck (permission, topic name, auto-create from
+TBW102, %RETRY% auto-create, queue id), handleRetryAndDLQ for sends to %RETRY%<group>
+(reconsumeTimes >= max → %DLQ%<group>), then the one put path of the core.
+"""
+from __future__ import annotations
+
+from store import PutStatus
+from store.records import MessageRecord, Prop, properties_to_string, string_to_properties
+
+from ..config import PERM_READ, PERM_WRITE
+from ..events import EventKind
+from ..protocol import RequestCode, ResponseCode as RC
+from ..protocol.headers import decode_batch_body, send_header_v2_to_v1
+from ..topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, dlq_topic,
+                      validate_topic_name)
+
+__all__ = ["send_message", "send_batch_message", "PUT_STATUS_TO_CODE"]
+
+PUT_STATUS_TO_CODE = {
+    PutStatus.PUT_OK: RC.SUCCESS,
+    PutStatus.FLUSH_DISK_TIMEOUT: RC.FLUSH_DISK_TIMEOUT,
+    PutStatus.MESSAGE_ILLEGAL: RC.MESSAGE_ILLEGAL,
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: RC.MESSAGE_ILLEGAL,
+    PutStatus.SERVICE_NOT_AVAILABLE: RC.SERVICE_NOT_AVAILABLE,
+}
+
+
+class _Header:
+    """SendMessageRequestHeader (V1 names), typed."""
+
+    __slots__ = ("producer_group", "topic", "default_topic", "default_topic_queue_nums", "queue_id",
+                 "sys_flag", "born_timestamp", "flag", "properties", "reconsume_times",
+                 "max_reconsume_times", "batch")
+
+    def __init__(self, request) -> None:
+        ext = request.ext_fields or {}
+        if request.code != RequestCode.SEND_MESSAGE:
+            ext = send_header_v2_to_v1(ext)
+        get = _typed(ext)
+        self.producer_group = get("producerGroup", str, required=True)
+        self.topic = get("topic", str, required=True)
+        self.default_topic = get("defaultTopic", str) or "TBW102"
+        self.default_topic_queue_nums = get("defaultTopicQueueNums", int) or 4
+        self.queue_id = get("queueId", int, required=True)
+        self.sys_flag = get("sysFlag", int) or 0
+        self.born_timestamp = get("bornTimestamp", int) or 0
+        self.flag = get("flag", int) or 0
+        self.properties = get("properties", str) or ""
+        self.reconsume_times = get("reconsumeTimes", int) or 0
+        self.max_reconsume_times = get("maxReconsumeTimes", int)
+        self.batch = (get("batch", str) or "false").lower() == "true"
+
+
+def _typed(ext: dict):
+    from ..protocol import HeaderError
+
+    def get(name, typ, required=False):
+        v = ext.get(name)
+        if v is None or v == "":
+            if required:
+                raise HeaderError(f"the custom field <{name}> is null")
+            return None
+        if typ is int:
+            try:
+                return int(v)
+            except (TypeError, ValueError):
+                raise HeaderError(f"the custom field <{name}> is not an integer: {v!r}") from None
+        return str(v)
+    return get
+
+
+def _check(core, request, h: _Header):
+    """msgCheck. Returns (topic config, queue id) or an error response."""
+    if not core.writeable:
+        # 4.9.8 refuses only order topics here and relies on routes (perm without
+        # write) to steer producers away; a direct send is refused outright so a
+        # read-only broker behaves read-only for every client.
+        return request.response(RC.NO_PERMISSION, f"the broker[{core.config.broker_ip}] sending message is forbidden")
+    try:
+        validate_topic_name(h.topic)
+    except TopicNameError as exc:
+        return request.response(RC.SYSTEM_ERROR, str(exc))
+    if h.topic in NOT_ALLOWED_SEND:
+        return request.response(RC.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
+    tc = core.topics.get(h.topic)
+    if tc is None:
+        tc = core.topics.create_in_send(h.topic, h.default_topic, h.default_topic_queue_nums)
+        if tc is None and h.topic.startswith(RETRY_PREFIX):
+            tc = core.topics.create_system(h.topic, 1, PERM_READ | PERM_WRITE)
+        if tc is None:
+            return request.response(RC.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
+    if not tc.writeable:
+        return request.response(RC.NO_PERMISSION, f"the topic[{h.topic}] sending message is forbidden")
+    qid = h.queue_id
+    if qid >= tc.queue_nums:
+        return request.response(RC.SYSTEM_ERROR, f"request queueId[{qid}] is illegal, topic {h.topic} has "
+                                f"{tc.queue_nums} queues, producer: {h.producer_group}")
+    if qid < 0:
+        qid = core.rng.randrange(99999999) % tc.write_queue_nums
+    return tc, qid
+
+
+def _retry_or_dlq(core, request, h: _Header, topic: str, qid: int, props: dict):
+    """handleRetryAndDLQ: a send to %RETRY%<group> past max reconsume goes to the DLQ."""
+    group = topic[len(RETRY_PREFIX):]
+    gc = core.groups.find(group)
+    if gc is None:
+        return request.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+    max_times = gc.retry_max_times
+    if request.version >= 121 and h.max_reconsume_times is not None:
+        max_times = h.max_reconsume_times
+    if h.reconsume_times >= max_times:
+        dlq = dlq_topic(group)
+        tc = core.topics.create_system(dlq, 1, PERM_READ | PERM_WRITE)
+        if not tc.writeable:
+            return request.response(RC.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden")
+        props[Prop.DELAY] = "0"
+        return dlq, 0, group
+    return topic, qid, None
+
+
+def send_message(core, request, channel):
+    h = _Header(request)
+    if h.batch:
+        return send_batch_message(core, request, channel)
+    checked = _check(core, request, h)
+    if not isinstance(checked, tuple):
+        return checked
+    tc, qid = checked
+    topic = h.topic
+    props = string_to_properties(h.properties)
+    delay = props.get(Prop.DELAY)
+    if delay is not None and not delay.lstrip("-").isdigit():
+        return request.response(RC.MESSAGE_ILLEGAL, f"DELAY property {delay!r} is not an integer delay level")
+    dlq_group = None
+    if topic.startswith(RETRY_PREFIX):
+        routed = _retry_or_dlq(core, request, h, topic, qid, props)
+        if not isinstance(routed, tuple):
+            return routed
+        topic, qid, dlq_group = routed
+    props[Prop.CLUSTER] = core.config.broker_cluster_name
+    rec = MessageRecord(topic=topic, body=request.body, queue_id=qid, flag=h.flag, properties=props,
+                        sys_flag=h.sys_flag, born_timestamp=h.born_timestamp,
+                        born_host=core.born_host_of(channel), store_host=core.store_host,
+                        reconsume_times=h.reconsume_times)
+    # WAIT stays in the map but not in the stored string (the broker strips it).
+    rec.properties_text = properties_to_string({k: v for k, v in props.items() if k != Prop.WAIT})
+    kind = EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED
+    res = core.put_message(rec, kind=kind, group=dlq_group)
+    return _put_response(core, request, res, h.queue_id if h.queue_id >= 0 else qid)
+
+
+def _put_response(core, request, res, qid, msg_id=None):
+    code = PUT_STATUS_TO_CODE.get(res.status, RC.SYSTEM_ERROR)
+    if code != RC.SUCCESS:
+        return request.response(code, res.remark or res.status.name)
+    return request.response(RC.SUCCESS, None, {
+        "msgId": msg_id or res.msg_id, "queueId": qid, "queueOffset": res.queue_offset,
+        "MSG_REGION": core.config.region_id, "TRACE_ON": "true" if core.config.trace_topic_enable else "false",
+    })
+
+
+def send_batch_message(core, request, channel):
+    """A batch: one topic, no delay, not a %RETRY% topic; every inner message stored
+    with the batch-level properties appended; msgId is the comma-joined offsetMsgIds."""
+    h = _Header(request)
+    checked = _check(core, request, h)
+    if not isinstance(checked, tuple):
+        return checked
+    tc, qid = checked
+    if h.topic.startswith(RETRY_PREFIX) or h.topic.startswith(DLQ_PREFIX):
+        return request.response(RC.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic)
+    from ..protocol import ProtocolError
+
+    try:
+        inner = decode_batch_body(request.body)
+    except ProtocolError as exc:
+        return request.response(RC.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
+    if not inner:
+        return request.response(RC.MESSAGE_ILLEGAL, "empty batch")
+    batch_props = string_to_properties(h.properties)
+    batch_props[Prop.CLUSTER] = core.config.broker_cluster_name
+    records = []
+    for flag, body, props_text in inner:
+        props = string_to_properties(props_text)
+        if props.get(Prop.DELAY, "0") not in ("0", ""):
+            return request.response(RC.MESSAGE_ILLEGAL, "a batch message cannot have a delay level")
+        props.update({k: v for k, v in batch_props.items() if k != Prop.WAIT})
+        if len(body) > core.config.max_message_size:
+            return request.response(RC.MESSAGE_ILLEGAL, f"the message body size over max value, MAX: "
+                                    f"{core.config.max_message_size}")
+        records.append(MessageRecord(topic=h.topic, body=body, queue_id=qid, flag=flag, properties=props,
+                                     sys_flag=h.sys_flag, born_timestamp=h.born_timestamp,
+                                     born_host=core.born_host_of(channel), store_host=core.store_host))
+    ids, first = [], None
+    for rec in records:
+        res = core.put_message(rec)
+        if res.status is not PutStatus.PUT_OK:
+            return _put_response(core, request, res, qid)
+        ids.append(res.msg_id)
+        first = first or res
+    return _put_response(core, request, first, qid, msg_id=",".join(ids))

@@ -1,0 +1,94 @@
+"""CONSUMER_SEND_MSG_BACK (36), exactly as 4.9.8's asyncConsumerSendMsgBack.
+
+Order of checks: group (auto-created by default) → broker writeable → retryQueueNums
+<= 0 means success with nothing stored → %RETRY%<group> created/fetched → message
+looked up by commit-log offset → DLQ when reconsumeTimes >= max or delayLevel < 0,
+else level = delayLevel or 3 + reconsumeTimes. The copy keeps body, flag, sysFlag,
+born time/host, store host and every property (TAGS, KEYS, UNIQ_KEY ...), gains
+RETRY_TOPIC (first time only), ORIGIN_MESSAGE_ID (first copy's offsetMsgId, kept ever
+after), WAIT=false, DELAY, and reconsumeTimes + 1.
+"""
+from __future__ import annotations
+
+from store import PutStatus
+from store.records import MessageRecord, Prop
+
+from ..config import PERM_READ, PERM_WRITE
+from ..core_types import ConsumeMessageContext
+from ..events import Event, EventKind
+from ..protocol import ResponseCode as RC
+from ..topics import dlq_topic, retry_topic
+
+__all__ = ["consumer_send_msg_back"]
+
+
+def consumer_send_msg_back(core, request, channel):
+    offset = request.header_int("offset")
+    group = request.header_str("group")
+    delay_level = request.header_int("delayLevel")
+    origin_msg_id = request.header("originMsgId")
+    origin_topic = request.header("originTopic")
+    header_max = request.header("maxReconsumeTimes")
+
+    gc = core.groups.find(group)
+    if gc is None:
+        return request.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+    if not core.writeable:
+        return request.response(RC.NO_PERMISSION, f"the broker[{core.config.broker_ip}] sending message is forbidden")
+    if gc.retry_queue_nums <= 0:
+        return request.response(RC.SUCCESS)
+
+    new_topic = retry_topic(group)
+    queue_id = core.rng.randrange(99999999) % gc.retry_queue_nums
+    tc = core.topics.create_system(new_topic, gc.retry_queue_nums, PERM_READ | PERM_WRITE)
+    if not tc.writeable:
+        return request.response(RC.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
+
+    old = core.store.look_message_by_offset(offset)
+    if old is None:
+        return request.response(RC.SYSTEM_ERROR, f"look message by offset failed, {offset}")
+
+    props = dict(old.properties)
+    if not props.get(Prop.RETRY_TOPIC):
+        props[Prop.RETRY_TOPIC] = old.topic
+    props[Prop.WAIT] = "false"
+
+    max_times = gc.retry_max_times
+    if request.version >= 121 and header_max not in (None, ""):
+        max_times = int(header_max)
+
+    to_dlq = old.reconsume_times >= max_times or delay_level < 0
+    if to_dlq:
+        new_topic = dlq_topic(group)
+        queue_id = 0
+        tc = core.topics.create_system(new_topic, 1, PERM_READ | PERM_WRITE)
+        if not tc.writeable:
+            return request.response(RC.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
+        props[Prop.DELAY] = "0"
+        level = 0
+    else:
+        level = delay_level if delay_level > 0 else 3 + old.reconsume_times
+        props[Prop.DELAY] = str(level)
+
+    if not props.get(Prop.ORIGIN_MESSAGE_ID):
+        props[Prop.ORIGIN_MESSAGE_ID] = old.offset_msg_id
+
+    rec = MessageRecord(topic=new_topic, body=old.body, queue_id=queue_id, flag=old.flag, properties=props,
+                        sys_flag=old.sys_flag, born_timestamp=old.born_timestamp, born_host=old.born_host,
+                        store_host=old.store_host, reconsume_times=old.reconsume_times + 1)
+    kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.STORED
+    res = core.put_message(rec, kind=kind, group=group)
+    ok = res.status is PutStatus.PUT_OK
+    if ok and not to_dlq and core.events.enabled:
+        real_level = core.levels.clamp(level)
+        core.events.append(Event(EventKind.SENT_BACK, res.store_timestamp, retry_topic(group), queue_id,
+                                 res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
+                                 rec.reconsume_times, real_level,
+                                 core.levels.deliver_timestamp(real_level, res.store_timestamp),
+                                 props[Prop.ORIGIN_MESSAGE_ID], props[Prop.RETRY_TOPIC]))
+    core.run_send_back_hooks(ConsumeMessageContext(
+        group, origin_topic or props.get(Prop.RETRY_TOPIC), origin_msg_id, offset,
+        "SEND_BACK_TO_DLQ" if to_dlq else "SEND_BACK", ok, rec.reconsume_times, level, new_topic))
+    if not ok:
+        return request.response(RC.SYSTEM_ERROR, res.remark or res.status.name)
+    return request.response(RC.SUCCESS)

@@ -1,0 +1,97 @@
+"""Delay levels on the broker: divert on put, re-store when due (ScheduleMessageService).
+
+Theory of operation. A message stored with DELAY = L > 0 is not stored in its topic:
+it goes to SCHEDULE_TOPIC_XXXX queue L-1 with REAL_TOPIC / REAL_QID recording where it
+belongs (L above the table is treated as the last level). The store sets that entry's
+tagsCode to store time + delay(L), and the DelayScheduler learns of it. On each tick
+the due heads are re-stored ("messageTimeup"): topic and queue restored, DELAY dropped
+from the map so it is not delayed again, WAIT=false — while the stored properties
+*string* stays the one computed before, so the delivered record still lists DELAY,
+REAL_TOPIC and REAL_QID exactly as upstream's does. Per-level delivery offsets are
+what delayOffset.json persists; reopening re-reads each level from its offset.
+"""
+from __future__ import annotations
+
+from delay_scheduler import DelayLevels, DelayScheduler
+from store.records import MessageRecord, Prop, SysFlag, properties_to_string
+
+from .topics import SCHEDULE_TOPIC
+
+__all__ = ["ScheduleService"]
+
+
+class ScheduleService:
+    def __init__(self, levels: DelayLevels, store) -> None:
+        self.levels = levels
+        self.store = store
+        self.scheduler = DelayScheduler(levels)
+        self._restore()
+
+    def _restore(self) -> None:
+        """Rebuild pending entries from the schedule queues, from the saved offsets,
+        clamped into [queue min, queue max] like correctDelayOffset."""
+        saved = self.store.delay_offsets()
+        for level in range(1, self.levels.max_level + 1):
+            qid = level - 1
+            lo, hi = self.store.min_offset(SCHEDULE_TOPIC, qid), self.store.max_offset(SCHEDULE_TOPIC, qid)
+            start = min(max(saved.get(level, 0), lo), hi)
+            self.scheduler.set_offset(level, start)
+            for off in range(start, hi):
+                entry = self.store.queue_entry(SCHEDULE_TOPIC, qid, off)
+                if entry is not None:
+                    self.scheduler.add(level, off, entry[2])
+
+    def divert(self, rec: MessageRecord) -> int:
+        """Rewrite ``rec`` for SCHEDULE_TOPIC_XXXX when it carries DELAY > 0; returns the
+        level used (0 = not delayed). Prepared / rollback transaction halves are never
+        delayed."""
+        raw = rec.properties.get(Prop.DELAY)
+        if not raw:
+            return 0
+        try:
+            level = int(raw)
+        except ValueError:
+            return 0
+        tx = rec.sys_flag & SysFlag.TRANSACTION_MASK
+        if level <= 0 or tx in (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK):
+            return 0
+        if level > self.levels.max_level:
+            level = self.levels.max_level
+            rec.properties[Prop.DELAY] = str(level)
+        rec.properties[Prop.REAL_TOPIC] = rec.topic
+        rec.properties[Prop.REAL_QID] = str(rec.queue_id)
+        rec.properties_text = properties_to_string(rec.properties)
+        rec.topic = SCHEDULE_TOPIC
+        rec.queue_id = level - 1
+        return level
+
+    def scheduled(self, level: int, queue_offset: int, store_ms: int) -> int:
+        """Tell the scheduler about a diverted entry; returns its due time."""
+        due = self.levels.deliver_timestamp(level, store_ms)
+        self.scheduler.add(level, queue_offset, due)
+        return due
+
+    def time_up(self, level: int, queue_offset: int) -> MessageRecord | None:
+        """The message to re-store for a due entry, or None if the entry is gone."""
+        entry = self.store.queue_entry(SCHEDULE_TOPIC, level - 1, queue_offset)
+        if entry is None:
+            return None
+        old = self.store.look_message_by_offset(entry[0])
+        if old is None:
+            return None
+        props = dict(old.properties)
+        props.pop(Prop.DELAY, None)
+        props[Prop.WAIT] = "false"
+        real_topic = props.get(Prop.REAL_TOPIC)
+        if not real_topic:
+            return None
+        return MessageRecord(
+            topic=real_topic, body=old.body, queue_id=int(props.get(Prop.REAL_QID, "0")),
+            flag=old.flag, properties=props, sys_flag=old.sys_flag,
+            born_timestamp=old.born_timestamp, born_host=old.born_host, store_host=old.store_host,
+            reconsume_times=old.reconsume_times,
+            prepared_transaction_offset=old.prepared_transaction_offset,
+            # The string computed before DELAY was removed: upstream's delivered copy
+            # still shows DELAY / REAL_TOPIC / REAL_QID.
+            properties_text=old.properties_text,
+        )

@@ -1,0 +1,165 @@
+"""Topic configuration: names, queue counts, permissions, auto-creation, persistence.
+
+Mirrors RocketMQ's TopicConfigManager: TBW102 is the template producers fall back to
+when a topic has no route (present only when autoCreateTopicEnable); ``%RETRY%<group>``
+topics are created with the group's retryQueueNums and ``%DLQ%<group>`` with one queue,
+both perm RW (6), as in 4.9.2+.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from .config import PERM_INHERIT, PERM_READ, PERM_WRITE, BrokerConfig
+
+__all__ = [
+    "TopicConfig",
+    "TopicManager",
+    "TopicNameError",
+    "AUTO_CREATE_TOPIC_KEY",
+    "SCHEDULE_TOPIC",
+    "RETRY_PREFIX",
+    "DLQ_PREFIX",
+    "retry_topic",
+    "dlq_topic",
+    "validate_topic_name",
+    "is_system_topic",
+]
+
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+TOPIC_MAX_LENGTH = 127
+_VALID = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+# Topics a client may never send to (TopicValidator.isNotAllowedSendTopic).
+NOT_ALLOWED_SEND = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+                              "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_PREFIX + group
+
+
+def is_system_topic(topic: str) -> bool:
+    return (topic.startswith((RETRY_PREFIX, DLQ_PREFIX, "RMQ_SYS_", "rmq_sys_"))
+            or topic in NOT_ALLOWED_SEND or topic == AUTO_CREATE_TOPIC_KEY)
+
+
+class TopicNameError(ValueError):
+    """An illegal topic name; the message is RocketMQ's TopicValidator remark."""
+
+
+def validate_topic_name(topic: str | None) -> None:
+    """RocketMQ 4.x TopicValidator: non-blank, charset ``[%|a-zA-Z0-9_-]``, <= 127 chars."""
+    if topic is None or not topic.strip():
+        raise TopicNameError("The specified topic is blank.")
+    if not _VALID.match(topic):
+        raise TopicNameError(
+            f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise TopicNameError(f"The specified topic[{topic}] is longer than topic max length {TOPIC_MAX_LENGTH}.")
+
+
+@dataclass(slots=True)
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = 4
+    write_queue_nums: int = 4
+    perm: int = PERM_READ | PERM_WRITE
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    @property
+    def queue_nums(self) -> int:
+        return max(self.read_queue_nums, self.write_queue_nums)
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.perm & PERM_READ)
+
+    @property
+    def writeable(self) -> bool:
+        return bool(self.perm & PERM_WRITE)
+
+    def to_json(self) -> dict:
+        # RocketMQ's topics.json field names.
+        return {"topicName": self.topic_name, "readQueueNums": self.read_queue_nums,
+                "writeQueueNums": self.write_queue_nums, "perm": self.perm,
+                "topicFilterType": self.topic_filter_type, "topicSysFlag": self.topic_sys_flag,
+                "order": self.order}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "TopicConfig":
+        return cls(topic_name=d["topicName"], read_queue_nums=int(d.get("readQueueNums", 4)),
+                   write_queue_nums=int(d.get("writeQueueNums", 4)), perm=int(d.get("perm", 6)),
+                   topic_filter_type=d.get("topicFilterType", "SINGLE_TAG"),
+                   topic_sys_flag=int(d.get("topicSysFlag", 0)), order=bool(d.get("order", False)))
+
+
+class TopicManager:
+    """All topic configs of the broker; ``dirty`` tells the core to persist them."""
+
+    def __init__(self, config: BrokerConfig, saved: dict | None = None) -> None:
+        self.config = config
+        self.table: dict[str, TopicConfig] = {}
+        self.data_version = 0
+        self.dirty = False
+        if saved:
+            for d in saved.get("topicConfigTable", {}).values():
+                tc = TopicConfig.from_json(d)
+                self.table[tc.topic_name] = tc
+            self.data_version = int(saved.get("dataVersion", {}).get("counter", 0))
+        # System topics every broker has.
+        self.table.setdefault(SCHEDULE_TOPIC, TopicConfig(SCHEDULE_TOPIC, 18, 18, PERM_READ | PERM_WRITE))
+        if config.auto_create_topic_enable:
+            self.table.setdefault(AUTO_CREATE_TOPIC_KEY, TopicConfig(
+                AUTO_CREATE_TOPIC_KEY, config.default_topic_queue_nums, config.default_topic_queue_nums,
+                PERM_INHERIT | PERM_READ | PERM_WRITE))
+        else:
+            self.table.pop(AUTO_CREATE_TOPIC_KEY, None)
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def put(self, tc: TopicConfig) -> TopicConfig:
+        self.table[tc.topic_name] = tc
+        self._changed()
+        return tc
+
+    def delete(self, topic: str) -> bool:
+        if self.table.pop(topic, None) is not None:
+            self._changed()
+            return True
+        return False
+
+    def create_in_send(self, topic: str, default_topic: str, queue_nums: int) -> TopicConfig | None:
+        """``createTopicInSendMessageMethod``: inherit from a template topic that has the
+        INHERIT bit; queue count = min(requested, template's)."""
+        template = self.table.get(default_topic)
+        if template is None or not (template.perm & PERM_INHERIT):
+            return None
+        if default_topic == AUTO_CREATE_TOPIC_KEY and not self.config.auto_create_topic_enable:
+            return None
+        n = max(1, min(queue_nums, template.write_queue_nums))
+        return self.put(TopicConfig(topic, n, n, template.perm & ~PERM_INHERIT))
+
+    def create_system(self, topic: str, queue_nums: int, perm: int, sys_flag: int = 0) -> TopicConfig:
+        """``createTopicInSendMessageBackMethod``: an existing topic is returned unchanged."""
+        tc = self.table.get(topic)
+        if tc is None:
+            tc = self.put(TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=sys_flag))
+        return tc
+
+    def _changed(self) -> None:
+        self.data_version += 1
+        self.dirty = True
+
+    def to_json(self) -> dict:
+        return {"topicConfigTable": {n: tc.to_json() for n, tc in sorted(self.table.items())},
+                "dataVersion": {"counter": self.data_version}}

@@ -1,0 +1,81 @@
+"""The dependency direction of DESIGN.md, enforced: store and delay_scheduler import
+nothing of the project; broker imports both; spark_analytics only the store's format;
+asyncio/sockets/grpc/MQTT only in adapters, the CLI and client transports; the sans-I/O
+core never reads the wall clock, sleeps, starts threads or draws unseeded randomness."""
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROJECT = {"broker", "store", "delay_scheduler", "client_sdk", "spark_analytics"}
+
+
+def modules(pkg):
+    return sorted(p for p in (ROOT / pkg).rglob("*.py"))
+
+
+def imports_of(path):
+    tree = ast.parse(path.read_text(), str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def top(name):
+    return name.split(".")[0]
+
+
+@pytest.mark.parametrize("pkg", ["store", "delay_scheduler"])
+def test_foundations_import_nothing_of_the_project(pkg):
+    for path in modules(pkg):
+        bad = {n for n in imports_of(path) if top(n) in PROJECT - {pkg}}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_broker_imports_only_store_and_delay_scheduler():
+    for path in modules("broker"):
+        bad = {n for n in imports_of(path) if top(n) in PROJECT - {"broker", "store", "delay_scheduler"}}
+        # the CLI dispatches to the analytics and simulation commands lazily
+        if path.name == "cli.py":
+            bad = {n for n in bad if top(n) not in {"spark_analytics", "client_sdk"}}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_spark_analytics_imports_only_the_store_format():
+    for path in modules("spark_analytics"):
+        for n in imports_of(path):
+            if top(n) in PROJECT - {"spark_analytics"}:
+                assert n in ("store.records", "store"), f"{path.relative_to(ROOT)} imports {n}"
+
+
+IO_MODULES = {"asyncio", "socket", "grpc", "aiomqtt", "paho", "selectors", "ssl"}
+
+
+def test_io_only_in_adapters_cli_and_client_transports():
+    for pkg in ("broker", "store", "delay_scheduler"):
+        for path in modules(pkg):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith("broker/adapters/") or rel == "broker/cli.py":
+                continue
+            bad = {n for n in imports_of(path) if top(n) in IO_MODULES}
+            assert not bad, f"{rel} imports {bad}"
+
+
+FORBIDDEN_CALLS = ("time.time(", "time.monotonic(", "time.sleep(", "time.perf_counter(", "threading",
+                   "random.random(", "random.randint(", "random.choice(", "random.shuffle(")
+
+
+def test_core_reads_no_wall_clock_and_no_global_randomness():
+    for pkg in ("broker", "store", "delay_scheduler"):
+        for path in modules(pkg):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith("broker/adapters/") or rel == "broker/cli.py" or rel == "delay_scheduler/clock.py":
+                continue
+            text = path.read_text()
+            hits = [f for f in FORBIDDEN_CALLS if f in text]
+            assert not hits, f"{rel} uses {hits}"
