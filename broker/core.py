@@ -119,6 +119,8 @@ class BrokerCore:
         except Exception as exc:  # a bug must not take the broker down; answer and log it
             log.exception("request %s failed", request.code)
             response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        if self.topics.dirty or self.groups.dirty:
+            self.save_configs()
         if request.is_oneway:
             return None
         return response
@@ -277,14 +279,19 @@ class BrokerCore:
         if self._persistent and self._flush_due is None:
             self._flush_due = now + self.config.flush_interval_commit_log
 
-    def flush(self) -> None:
-        """Persist the log, offsets, delay offsets and changed topic/group configs."""
+    def save_configs(self) -> None:
+        """Topic and group configs are written when they change (rare), as RocketMQ
+        does, so a crash never leaves stored messages in a topic the broker forgot."""
         if self.topics.dirty:
             self.store.save_config("topics", self.topics.to_json())
             self.topics.dirty = False
         if self.groups.dirty:
             self.store.save_config("subscriptionGroup", self.groups.to_json())
             self.groups.dirty = False
+
+    def flush(self) -> None:
+        """Persist the log, offsets, delay offsets and changed topic/group configs."""
+        self.save_configs()
         self.store.set_delay_offsets(self.schedule.scheduler.offsets())
         self.store.flush()
         self._flush_due = None

@@ -40,7 +40,9 @@ class _Header:
             ext = send_header_v2_to_v1(ext)
         get = _typed(ext)
         self.producer_group = get("producerGroup", str, required=True)
-        self.topic = get("topic", str, required=True)
+        if ext.get("topic") is None:
+            get("topic", str, required=True)
+        self.topic = str(ext["topic"])  # an empty name is validated later, with RocketMQ's remark
         self.default_topic = get("defaultTopic", str) or "TBW102"
         self.default_topic_queue_nums = get("defaultTopicQueueNums", int) or 4
         self.queue_id = get("queueId", int, required=True)

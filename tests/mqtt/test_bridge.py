@@ -91,16 +91,22 @@ def test_illegal_topics_and_oversize_payloads_are_dropped_not_fatal(mosquitto, e
 
 
 def test_acknowledged_ingress_survives_a_killed_server(mosquitto, emulator, tmp_path):
-    emu = emulator("--mqtt", f"mqtt://127.0.0.1:{mosquitto.port}", data_dir=tmp_path / "s")
+    """PUBACK goes to mosquitto only after the message is stored and flushed: what the
+    bridge acknowledged survives SIGKILL, and what it had not acknowledged is redelivered
+    by mosquitto to the restarted bridge (same client id, persistent session)."""
+    url = f"mqtt://127.0.0.1:{mosquitto.port}"
+    emu = emulator("--mqtt", url, data_dir=tmp_path / "s")
     probe = RawClient(emu.port)
     wait_bridge(mosquitto.port, probe)
     probe.close()
     publish(mosquitto.port, [("rocketmq/Durable", f"m{i}".encode(), None) for i in range(200)])
     emu.kill()                                     # SIGKILL: no shutdown flush
-    again = emulator(data_dir=tmp_path / "s")
+    again = emulator("--mqtt", url, data_dir=tmp_path / "s")
     client = RawClient(again.port)
-    bodies = sorted(r.body for r in read_topic(client, "Durable"))
-    assert bodies == sorted(f"m{i}".encode() for i in range(200))
+    expected = {f"m{i}".encode() for i in range(200)}
+    bodies = wait_for(lambda: (b := [r.body for r in read_topic(client, "Durable")]) and set(b) == expected and b,
+                      timeout=20)
+    assert set(bodies) == expected                 # nothing lost (at-least-once: a repeat is allowed)
     client.close()
 
 
@@ -115,8 +121,8 @@ def test_bridge_resumes_after_the_mqtt_broker_restarts(mosquitto, emulator):
     mosquitto.start()
     wait_bridge(mosquitto.port, client)
     publish(mosquitto.port, [("rocketmq/Resume", b"after", None)])
-    assert wait_for(lambda: (r := [x.body for x in read_topic(client, "Resume")]) and len(r) == 2 and r) == [
-        b"before", b"after"]
+    got = wait_for(lambda: (r := [x.body for x in read_topic(client, "Resume")]) and len(r) == 2 and r)
+    assert sorted(got) == [b"after", b"before"]
     client.close()
 
 
