@@ -185,16 +185,18 @@ def _phys(client, topic, queue_offset):
 def wait_bridge(port: int, client: RawClient, timeout: float = 20.0) -> None:
     """The bridge is up once a probe published to rocketmq/BridgeProbe is stored."""
     import time
+    import uuid
+    token = uuid.uuid4().hex.encode()            # a probe stored earlier must not count
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            publish(port, [("rocketmq/BridgeProbe", b"probe", None)])
+            publish(port, [("rocketmq/BridgeProbe", token, None)])
         except Exception:
             time.sleep(0.1)
             continue
         t_end = time.monotonic() + 0.5
         while time.monotonic() < t_end:
-            if read_topic(client, "BridgeProbe"):
+            if any(r.body == token for r in read_topic(client, "BridgeProbe")):
                 return
             time.sleep(0.02)
     raise AssertionError("the MQTT bridge did not come up")
