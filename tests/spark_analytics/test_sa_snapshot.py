@@ -121,17 +121,20 @@ def test_snapshots_while_another_thread_appends(tmp_path):
     seg = root / "commitlog" / f"{0:020d}"
     seg.touch()
     done = threading.Event()
-    ends = [0]
+    # Every record boundary, known before the writer starts (appending them as it
+    # writes would race with the snapshots that check against them).
+    ends, raws = [0], []
+    for i in range(3000):
+        rec = MessageRecord(topic="T", body=b"b" * (i % 50), queue_offset=i, commit_log_offset=ends[-1],
+                            properties={"UNIQ_KEY": f"U{i}"})
+        raws.append(encode_record(rec))
+        ends.append(ends[-1] + len(raws[-1]))
 
     def writer():
         with open(seg, "ab", buffering=0) as f:
-            for i in range(3000):
-                rec = MessageRecord(topic="T", body=b"b" * (i % 50), queue_offset=i, commit_log_offset=ends[-1],
-                                    properties={"UNIQ_KEY": f"U{i}"})
-                raw = encode_record(rec)
+            for raw in raws:
                 f.write(raw[:len(raw) // 2])
                 f.write(raw[len(raw) // 2:])
-                ends.append(ends[-1] + len(raw))
         done.set()
 
     t = threading.Thread(target=writer)
