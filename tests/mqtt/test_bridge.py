@@ -200,3 +200,25 @@ def wait_bridge(port: int, client: RawClient, timeout: float = 20.0) -> None:
                 return
             time.sleep(0.02)
     raise AssertionError("the MQTT bridge did not come up")
+
+
+def test_egress_forwards_a_topic_to_rocketmq_out(mosquitto, emulator):
+    emu = emulator("--mqtt", f"mqtt://127.0.0.1:{mosquitto.port}", "--mqtt-egress", "Outbound")
+    client = RawClient(emu.port)
+    wait_bridge(mosquitto.port, client)
+    received = []
+
+    async def scenario():
+        async with aiomqtt.Client("127.0.0.1", mosquitto.port) as c:
+            await c.subscribe("rocketmq-out/#", qos=1)
+            for body in (b"one", b"two"):
+                req = RemotingCommand.request(RQ.SEND_MESSAGE_V2, {"a": "P", "b": "Outbound", "c": "TBW102", "d": 4,
+                                                                   "e": 0, "f": 0, "g": 0, "h": 0, "i": ""}, body)
+                assert await asyncio.to_thread(client.call, req) is not None
+            async for m in c.messages:
+                received.append((str(m.topic), m.payload))
+                if len(received) == 2:
+                    return
+    asyncio.run(asyncio.wait_for(scenario(), 20))
+    assert received == [("rocketmq-out/Outbound", b"one"), ("rocketmq-out/Outbound", b"two")]
+    client.close()
