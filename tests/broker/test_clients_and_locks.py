@@ -11,13 +11,6 @@ from store.records import tags_code
 from .wire import WireClient
 
 
-@pytest.fixture
-def core():
-    c = BrokerCore.in_memory(VirtualClock())
-    yield c
-    c.close()
-
-
 def test_37_heartbeat_creates_the_retry_topic_and_replies_success(core):
     c = WireClient(core)
     assert c.heartbeat("G", ["T"]).code == RC.SUCCESS

@@ -11,18 +11,6 @@ from store.records import decode_record, iter_records
 from .wire import WireClient
 
 
-@pytest.fixture
-def core():
-    c = BrokerCore.in_memory(VirtualClock())
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def client(core):
-    return WireClient(core)
-
-
 def test_34_query_offset_with_nothing_stored_is_0_when_offset_0_is_resident(core, client):
     client.send("T")
     resp = client.call(RQ.QUERY_CONSUMER_OFFSET, {"consumerGroup": "G", "topic": "T", "queueId": 0})

@@ -11,13 +11,6 @@ G = "CG"
 
 
 @pytest.fixture
-def core():
-    c = BrokerCore.in_memory(VirtualClock())
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def client(core):
     c = WireClient(core)
     c.send("T")  # creates the topic

@@ -11,18 +11,6 @@ from store.records import Prop
 from .wire import WireClient, read_topic
 
 
-@pytest.fixture
-def core():
-    c = BrokerCore.in_memory(VirtualClock())
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def client(core):
-    return WireClient(core)
-
-
 def test_19_send_response_fields(core, client):
     resp = client.send("T", b"hello", tags="TagA")
     assert resp.code == RC.SUCCESS

@@ -14,18 +14,6 @@ from .wire import WireClient, read_topic
 GROUP = "G"
 
 
-@pytest.fixture
-def core():
-    c = BrokerCore.in_memory(VirtualClock())
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def client(core):
-    return WireClient(core)
-
-
 def stored(client, topic="T", **kw):
     resp = client.send(topic, b"payload", tags="TagA", keys="k1 k2", flag=7, **kw)
     assert resp.code == RC.SUCCESS, resp
