@@ -10,6 +10,9 @@ from broker.protocol.binary_header import encode_rocketmq_header
 from broker.protocol.codec import FrameDecoder, decode, encode
 from broker.protocol.headers import send_header_v1_to_v2, send_header_v2_to_v1
 
+from broker.core import BrokerCore
+from delay_scheduler import VirtualClock
+
 
 def _cmd(**kw):
     base = dict(code=RequestCode.HEART_BEAT, opaque=7, language="JAVA", version=409)
@@ -77,9 +80,7 @@ def test_checklist_6_oneway_flag_survives_the_wire_and_the_core_stays_silent():
     (decoded,) = FrameDecoder().feed(encode(RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET,
                                                                     {"topic": "T"}, oneway=True)))
     assert decoded.is_oneway and not decoded.is_response
-    core_mod = pytest.importorskip("broker.core")
-    clock_mod = pytest.importorskip("delay_scheduler")
-    core = core_mod.BrokerCore.in_memory(clock_mod.VirtualClock())
+    core = BrokerCore.in_memory(VirtualClock())
     try:
         chan = core.connect()
         assert core.handle(decoded, chan) is None  # a known oneway code: no reply at all
@@ -92,9 +93,7 @@ def test_checklist_6_oneway_flag_survives_the_wire_and_the_core_stays_silent():
 
 def test_checklist_7_unknown_code_gets_3_not_supported_through_frames():
     assert ResponseCode.REQUEST_CODE_NOT_SUPPORTED == 3
-    core_mod = pytest.importorskip("broker.core")
-    clock_mod = pytest.importorskip("delay_scheduler")
-    core = core_mod.BrokerCore.in_memory(clock_mod.VirtualClock())
+    core = BrokerCore.in_memory(VirtualClock())
     try:
         req = RemotingCommand.request(4242)
         (decoded,) = FrameDecoder().feed(encode(req))
