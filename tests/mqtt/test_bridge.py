@@ -14,7 +14,7 @@ from paho.mqtt.properties import Properties
 from broker.protocol import RemotingCommand, RequestCode as RQ
 from store.records import iter_records
 
-from ..broker.wire_tcp.conftest import RawClient
+from ..support.remoting import RawClient
 
 pytestmark = pytest.mark.interop
 LADDER_S = [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]

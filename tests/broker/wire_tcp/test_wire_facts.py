@@ -6,7 +6,7 @@ from broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode
 from broker.protocol.codec import encode
 from store.records import iter_records
 
-from .conftest import RawClient
+from ...support.remoting import RawClient
 
 
 def send_req(topic, body=b"x", **props):
@@ -98,7 +98,7 @@ def test_oversized_frame_is_refused(tmp_path):
     from broker.core import BrokerCore
     from delay_scheduler import VirtualClock
 
-    from .conftest import ServerThread
+    from ...support.remoting import ServerThread
     core = BrokerCore.open(tmp_path / "s", VirtualClock())
     srv = ServerThread(core, max_frame_size=1024)
     try:

@@ -1,0 +1,1 @@
+"""Helpers shared by test packages: real processes and raw remoting clients."""

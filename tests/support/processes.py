@@ -1,0 +1,90 @@
+"""Real processes for tests: a free 127.0.0.1 port, a mosquitto (Debian package, installed
+by ./dev) with TCP_NODELAY, and `rocketmq-emulator serve` in a subprocess."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+class Mosquitto:
+    def __init__(self, workdir: Path):
+        self.port = free_port()
+        self.conf = workdir / "mosquitto.conf"
+        self.conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+                             "log_dest stderr\nlog_type error\nmax_inflight_messages 0\n"
+                             "max_queued_messages 100000\nset_tcp_nodelay true\n")
+        self.proc = None
+
+    def start(self):
+        if not os.path.exists(MOSQUITTO):
+            pytest.fail("mosquitto is not installed; run ./dev test, which installs it")
+        self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)], stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.proc = None
+
+
+class EmulatorProcess:
+    """`rocketmq-emulator serve` in its own process, port read from its first line."""
+
+    def __init__(self, data_dir: Path, *args: str):
+        self.data_dir = data_dir
+        self.args = args
+        self.proc = None
+        self.port = None
+
+    def start(self):
+        cmd = [sys.executable, "-m", "broker.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir),
+               "--log-level", "WARNING", *self.args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
+            raise RuntimeError(f"serve did not start: {line!r} {err}")
+        self.port = int(line.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
+        return self
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(15)
