@@ -25,7 +25,7 @@ from ..events import Event, EventKind
 from ..protocol import RemotingCommand, RequestCode, ResponseCode
 from ..topics import RETRY_PREFIX, TopicNameError, validate_topic_name
 
-__all__ = ["MqttSettings", "MqttBridge", "parse_mqtt_url"]
+__all__ = ["MqttSettings", "MqttBridge", "PubackWatcher", "parse_mqtt_url"]
 
 log = logging.getLogger("broker.mqtt")
 EVENT_KINDS = (EventKind.SENT_BACK, EventKind.DEAD_LETTERED, EventKind.REDELIVERED)
@@ -232,6 +232,7 @@ class MqttBridge:
     async def _egress(self, client) -> None:
         from store.records import Prop, iter_records
 
+        pubacks = PubackWatcher(client)
         topics = list(self.settings.egress_topics) + [RETRY_PREFIX + BRIDGE_CONSUMER_GROUP]
         while True:
             moved = False
@@ -240,32 +241,83 @@ class MqttBridge:
                 for qid in range(tc.read_queue_nums if tc else 0):
                     offset = max(self.core.store.query_offset(BRIDGE_CONSUMER_GROUP, topic, qid), 0)
                     res = self.core.store.get_message(topic, qid, offset, 32, None)
-                    if not res.records:
-                        continue
-                    for raw in res.records:
-                        for rec in iter_records(raw):
-                            out_topic = rec.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
-                            try:
-                                await client.publish(f"{self.settings.out_prefix}/{out_topic}", rec.body, qos=1)
-                                self.stats.egress_published += 1
-                            except Exception as exc:
-                                self.stats.egress_failed += 1
-                                self._send_back(rec)
+                    records = [rec for raw in res.records for rec in iter_records(raw)]
+                    for rec in records:
+                        out_topic = rec.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
+                        try:
+                            refusal = await pubacks.publish(f"{self.settings.out_prefix}/{out_topic}", rec.body)
+                        except Exception:
+                            # The connection went away mid-publish: a failed consumption too.
+                            # Send it back, then let _run reconnect.
+                            self.stats.egress_failed += 1
+                            if self._send_back(rec):
                                 self.core.record_offset_commit(BRIDGE_CONSUMER_GROUP, topic, qid, rec.queue_offset + 1)
-                                raise exc
-                            self.core.record_offset_commit(BRIDGE_CONSUMER_GROUP, topic, qid, rec.queue_offset + 1)
-                    moved = True
+                            raise
+                        if refusal is None:
+                            self.stats.egress_published += 1
+                        else:
+                            self.stats.egress_failed += 1
+                            log.warning("egress publish of %s to %s/%s refused by the MQTT broker (%s); sent back",
+                                        rec.msg_id, self.settings.out_prefix, out_topic, refusal)
+                            if not self._send_back(rec):
+                                break   # offset stays put: this message is tried again next round
+                        self.core.record_offset_commit(BRIDGE_CONSUMER_GROUP, topic, qid, rec.queue_offset + 1)
+                        moved = True
             self.after_activity()
             if not moved:
                 await asyncio.sleep(0.05)
 
-    def _send_back(self, rec) -> None:
+    def _send_back(self, rec) -> bool:
+        """CONSUMER_SEND_MSG_BACK for a message the bridge failed to forward; False if refused."""
         req = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
             "offset": rec.commit_log_offset, "group": BRIDGE_CONSUMER_GROUP, "delayLevel": 0,
             "originMsgId": rec.msg_id, "originTopic": rec.topic})
         resp = self.core.handle(req, self.channel)
-        if resp is None or resp.code != 0:
-            log.error("egress send-back failed: %s", resp.remark if resp else "no reply")
+        if resp is None or resp.code != ResponseCode.SUCCESS:
+            log.error("egress send-back of %s failed: %s", rec.msg_id, resp.remark if resp else "no reply")
+            return False
+        return True
+
+
+class PubackWatcher:
+    """QoS 1 publish that reports the PUBACK reason code.
+
+    aiomqtt 2.5 completes ``publish`` on any PUBACK and drops its reason code, so a
+    publish the MQTT broker refused (MQTT 5: 0x87 Not authorized, 0x97 Quota exceeded,
+    ...) would look delivered. Egress publishes through paho directly and chains
+    aiomqtt's own on_publish, which keeps completing aiomqtt's publishes (the event feed).
+    """
+
+    def __init__(self, client, timeout_s: float = 10.0) -> None:
+        self._paho = client._client
+        self._timeout_s = timeout_s
+        self._waiting: dict[int, asyncio.Future] = {}
+        self._chained = self._paho.on_publish
+        self._paho.on_publish = self._on_publish
+
+    def _on_publish(self, paho, userdata, mid, reason_code, properties) -> None:
+        fut = self._waiting.pop(mid, None)
+        if fut is not None and not fut.done():
+            fut.set_result(reason_code)
+        self._chained(paho, userdata, mid, reason_code, properties)
+
+    async def publish(self, topic: str, payload: bytes) -> str | None:
+        """None once the MQTT broker accepted it; the reason as text when it refused it.
+        Raises when the publish could not be sent or no PUBACK came in time."""
+        import paho.mqtt.client as mqtt
+
+        info = self._paho.publish(topic, payload, qos=1)
+        if info.rc != mqtt.MQTT_ERR_SUCCESS:
+            raise ConnectionError(f"MQTT publish not sent: {mqtt.error_string(info.rc)}")
+        # paho reads PUBACKs from a loop callback, never inside publish(): registering
+        # the future right after publish() returns cannot miss it.
+        fut = asyncio.get_running_loop().create_future()
+        self._waiting[info.mid] = fut
+        try:
+            reason = await asyncio.wait_for(fut, self._timeout_s)
+        finally:
+            self._waiting.pop(info.mid, None)
+        return f"{reason} (0x{reason.value:02x})" if reason.is_failure else None
 
 
 def _session_properties():

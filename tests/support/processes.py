@@ -2,6 +2,7 @@
 by ./dev) with TCP_NODELAY, and `rocketmq-emulator serve` in a subprocess."""
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import signal
@@ -34,12 +35,22 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
 
 
 class Mosquitto:
-    def __init__(self, workdir: Path):
+    """mosquitto on a free port; ``acl`` (mosquitto acl_file text, applied to anonymous
+    clients) can be changed while it runs with ``set_acl`` (SIGHUP reloads it)."""
+
+    def __init__(self, workdir: Path, acl: str | None = None):
         self.port = free_port()
         self.conf = workdir / "mosquitto.conf"
-        self.conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                             "log_dest stderr\nlog_type error\nmax_inflight_messages 0\n"
-                             "max_queued_messages 100000\nset_tcp_nodelay true\n")
+        self.acl_file = workdir / "mosquitto.acl"
+        lines = (f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+                 "log_dest stderr\nlog_type error\nmax_inflight_messages 0\n"
+                 "max_queued_messages 100000\nset_tcp_nodelay true\n")
+        if acl is not None:
+            self.acl_file.write_text(acl)
+            # Started as root, mosquitto drops to user "mosquitto", which cannot read a
+            # file in pytest's private tmp dir: stay the user that runs the tests.
+            lines += f"acl_file {self.acl_file}\nuser {getpass.getuser()}\n"
+        self.conf.write_text(lines)
         self.proc = None
 
     def start(self):
@@ -47,6 +58,12 @@ class Mosquitto:
             pytest.fail("mosquitto is not installed; run ./dev test, which installs it")
         self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)], stderr=subprocess.DEVNULL)
         wait_port(self.port)
+
+    def set_acl(self, acl: str):
+        """Replace the ACL; mosquitto rereads it on SIGHUP (asynchronously: callers
+        check the effect, e.g. by a publish that must now pass)."""
+        self.acl_file.write_text(acl)
+        self.proc.send_signal(signal.SIGHUP)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
