@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .errors import SnapshotError
 
-__all__ = ["MANIFEST_NAME", "FORMAT_NAME", "FORMAT_VERSION", "StoreDir", "resolve_store", "read_json"]
+__all__ = ["MANIFEST_NAME", "FORMAT_NAME", "FORMAT_VERSION", "StoreDir", "lock_is_held", "resolve_store", "read_json"]
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_NAME = "rocketmq-emulator-snapshot"
@@ -38,6 +38,37 @@ class StoreDir:
     @property
     def consumequeue(self) -> Path:
         return self.root / "consumequeue"
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a live store holds this directory's lock right now."""
+        return lock_is_held(self.root / "lock")
+
+
+def lock_is_held(lock_path: Path) -> bool:
+    """True when some process holds a flock on ``lock_path`` (a store open on it).
+
+    The lock file outlives the store that made it, so its existence says nothing; and
+    trying the lock ourselves could make a broker starting at that instant fail. Linux
+    lists every held flock in /proc/locks by inode: read it, take nothing. Where that
+    file is not available, a present lock file is taken as "maybe open".
+    """
+    try:
+        inode = lock_path.stat().st_ino
+    except OSError:
+        return False
+    try:
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return True
+    for line in text.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF"; blocked waiters add "->"
+        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+            continue
+        if fields[5].rsplit(":", 1)[-1] == str(inode):
+            return True
+    return False
 
 
 # fastjson (upstream's writer, and so the store's) leaves integer map keys unquoted: {1:0}

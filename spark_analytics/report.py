@@ -59,7 +59,7 @@ def _source_info(path: str) -> dict:
         damage = scan.damage.to_dict() if scan.damage else None
         max_off = segs[-1].base + scan.end
     return {"kind": "store", "path": str(sd.root), "source": str(sd.root), "taken_at_ms": None, "took_ms": None,
-            "store_was_live": (sd.root / "lock").exists(), "min_offset": segs[0].base if segs else 0,
+            "store_was_live": sd.is_open, "min_offset": segs[0].base if segs else 0,
             "max_offset": max_off, "records": None, "damage": damage, "delay_levels_ms": {},
             "queue_max_offsets": {}}
 

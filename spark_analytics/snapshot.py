@@ -48,7 +48,7 @@ class Manifest:
     source: str
     taken_at_ms: int                     # wall clock when the snapshot started
     took_ms: int
-    store_was_live: bool                 # a lock file was present (the store may be open)
+    store_was_live: bool                 # a live store held the store's lock
     commitlog: dict                      # min_offset, max_offset, records, segments, last_store_timestamp
     consume_queues: dict                 # topic -> qid -> {min_offset, max_offset}
     config_files: list[str]
@@ -222,7 +222,7 @@ def take_snapshot(data_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Ma
         queues = _copy_consume_queues(sd.consumequeue, stage / "consumequeue", commitlog["max_offset"])
         manifest = Manifest(
             source=str(sd.root.resolve()), taken_at_ms=int(t0 * 1000), took_ms=0,
-            store_was_live=(sd.root / "lock").exists(), commitlog=commitlog, consume_queues=queues,
+            store_was_live=sd.is_open, commitlog=commitlog, consume_queues=queues,
             config_files=config_files, damage=damage.to_dict() if damage else None,
             delay_levels_ms=_delay_levels(stage, queues))
         manifest = replace(manifest, took_ms=int((time.time() - t0) * 1000))

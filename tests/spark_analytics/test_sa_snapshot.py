@@ -150,3 +150,19 @@ def test_snapshots_while_another_thread_appends(tmp_path):
     t.join()
     assert cuts == sorted(cuts) and k >= 2
     assert take_snapshot(root, tmp_path / "final").commitlog["records"] == 3000
+
+
+def test_a_stopped_store_is_not_reported_live_though_its_lock_file_stays(tmp_path):
+    from spark_analytics.layout import resolve_store
+    from store import MessageStore
+
+    root = tmp_path / "store"
+    store = MessageStore(root)
+    store.put(MessageRecord(topic="T", queue_id=0, body=b"x", born_timestamp=1), now_ms=1)
+    store.flush()
+    assert resolve_store(root).is_open
+    store.close()
+    assert (root / "lock").exists()                  # the file outlives the store ...
+    assert not resolve_store(root).is_open           # ... the lock does not
+    take_snapshot(root, tmp_path / "snap")
+    assert load_manifest(tmp_path / "snap").store_was_live is False
