@@ -67,12 +67,20 @@ class MqttCollector:
 
 
 @pytest.fixture
-def guarded_mosquitto(tmp_path):
+def guarded(tmp_path, emulator):
+    """mosquitto denying rocketmq-out/Guarded, and a virtual-clock server forwarding
+    Guarded to it: (mosquitto, raw client of the server)."""
     (tmp_path / "mq").mkdir()
-    m = Mosquitto(tmp_path / "mq", acl=DENY_GUARDED)
-    m.start()
-    yield m
-    m.stop()
+    mq = Mosquitto(tmp_path / "mq", acl=DENY_GUARDED)
+    mq.start()
+    emu = emulator("--mqtt", f"mqtt://127.0.0.1:{mq.port}", "--mqtt-egress", "Guarded", "--clock", "virtual")
+    client = RawClient(emu.port)
+    wait_bridge(mq.port, client)
+    yield mq, client
+    client.close()
+    assert emu.proc.poll() is None      # the server survived every refusal
+    emu.stop()
+    mq.stop()
 
 
 def send(client: RawClient, topic: str, body: bytes):
@@ -106,11 +114,8 @@ def wait_until_publish_allowed(port: int, topic: str, timeout: float = 10.0):
         c.disconnect()
 
 
-def test_a_refused_egress_publish_is_sent_back_and_forwarded_on_retry(guarded_mosquitto, emulator):
-    mq = guarded_mosquitto
-    emu = emulator("--mqtt", f"mqtt://127.0.0.1:{mq.port}", "--mqtt-egress", "Guarded", "--clock", "virtual")
-    client = RawClient(emu.port)
-    wait_bridge(mq.port, client)
+def test_a_refused_egress_publish_is_sent_back_and_forwarded_on_retry(guarded):
+    mq, client = guarded
     with MqttCollector(mq.port, ["rocketmq-events/#", "rocketmq-out/#"]) as feed:
         send(client, "Guarded", b"precious")
         sent = wait_for(lambda: feed.on(f"{EVENTS}/sent_back"))
@@ -126,15 +131,10 @@ def test_a_refused_egress_publish_is_sent_back_and_forwarded_on_retry(guarded_mo
     retry_copy, = read_topic(client, f"%RETRY%{BRIDGE_CONSUMER_GROUP}", queues=1)
     assert (retry_copy.body, retry_copy.reconsume_times) == (b"precious", 1)
     assert retry_copy.properties["RETRY_TOPIC"] == "Guarded"
-    assert emu.proc.poll() is None
-    client.close()
 
 
-def test_an_always_refused_egress_message_climbs_the_ladder_into_the_dlq(guarded_mosquitto, emulator):
-    mq = guarded_mosquitto
-    emu = emulator("--mqtt", f"mqtt://127.0.0.1:{mq.port}", "--mqtt-egress", "Guarded", "--clock", "virtual")
-    client = RawClient(emu.port)
-    wait_bridge(mq.port, client)
+def test_an_always_refused_egress_message_climbs_the_ladder_into_the_dlq(guarded):
+    mq, client = guarded
     with MqttCollector(mq.port, ["rocketmq-events/#", "rocketmq-out/#"]) as feed:
         send(client, "Guarded", b"undeliverable")
         for attempt, seconds in enumerate(LADDER_S, start=1):
@@ -149,4 +149,3 @@ def test_an_always_refused_egress_message_climbs_the_ladder_into_the_dlq(guarded
     assert letter.body == b"undeliverable"
     assert letter.properties["RETRY_TOPIC"] == "Guarded"
     assert letter.properties["ORIGIN_MESSAGE_ID"] == sent[0]["origin_msg_id"]
-    client.close()
