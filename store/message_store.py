@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import struct
 from pathlib import Path
 
@@ -567,6 +568,28 @@ class MessageStore:
                         log.error("store %s: closing segment %d: %s", self._root, seg.base, exc)
                 if self._lock is not None:
                     self._lock.release()
+
+    def crash(self) -> None:
+        """Stop the way a killed broker process stops (for simulations and tests).
+
+        RocketMQ appends through an mmap, so what a killed broker had appended is in
+        the OS page cache and survives; everything it had not persisted yet — consumer
+        and delay offsets, consume-queue files, the checkpoint — is lost. So: hand the
+        log's pending bytes to the OS (no fsync), write nothing else, release the
+        directory. Reopening then runs the unclean-shutdown recovery."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._root is None:
+            return
+        for seg in self._log.segments:
+            seg.write_out()
+            if getattr(seg, "fd", None) is not None:
+                os.close(seg.fd)
+                seg.fd = None
+            seg.mm = None
+        if self._lock is not None:
+            self._lock.release()
 
     def __enter__(self) -> "MessageStore":
         return self

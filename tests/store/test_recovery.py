@@ -298,3 +298,27 @@ def test_a_log_ending_in_a_sealed_segment_continues_in_the_next(closed_store, ca
         assert res.commit_log_offset == base and res.queue_offset == N - lost
         s._check()
     assert any("dropped" in r.getMessage() for r in caplog.records)
+
+
+def test_crash_keeps_every_appended_record_and_loses_what_was_not_persisted(tmp_path):
+    """crash() models a killed broker: appended bytes are in the page cache (RocketMQ
+    appends through an mmap) and survive; offsets committed since the last flush do not."""
+    from store import MessageStore
+    from store.records import MessageRecord, iter_records
+
+    root = tmp_path / "s"
+    store = MessageStore(root)
+    for i in range(5):
+        store.put(MessageRecord(topic="T", queue_id=0, body=b"m%d" % i, born_timestamp=i), now_ms=i)
+    store.commit_offset("G", "T", 0, 2)
+    store.flush()
+    for i in range(5, 8):                                   # appended, never flushed
+        store.put(MessageRecord(topic="T", queue_id=0, body=b"m%d" % i, born_timestamp=i), now_ms=i)
+    store.commit_offset("G", "T", 0, 6)                     # committed, never persisted
+    store.crash()
+    again = MessageStore(root)                              # the lock was released
+    assert again.max_offset("T", 0) == 8
+    got = again.get_message("T", 0, 0, 32, None)
+    assert [r.body for raw in got.records for r in iter_records(raw)] == [b"m%d" % i for i in range(8)]
+    assert again.query_offset("G", "T", 0) == 2             # the unpersisted commit is gone
+    again.close()
