@@ -1,0 +1,184 @@
+"""``rocketmq-emulator simulate``: run a scenario from a seed, print what happened.
+
+Exit codes: 0 every invariant held; 1 an invariant broke (each violation is printed);
+2 bad usage or a bad scenario (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from delay_scheduler import DelayLevelError, parse_duration
+
+from .scenario import ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_restart, parse_window
+
+__all__ = ["simulate_main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):          # one line and exit 2, like every other command
+        raise ScenarioError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="rocketmq-emulator simulate",
+                description="Run a deterministic simulation on a virtual clock and check its invariants.")
+    p.add_argument("--seed", type=int, default=0, help="the seed: same seed, same run, same bytes (default 0)")
+    p.add_argument("--messages", type=int, help="messages to produce (default 1000)")
+    p.add_argument("--duration", help="virtual time to run, like 6h or 90m (default 6h)")
+    p.add_argument("--settle", help="extra virtual time allowed for retries to end (default 6h)")
+    p.add_argument("--out", required=True, help="directory for the store the run leaves (must be new or empty)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the readable summary")
+    p.add_argument("--scenario", help="a JSON scenario file; options given here override it")
+    p.add_argument("--rate", type=float, help="messages per virtual second (default 100)")
+    p.add_argument("--body-size", type=int, help="message body bytes (default 100)")
+    p.add_argument("--queues", type=int, help="queues of the topic (default 4)")
+    p.add_argument("--pattern", choices=("w1", "none"),
+                   help="w1: every 100th message is poison, every 10th (i %% 10 == 5) fails once")
+    p.add_argument("--fail-probability", type=float, help="any other delivery fails with this probability")
+    p.add_argument("--slow-probability", type=float, help="a delivery overruns consumeTimeout with this probability")
+    p.add_argument("--batch-size", type=int, help="consumeMessageBatchMaxSize (failures use ackIndex)")
+    p.add_argument("--orderly", action="store_true", help="consume orderly (give --max-reconsume-times too)")
+    p.add_argument("--max-reconsume-times", type=int, help="the consumer's maxReconsumeTimes (default 16)")
+    p.add_argument("--consumers", type=int, help="consumer instances in the group (default 1)")
+    p.add_argument("--crash-at", action="append", default=[], metavar="T",
+                   help="crash the broker at virtual time T and restart it from its store (repeatable)")
+    p.add_argument("--write-off", action="append", default=[], metavar="START..END",
+                   help="switch the broker's write permission off between START and END (repeatable)")
+    p.add_argument("--restart-consumer", action="append", default=[], metavar="GROUP@AT[+DOWN]",
+                   help="stop GROUP's consumers at AT, start them DOWN later (default 30s; repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"rocketmq-emulator simulate: {msg}", file=sys.stderr)
+    return code
+
+
+def build_scenario(args) -> Scenario:
+    base = Scenario.load(args.scenario) if args.scenario else Scenario()
+    top: dict = {"seed": args.seed}
+    if args.messages is not None:
+        top["messages"] = args.messages
+    for name in ("duration", "settle"):
+        value = getattr(args, name)
+        if value is not None:
+            try:
+                top[name + "_ms"] = parse_duration(value)
+            except DelayLevelError as exc:
+                raise ScenarioError(f"--{name}: {exc}") from None
+    if args.crash_at:
+        crashes = []
+        for t in args.crash_at:
+            try:
+                crashes.append(parse_duration(t))
+            except DelayLevelError as exc:
+                raise ScenarioError(f"--crash-at: {exc}") from None
+        top["crashes_ms"] = tuple(crashes)
+    if args.write_off:
+        top["write_off"] = tuple(parse_window(w) for w in args.write_off)
+    if args.restart_consumer:
+        top["consumer_restarts"] = tuple(parse_restart(r) for r in args.restart_consumer)
+    topics = base.topics
+    if args.queues is not None:
+        topics = (TopicSpec(topics[0].name, args.queues),) + topics[1:]
+    producers = base.producers
+    if args.rate is not None or args.body_size is not None:
+        p0 = producers[0]
+        producers = (ProducerSpec(p0.topic, p0.rate if args.rate is None else args.rate,
+                                  p0.body_size if args.body_size is None else args.body_size),) + producers[1:]
+    groups = base.groups
+    group_options = {}
+    if args.pattern == "w1":
+        group_options.update(poison_every=100, fail_once_every=10, fail_once_remainder=5)
+    elif args.pattern == "none":
+        group_options.update(poison_every=0, fail_once_every=0)
+    for opt, key in (("fail_probability", "fail_probability"), ("slow_probability", "slow_probability"),
+                     ("batch_size", "batch_size"), ("max_reconsume_times", "max_reconsume_times"),
+                     ("consumers", "consumers")):
+        value = getattr(args, opt)
+        if value is not None:
+            group_options[key] = value
+    if args.orderly:
+        group_options["orderly"] = True
+    if group_options:
+        groups = (replace(groups[0], **group_options),) + groups[1:]
+    return replace(base, topics=topics, producers=producers, groups=groups, **top)
+
+
+def simulate_main(argv: list[str]) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        scenario = build_scenario(args)
+    except ScenarioError as exc:
+        return _fail(str(exc))
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        return _fail(f"--out {str(out)!r} already exists and is not an empty directory; choose a new one")
+    from .simulator import run_simulation
+
+    # The run provokes refusals, failed send-backs and crash recoveries on purpose; the
+    # clients' and store's warnings about them would bury the summary.
+    for name in ("client_sdk", "broker", "store"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    progress = None if args.quiet else _Progress(scenario)
+    try:
+        result = run_simulation(scenario, out, progress=progress)
+    except OSError as exc:
+        return _fail(f"cannot write the store in {str(out)!r}: {exc.strerror or exc}", 1)
+    if progress:
+        progress.done()
+    summary = result.summary()
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        _print_summary(summary, result)
+    return 0 if result.ok else 1
+
+
+def _print_summary(summary: dict, result) -> None:
+    s = result.scenario
+    print(f"simulation seed {s.seed}: {summary['accepted']}/{s.messages} messages accepted "
+          f"({summary['refused_sends']} sends refused and retried), {summary['deliveries']} deliveries, "
+          f"{summary['crashes']} crash(es)")
+    print(f"  produced {summary['produced']}, succeeded {summary['succeeded']}, "
+          f"dead-lettered {summary['dead_lettered']}, send-backs {summary['send_backs']}")
+    settled = "all messages ended" if summary["settled"] else "NOT settled: some messages were still in flight"
+    print(f"  {summary['virtual_seconds']:.0f} virtual seconds in {summary['wall_seconds']:.2f} s wall; {settled}")
+    if result.violations:
+        print(f"  {len(result.violations)} invariant violation(s):")
+        for v in result.violations[:50]:
+            print(f"    {v}")
+        if len(result.violations) > 50:
+            print(f"    ... and {len(result.violations) - 50} more")
+    else:
+        print("  every invariant held")
+    print(f"  store: {summary['store']}  (rocketmq-emulator snapshot --data-dir {summary['store']} --out SNAP)")
+
+
+class _Progress:
+    """A line on stderr every couple of wall seconds, so long runs show they move."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.total = scenario.duration_ms
+        self.last = time.monotonic()
+        self.shown = False
+
+    def __call__(self, elapsed_ms: int, duration_ms: int, accepted: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 2.0:
+            return
+        self.last = now
+        self.shown = True
+        print(f"simulate: {elapsed_ms / 3_600_000:.2f} h of {duration_ms / 3_600_000:.2f} h virtual, "
+              f"{accepted} messages accepted", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            print("simulate: done", file=sys.stderr, flush=True)

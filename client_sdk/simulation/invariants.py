@@ -1,0 +1,221 @@
+"""The simulator's own model of what must hold, checked as the run goes.
+
+It sees what an application sees — each send's result and each delivery to a listener
+— plus the broker's offset commits (from the event record), and keeps its own books.
+It does not trust the SDK or the broker to say what is right: it computes it.
+
+Invariants (each failure is a Violation with the step, the virtual time and the message):
+
+  lost              every accepted message ends, in every group, consumed successfully
+                    or in %DLQ%<group> (checked once the run has settled)
+  attempts          concurrent groups: a dead-lettered message failed on exactly
+                    maxReconsumeTimes + 1 deliveries (attempts 0..max, each once; after
+                    a crash a repeat is allowed — at-least-once — but no level may be
+                    missing), and no delivery ever has reconsumeTimes above max
+  retry_delay       a retry arrives no earlier than its delay level after the failure
+                    (level 3 + reconsumeTimes; level 3 when it expired; 5 s when the
+                    send-back failed and the client retried locally)
+  commit            a committed offset never passes a message its group has not
+                    finished with (consumed, or handed back to the broker)
+  identity          every copy keeps the UNIQ_KEY of its original, and a retry or DLQ
+                    copy carries ORIGIN_MESSAGE_ID = the original's offsetMsgId
+  order             an orderly group gets a queue's messages in queue order: nothing
+                    after an unfinished message
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .scenario import GroupSpec, Scenario
+
+__all__ = ["Violation", "InvariantChecker", "LOCAL_RETRY_MS", "EXPIRED_LEVEL"]
+
+LOCAL_RETRY_MS = 5000        # the client's own retry when a send-back fails
+EXPIRED_LEVEL = 3            # cleanExpiredMsg sends back with delay level 3
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    step: int
+    time_ms: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.invariant}] step {self.step} at +{self.time_ms / 1000:.3f}s: {self.message}"
+
+    def to_dict(self) -> dict:
+        return {"invariant": self.invariant, "step": self.step, "time_ms": self.time_ms, "message": self.message}
+
+
+@dataclass
+class _Fate:
+    """One message in one group."""
+    # one (reconsumeTimes, time, commit-log offset of the copy, delay its retry waits)
+    # per failed delivery; after a crash one attempt may fail twice (two lineages)
+    failures: list[tuple[int, int, int, int]] = field(default_factory=list)
+    succeeded: bool = False
+    dead: bool = False
+
+    @property
+    def failed(self) -> list[int]:
+        return [f[0] for f in self.failures]
+
+
+@dataclass
+class _QueueBook:
+    """Per (group, pulled topic, queue): which offsets the group is finished with."""
+    finished: set = field(default_factory=set)
+    low: int = 0                                         # smallest offset not finished
+
+    def finish(self, offset: int) -> None:
+        self.finished.add(offset)
+        while self.low in self.finished:
+            self.finished.discard(self.low)
+            self.low += 1
+
+
+class InvariantChecker:
+    def __init__(self, scenario: Scenario, delays_ms: list[int], start_ms: int) -> None:
+        self.scenario = scenario
+        self.delays_ms = delays_ms                       # index = level - 1
+        self.start_ms = start_ms
+        self.step = 0
+        self.violations: list[Violation] = []
+        self.crashed = False
+        self.uniq: list[str] = []                        # message number -> UNIQ_KEY
+        self.offset_id: list[str] = []                   # message number -> offsetMsgId
+        self.by_uniq: dict[str, int] = {}
+        self.fates: dict[str, list[_Fate]] = {g.name: [] for g in scenario.groups}
+        self.queues: dict[tuple[str, str, int], _QueueBook] = {}
+        self.pending = 0                                 # (group, message) pairs not yet ended
+        self.deliveries = 0
+
+    # -- reporting ---------------------------------------------------------------------
+    def fail(self, invariant: str, now_ms: int, message: str) -> None:
+        self.violations.append(Violation(invariant, self.step, now_ms - self.start_ms, message))
+
+    # -- what the application sees ----------------------------------------------------------
+    def accepted(self, number: int, uniq_key: str, offset_msg_id: str) -> None:
+        assert number == len(self.uniq)
+        self.uniq.append(uniq_key)
+        self.offset_id.append(offset_msg_id)
+        self.by_uniq[uniq_key] = number
+        for fates in self.fates.values():
+            fates.append(_Fate())
+        self.pending += len(self.fates)
+
+    def delivered(self, spec: GroupSpec, number: int, msg, pulled_topic: str, now_ms: int) -> _Fate | None:
+        """A delivery of message ``number`` to ``spec``'s listener: identity, delay and
+        attempt checks. Returns its fate (None for a number never accepted)."""
+        self.step += 1
+        self.deliveries += 1
+        if number >= len(self.uniq):
+            self.fail("lost", now_ms, f"{spec.name} got message #{number}, which no send accepted")
+            return None
+        fate = self.fates[spec.name][number]
+        k = msg.reconsume_times
+        if msg.msg_id != self.uniq[number]:
+            self.fail("identity", now_ms, f"{spec.name}: message #{number} arrived with UNIQ_KEY {msg.msg_id}, "
+                                          f"sent as {self.uniq[number]}")
+        if not spec.orderly:
+            fresh_copy = all(msg.commit_log_offset != f[2] for f in fate.failures)
+            if k > 0 and fresh_copy:
+                origin = msg.properties.get("ORIGIN_MESSAGE_ID")
+                if origin != self.offset_id[number]:
+                    self.fail("identity", now_ms, f"{spec.name}: retry {k} of message #{number} carries "
+                                                  f"ORIGIN_MESSAGE_ID {origin}, expected {self.offset_id[number]}")
+            if k > spec.max_attempts_failed - 1:
+                self.fail("attempts", now_ms, f"{spec.name}: message #{number} delivered with reconsumeTimes {k}, "
+                                              f"above maxReconsumeTimes {spec.max_attempts_failed - 1}")
+            previous = [f for f in fate.failures if f[0] == k - 1]
+            if k > 0 and previous:
+                # The same copy again means its send-back failed and the client retried it
+                # locally (5 s); a new copy came through the broker's delay level.
+                waits = [(now_ms - t, LOCAL_RETRY_MS if phys == msg.commit_log_offset else delay)
+                         for _, t, phys, delay in previous]
+                if not any(waited >= due for waited, due in waits):
+                    waited, due = waits[0]
+                    self.fail("retry_delay", now_ms, f"{spec.name}: retry {k} of message #{number} came "
+                                                     f"{waited} ms after its failure; it is due after {due} ms")
+        return fate
+
+    def failed(self, spec: GroupSpec, fate: _Fate, msg, now_ms: int, *, expired: bool = False) -> None:
+        """A delivery that failed (the listener said so, or it overran consumeTimeout)."""
+        k = msg.reconsume_times
+        level = EXPIRED_LEVEL if expired else 3 + k
+        delay = self.delays_ms[min(level, len(self.delays_ms)) - 1]
+        fate.failures.append((k, now_ms, msg.commit_log_offset, delay))
+
+    def succeeded(self, spec: GroupSpec, number: int, fate: _Fate) -> None:
+        if not fate.succeeded and not fate.dead:
+            self.pending -= 1
+        fate.succeeded = True
+
+    def finished(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int,
+                 orderly: bool) -> None:
+        book = self.queues.setdefault((group, pulled_topic, queue_id), _QueueBook())
+        if orderly and queue_offset > book.low:
+            self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} offset {queue_offset} was consumed "
+                                       f"before offset {book.low}")
+        book.finish(queue_offset)
+
+    def check_order(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int) -> None:
+        book = self.queues.setdefault((group, pulled_topic, queue_id), _QueueBook())
+        if queue_offset > book.low:
+            self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} delivered offset {queue_offset} "
+                                       f"while offset {book.low} is not consumed yet")
+
+    # -- what the broker records --------------------------------------------------------------
+    def offset_committed(self, group: str, topic: str, queue_id: int, offset: int, now_ms: int) -> None:
+        if group not in self.fates:
+            return
+        book = self.queues.setdefault((group, topic, queue_id), _QueueBook())
+        if offset > book.low:
+            self.fail("commit", now_ms, f"{group} committed {topic}/{queue_id} offset {offset}, but offset "
+                                        f"{book.low} is not consumed yet")
+
+    def dead_lettered(self, group: str, uniq_key: str | None, now_ms: int) -> None:
+        if group not in self.fates:
+            return
+        number = self.by_uniq.get(uniq_key or "")
+        if number is None:
+            self.fail("identity", now_ms, f"a message with UNIQ_KEY {uniq_key} reached %DLQ%{group}, "
+                                          f"but no send produced it")
+            return
+        fate = self.fates[group][number]
+        if not fate.succeeded and not fate.dead:
+            self.pending -= 1
+        fate.dead = True
+
+    # -- at the end ----------------------------------------------------------------------------
+    def final_checks(self, now_ms: int, dlq_records: dict[str, list]) -> None:
+        """Once settled: every message ended in every group; DLQ copies and attempts."""
+        self.step += 1
+        for spec in self.scenario.groups:
+            fates = self.fates[spec.name]
+            for number, fate in enumerate(fates):
+                if not fate.succeeded and not fate.dead:
+                    self.fail("lost", now_ms, f"{spec.name}: message #{number} ({self.uniq[number]}) was accepted "
+                                              f"but never consumed nor dead-lettered")
+                if fate.dead and not spec.orderly:
+                    self._check_attempts(spec, number, fate, now_ms)
+            for rec in dlq_records.get(spec.name, []):
+                number = self.by_uniq.get(rec.properties.get("UNIQ_KEY", ""))
+                if number is None:
+                    self.fail("identity", now_ms, f"%DLQ%{spec.name} holds a copy without a known UNIQ_KEY")
+                    continue
+                origin = rec.properties.get("ORIGIN_MESSAGE_ID")
+                if not spec.orderly and origin != self.offset_id[number]:
+                    self.fail("identity", now_ms, f"%DLQ%{spec.name}: message #{number} has ORIGIN_MESSAGE_ID "
+                                                  f"{origin}, expected {self.offset_id[number]}")
+
+    def _check_attempts(self, spec: GroupSpec, number: int, fate: _Fate, now_ms: int) -> None:
+        want = spec.max_attempts_failed
+        levels = sorted(set(fate.failed))
+        if levels != list(range(want)):
+            self.fail("attempts", now_ms, f"{spec.name}: message #{number} was dead-lettered after failed "
+                                          f"attempts {levels}, expected 0..{want - 1}")
+        elif not self.crashed and len(fate.failed) != want:
+            self.fail("attempts", now_ms, f"{spec.name}: message #{number} was dead-lettered after "
+                                          f"{len(fate.failed)} failed deliveries, expected exactly {want}")

@@ -1,0 +1,329 @@
+"""What a simulation run does: the scenario, as data, validated.
+
+A scenario is plain data (a JSON file or keyword options) so that a run is named by
+(scenario, seed) and nothing else. Durations are RocketMQ-style strings ("90s", "6h")
+or milliseconds; every field has a default, and an unknown field is an error rather
+than silently ignored (a typo would otherwise change nothing and look like a result).
+
+Failure patterns of a group's listener, applied to message number i (0-based, in the
+order the producers send them):
+
+  poison_every N       i % N == 0 fails on every delivery (W1: 100)
+  fail_once_every N    i % N == fail_once_remainder fails its first delivery only (W1: 10, 5)
+  fail_probability p   any other delivery fails with probability p (from the seed)
+  slow_probability p   a delivery overruns consumeTimeout (the listener "sleeps" on the
+                       virtual clock), so the consumer sends it back as expired
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from delay_scheduler import DelayLevelError, parse_duration
+
+__all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
+           "ScenarioError", "w1_scenario"]
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; the message is one readable line."""
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str = "SimTopic"
+    queues: int = 4
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    topic: str = "SimTopic"
+    rate: float = 100.0                # messages per virtual second
+    body_size: int = 100               # bytes (at least the 9-byte message number prefix)
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    name: str = "SimGroup"
+    topic: str = "SimTopic"
+    orderly: bool = False
+    consumers: int = 1
+    batch_size: int = 1                # consumeMessageBatchMaxSize; failures use ackIndex
+    max_reconsume_times: int = -1      # -1: RocketMQ's default (16 concurrently)
+    consume_timeout_minutes: int = 15
+    poison_every: int = 0
+    fail_once_every: int = 0
+    fail_once_remainder: int = 0
+    fail_probability: float = 0.0
+    slow_probability: float = 0.0
+
+    @property
+    def max_attempts_failed(self) -> int:
+        """Failed deliveries after which a message is dead-lettered (maxReconsumeTimes + 1)."""
+        return (16 if self.max_reconsume_times == -1 else self.max_reconsume_times) + 1
+
+
+@dataclass(frozen=True)
+class WriteOffWindow:
+    start_ms: int
+    end_ms: int
+
+
+@dataclass(frozen=True)
+class ConsumerRestart:
+    group: str
+    at_ms: int
+    down_ms: int = 30_000
+
+
+@dataclass(frozen=True)
+class Scenario:
+    seed: int = 0
+    messages: int = 1000
+    duration_ms: int = 6 * 3600 * 1000
+    settle_ms: int = 6 * 3600 * 1000   # extra virtual time allowed for retries to finish
+    topics: tuple[TopicSpec, ...] = (TopicSpec(),)
+    producers: tuple[ProducerSpec, ...] = (ProducerSpec(),)
+    groups: tuple[GroupSpec, ...] = (GroupSpec(),)
+    crashes_ms: tuple[int, ...] = ()
+    write_off: tuple[WriteOffWindow, ...] = ()
+    consumer_restarts: tuple[ConsumerRestart, ...] = ()
+    message_delay_level: str | None = None   # None: the 18 default levels
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # -- building ----------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **overrides) -> "Scenario":
+        """A scenario from JSON-shaped data (durations as strings or ms); ``overrides``
+        (already typed) win over ``data``."""
+        if not isinstance(data, dict):
+            raise ScenarioError("a scenario is a JSON object")
+        _no_unknown("scenario", data, cls)
+        kw: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in ("duration", "settle"):
+                kw[key + "_ms"] = _duration(key, value)
+            elif key == "topics":
+                kw[key] = tuple(_build(TopicSpec, "topic", t) for t in _list(key, value))
+            elif key == "producers":
+                kw[key] = tuple(_build(ProducerSpec, "producer", p) for p in _list(key, value))
+            elif key == "groups":
+                kw[key] = tuple(_build(GroupSpec, "group", g) for g in _list(key, value))
+            elif key == "crashes":
+                kw["crashes_ms"] = tuple(_duration("crashes", v) for v in _list(key, value))
+            elif key == "write_off":
+                kw[key] = tuple(_window(v) for v in _list(key, value))
+            elif key == "consumer_restarts":
+                kw[key] = tuple(_restart(v) for v in _list(key, value))
+            else:
+                kw[key] = value
+        kw.update(overrides)
+        try:
+            return cls(**kw)
+        except TypeError as exc:
+            raise ScenarioError(f"bad scenario: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides) -> "Scenario":
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ScenarioError(f"cannot read scenario file {str(path)!r}: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(f"scenario file {str(path)!r} is not valid JSON: {exc.msg} at line {exc.lineno}") \
+                from None
+        return cls.from_dict(data, **overrides)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def group(self, name: str) -> GroupSpec:
+        return next(g for g in self.groups if g.name == name)
+
+
+def w1_scenario(seed: int = 0, messages: int = 10_000, duration: str = "6h", *, crash_at: str | None = "30m",
+                rate: float = 100.0) -> Scenario:
+    """The peer benchmark's W1 failure pattern (1 % poison, 10 % fail once) on one
+    concurrent group, plus a broker crash."""
+    return Scenario(seed=seed, messages=messages, duration_ms=parse_duration(duration),
+                    producers=(ProducerSpec(rate=rate),),
+                    groups=(GroupSpec(poison_every=100, fail_once_every=10, fail_once_remainder=5),),
+                    crashes_ms=(parse_duration(crash_at),) if crash_at else ())
+
+
+# -- validation ---------------------------------------------------------------------------
+def _validate(s: Scenario) -> None:
+    _int("seed", s.seed, lo=0)
+    _int("messages", s.messages, lo=0)
+    _int("duration", s.duration_ms, lo=1)
+    _int("settle", s.settle_ms, lo=0)
+    if not s.topics or not s.producers:
+        raise ScenarioError("a scenario needs at least one topic and one producer")
+    topic_names = [t.name for t in s.topics]
+    if len(set(topic_names)) != len(topic_names):
+        raise ScenarioError(f"topic names repeat: {topic_names}")
+    for t in s.topics:
+        _name("topic", t.name)
+        _int(f"topic {t.name}: queues", t.queues, lo=1, hi=64)
+    for p in s.producers:
+        _known_topic(p.topic, topic_names, "producer")
+        if not isinstance(p.rate, (int, float)) or isinstance(p.rate, bool) or not p.rate > 0:
+            raise ScenarioError(f"producer rate must be a number > 0 messages per second, got {p.rate!r}")
+        _int("producer body_size", p.body_size, lo=9, hi=4 * 1024 * 1024)
+    names = [g.name for g in s.groups]
+    if len(set(names)) != len(names):
+        raise ScenarioError(f"consumer group names repeat: {names}")
+    for g in s.groups:
+        _name("group", g.name)
+        _known_topic(g.topic, topic_names, f"group {g.name}")
+        _int(f"group {g.name}: consumers", g.consumers, lo=1, hi=16)
+        _int(f"group {g.name}: batch_size", g.batch_size, lo=1, hi=32)
+        _int(f"group {g.name}: max_reconsume_times", g.max_reconsume_times, lo=-1, hi=1000)
+        _int(f"group {g.name}: consume_timeout_minutes", g.consume_timeout_minutes, lo=1, hi=24 * 60)
+        _int(f"group {g.name}: poison_every", g.poison_every, lo=0)
+        _int(f"group {g.name}: fail_once_every", g.fail_once_every, lo=0)
+        _int(f"group {g.name}: fail_once_remainder", g.fail_once_remainder, lo=0)
+        for key in ("fail_probability", "slow_probability"):
+            v = getattr(g, key)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
+                raise ScenarioError(f"group {g.name}: {key} must be between 0 and 1, got {v!r}")
+        if g.orderly and g.max_reconsume_times == -1 and (g.poison_every or g.fail_probability == 1):
+            raise ScenarioError(f"group {g.name}: an orderly group retries forever by default; "
+                                f"give it max_reconsume_times to let poison messages reach the DLQ")
+    for t in s.crashes_ms:
+        _int("crash time", t, lo=0)
+    for w in s.write_off:
+        if not 0 <= w.start_ms < w.end_ms:
+            raise ScenarioError(f"write_off window must have 0 <= start < end, got {w.start_ms}..{w.end_ms} ms")
+    for r in s.consumer_restarts:
+        if r.group not in names:
+            raise ScenarioError(f"consumer restart names unknown group {r.group!r}")
+        _int("consumer restart time", r.at_ms, lo=0)
+        _int("consumer restart down time", r.down_ms, lo=0)
+    if s.message_delay_level is not None:
+        from delay_scheduler import DelayLevels
+        try:
+            DelayLevels.parse(s.message_delay_level)
+        except DelayLevelError as exc:
+            raise ScenarioError(f"message_delay_level: {exc}") from None
+
+
+def _int(what: str, v, lo: int | None = None, hi: int | None = None) -> None:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ScenarioError(f"{what} must be an integer, got {v!r}")
+    if lo is not None and v < lo:
+        raise ScenarioError(f"{what} must be >= {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise ScenarioError(f"{what} must be <= {hi}, got {v}")
+
+
+def _name(what: str, name) -> None:
+    from broker.topics import TopicNameError, validate_topic_name
+    if not isinstance(name, str):
+        raise ScenarioError(f"{what} name must be a string, got {name!r}")
+    try:
+        validate_topic_name(name)
+    except TopicNameError as exc:
+        raise ScenarioError(f"{what} name {name!r}: {exc}") from None
+
+
+def _known_topic(topic: str, names: list[str], who: str) -> None:
+    if topic not in names:
+        raise ScenarioError(f"{who} uses topic {topic!r}, which the scenario does not declare (topics: {names})")
+
+
+def _no_unknown(what: str, data: dict, cls) -> None:
+    allowed = {f.name for f in fields(cls)}
+    if cls is Scenario:
+        allowed |= {"duration", "settle", "crashes"}
+        allowed -= {"duration_ms", "settle_ms", "crashes_ms"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ScenarioError(f"unknown {what} option(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}")
+
+
+def _build(cls, what: str, data):
+    if not isinstance(data, dict):
+        raise ScenarioError(f"each {what} is a JSON object, got {data!r}")
+    _no_unknown(what, data, cls)
+    return cls(**data)
+
+
+def _list(key: str, value) -> list:
+    if not isinstance(value, list):
+        raise ScenarioError(f"{key} must be a list, got {value!r}")
+    return value
+
+
+def _duration(key: str, value) -> int:
+    if isinstance(value, bool):
+        raise ScenarioError(f"{key}: a duration is like '90s' or '6h', got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ScenarioError(f"{key}: a duration cannot be negative, got {value}")
+        return value
+    if not isinstance(value, str):
+        raise ScenarioError(f"{key}: a duration is like '90s' or '6h', got {value!r}")
+    try:
+        return parse_duration(value)
+    except DelayLevelError as exc:
+        raise ScenarioError(f"{key}: {exc}") from None
+
+
+def _window(v) -> WriteOffWindow:
+    if isinstance(v, dict):
+        _no_unknown("write_off window", v, _WindowKeys)
+        return WriteOffWindow(_duration("write_off start", v.get("start", 0)), _duration("write_off end", v.get("end", 0)))
+    if isinstance(v, list) and len(v) == 2:
+        return WriteOffWindow(_duration("write_off start", v[0]), _duration("write_off end", v[1]))
+    raise ScenarioError(f"a write_off window is [start, end] or {{start, end}}, got {v!r}")
+
+
+def _restart(v) -> ConsumerRestart:
+    if not isinstance(v, dict):
+        raise ScenarioError(f"a consumer restart is {{group, at, down}}, got {v!r}")
+    _no_unknown("consumer restart", v, _RestartKeys)
+    if "group" not in v or "at" not in v:
+        raise ScenarioError("a consumer restart needs group and at")
+    return ConsumerRestart(v["group"], _duration("consumer restart at", v["at"]),
+                           _duration("consumer restart down", v.get("down", 30_000)))
+
+
+@dataclass
+class _WindowKeys:
+    start: Any = None
+    end: Any = None
+
+
+@dataclass
+class _RestartKeys:
+    group: Any = None
+    at: Any = None
+    down: Any = None
+
+
+def parse_window(text: str) -> WriteOffWindow:
+    """``START..END`` as the CLI takes it (``10m..12m``)."""
+    start, sep, end = text.partition("..")
+    if not sep:
+        raise ScenarioError(f"--write-off takes START..END (like 10m..12m), got {text!r}")
+    return WriteOffWindow(_duration("--write-off", start), _duration("--write-off", end))
+
+
+def parse_restart(text: str) -> ConsumerRestart:
+    """``GROUP@AT[+DOWN]`` as the CLI takes it (``SimGroup@20m+1m``)."""
+    group, sep, rest = text.partition("@")
+    if not sep or not group:
+        raise ScenarioError(f"--restart-consumer takes GROUP@AT[+DOWN] (like SimGroup@20m+1m), got {text!r}")
+    at, _, down = rest.partition("+")
+    return ConsumerRestart(group, _duration("--restart-consumer", at),
+                           _duration("--restart-consumer", down) if down else 30_000)
+
+
+__all__ += ["parse_window", "parse_restart"]

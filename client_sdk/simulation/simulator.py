@@ -1,0 +1,402 @@
+"""Run a scenario from one seed on a virtual clock: the real broker core over a store
+on disk, the real SDK clients in process, faults on a timeline, invariants checked.
+
+Determinism. Everything that reaches the commit log comes from the seed and the
+virtual clock: the clock starts at a fixed instant (2026-01-01T00:00:00Z), client pids
+and instance names are fixed, UNIQ_KEYs derive from them and the clock, bodies and
+random failures come from ``random.Random(seed)``, the broker's own randomness from a
+generator seeded from it. The same (scenario, seed) writes the same bytes.
+
+Time. Producers send on the runtime's timers (message n at its producer's rate, in
+number order), so sends, pulls, retries and offset commits interleave as they would
+on a real clock. The driver moves time from one timeline action (crash, write
+permission off/on, consumer stop/start) to the next, then lets the run settle:
+time keeps moving, in one-minute steps, until every accepted message has ended in
+every group (consumed, or dead-lettered) or ``settle`` runs out.
+
+A crash is the emulator's process dying: the store stops as a killed broker stops
+(``MessageStore.crash``: appended records survive, unpersisted offsets do not), every
+client and the client loop are dropped, and all of it is started again from the store
+— consumers resume from the offsets the broker had persisted, so some messages are
+delivered again (RocketMQ is at-least-once; the invariants allow that after a crash).
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from broker.config import BrokerConfig
+from broker.core import BrokerCore
+from broker.events import EventKind
+from delay_scheduler import VirtualClock
+
+from ..embedded import EmbeddedBroker
+from ..errors import MQClientError
+from ..listener import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
+from ..message import Message
+from ..push_consumer import PushConsumer
+from .invariants import InvariantChecker, Violation
+from .scenario import GroupSpec, Scenario
+
+__all__ = ["Simulation", "SimulationResult", "START_MS", "run_simulation"]
+
+START_MS = 1_767_225_600_000          # 2026-01-01T00:00:00Z: every run starts at the same instant
+SIM_PID = 4242                        # the simulated process's pid (UNIQ_KEYs and client ids)
+PRODUCER_GROUP = "SimProducer"
+SEND_RETRY_MS = 1000                  # a refused send is tried again this much later
+SETTLE_STEP_MS = 60_000
+SIM_FLUSH_INTERVAL_MS = 5000
+NUMBER_WIDTH = 8                      # bodies start with the message number: b"00000042|..."
+
+_OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+_LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
+_ORDERLY_OK = ConsumeOrderlyStatus.SUCCESS
+_SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+
+
+@dataclass
+class SimulationResult:
+    scenario: Scenario
+    store_dir: Path
+    virtual_ms: int                    # virtual time the run covered, settling included
+    settled: bool                      # every accepted message ended in every group
+    wall_s: float
+    accepted: int
+    refused_sends: int
+    deliveries: int
+    crashes: int
+    violations: list[Violation]
+    accounts: dict                     # spark_analytics.accounting summary of the store
+    per_group: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def summary(self) -> dict:
+        """What ``simulate --json`` prints: the four shared counts first."""
+        a = self.accounts
+        return {
+            "produced": a["produced"], "succeeded": a["succeeded"], "dead_lettered": a["dead_lettered"],
+            "send_backs": a["send_backs"], "invariant_violations": len(self.violations),
+            "seed": self.scenario.seed, "messages": self.scenario.messages, "accepted": self.accepted,
+            "refused_sends": self.refused_sends, "deliveries": self.deliveries, "crashes": self.crashes,
+            "settled": self.settled, "virtual_seconds": self.virtual_ms / 1000, "wall_seconds": round(self.wall_s, 3),
+            "store": str(self.store_dir), "groups": self.per_group,
+            "violations": [v.to_dict() for v in self.violations[:100]],
+        }
+
+
+class Simulation:
+    """One run. ``run()`` does it all; tests (and the state machine) may instead call
+    ``start``, ``advance``, ``crash``, ``set_writeable``, ``restart_consumers`` and
+    ``finish`` themselves. ``consumer_class`` lets a test plant a faulty consumer."""
+
+    def __init__(self, scenario: Scenario, store_dir: str | Path, *,
+                 consumer_class: type[PushConsumer] = PushConsumer,
+                 progress: Callable[[int, int, int], None] | None = None) -> None:
+        self.scenario = scenario
+        self.store_dir = Path(store_dir)
+        self.consumer_class = consumer_class
+        self.progress = progress
+        self.rng = random.Random(scenario.seed)
+        self.clock = VirtualClock(START_MS)
+        # The broker persists on one cadence; 5 s is RocketMQ's flushConsumerOffsetInterval,
+        # which is what decides how much a crash forgets. (An fsync every 500 ms of
+        # virtual time would cost real seconds and change nothing a crash here can lose.)
+        conf = {"flushIntervalCommitLog": str(SIM_FLUSH_INTERVAL_MS)}
+        if scenario.message_delay_level:
+            conf["messageDelayLevel"] = scenario.message_delay_level
+        self.config = BrokerConfig.from_properties(conf)
+        self.checker = InvariantChecker(scenario, list(self.config.delay_levels.delays_ms), START_MS)
+        self.schedule = _send_schedule(scenario)
+        self.next_number = 0
+        self.refused_sends = 0
+        self.crashes = 0
+        self.boots = 0
+        self.embedded: EmbeddedBroker | None = None
+        self.core: BrokerCore | None = None
+        self.consumers: dict[str, list[PushConsumer]] = {}
+        self.down_groups: set[str] = set()
+        self._stop_events: Callable[[], None] | None = None
+        self._wall0 = 0.0
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        self._wall0 = time.perf_counter()
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self._boot()
+
+    def _boot(self) -> None:
+        n = self.boots
+        self.boots += 1
+        core = BrokerCore.open(self.store_dir, self.clock, self.config,
+                               rng=random.Random(f"{self.scenario.seed}/broker/{n}"))
+        self.core = core
+        self.embedded = EmbeddedBroker(core, pid=SIM_PID + n, strict=False)
+        for t in self.scenario.topics:
+            if core.topics.get(t.name) is None:
+                self.embedded.create_topic(t.name, t.queues)
+        self._stop_events = core.events.subscribe(self._on_event)
+        self.producer = self.embedded.producer(PRODUCER_GROUP)
+        self.consumers = {}
+        for spec in self.scenario.groups:
+            if spec.name not in self.down_groups:
+                self._start_group(spec)
+        self._arm_pump()
+        self.embedded.run_until_idle()
+
+    def _start_group(self, spec: GroupSpec) -> None:
+        made = []
+        for i in range(spec.consumers):
+            c = self.consumer_class(
+                spec.name, self.embedded, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                consume_message_batch_max_size=spec.batch_size, max_reconsume_times=spec.max_reconsume_times,
+                consume_timeout=spec.consume_timeout_minutes, instance_name=f"sim{self.boots}-{i}")
+            c.subscribe(spec.topic, "*")
+            c.register_message_listener(self._listener(spec), orderly=spec.orderly)
+            c.start()
+            made.append(c)
+        self.consumers[spec.name] = made
+
+    def finish(self) -> SimulationResult:
+        """Stop the clients, check what only the end can show, account the store, close it."""
+        from spark_analytics.accounting import account_message_store
+
+        emb = self.embedded
+        for group_consumers in self.consumers.values():
+            for c in group_consumers:
+                c.shutdown()
+        self.producer.shutdown()
+        emb.run_until_idle()
+        now = self.clock.now_ms()
+        dlq = {g.name: emb.dlq_messages(g.name) for g in self.scenario.groups}
+        self.checker.final_checks(now, dlq)
+        self.core.flush()
+        accounts = account_message_store(self.core.store).summary()
+        per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
+        settled = self.checker.pending == 0 and self.next_number >= self.scenario.messages
+        self._stop_events()
+        emb.hub.close()
+        self.core.close()
+        return SimulationResult(
+            self.scenario, self.store_dir, now - START_MS, settled, time.perf_counter() - self._wall0,
+            self.next_number, self.refused_sends, self.checker.deliveries, self.crashes,
+            list(self.checker.violations), accounts, per_group)
+
+    # -- the whole run ---------------------------------------------------------------------
+    def run(self) -> SimulationResult:
+        s = self.scenario
+        self.start()
+        for at, action in _timeline(s):
+            if at > s.duration_ms:
+                break
+            self.advance_to(at)
+            action(self)
+        self.advance_to(s.duration_ms)
+        end = s.duration_ms + s.settle_ms
+        while (self.checker.pending or self.next_number < s.messages) and self.elapsed_ms < end:
+            self.advance_to(min(self.elapsed_ms + SETTLE_STEP_MS, end))
+        return self.finish()
+
+    @property
+    def elapsed_ms(self) -> int:
+        return self.clock.now_ms() - START_MS
+
+    def advance(self, ms: int) -> None:
+        self.advance_to(self.elapsed_ms + ms)
+
+    def advance_to(self, elapsed_ms: int) -> None:
+        """Move virtual time to START + ``elapsed_ms``, in steps so progress shows and
+        the event record stays small."""
+        target = START_MS + elapsed_ms
+        rt = self.embedded.runtime
+        while self.clock.now_ms() < target:
+            rt.advance_to(min(target, self.clock.now_ms() + 600_000))
+            self.core.events.clear()
+            if self.progress:
+                self.progress(self.elapsed_ms, self.scenario.duration_ms, self.next_number)
+        rt.run_until_idle()
+
+    # -- faults ----------------------------------------------------------------------------
+    def crash(self) -> None:
+        """The process dies and starts again from its store (see the module doc)."""
+        self.crashes += 1
+        self.checker.crashed = True
+        self.checker.step += 1
+        self._stop_events()
+        self.core.store.crash()
+        self.embedded = None
+        self.consumers = {}
+        self._boot()
+
+    def set_writeable(self, writeable: bool) -> None:
+        self.checker.step += 1
+        self.embedded.set_writeable(writeable)
+
+    def stop_group(self, group: str) -> None:
+        self.checker.step += 1
+        for c in self.consumers.pop(group, []):
+            c.shutdown()
+        self.down_groups.add(group)
+
+    def start_group(self, group: str) -> None:
+        self.checker.step += 1
+        self.down_groups.discard(group)
+        if group not in self.consumers:
+            self._start_group(self.scenario.group(group))
+        self.embedded.run_until_idle()
+
+    # -- producing -------------------------------------------------------------------------------
+    def _arm_pump(self) -> None:
+        if self.next_number < self.scenario.messages:
+            due = START_MS + self.schedule[self.next_number]
+            self.embedded.runtime.call_at(max(due, self.clock.now_ms()), self._pump, self.embedded)
+
+    def _pump(self, owner: EmbeddedBroker) -> None:
+        if owner is not self.embedded:       # a timer of a runtime that crashed
+            return
+        now = self.clock.now_ms()
+        total = self.scenario.messages
+        while self.next_number < total and START_MS + self.schedule[self.next_number] <= now:
+            if not self._send(self.next_number):
+                self.embedded.runtime.call_at(now + SEND_RETRY_MS, self._pump, owner)
+                return
+            self.next_number += 1
+        self._arm_pump()
+
+    def _send(self, number: int) -> bool:
+        spec = self.scenario.producers[number % len(self.scenario.producers)]
+        filler = self.rng.randbytes(spec.body_size - NUMBER_WIDTH - 1).hex()[:spec.body_size - NUMBER_WIDTH - 1]
+        body = b"%08d|%s" % (number, filler.encode())
+        try:
+            res = self.producer.send(Message(spec.topic, body, tags="sim", keys=f"m{number}"))
+        except MQClientError:
+            self.refused_sends += 1
+            return False
+        self.checker.step += 1
+        self.checker.accepted(number, res.msg_id, res.offset_msg_id)
+        return True
+
+    # -- consuming ------------------------------------------------------------------------------
+    def _fails(self, spec: GroupSpec, number: int, attempt: int) -> bool:
+        if spec.poison_every and number % spec.poison_every == 0:
+            return True
+        if spec.fail_once_every and number % spec.fail_once_every == spec.fail_once_remainder:
+            return attempt == 0
+        return spec.fail_probability > 0 and self.rng.random() < spec.fail_probability
+
+    def _listener(self, spec: GroupSpec):
+        checker = self.checker
+        clock = self.clock
+        orderly = spec.orderly
+        max_orderly = spec.max_attempts_failed - 1
+
+        def on_messages(msgs, ctx):
+            now = clock.now_ms()
+            mq = ctx.message_queue
+            pulled = mq.topic
+            if orderly:
+                first = msgs[0].queue_offset
+                if [m.queue_offset for m in msgs] != list(range(first, first + len(msgs))):
+                    checker.fail("order", now, f"{spec.name}: a batch of {pulled}/{mq.queue_id} is not in "
+                                               f"queue order: {[m.queue_offset for m in msgs]}")
+                checker.check_order(spec.name, pulled, mq.queue_id, first, now)
+            fates = [checker.delivered(spec, int(m.body[:NUMBER_WIDTH]), m, pulled, now) for m in msgs]
+            first_fail = None
+            for j, m in enumerate(msgs):
+                if self._fails(spec, int(m.body[:NUMBER_WIDTH]), m.reconsume_times):
+                    first_fail = j
+                    break
+            if not orderly and spec.slow_probability and self.rng.random() < spec.slow_probability:
+                return self._overrun(spec, msgs, fates, mq, now)
+            if orderly:
+                return self._settle_orderly(spec, msgs, fates, mq, now, first_fail is None, max_orderly)
+            ok_upto = len(msgs) if first_fail is None else first_fail
+            for j, m in enumerate(msgs):
+                fate = fates[j]
+                if fate is not None:
+                    if j < ok_upto:
+                        checker.succeeded(spec, int(m.body[:NUMBER_WIDTH]), fate)
+                    else:
+                        checker.failed(spec, fate, m, now)
+                checker.finished(spec.name, pulled, mq.queue_id, m.queue_offset, now, False)
+            if first_fail is None:
+                return _OK
+            if first_fail == 0:
+                return _LATER
+            ctx.ack_index = first_fail - 1       # ack the ones before, send back the rest
+            return _OK
+
+        return on_messages
+
+    def _overrun(self, spec, msgs, fates, mq, now):
+        """A listener that takes longer than consumeTimeout: the consumer's expiry check
+        sends the batch back (level 3) while it still runs; its late success is moot."""
+        for m, fate in zip(msgs, fates):
+            if fate is not None:
+                self.checker.failed(spec, fate, m, now, expired=True)
+            self.checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False)
+        # Two timeout periods: the periodic expiry check runs every consumeTimeout minutes.
+        self.embedded.runtime.advance((2 * spec.consume_timeout_minutes + 1) * 60_000)
+        return _OK
+
+    def _settle_orderly(self, spec, msgs, fates, mq, now, success: bool, max_times: int):
+        checker = self.checker
+        if success:
+            for m, fate in zip(msgs, fates):
+                if fate is not None:
+                    checker.succeeded(spec, int(m.body[:NUMBER_WIDTH]), fate)
+                checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, True)
+            return _ORDERLY_OK
+        for m, fate in zip(msgs, fates):
+            if fate is not None:
+                checker.failed(spec, fate, m, now)
+        if all(m.reconsume_times >= max_times for m in msgs):
+            # the client hands them to the broker's DLQ and moves past them
+            for m in msgs:
+                checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, True)
+        return _SUSPEND
+
+    # -- what the broker records -------------------------------------------------------------------
+    def _on_event(self, e) -> None:
+        if e.kind == EventKind.OFFSET_COMMITTED:
+            self.checker.offset_committed(e.group, e.topic, e.queue_id, e.queue_offset, e.time_ms)
+        elif e.kind == EventKind.DEAD_LETTERED:
+            group = e.group or e.topic[len("%DLQ%"):]
+            self.checker.dead_lettered(group, e.msg_id, e.time_ms)
+
+
+def run_simulation(scenario: Scenario, store_dir: str | Path, **kwargs) -> SimulationResult:
+    return Simulation(scenario, store_dir, **kwargs).run()
+
+
+def _send_schedule(s: Scenario) -> list[int]:
+    """When message n is due (ms after the start): producer n % P sends its j-th
+    message at j / rate; kept non-decreasing so messages go out in number order."""
+    out, last = [], 0
+    p = len(s.producers)
+    for n in range(s.messages):
+        spec = s.producers[n % p]
+        due = max(last, int((n // p) * 1000 / spec.rate))
+        out.append(due)
+        last = due
+    return out
+
+
+def _timeline(s: Scenario) -> list[tuple[int, Callable[[Simulation], None]]]:
+    """Fault actions in time order (ties: in the order listed here)."""
+    items: list[tuple[int, int, Callable]] = []
+    for t in s.crashes_ms:
+        items.append((t, len(items), Simulation.crash))
+    for w in s.write_off:
+        items.append((w.start_ms, len(items), lambda sim: sim.set_writeable(False)))
+        items.append((w.end_ms, len(items), lambda sim: sim.set_writeable(True)))
+    for r in s.consumer_restarts:
+        items.append((r.at_ms, len(items), lambda sim, g=r.group: sim.stop_group(g)))
+        items.append((r.at_ms + r.down_ms, len(items), lambda sim, g=r.group: sim.start_group(g)))
+    items.sort(key=lambda x: (x[0], x[1]))
+    return [(t, fn) for t, _, fn in items]
