@@ -251,6 +251,14 @@ class Simulation:
         self.embedded.run_until_idle()
 
     # -- producing -------------------------------------------------------------------------------
+    def send_now(self) -> bool:
+        """Send the next message at once, outside the schedule (for step-by-step drivers
+        such as a state machine). False when the broker refused it."""
+        if not self._send(self.next_number):
+            return False
+        self.next_number += 1
+        return True
+
     def _arm_pump(self) -> None:
         if self.next_number < self.scenario.messages:
             due = START_MS + self.schedule[self.next_number]

@@ -1,0 +1,68 @@
+"""hypothesis strategies for simulation scenarios, for your own property tests:
+
+    from hypothesis import given, settings
+    from client_sdk.simulation import run_simulation
+    from client_sdk.simulation.strategies import scenarios
+
+    @settings(max_examples=20, deadline=None)
+    @given(scenarios(max_messages=100))
+    def test_my_settings_never_lose_messages(tmp_path_factory, scenario):
+        result = run_simulation(scenario, tmp_path_factory.mktemp("sim"))
+        assert result.ok, result.violations
+
+Needs hypothesis (the ``test`` extra). Scenarios are kept small by default so that a
+run takes a fraction of a second; every one is valid (``Scenario`` accepts it).
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from .scenario import ConsumerRestart, GroupSpec, ProducerSpec, Scenario, TopicSpec, WriteOffWindow
+
+__all__ = ["scenarios", "group_specs", "fault_timelines"]
+
+MINUTE = 60_000
+
+
+@st.composite
+def group_specs(draw, name: str = "SimGroup", topic: str = "SimTopic", allow_orderly: bool = True) -> GroupSpec:
+    orderly = allow_orderly and draw(st.booleans())
+    poison = draw(st.sampled_from([0, 10, 50, 100]))
+    return GroupSpec(
+        name=name, topic=topic, orderly=orderly,
+        consumers=draw(st.integers(1, 2)),
+        batch_size=draw(st.integers(1, 4)),
+        max_reconsume_times=draw(st.integers(0, 3)) if orderly else draw(st.sampled_from([-1, 0, 1, 2, 5])),
+        poison_every=poison,
+        fail_once_every=draw(st.sampled_from([0, 10])),
+        fail_once_remainder=5,
+        fail_probability=draw(st.sampled_from([0.0, 0.05, 0.2])),
+        slow_probability=0.0 if orderly else draw(st.sampled_from([0.0, 0.0, 0.02])))
+
+
+@st.composite
+def fault_timelines(draw, duration_ms: int, groups: tuple[str, ...]) -> dict:
+    """crashes, write-off windows and consumer restarts inside ``duration_ms``."""
+    times = st.integers(0, duration_ms)
+    crashes = tuple(sorted(draw(st.lists(times, max_size=2))))
+    windows = []
+    for start in draw(st.lists(times, max_size=2)):
+        windows.append(WriteOffWindow(start, start + draw(st.integers(1, 2 * MINUTE))))
+    restarts = tuple(ConsumerRestart(draw(st.sampled_from(groups)), draw(times), draw(st.integers(0, MINUTE)))
+                     for _ in range(draw(st.integers(0, 1))))
+    return {"crashes_ms": crashes, "write_off": tuple(windows), "consumer_restarts": restarts}
+
+
+@st.composite
+def scenarios(draw, max_messages: int = 200, max_groups: int = 2, faults: bool = True) -> Scenario:
+    duration = draw(st.integers(1, 30)) * MINUTE
+    queues = draw(st.integers(1, 4))
+    n_groups = draw(st.integers(1, max_groups))
+    groups = tuple(draw(group_specs(name=f"SimGroup{i}")) for i in range(n_groups))
+    extra = draw(fault_timelines(duration, tuple(g.name for g in groups))) if faults else {}
+    return Scenario(
+        seed=draw(st.integers(0, 2 ** 31 - 1)), messages=draw(st.integers(0, max_messages)),
+        duration_ms=duration, topics=(TopicSpec(queues=queues),),
+        producers=(ProducerSpec(rate=draw(st.sampled_from([10.0, 100.0, 1000.0])),
+                                body_size=draw(st.integers(9, 512))),),
+        groups=groups, **extra)
