@@ -103,3 +103,12 @@ def test_the_console_script_runs_it(tmp_path):
                            *SHORT], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["dead_lettered"] == 2
+
+
+def test_the_readme_scenario_example_is_a_valid_scenario():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Guide: deterministic simulation", 1)[1]
+    block = section.split("```json\n", 1)[1].split("```", 1)[0]
+    from client_sdk.simulation import Scenario
+    scenario = Scenario.from_dict(json.loads(block))
+    assert [g.name for g in scenario.groups] == ["billing", "audit"] and scenario.crashes_ms == (1_800_000,)
