@@ -1,5 +1,5 @@
 """rocketmq-emulator's Python client: Producer, PushConsumer (concurrently and orderly),
-the in-process transport, the client runtime (time travel on a VirtualClock) and the
+the in-process and TCP transports, the client runtime (time travel on a VirtualClock) and the
 pytest plugin (``client_sdk.pytest_plugin``).
 
     from client_sdk import EmbeddedBroker, Message, ConsumeConcurrentlyStatus
@@ -13,6 +13,7 @@ import importlib
 
 _EXPORTS = {
     "EmbeddedBroker": "embedded",
+    "RemoteBroker": "transport.remote",
     "ClientRuntime": "runtime",
     "Producer": "producer",
     "PushConsumer": "push_consumer",

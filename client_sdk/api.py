@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from broker.protocol import RemotingCommand, RequestCode, ResponseCode
+from broker.protocol.fastjson import loads_fastjson
 
 from .errors import MQBrokerError, RemotingError
 from .message import MessageQueue
@@ -78,7 +79,8 @@ class BrokerAPI:
             return None
         if resp.code != ResponseCode.SUCCESS:
             raise MQBrokerError(resp.code, resp.remark, None, "GET_ROUTEINFO_BY_TOPIC " + topic)
-        return TopicRoute.from_json(topic, json.loads(resp.body))
+        # fastjson's dialect: a real name server writes brokerAddrs as {0:"host:port"}.
+        return TopicRoute.from_json(topic, loads_fastjson(resp.body))
 
     # -- producing ---------------------------------------------------------------------
     def send_message_v2(self, ext: dict[str, str], body: bytes, timeout_ms: int) -> RemotingCommand:

@@ -37,8 +37,8 @@ def resolve_transport(broker) -> Transport:
     connect = getattr(broker, "connect", None)
     if isinstance(broker, Connector) or callable(connect):
         return connect()
-    raise MQClientError(f"cannot connect to {broker!r}: pass an EmbeddedBroker, an InProcessBroker "
-                        f"or a Transport")
+    raise MQClientError(f"cannot connect to {broker!r}: pass an EmbeddedBroker, an InProcessBroker, "
+                        f"a RemoteBroker or a Transport (or namesrv_addr='host:port')")
 
 
 class ClientInstance:

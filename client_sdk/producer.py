@@ -20,6 +20,7 @@ from .client_instance import ClientInstance
 from .errors import MQBrokerError, MQClientError, RemotingError
 from .message import Message, MessageQueue, SendResult, SendStatus
 from .route import TopicRoute
+from .transport.remote import own_remote_broker
 from .validators import MAX_MESSAGE_SIZE, check_group, check_message
 
 __all__ = ["Producer", "ServiceState", "CLIENT_INNER_PRODUCER_GROUP", "DEFAULT_PRODUCER_GROUP"]
@@ -51,7 +52,9 @@ class ServiceState(enum.Enum):
 class Producer:
     """``Producer(group, broker)``; ``start()``; ``send(Message(...)) -> SendResult``.
 
-    ``broker`` is an ``EmbeddedBroker`` / ``InProcessBroker`` / Transport. Options keep
+    ``broker`` is an ``EmbeddedBroker`` / ``InProcessBroker`` / ``RemoteBroker`` /
+    Transport; or give ``namesrv_addr="127.0.0.1:9876"`` to talk TCP to a name server,
+    the producer owning the connection and a background loop. Options keep
     RocketMQ's names in snake_case: ``send_msg_timeout`` (3000 ms),
     ``retry_times_when_send_failed`` (2), ``default_topic_queue_nums`` (4),
     ``create_topic_key`` ("TBW102"), ``compress_msg_body_over_howmuch`` (4096),
@@ -62,19 +65,21 @@ class Producer:
                  send_msg_timeout: int = 3000, retry_times_when_send_failed: int = 2,
                  default_topic_queue_nums: int = 4, create_topic_key: str = AUTO_CREATE_TOPIC_KEY,
                  compress_msg_body_over_howmuch: int = 4096, max_message_size: int = MAX_MESSAGE_SIZE,
-                 instance_name: str | None = None) -> None:
+                 instance_name: str | None = None, namesrv_addr: str | None = None) -> None:
         inner = instance is not None and group == CLIENT_INNER_PRODUCER_GROUP
         if not inner:
             check_group(group, "producerGroup")
             if group in (DEFAULT_PRODUCER_GROUP, CLIENT_INNER_PRODUCER_GROUP):
                 raise MQClientError(f"producerGroup can not equal {group}, please specify another one.")
-        if instance is None and broker is None:
-            raise MQClientError("Producer needs a broker to connect to (an EmbeddedBroker, InProcessBroker "
-                                "or Transport)")
+        if instance is None and broker is None and namesrv_addr is None:
+            raise MQClientError("Producer needs a broker to connect to (an EmbeddedBroker, InProcessBroker, "
+                                "RemoteBroker or Transport) or namesrv_addr='host:port'")
         if retry_times_when_send_failed < 0:
             raise MQClientError("retry_times_when_send_failed must be >= 0")
         self.group = group
-        self._broker = broker
+        # namesrv_addr: a TCP connection this producer owns, its loop in a background thread.
+        self._remote = own_remote_broker(broker, namesrv_addr, "Producer")
+        self._broker = broker if self._remote is None else self._remote
         self._instance = instance
         self._own_instance = instance is None
         self._instance_name = instance_name
@@ -95,17 +100,21 @@ class Producer:
         if self.state is not ServiceState.CREATE_JUST:
             raise MQClientError(f"The producer service state is {self.state.value}, not CREATE_JUST; "
                                 f"a producer starts once")
-        if self._instance is None:
-            self._instance = ClientInstance(self._broker, instance_name=self._instance_name)
-        self._instance.register_producer(self.group, self)
-        if self._own_instance:
-            self._instance.start()
-            try:
+        try:
+            if self._instance is None:
+                self._instance = ClientInstance(self._broker, instance_name=self._instance_name)
+            self._instance.register_producer(self.group, self)
+            if self._own_instance:
+                self._instance.start()
                 self._instance.send_heartbeat()
-            except (MQClientError, RemotingError):
-                self.state = ServiceState.START_FAILED
-                raise
+        except (MQClientError, RemotingError):
+            self.state = ServiceState.START_FAILED
+            if self._remote is not None:
+                self._remote.close()
+            raise
         self.state = ServiceState.RUNNING
+        if self._remote is not None:
+            self._remote.run_in_background()
         return self
 
     def shutdown(self) -> None:
@@ -113,10 +122,14 @@ class Producer:
             self.state = ServiceState.SHUTDOWN_ALREADY
             return
         self.state = ServiceState.SHUTDOWN_ALREADY
+        if self._remote is not None:
+            self._remote.stop()
         inst = self._instance
         if inst is not None and self._own_instance:
             inst.unregister(producer_group=self.group)
             inst.shutdown()
+        if self._remote is not None:
+            self._remote.close()
 
     close = shutdown
 

@@ -29,6 +29,7 @@ from .process_queue import REBALANCE_LOCK_INTERVAL, ProcessQueue
 from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer, ServiceState
 from .rebalance import Rebalancer
 from .subscription import SubscriptionData
+from .transport.remote import own_remote_broker
 from .validators import check_group, check_topic
 
 __all__ = ["PushConsumer", "MessageModel", "ConsumeFromWhere", "ConsumerStats"]
@@ -103,7 +104,8 @@ class PushConsumer:
     (minutes), ``pull_threshold_for_queue`` 1000, ``pull_threshold_size_for_queue`` 100 (MiB),
     ``consume_concurrently_max_span`` 2000, ``persist_consumer_offset_interval`` 5000,
     ``heartbeat_broker_interval`` 30000, ``poll_name_server_interval`` 30000,
-    ``instance_name``. ``strict=True`` makes a listener that returns a non-status raise
+    ``instance_name``, ``namesrv_addr`` ("host:port": talk TCP to a name server, the consumer
+    owning the connection and running its loop in a background thread). ``strict=True`` makes a listener that returns a non-status raise
     ``ListenerResultError`` from the run call (it is still retried, as RocketMQ does).
     """
 
@@ -118,15 +120,18 @@ class PushConsumer:
                  persist_consumer_offset_interval: int = 5000, heartbeat_broker_interval: int = 30000,
                  poll_name_server_interval: int = 30000, rebalance_interval: int = 20000,
                  instance_name: str | None = None, strict: bool = False,
-                 listener: Callable | None = None, orderly: bool | None = None) -> None:
+                 listener: Callable | None = None, orderly: bool | None = None,
+                 namesrv_addr: str | None = None) -> None:
         check_group(group, "consumerGroup")
         if group == DEFAULT_CONSUMER_GROUP:
             raise MQClientError(f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one.")
-        if broker is None:
-            raise MQClientError("PushConsumer needs a broker to connect to (an EmbeddedBroker, InProcessBroker "
-                                "or Transport)")
+        if broker is None and namesrv_addr is None:
+            raise MQClientError("PushConsumer needs a broker to connect to (an EmbeddedBroker, InProcessBroker, "
+                                "RemoteBroker or Transport) or namesrv_addr='host:port'")
         self.group = group
-        self._broker = broker
+        # namesrv_addr: a TCP connection this consumer owns, its loop in a background thread.
+        self._remote = own_remote_broker(broker, namesrv_addr, "PushConsumer")
+        self._broker = broker if self._remote is None else self._remote
         self.message_model = _enum(MessageModel, message_model, "message_model")
         self.consume_from_where = _enum(ConsumeFromWhere, consume_from_where, "consume_from_where")
         self.consume_timestamp = consume_timestamp
@@ -252,8 +257,12 @@ class PushConsumer:
             self.state = ServiceState.START_FAILED
             if self.instance is not None:
                 self.instance.shutdown()
+            if self._remote is not None:
+                self._remote.close()
             raise
         self.state = ServiceState.RUNNING
+        if self._remote is not None:
+            self._remote.run_in_background()
         return self
 
     def _start(self) -> None:
@@ -296,6 +305,8 @@ class PushConsumer:
             self.state = ServiceState.SHUTDOWN_ALREADY
             return
         self.state = ServiceState.SHUTDOWN_ALREADY
+        if self._remote is not None:
+            self._remote.stop()
         for t in self._timers:
             t.cancel()
         inst = self.instance
@@ -308,6 +319,8 @@ class PushConsumer:
         self.rebalancer.drop_all()
         inst.unregister(producer_group=CLIENT_INNER_PRODUCER_GROUP, consumer_group=self.group)
         inst.shutdown()
+        if self._remote is not None:
+            self._remote.close()
 
     close = shutdown
 

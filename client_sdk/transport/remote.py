@@ -1,0 +1,175 @@
+"""``RemoteBroker``: a name server address that SDK clients connect to over TCP.
+
+    remote = RemoteBroker("127.0.0.1:9876")
+    producer = Producer("pg", remote).start()
+    consumer = PushConsumer("cg", remote, listener=on_message).subscribe("T", "*").start()
+    remote.run_until(lambda: done, "10s")          # drive the client loop from this thread
+    remote.close()
+
+or let each client own one: ``Producer("pg", namesrv_addr="127.0.0.1:9876")`` — the
+client then runs its loop in a background thread from ``start()`` to ``shutdown()``,
+the way RocketMQ's Java client runs its own threads.
+
+The loop (``ClientRuntime``) runs on the real clock: a remote server's time is not
+ours to move. A virtual-clock ``serve`` is moved with ``advance_server_clock`` (the
+emulator's clock request, the same one ``rocketmq-emulator clock advance`` sends); the
+redeliveries that releases arrive over the sockets, and the loop handles them in real
+time.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+from broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode
+from delay_scheduler import SystemClock
+
+from ..errors import MQBrokerError, MQClientError, RemotingTimeoutError
+from ..runtime import ClientRuntime, to_millis
+from .base import Connector
+from .tcp import TcpTransport, parse_addresses
+
+__all__ = ["RemoteBroker", "own_remote_broker"]
+
+log = logging.getLogger("client_sdk.remote")
+
+
+class RemoteBroker(Connector):
+    """Connects clients to the name server(s) at ``namesrv_addr`` ("host:port[;...]")
+    and owns their client loop (a real-clock ``ClientRuntime``).
+
+    Drive the loop from your thread (``run_until``, ``run_for``) or start a background
+    thread (``run_in_background``); while it runs, create, start and shut down clients
+    only through ``call(fn)`` (the loop's timers are not thread-safe). A Producer's
+    ``send`` works from any thread either way: it blocks on the socket, not the loop.
+    """
+
+    def __init__(self, namesrv_addr: str, *, client_ip: str = "127.0.0.1",
+                 runtime: ClientRuntime | None = None) -> None:
+        try:
+            self.name_servers = parse_addresses(namesrv_addr)
+        except ValueError as exc:
+            raise MQClientError(f"bad namesrv_addr: {exc}") from None
+        if runtime is not None and runtime.virtual:
+            raise MQClientError("a RemoteBroker's runtime must run on the real clock: a remote server's "
+                                "time is not the client's to move (use advance_server_clock)")
+        self.namesrv_addr = namesrv_addr
+        self.runtime = runtime if runtime is not None else ClientRuntime(SystemClock(), ip=client_ip)
+        self._transports: list[TcpTransport] = []
+        self._admin: TcpTransport | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._closed = False
+
+    def connect(self) -> TcpTransport:
+        if self._closed:
+            raise MQClientError(f"RemoteBroker({self.namesrv_addr}) is closed")
+        t = TcpTransport(self.runtime, self.name_servers)
+        self._transports = [x for x in self._transports if not x.closed]
+        self._transports.append(t)
+        return t
+
+    # -- the emulator's clock -------------------------------------------------------------------
+    def advance_server_clock(self, duration: int | str, timeout_ms: int = 60000) -> int:
+        """Move a virtual-clock ``rocketmq-emulator serve`` forward by ``duration``
+        ("10s", "2h", ms); returns the server's new time in ms once everything due by
+        then has been re-stored and written to waiting pulls. MQBrokerError if the
+        server runs on the real clock."""
+        ms = to_millis(duration)
+        if self._admin is None or self._admin.closed:
+            self._admin = self.connect()
+        cmd = RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, {"millis": ms})
+        # The name server connection: `serve` is name server and broker on one port.
+        reply = self._admin._call(self._admin._connect_name_server(), cmd, timeout_ms)
+        if reply.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(reply.code, reply.remark, self.namesrv_addr, "EMULATOR_CLOCK_ADVANCE")
+        return reply.header_int("nowMillis")
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def run_for(self, duration: int | str) -> None:
+        self.runtime.run_for(duration)
+
+    def run_until(self, predicate: Callable[[], bool], timeout: int | str = "30s") -> bool:
+        """Run the client loop in this thread until ``predicate()`` or ``timeout``
+        (real time) passes; returns the predicate's last value."""
+        if self._thread is not None:
+            raise MQClientError("the loop runs in a background thread; wait for your condition instead")
+        return self.runtime.run_until(predicate, timeout)
+
+    @property
+    def in_background(self) -> bool:
+        return self._thread is not None
+
+    def run_in_background(self) -> None:
+        """Run the client loop in a daemon thread until ``stop()``."""
+        if self._thread is not None:
+            return
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name=f"rocketmq-client-loop-{self.namesrv_addr}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        rt = self.runtime
+        while not self._stopping:
+            try:
+                rt.run_until(lambda: self._stopping, "1h")
+            except Exception:    # a listener's error must not end the client's loop
+                log.exception("client task failed on the loop of %s", self.namesrv_addr)
+
+    def call(self, fn: Callable, *args, timeout_s: float = 10.0):
+        """Run ``fn(*args)`` on the loop thread (or here when no loop thread runs) and
+        return its result."""
+        if self._thread is None or threading.current_thread() is self._thread:
+            return fn(*args)
+        done = threading.Event()
+        box: dict = {}
+
+        def run():
+            try:
+                box["value"] = fn(*args)
+            except BaseException as exc:   # handed to the caller
+                box["error"] = exc
+            finally:
+                done.set()
+        self.runtime.call_soon_threadsafe(run)
+        if not done.wait(timeout_s):
+            raise RemotingTimeoutError(f"the client loop did not run {fn!r} within {timeout_s} s")
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    def stop(self) -> None:
+        """Stop the background loop (after the task it is running). From the loop
+        thread itself, only asks it to stop."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stopping = True
+        self.runtime.call_soon_threadsafe(lambda: None)   # wake a waiting loop
+        if threading.current_thread() is thread:
+            return
+        thread.join(30)
+        self._thread = None
+
+    def close(self) -> None:
+        """Stop the loop and close every connection made here."""
+        self.stop()
+        self._closed = True
+        for t in self._transports:
+            t.close()
+
+    def __repr__(self) -> str:
+        return f"RemoteBroker({self.namesrv_addr!r}{', closed' if self._closed else ''})"
+
+
+def own_remote_broker(broker, namesrv_addr: str | None, who: str):
+    """For ``Producer(..., namesrv_addr=...)`` / ``PushConsumer(...)``: a RemoteBroker
+    the client owns, or None when the caller passed ``broker`` instead. MQClientError
+    if both or a bad address are given."""
+    if namesrv_addr is None:
+        return None
+    if broker is not None:
+        raise MQClientError(f"{who}: pass either a broker or namesrv_addr, not both")
+    return RemoteBroker(namesrv_addr)

@@ -1,0 +1,449 @@
+"""The SDK over TCP: RocketMQ 4.x remoting frames to a name server and its brokers.
+
+``TcpTransport`` is the Transport of ``base.py`` on real sockets; ``remote.RemoteBroker``
+is the Connector users hand to Producer / PushConsumer.
+
+Threads, and why not asyncio. Each connection is a blocking socket plus one reader
+thread that decodes frames with ``broker.protocol``'s sans-I/O codec and completes
+requests by opaque. A blocking ``request`` registers a pre-acquired lock, writes its
+frame from the calling thread and waits on that lock; the reader releases it. So a
+synchronous send costs one ``sendall``, one ``recv`` and one lock hand-off, needs no
+loop, and works from any thread (a listener on the client loop may send). An asyncio
+loop in a thread would add a cross-thread hop (``run_coroutine_threadsafe``: a future,
+a self-pipe write, a loop iteration) to every request for no gain: the SDK's own loop
+is ``ClientRuntime``, not asyncio.
+
+Async replies and broker→client requests (NOTIFY_CONSUMER_IDS_CHANGED) are handed to
+the client loop with ``runtime.call_soon_threadsafe``, one hand-off per ``recv`` however
+many frames it carried, so listeners, rebalancing and offsets stay single-threaded on
+the runtime exactly as in process. Async timeouts are loop timers; whoever pops the
+pending entry first (reader or timer) owns it, so a callback runs once. Pending entries
+live in a plain dict per connection: ``dict.pop`` is atomic under the GIL, which is all
+the reader/waiter race needs.
+
+Routing, as RocketMQ's client does it: GET_ROUTEINFO_BY_TOPIC / GET_BROKER_CLUSTER_INFO
+go to the name server; route and cluster replies teach broker name → master address
+(``brokerAddrs["0"]``); a request naming its broker (``bname``, ``n`` in a send header,
+``mqSet[].brokerName`` in LOCK/UNLOCK bodies) goes there; HEART_BEAT and
+UNREGISTER_CLIENT go to every known broker; anything else to one known broker. A
+broker-bound request before any route asks the name server for the cluster info first.
+``rocketmq-emulator serve`` is name server and broker on one port, so against it all of
+this lands on one connection.
+"""
+from __future__ import annotations
+
+import _thread
+import logging
+import socket
+import threading
+
+from broker.protocol import FrameDecoder, ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
+from broker.protocol.command import RPC_ONEWAY
+from broker.protocol.fastjson import loads_fastjson
+
+from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
+from ..runtime import ClientRuntime
+from .base import RequestHandler, ResponseCallback, Transport
+
+__all__ = ["TcpTransport", "parse_addresses", "CONNECT_TIMEOUT_S"]
+
+log = logging.getLogger("client_sdk.tcp")
+
+CONNECT_TIMEOUT_S = 3.0
+_RECV_SIZE = 256 * 1024
+_NAME_SERVER_CODES = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO})
+_EVERY_BROKER_CODES = frozenset({RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT})
+_SEND_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
+_LOCK_CODES = frozenset({RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ})
+
+
+def parse_addresses(text: str) -> list[tuple[str, int]]:
+    """``host:port[;host:port...]`` (RocketMQ's namesrvAddr) → [(host, port)].
+    ValueError with the offending part otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f"a name server address is a 'HOST:PORT' string, not {text!r}")
+    out = []
+    for part in text.replace(",", ";").split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"a name server address is HOST:PORT, got {part!r}")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError("no name server address given (expected HOST:PORT, e.g. 127.0.0.1:9876)")
+    return out
+
+
+class _Waiter:
+    """A blocking request: the lock is taken at creation; the reader releases it."""
+
+    __slots__ = ("lock", "response", "error")
+
+    def __init__(self) -> None:
+        self.lock = _thread.allocate_lock()
+        self.lock.acquire()
+        self.response: RemotingCommand | None = None
+        self.error: BaseException | None = None
+
+    def complete(self, response: RemotingCommand | None, error: BaseException | None) -> None:
+        self.response = response
+        self.error = error
+        self.lock.release()
+
+
+class _AsyncCall:
+    __slots__ = ("callback", "timer")
+
+    def __init__(self, callback: ResponseCallback) -> None:
+        self.callback = callback
+        self.timer = None
+
+
+class _Connection:
+    """One socket, its reader thread and the requests waiting for a reply on it."""
+
+    def __init__(self, owner: "TcpTransport", addr: tuple[str, int]) -> None:
+        self.owner = owner
+        self.addr = addr
+        self.name = f"{addr[0]}:{addr[1]}"
+        try:
+            sock = socket.create_connection(addr, timeout=CONNECT_TIMEOUT_S)
+        except OSError as exc:
+            raise RemotingConnectError(f"connect to {self.name} failed: {exc}") from None
+        sock.settimeout(None)
+        # Requests are small and latency-bound: never let Nagle hold one back.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = sock
+        host, port = sock.getsockname()[:2]
+        self.local_address = f"{host}:{port}"
+        self.pending: dict[int, _Waiter | _AsyncCall] = {}
+        self.closed = False
+        self._send_lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read_loop, name=f"rocketmq-remoting-{self.name}",
+                                        daemon=True)
+        self._reader.start()
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            raise RemotingConnectError(f"connection to {self.name} is closed")
+        try:
+            with self._send_lock:
+                self.sock.sendall(data)
+        except OSError as exc:
+            self.close()
+            raise RemotingConnectError(f"send to {self.name} failed: {exc}") from None
+
+    def _read_loop(self) -> None:
+        decoder = FrameDecoder()
+        pending = self.pending
+        owner = self.owner
+        recv = self.sock.recv
+        why = f"connection to {self.name} closed"
+        try:
+            while True:
+                data = recv(_RECV_SIZE)
+                if not data:
+                    decoder.eof()
+                    why = f"connection to {self.name} closed by the peer"
+                    break
+                for_loop = None
+                for cmd in decoder.feed(data):
+                    if cmd.flag & 1:                       # a response
+                        entry = pending.pop(cmd.opaque, None)
+                        if entry is None:
+                            log.debug("%s: response %d to an unknown or timed-out request", self.name, cmd.opaque)
+                        elif entry.__class__ is _Waiter:
+                            entry.complete(cmd, None)
+                        else:
+                            if for_loop is None:
+                                for_loop = []
+                            for_loop.append((entry, cmd))
+                    else:                                  # the broker asks us something
+                        if for_loop is None:
+                            for_loop = []
+                        for_loop.append((None, cmd))
+                if for_loop is not None:
+                    owner.runtime.call_soon_threadsafe(owner._on_loop, self, for_loop)
+        except (OSError, ProtocolError) as exc:
+            if not self.closed:
+                why = f"connection to {self.name} broken: {exc}"
+        finally:
+            self.close()
+            self.fail_pending(RemotingConnectError(why))
+
+    def fail_pending(self, error: RemotingError) -> None:
+        """Fail every request still waiting on this connection (waiters now, async
+        callbacks on the loop)."""
+        pending = self.pending
+        failed = []
+        for opaque in list(pending):
+            entry = pending.pop(opaque, None)
+            if entry is None:
+                continue
+            if entry.__class__ is _Waiter:
+                entry.complete(None, error)
+            else:
+                failed.append(entry)
+        if failed:
+            self.owner.runtime.call_soon_threadsafe(self.owner._fail_on_loop, failed, error)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)   # wakes the reader out of recv()
+        except OSError:
+            pass
+        self.sock.close()
+
+
+class TcpTransport(Transport):
+    """One client's connections: its name server's and its brokers' (module doc)."""
+
+    def __init__(self, runtime: ClientRuntime, name_servers: list[tuple[str, int]]) -> None:
+        if not name_servers:
+            raise ValueError("TcpTransport needs at least one name server address")
+        self.runtime = runtime
+        self.name_servers = list(name_servers)
+        self._conns: dict[tuple[str, int], _Connection] = {}
+        self._brokers: dict[str, tuple[str, int]] = {}     # broker name -> master address
+        self._conn_lock = threading.Lock()
+        self._handler: RequestHandler | None = None
+        self._closed = False
+        self._name_server: tuple[str, int] | None = None
+        self._connect_name_server()                        # fail now if nothing listens
+
+    # -- Transport -------------------------------------------------------------------------
+    def request(self, cmd: RemotingCommand, timeout_ms: int = 3000) -> RemotingCommand:
+        targets = self._targets(cmd)
+        if len(targets) == 1:
+            reply = self._call(targets[0], cmd, timeout_ms)
+        else:
+            # One request to every broker (heartbeat, unregister): each copy needs its own
+            # opaque. The first failure answer wins, as the caller must hear about it.
+            reply = None
+            for conn in targets:
+                r = self._call(conn, RemotingCommand.request(cmd.code, cmd.ext_fields, cmd.body), timeout_ms)
+                if reply is None or (r.code != ResponseCode.SUCCESS and reply.code == ResponseCode.SUCCESS):
+                    reply = r
+        if cmd.code in _NAME_SERVER_CODES:
+            self._learn(cmd.code, reply)
+        return reply
+
+    def _call(self, conn: _Connection, cmd: RemotingCommand, timeout_ms: int) -> RemotingCommand:
+        waiter = _Waiter()
+        opaque = cmd.opaque
+        data = encode(cmd)
+        conn.pending[opaque] = waiter
+        try:
+            conn.write(data)
+        except RemotingError:
+            conn.pending.pop(opaque, None)
+            raise
+        if not waiter.lock.acquire(timeout=max(timeout_ms, 0) / 1000.0):
+            if conn.pending.pop(opaque, None) is not None:
+                raise RemotingTimeoutError(f"wait response on the channel <{conn.name}> timeout, "
+                                           f"{timeout_ms}(ms) (request code {cmd.code})")
+            waiter.lock.acquire()                          # the reply won the race; it is set
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.response
+
+    def request_async(self, cmd: RemotingCommand, callback: ResponseCallback, timeout_ms: int = 30000) -> None:
+        rt = self.runtime
+        try:
+            conn = self._targets(cmd)[0]
+            data = encode(cmd)
+        except RemotingError as exc:
+            rt.call_soon_threadsafe(callback, None, exc)
+            return
+        call = _AsyncCall(callback)
+        opaque = cmd.opaque
+        conn.pending[opaque] = call
+        # request_async runs on the loop, so arming a loop timer here is safe.
+        call.timer = rt.call_later(timeout_ms, self._timed_out, conn, opaque, cmd.code, timeout_ms)
+        try:
+            conn.write(data)
+        except RemotingError as exc:
+            if conn.pending.pop(opaque, None) is not None:
+                call.timer.cancel()
+                rt.call_soon_threadsafe(callback, None, exc)
+
+    def oneway(self, cmd: RemotingCommand) -> None:
+        cmd.flag |= RPC_ONEWAY
+        targets = self._targets(cmd)
+        for conn in targets:
+            if len(targets) > 1:
+                cmd = RemotingCommand.request(cmd.code, cmd.ext_fields, cmd.body, oneway=True)
+            conn.write(encode(cmd))
+
+    def on_request(self, handler: RequestHandler) -> None:
+        self._handler = handler
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._conn_lock:
+            conns = list(self._conns.values())
+            self._conns.clear()
+        error = RemotingConnectError("the client closed its connection")
+        for conn in conns:
+            conn.close()
+            conn.fail_pending(error)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def local_address(self) -> str:
+        conn = self._conns.get(self._name_server) if self._name_server else None
+        if conn is None:
+            conn = next(iter(self._conns.values()), None)
+        return conn.local_address if conn is not None else f"{self.runtime.ip}:0"
+
+    @property
+    def brokers(self) -> dict[str, str]:
+        """Broker name → master address, as learned from routes so far."""
+        return {name: f"{h}:{p}" for name, (h, p) in self._brokers.items()}
+
+    # -- routing -----------------------------------------------------------------------------
+    def _targets(self, cmd: RemotingCommand) -> list[_Connection]:
+        if self._closed:
+            raise RemotingConnectError("the connection is closed (the client was shut down)")
+        code = cmd.code
+        if code in _NAME_SERVER_CODES:
+            return [self._connect_name_server()]
+        if not self._brokers:
+            self._discover_brokers()
+        if code in _EVERY_BROKER_CODES:
+            return [self._connect(addr) for addr in sorted(set(self._brokers.values()))]
+        name = self._broker_name_of(cmd)
+        if name is None:
+            return [self._connect(min(self._brokers.values()))]
+        addr = self._brokers.get(name)
+        if addr is None:
+            self._discover_brokers()
+            addr = self._brokers.get(name)
+            if addr is None:
+                raise RemotingConnectError(f"broker {name!r} is in no route or cluster info "
+                                           f"(known: {sorted(self._brokers)})")
+        return [self._connect(addr)]
+
+    @staticmethod
+    def _broker_name_of(cmd: RemotingCommand) -> str | None:
+        ext = cmd.ext_fields
+        if ext:
+            name = ext.get("bname")
+            if name is None and cmd.code in _SEND_CODES:
+                name = ext.get("n")
+            if name is not None:
+                return name
+        if cmd.code in _LOCK_CODES and cmd.body:
+            try:
+                mqs = loads_fastjson(cmd.body).get("mqSet") or []
+                return mqs[0]["brokerName"] if mqs else None
+            except (ValueError, AttributeError, KeyError, TypeError, IndexError):
+                return None
+        return None
+
+    def _discover_brokers(self) -> None:
+        """Ask the name server for every broker (GET_BROKER_CLUSTER_INFO)."""
+        reply = self.request(RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        if not self._brokers:
+            raise RemotingConnectError(f"the name server {self._name_server_text()} knows no broker "
+                                       f"(GET_BROKER_CLUSTER_INFO answered code {reply.code}: {reply.remark})")
+
+    def _learn(self, code: int, reply: RemotingCommand) -> None:
+        """Broker master addresses from a route or cluster-info reply."""
+        if reply.code != ResponseCode.SUCCESS or not reply.body:
+            return
+        try:
+            data = loads_fastjson(reply.body)
+            if code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+                broker_datas = data.get("brokerDatas") or []
+            else:
+                broker_datas = list((data.get("brokerAddrTable") or {}).values())
+            for bd in broker_datas:
+                master = (bd.get("brokerAddrs") or {}).get("0")
+                if master:
+                    self._brokers[bd["brokerName"]] = parse_addresses(master)[0]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("unreadable %s reply from the name server: %s", RequestCode(code).name, exc)
+
+    def _name_server_text(self) -> str:
+        return ";".join(f"{h}:{p}" for h, p in self.name_servers)
+
+    def _connect_name_server(self) -> _Connection:
+        """The name server connection; the first reachable address, kept while it lives."""
+        if self._name_server is not None:
+            conn = self._conns.get(self._name_server)
+            if conn is not None and not conn.closed:
+                return conn
+        errors = []
+        for addr in self.name_servers:
+            try:
+                conn = self._connect(addr)
+            except RemotingConnectError as exc:
+                errors.append(str(exc))
+                continue
+            self._name_server = addr
+            return conn
+        raise RemotingConnectError("no name server reachable: " + "; ".join(errors))
+
+    def _connect(self, addr: tuple[str, int]) -> _Connection:
+        conn = self._conns.get(addr)
+        if conn is not None and not conn.closed:
+            return conn
+        with self._conn_lock:
+            if self._closed:
+                raise RemotingConnectError("the connection is closed (the client was shut down)")
+            conn = self._conns.get(addr)
+            if conn is None or conn.closed:
+                # A lost connection is made again on next use, as RocketMQ's client does.
+                conn = _Connection(self, addr)
+                self._conns[addr] = conn
+            return conn
+
+    # -- on the client loop ---------------------------------------------------------------------
+    def _on_loop(self, conn: _Connection, items: list) -> None:
+        for entry, cmd in items:
+            if entry is not None:
+                entry.timer.cancel()
+                entry.callback(cmd, None)
+            else:
+                self._serve_request(conn, cmd)
+
+    def _serve_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
+        """A broker→client request (NOTIFY_CONSUMER_IDS_CHANGED is oneway)."""
+        reply = None
+        if self._handler is not None:
+            reply = self._handler(cmd)
+        if cmd.flag & RPC_ONEWAY:
+            return
+        if reply is None:
+            reply = cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED if self._handler is None
+                                 else ResponseCode.SUCCESS)
+        try:
+            conn.write(encode(reply))
+        except RemotingError as exc:
+            log.warning("answering broker request %d on %s failed: %s", cmd.code, conn.name, exc)
+
+    def _fail_on_loop(self, calls: list[_AsyncCall], error: BaseException) -> None:
+        for call in calls:
+            call.timer.cancel()
+            call.callback(None, error)
+
+    def _timed_out(self, conn: _Connection, opaque: int, code: int, timeout_ms: int) -> None:
+        call = conn.pending.pop(opaque, None)
+        if call is not None:
+            call.callback(None, RemotingTimeoutError(f"wait response on the channel <{conn.name}> timeout, "
+                                                     f"{timeout_ms}(ms) (request code {code})"))
+
+    def __repr__(self) -> str:
+        state = ", closed" if self._closed else ""
+        return f"TcpTransport({self._name_server_text()}, brokers={self.brokers}{state})"
