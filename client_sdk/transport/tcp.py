@@ -120,6 +120,7 @@ class _Connection:
         self.local_address = f"{host}:{port}"
         self.pending: dict[int, _Waiter | _AsyncCall] = {}
         self.closed = False
+        self.close_reason = f"connection to {self.name} is closed"
         self._send_lock = threading.Lock()
         self._reader = threading.Thread(target=self._read_loop, name=f"rocketmq-remoting-{self.name}",
                                         daemon=True)
@@ -127,20 +128,22 @@ class _Connection:
 
     def write(self, data: bytes) -> None:
         if self.closed:
-            raise RemotingConnectError(f"connection to {self.name} is closed")
+            raise RemotingConnectError(self.close_reason)
         try:
             with self._send_lock:
                 self.sock.sendall(data)
         except OSError as exc:
-            self.close()
-            raise RemotingConnectError(f"send to {self.name} failed: {exc}") from None
+            if self.closed:                # closed by another thread while we were sending
+                raise RemotingConnectError(self.close_reason) from None
+            self.close(f"send to {self.name} failed: {exc}")
+            raise RemotingConnectError(self.close_reason) from None
 
     def _read_loop(self) -> None:
         decoder = FrameDecoder()
         pending = self.pending
         owner = self.owner
         recv = self.sock.recv
-        why = f"connection to {self.name} closed"
+        why = None
         try:
             while True:
                 data = recv(_RECV_SIZE)
@@ -167,11 +170,10 @@ class _Connection:
                 if for_loop is not None:
                     owner.runtime.call_soon_threadsafe(owner._on_loop, self, for_loop)
         except (OSError, ProtocolError) as exc:
-            if not self.closed:
-                why = f"connection to {self.name} broken: {exc}"
+            why = f"connection to {self.name} broken: {exc}"
         finally:
-            self.close()
-            self.fail_pending(RemotingConnectError(why))
+            self.close(why)
+            self.fail_pending(RemotingConnectError(self.close_reason))
 
     def fail_pending(self, error: RemotingError) -> None:
         """Fail every request still waiting on this connection (waiters now, async
@@ -189,9 +191,12 @@ class _Connection:
         if failed:
             self.owner.runtime.call_soon_threadsafe(self.owner._fail_on_loop, failed, error)
 
-    def close(self) -> None:
+    def close(self, reason: str | None = None) -> None:
+        """Close the socket (idempotent); the first reason given is the one callers see."""
         if self.closed:
             return
+        if reason:
+            self.close_reason = reason
         self.closed = True
         try:
             self.sock.shutdown(socket.SHUT_RDWR)   # wakes the reader out of recv()
@@ -290,10 +295,9 @@ class TcpTransport(Transport):
         with self._conn_lock:
             conns = list(self._conns.values())
             self._conns.clear()
-        error = RemotingConnectError("the client closed its connection")
         for conn in conns:
-            conn.close()
-            conn.fail_pending(error)
+            conn.close(f"connection to {conn.name} closed by the client")
+            conn.fail_pending(RemotingConnectError(conn.close_reason))
 
     @property
     def closed(self) -> bool:
