@@ -91,6 +91,13 @@ class BrokerAPI:
         cmd.ext_fields = ext
         return self.transport.request(cmd, timeout_ms)
 
+    def send_message_v2_async(self, ext: dict[str, str], body: bytes, callback: Callable,
+                              timeout_ms: int) -> None:
+        """SEND_MESSAGE_V2 without waiting; ``callback(response, error)`` on the loop."""
+        cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, None, body)
+        cmd.ext_fields = ext
+        self.transport.request_async(cmd, callback, timeout_ms)
+
     def send_batch_message(self, ext: dict[str, str], body: bytes, timeout_ms: int) -> RemotingCommand:
         """SEND_BATCH_MESSAGE (320): the V2 header with ``m`` = true and a batch body."""
         cmd = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, None, body)

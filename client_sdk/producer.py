@@ -301,6 +301,12 @@ class Producer:
 
     def _send_kernel(self, topic: str, body: bytes, flag: int, props: dict, mq: MessageQueue,
                      timeout_ms: int) -> SendResult:
+        ext, body, uniq = self._send_request(topic, body, flag, props, mq)
+        return self._send_result(self._instance.api.send_message_v2(ext, body, timeout_ms), topic, mq, uniq)
+
+    def _send_request(self, topic: str, body: bytes, flag: int, props: dict,
+                      mq: MessageQueue) -> tuple[dict, bytes, str]:
+        """SEND_MESSAGE_V2's header, the (maybe compressed) body and the UNIQ_KEY."""
         inst = self._instance
         clock = inst.runtime.clock
         uniq = props.get(Prop.UNIQ_KEY)
@@ -327,7 +333,10 @@ class Producer:
             mx = props.get(Prop.MAX_RECONSUME_TIMES)
             if mx is not None:
                 ext["l"] = str(int(mx))
-        resp = inst.api.send_message_v2(ext, body, timeout_ms)
+        return ext, body, uniq
+
+    @staticmethod
+    def _send_result(resp, topic: str, mq: MessageQueue, uniq: str) -> SendResult:
         status = _STORED_STATUS.get(resp.code)
         if status is None:
             raise MQBrokerError(resp.code, resp.remark, None, f"SEND_MESSAGE_V2 {topic}")
@@ -336,6 +345,46 @@ class Producer:
         queue = mq if qid == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, qid)
         return SendResult(status, uniq, ext.get("msgId", ""), queue, int(ext.get("queueOffset", -1)),
                           ext.get("MSG_REGION", "DefaultRegion"), ext.get("TRACE_ON") == "true")
+
+    # -- asynchronous sending ---------------------------------------------------------------
+    def send_async(self, msg: Message, callback: Callable[[SendResult | None, Exception | None], None], *,
+                   timeout_ms: int | None = None) -> None:
+        """Send without waiting (RocketMQ's ``send(msg, SendCallback)``): later, on the
+        client loop, ``callback(result, None)`` or ``callback(None, error)``. Many sends
+        may be in flight on one connection (pipelining); like the Java client, a failed
+        attempt is retried on another queue up to ``retry_times_when_send_failed`` times.
+        Bad input and a closed producer raise here, at once; the route is looked up
+        synchronously the first time a topic is used."""
+        if self.state is not ServiceState.RUNNING:
+            self._make_sure_ok()
+        body = check_message(msg, self.max_message_size, self._valid_topics)
+        timeout = self.send_msg_timeout if timeout_ms is None else timeout_ms
+        route = self._find_publish_route(msg.topic)
+        self._send_async_attempt(msg.topic, body, msg.flag, msg.wire_properties(), timeout, callback,
+                                 route.publish_queues, self.retry_times_when_send_failed, None)
+
+    def _send_async_attempt(self, topic: str, body: bytes, flag: int, props: dict, timeout: int,
+                            callback, queues, retries_left: int, last_broker: str | None) -> None:
+        mq = self._select_queue(queues, last_broker)
+        ext, wire_body, uniq = self._send_request(topic, body, flag, props, mq)
+
+        def done(resp, err):
+            if err is None:
+                try:
+                    result = self._send_result(resp, topic, mq, uniq)
+                except MQBrokerError as exc:
+                    err = exc
+                else:
+                    callback(result, None)
+                    return
+            retryable = not isinstance(err, MQBrokerError) or err.code in _RETRY_CODES
+            if retryable and retries_left > 0 and self.state is ServiceState.RUNNING:
+                self._send_async_attempt(topic, body, flag, props, timeout, callback, queues,
+                                         retries_left - 1, mq.broker_name)
+                return
+            callback(None, err)
+
+        self._instance.api.send_message_v2_async(ext, wire_body, done, timeout)
 
     def __repr__(self) -> str:
         return f"Producer({self.group!r}, {self.state.value})"

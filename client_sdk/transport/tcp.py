@@ -16,10 +16,13 @@ is ``ClientRuntime``, not asyncio.
 Async replies and broker→client requests (NOTIFY_CONSUMER_IDS_CHANGED) are handed to
 the client loop with ``runtime.call_soon_threadsafe``, one hand-off per ``recv`` however
 many frames it carried, so listeners, rebalancing and offsets stay single-threaded on
-the runtime exactly as in process. Async timeouts are loop timers; whoever pops the
-pending entry first (reader or timer) owns it, so a callback runs once. Pending entries
-live in a plain dict per connection: ``dict.pop`` is atomic under the GIL, which is all
-the reader/waiter race needs.
+the runtime exactly as in process. Async timeouts are found by the reader too: it
+polls with a short timeout and scans for expired calls (RocketMQ's scanResponseTable,
+every 100 ms here rather than 1 s), so ``request_async`` never touches the loop's
+timers and may be called from any thread. Whoever pops a pending entry first (the
+reader for a reply or a timeout, ``close``) owns it, so a callback runs once. Pending
+entries live in a plain dict per connection: ``dict.pop`` is atomic under the GIL,
+which is all these races need.
 
 Routing, as RocketMQ's client does it: GET_ROUTEINFO_BY_TOPIC / GET_BROKER_CLUSTER_INFO
 go to the name server; route and cluster replies teach broker name → master address
@@ -34,8 +37,10 @@ from __future__ import annotations
 
 import _thread
 import logging
+import select
 import socket
 import threading
+import time
 
 from broker.protocol import FrameDecoder, ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from broker.protocol.command import RPC_ONEWAY
@@ -50,6 +55,7 @@ __all__ = ["TcpTransport", "parse_addresses", "CONNECT_TIMEOUT_S"]
 log = logging.getLogger("client_sdk.tcp")
 
 CONNECT_TIMEOUT_S = 3.0
+SCAN_INTERVAL_S = 0.1               # how late an async timeout may be noticed
 _RECV_SIZE = 256 * 1024
 _NAME_SERVER_CODES = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO})
 _EVERY_BROKER_CODES = frozenset({RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT})
@@ -94,11 +100,13 @@ class _Waiter:
 
 
 class _AsyncCall:
-    __slots__ = ("callback", "timer")
+    __slots__ = ("callback", "deadline", "code", "timeout_ms")
 
-    def __init__(self, callback: ResponseCallback) -> None:
+    def __init__(self, callback: ResponseCallback, code: int, timeout_ms: int) -> None:
         self.callback = callback
-        self.timer = None
+        self.deadline = time.monotonic() + timeout_ms / 1000.0
+        self.code = code
+        self.timeout_ms = timeout_ms
 
 
 class _Connection:
@@ -143,9 +151,19 @@ class _Connection:
         pending = self.pending
         owner = self.owner
         recv = self.sock.recv
+        poll = select.poll()
+        poll.register(self.sock, select.POLLIN)
+        wait_ms = int(SCAN_INTERVAL_S * 1000)
+        monotonic = time.monotonic
+        next_scan = monotonic() + SCAN_INTERVAL_S
         why = None
         try:
             while True:
+                if pending and monotonic() >= next_scan:
+                    self._expire(monotonic())
+                    next_scan = monotonic() + SCAN_INTERVAL_S
+                if not poll.poll(wait_ms):
+                    continue
                 data = recv(_RECV_SIZE)
                 if not data:
                     decoder.eof()
@@ -174,6 +192,17 @@ class _Connection:
         finally:
             self.close(why)
             self.fail_pending(RemotingConnectError(self.close_reason))
+
+    def _expire(self, now: float) -> None:
+        """Time out the async calls past their deadline (blocking waiters time
+        themselves out)."""
+        pending = self.pending
+        expired = []
+        for opaque, entry in list(pending.items()):
+            if entry.__class__ is _AsyncCall and entry.deadline <= now and pending.pop(opaque, None) is not None:
+                expired.append(entry)
+        if expired:
+            self.owner.runtime.call_soon_threadsafe(self.owner._time_out_on_loop, self.name, expired)
 
     def fail_pending(self, error: RemotingError) -> None:
         """Fail every request still waiting on this connection (waiters now, async
@@ -265,16 +294,12 @@ class TcpTransport(Transport):
         except RemotingError as exc:
             rt.call_soon_threadsafe(callback, None, exc)
             return
-        call = _AsyncCall(callback)
         opaque = cmd.opaque
-        conn.pending[opaque] = call
-        # request_async runs on the loop, so arming a loop timer here is safe.
-        call.timer = rt.call_later(timeout_ms, self._timed_out, conn, opaque, cmd.code, timeout_ms)
+        conn.pending[opaque] = _AsyncCall(callback, cmd.code, timeout_ms)
         try:
             conn.write(data)
         except RemotingError as exc:
             if conn.pending.pop(opaque, None) is not None:
-                call.timer.cancel()
                 rt.call_soon_threadsafe(callback, None, exc)
 
     def oneway(self, cmd: RemotingCommand) -> None:
@@ -417,7 +442,6 @@ class TcpTransport(Transport):
     def _on_loop(self, conn: _Connection, items: list) -> None:
         for entry, cmd in items:
             if entry is not None:
-                entry.timer.cancel()
                 entry.callback(cmd, None)
             else:
                 self._serve_request(conn, cmd)
@@ -439,14 +463,12 @@ class TcpTransport(Transport):
 
     def _fail_on_loop(self, calls: list[_AsyncCall], error: BaseException) -> None:
         for call in calls:
-            call.timer.cancel()
             call.callback(None, error)
 
-    def _timed_out(self, conn: _Connection, opaque: int, code: int, timeout_ms: int) -> None:
-        call = conn.pending.pop(opaque, None)
-        if call is not None:
-            call.callback(None, RemotingTimeoutError(f"wait response on the channel <{conn.name}> timeout, "
-                                                     f"{timeout_ms}(ms) (request code {code})"))
+    def _time_out_on_loop(self, name: str, calls: list[_AsyncCall]) -> None:
+        for call in calls:
+            call.callback(None, RemotingTimeoutError(f"wait response on the channel <{name}> timeout, "
+                                                     f"{call.timeout_ms}(ms) (request code {call.code})"))
 
     def __repr__(self) -> str:
         state = ", closed" if self._closed else ""

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""W2 plain throughput over loopback TCP: client_sdk on both ends, `serve` in between.
+
+The server is a real `rocketmq-emulator serve` subprocess (real clock, a fresh store in
+a temp dir per run, so both processes have a core each, as the peer benchmarks'
+servers do). Per run:
+
+  produce, one at a time   ``Producer.send`` (synchronous SEND_MESSAGE_V2), --sync-n msgs
+  produce, window W        ``Producer.send_async`` with at most W (32) sends in flight,
+                           N (50,000) messages of 100 bytes (peer-bench common.body_for)
+  consume with ack         a PushConsumer (pull batch 32, listener per message, returns
+                           CONSUME_SUCCESS) until all N are consumed and the consumed
+                           offsets are committed to the broker (RocketMQ's ack)
+
+It verifies every send was SEND_OK, the consumer saw exactly the N bodies and the
+committed offsets add up to N; prints msgs/s per phase with the CPU seconds the client
+and the server used (which of them is the bottleneck), and in the same run the raw
+asyncio frame echo floor (../shared/peer-bench/bench_asyncio_frames.py, run now with
+this python, same N and window: one at a time vs one at a time, window vs window) and
+RabbitMQ's W2 figures (measured by bench_rabbitmq.py only if rabbitmq-server is
+installed here; otherwise the figures RECORDED in peers-results.md).
+
+Usage: python benchmarks/w2_throughput.py [--n 50000] [--sync-n 10000] [--window 32]
+       [--runs 3] [--profile] [--no-peers]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import json
+import os
+import pstats
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PEER = REPO.parent / "shared" / "peer-bench"
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(PEER))
+
+import common  # noqa: E402  (peer-bench: the shared W2 body)
+
+from client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker, SendStatus  # noqa: E402
+from client_sdk.api import BrokerAPI  # noqa: E402
+from tests.support.processes import EmulatorProcess  # noqa: E402
+
+TOPIC = "W2"
+SYNC_TOPIC = "W2Sync"
+GROUP = "w2_consumer"
+RABBIT_RECORDED = {"produce": 18_402, "consume": 15_868}   # fallback if the table cannot be read
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all threads), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Phase:
+    """Wall time and client / server CPU of one phase."""
+
+    def __init__(self, server_pid: int, profile: cProfile.Profile | None) -> None:
+        self.server_pid = server_pid
+        self.profile = profile
+
+    def __enter__(self):
+        gc.collect()
+        self.s0, self.c0 = cpu_seconds(self.server_pid), time.process_time()
+        if self.profile:
+            self.profile.enable()
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.t0
+        if self.profile:
+            self.profile.disable()
+        self.client_cpu = time.process_time() - self.c0
+        self.server_cpu = cpu_seconds(self.server_pid) - self.s0
+
+
+def run_w2(n: int, sync_n: int, window: int, profiles: dict | None = None) -> dict:
+    bodies = [common.body_for(i) for i in range(n)]           # prepared outside the timers
+    sync_msgs = [Message(SYNC_TOPIC, common.body_for(i)) for i in range(sync_n)]
+    msgs = [Message(TOPIC, b) for b in bodies]
+    tmp = Path(tempfile.mkdtemp(prefix="w2-"))
+    server = EmulatorProcess(tmp / "store").start()
+    remote = RemoteBroker(server.address)
+    rt = remote.runtime
+    prof = (lambda name: profiles.setdefault(name, cProfile.Profile())) if profiles is not None else (lambda name: None)
+    out: dict = {}
+    try:
+        producer = Producer("w2_producer", remote).start()
+        producer.send(Message(TOPIC, b"creates the topic"))   # route lookups and topic creation: not timed
+        producer.send(Message(SYNC_TOPIC, b"creates the topic"))
+        warm = 1
+        if sync_n:
+            send = producer.send
+            with Phase(server.proc.pid, prof("produce_sync")) as ph:
+                for m in sync_msgs:
+                    if send(m).status is not SendStatus.SEND_OK:
+                        raise AssertionError("a synchronous send was not SEND_OK")
+            out["produce_sync"] = ph
+
+        state = {"in_flight": 0, "ok": 0, "errors": []}
+
+        def sent(result, error):
+            state["in_flight"] -= 1
+            if error is not None:
+                state["errors"].append(error)
+            elif result.status is SendStatus.SEND_OK:
+                state["ok"] += 1
+
+        def window_open():
+            return state["in_flight"] < window
+
+        send_async = producer.send_async
+        with Phase(server.proc.pid, prof("produce_window")) as ph:
+            for m in msgs:
+                if state["in_flight"] >= window:
+                    rt.run_until(window_open, "60s")
+                state["in_flight"] += 1
+                send_async(m, sent)
+            rt.run_until(lambda: state["in_flight"] == 0, "60s")
+        out["produce_window"] = ph
+        if state["errors"] or state["ok"] != n:
+            raise AssertionError(f"window sends: {state['ok']} ok of {n}, errors {state['errors'][:3]}")
+
+        seen = []
+        total = n + warm
+
+        def listener(batch, context):
+            seen.extend(m.body for m in batch)
+            return CONSUME_SUCCESS
+
+        consumer = PushConsumer(GROUP, remote, listener=listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                                persist_consumer_offset_interval=3_600_000)
+        consumer.subscribe(TOPIC, "*")
+        with Phase(server.proc.pid, prof("consume")) as ph:
+            consumer.start()
+            if not rt.run_until(lambda: len(seen) >= total, "120s"):
+                raise AssertionError(f"consumed only {len(seen)} of {total}")
+            consumer.persist_offsets()                            # the ack: consumed offsets to the broker
+            api = BrokerAPI(consumer.instance.transport)
+            committed = sum(api.query_consumer_offset(GROUP, TOPIC, mq.queue_id, mq.broker_name)
+                            for mq in consumer.assigned_queues(TOPIC))
+        out["consume"] = ph
+        if committed != total:
+            raise AssertionError(f"committed offsets add up to {committed}, not {total}")
+        if len(seen) != total or sorted(seen[i] for i in range(len(seen)) if seen[i] != b"creates the topic") \
+                != sorted(bodies):
+            raise AssertionError("the consumer did not see exactly the produced bodies")
+        consumer.shutdown()
+        producer.shutdown()
+    finally:
+        remote.close()
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = {"n": n, "sync_n": sync_n}
+    for name, ph in out.items():
+        count = sync_n if name == "produce_sync" else n
+        rows[name] = {"msgs_per_s": count / ph.wall, "wall_s": ph.wall, "client_cpu_s": ph.client_cpu,
+                      "server_cpu_s": ph.server_cpu}
+    return rows
+
+
+def raw_echo(n: int, window: int, runs: int) -> dict:
+    """bench_asyncio_frames.py, run now: one-at-a-time and window req/s (medians)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "echo.json"
+        subprocess.run([sys.executable, str(PEER / "bench_asyncio_frames.py"), "--n", str(n), "--runs", str(runs),
+                        "--window", str(window), "--json", str(out)], check=True, stdout=subprocess.DEVNULL)
+        summary = json.loads(out.read_text())["summary"]
+    return {"seq": summary["seq_req_per_s"]["median"], "window": summary["pipelined_req_per_s"]["median"]}
+
+
+def rabbitmq(n: int) -> tuple[dict, str]:
+    """RabbitMQ W2 (classic durable queue, persistent, confirms window 100, prefetch 100)."""
+    if shutil.which("rabbitmq-server"):
+        return {}, ("rabbitmq-server is installed: run ../shared/peer-bench/run_peers.sh for a fresh figure; "
+                    "showing the recorded one")
+    text = (PEER / "peers-results.md").read_text() if (PEER / "peers-results.md").exists() else ""
+    m = re.search(r"RabbitMQ classic durable queue[^|]*\|\s*W2, confirms window 100\s*\|\s*50,000\s*\|"
+                  r"\s*produce ([\d,]+)[^|]*consume ([\d,]+)", text)
+    if m:
+        return ({"produce": float(m.group(1).replace(",", "")), "consume": float(m.group(2).replace(",", ""))},
+                "RECORDED in peers-results.md, not re-measured (rabbitmq-server is not installed here)")
+    return dict(RABBIT_RECORDED), "RECORDED (peers-results.md unreadable; built-in copy of its figures)"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=50000, help="messages in the window-produce and consume phases")
+    ap.add_argument("--sync-n", type=int, default=10000, help="messages in the one-at-a-time produce phase (0: skip)")
+    ap.add_argument("--window", type=int, default=32, help="sends in flight (the echo floor uses the same window)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--profile", action="store_true", help="cProfile the client in one run, print each phase's top")
+    ap.add_argument("--no-peers", action="store_true", help="skip the echo floor and the RabbitMQ figures")
+    a = ap.parse_args()
+    if a.n < 1 or a.window < 1 or a.sync_n < 0 or a.runs < 1:
+        ap.error("--n, --window and --runs must be >= 1, --sync-n >= 0")
+    if a.profile:
+        profiles: dict = {}
+        run_w2(a.n, a.sync_n, a.window, profiles)
+        for name, prof in profiles.items():
+            print(f"== client profile: {name}")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+        return
+
+    rows = [run_w2(a.n, a.sync_n, a.window) for _ in range(a.runs)]
+    phases = [p for p in ("produce_sync", "produce_window", "consume") if p in rows[0]]
+    med = {p: {k: statistics.median(r[p][k] for r in rows) for k in rows[0][p]} for p in phases}
+    print(f"W2 over loopback TCP: client_sdk (RemoteBroker) -> `rocketmq-emulator serve` subprocess (real clock, "
+          f"store on disk), 100-byte bodies, {a.runs} run(s), median (min-max), python {sys.version.split()[0]}")
+    labels = {"produce_sync": f"produce, one at a time (send), {a.sync_n:,} msgs",
+              "produce_window": f"produce, window {a.window} (send_async), {a.n:,} msgs",
+              "consume": f"consume with ack (PushConsumer, offsets committed), {a.n:,} msgs"}
+    for p in phases:
+        rates = [r[p]["msgs_per_s"] for r in rows]
+        m = med[p]
+        print(f"  {labels[p]:<62} {m['msgs_per_s']:>8,.0f} msgs/s ({min(rates):,.0f}-{max(rates):,.0f}); "
+              f"CPU client {m['client_cpu_s']:.2f} s, server {m['server_cpu_s']:.2f} s in {m['wall_s']:.2f} s wall")
+    if a.no_peers:
+        return
+    echo = raw_echo(a.n, a.window, a.runs)
+    print(f"raw asyncio frame echo (bench_asyncio_frames.py, measured now, N={a.n:,}, {a.runs} run(s)): "
+          f"one at a time {echo['seq']:,.0f} req/s, window {a.window} {echo['window']:,.0f} req/s")
+    if "produce_sync" in med:
+        r = med["produce_sync"]["msgs_per_s"] / echo["seq"]
+        print(f"  produce one at a time / echo one at a time = {r:.0%}  (target >= 50%: {'met' if r >= .5 else 'NOT met'})")
+    r = med["produce_window"]["msgs_per_s"] / echo["window"]
+    print(f"  produce window {a.window} / echo window {a.window}       = {r:.0%}  "
+          f"(target >= 50%: {'met' if r >= .5 else 'NOT met'})")
+    r = med["consume"]["msgs_per_s"] / echo["window"]
+    print(f"  consume / echo window {a.window}                 = {r:.0%}  "
+          f"(pulls of 32 messages: not one request per message)")
+    rabbit, how = rabbitmq(a.n)
+    if rabbit:
+        print(f"RabbitMQ 3.10.8 classic durable, persistent, confirms window 100, prefetch 100 ({how}): "
+              f"produce {rabbit['produce']:,.0f}, consume {rabbit['consume']:,.0f} msgs/s")
+        for p, key in (("produce_window", "produce"), ("consume", "consume")):
+            x = med[p]["msgs_per_s"] / rabbit[key]
+            print(f"  {p:<15} {x:.2f}x RabbitMQ  (target >= 1x: {'met' if x >= 1 else 'NOT met'})")
+    else:
+        print(how)
+
+
+if __name__ == "__main__":
+    main()
