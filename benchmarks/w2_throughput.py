@@ -8,6 +8,13 @@ servers do). Per run:
   produce, one at a time   ``Producer.send`` (synchronous SEND_MESSAGE_V2), --sync-n msgs
   produce, window W        ``Producer.send_async`` with at most W (32) sends in flight,
                            N (50,000) messages of 100 bytes (peer-bench common.body_for)
+  produce, batches of B    ``Producer.send_batch`` (SEND_BATCH_MESSAGE, B=32 messages a
+                           request), N messages to another topic: what the broker takes
+                           when the per-request cost is shared (not comparable with the
+                           echo, which is one frame per message)
+  server ceiling           the same N sends as pre-encoded SEND_MESSAGE_V2 frames over a
+                           bare socket, window W, no SDK at all: what `serve` itself takes,
+                           so the gap between it and the window phase is the SDK's cost
   consume with ack         a PushConsumer (pull batch 32, listener per message, returns
                            CONSUME_SUCCESS) until all N are consumed and the consumed
                            offsets are committed to the broker (RocketMQ's ack)
@@ -21,7 +28,7 @@ RabbitMQ's W2 figures (measured by bench_rabbitmq.py only if rabbitmq-server is
 installed here; otherwise the figures RECORDED in peers-results.md).
 
 Usage: python benchmarks/w2_throughput.py [--n 50000] [--sync-n 10000] [--window 32]
-       [--runs 3] [--profile] [--no-peers]
+       [--batch 32] [--runs 3] [--profile] [--no-peers]
 """
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ import os
 import pstats
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -47,12 +55,15 @@ sys.path.insert(0, str(PEER))
 
 import common  # noqa: E402  (peer-bench: the shared W2 body)
 
+from broker.protocol import FrameDecoder, RemotingCommand, RequestCode, encode  # noqa: E402
 from client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker, SendStatus  # noqa: E402
 from client_sdk.api import BrokerAPI  # noqa: E402
 from tests.support.processes import EmulatorProcess  # noqa: E402
 
 TOPIC = "W2"
 SYNC_TOPIC = "W2Sync"
+BATCH_TOPIC = "W2Batch"
+RAW_TOPIC = "W2Raw"
 GROUP = "w2_consumer"
 RABBIT_RECORDED = {"produce": 18_402, "consume": 15_868}   # fallback if the table cannot be read
 
@@ -87,7 +98,43 @@ class Phase:
         self.server_cpu = cpu_seconds(self.server_pid) - self.s0
 
 
-def run_w2(n: int, sync_n: int, window: int, profiles: dict | None = None) -> dict:
+def raw_frames(n: int, bodies: list[bytes]) -> list[bytes]:
+    """SEND_MESSAGE_V2 frames as the SDK would build them, encoded before the timer."""
+    frames = []
+    now = int(time.time() * 1000)
+    for i, body in enumerate(bodies):
+        cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, None, body)
+        cmd.ext_fields = {"a": "w2_raw", "b": RAW_TOPIC, "c": "TBW102", "d": "4", "e": str(i % 4), "f": "0",
+                          "g": str(now), "h": "0", "i": "WAIT\x01true\x02UNIQ_KEY\x01%032X\x02" % i, "j": "0",
+                          "k": "false", "m": "false", "n": "broker-a"}
+        frames.append(encode(cmd))
+    return frames
+
+
+def send_raw_frames(port: int, frames: list[bytes], window: int) -> None:
+    """Write the frames with at most ``window`` unanswered; every answer must be SUCCESS."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    decoder = FrameDecoder()
+    sent = answered = 0
+    n = len(frames)
+    try:
+        while answered < n:
+            while sent < n and sent - answered < window:
+                sock.sendall(frames[sent])
+                sent += 1
+            data = sock.recv(262144)
+            if not data:
+                raise AssertionError("the server closed the raw connection")
+            for reply in decoder.feed(data):
+                if reply.code != 0:
+                    raise AssertionError(f"raw send answered {reply}")
+                answered += 1
+    finally:
+        sock.close()
+
+
+def run_w2(n: int, sync_n: int, window: int, batch: int, profiles: dict | None = None) -> dict:
     bodies = [common.body_for(i) for i in range(n)]           # prepared outside the timers
     sync_msgs = [Message(SYNC_TOPIC, common.body_for(i)) for i in range(sync_n)]
     msgs = [Message(TOPIC, b) for b in bodies]
@@ -153,6 +200,19 @@ def run_w2(n: int, sync_n: int, window: int, profiles: dict | None = None) -> di
             committed = sum(api.query_consumer_offset(GROUP, TOPIC, mq.queue_id, mq.broker_name)
                             for mq in consumer.assigned_queues(TOPIC))
         out["consume"] = ph
+        frames = raw_frames(n + 1, [b"creates the topic"] + bodies)
+        send_raw_frames(server.port, frames[:1], 1)               # not timed
+        with Phase(server.proc.pid, None) as ph:
+            send_raw_frames(server.port, frames[1:], window)
+        out["server_ceiling"] = ph
+        if batch:
+            batches = [[Message(BATCH_TOPIC, b) for b in bodies[i:i + batch]] for i in range(0, n, batch)]
+            send_batch = producer.send_batch
+            with Phase(server.proc.pid, prof("produce_batch")) as ph:
+                for chunk in batches:
+                    if send_batch(chunk).status is not SendStatus.SEND_OK:
+                        raise AssertionError("a batch send was not SEND_OK")
+            out["produce_batch"] = ph
         if committed != total:
             raise AssertionError(f"committed offsets add up to {committed}, not {total}")
         if len(seen) != total or sorted(seen[i] for i in range(len(seen)) if seen[i] != b"creates the topic") \
@@ -201,33 +261,42 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=50000, help="messages in the window-produce and consume phases")
     ap.add_argument("--sync-n", type=int, default=10000, help="messages in the one-at-a-time produce phase (0: skip)")
     ap.add_argument("--window", type=int, default=32, help="sends in flight (the echo floor uses the same window)")
+    ap.add_argument("--batch", type=int, default=32, help="messages per SEND_BATCH_MESSAGE in the extra batch "
+                                                         "phase (0: skip it)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="cProfile the client in one run, print each phase's top")
     ap.add_argument("--no-peers", action="store_true", help="skip the echo floor and the RabbitMQ figures")
     a = ap.parse_args()
-    if a.n < 1 or a.window < 1 or a.sync_n < 0 or a.runs < 1:
-        ap.error("--n, --window and --runs must be >= 1, --sync-n >= 0")
+    if a.n < 1 or a.window < 1 or a.sync_n < 0 or a.batch < 0 or a.runs < 1:
+        ap.error("--n, --window and --runs must be >= 1, --sync-n and --batch >= 0")
     if a.profile:
         profiles: dict = {}
-        run_w2(a.n, a.sync_n, a.window, profiles)
+        run_w2(a.n, a.sync_n, a.window, a.batch, profiles)
         for name, prof in profiles.items():
             print(f"== client profile: {name}")
             pstats.Stats(prof).sort_stats("tottime").print_stats(18)
         return
 
-    rows = [run_w2(a.n, a.sync_n, a.window) for _ in range(a.runs)]
-    phases = [p for p in ("produce_sync", "produce_window", "consume") if p in rows[0]]
+    rows = [run_w2(a.n, a.sync_n, a.window, a.batch) for _ in range(a.runs)]
+    phases = [p for p in ("produce_sync", "produce_window", "server_ceiling", "consume", "produce_batch")
+              if p in rows[0]]
     med = {p: {k: statistics.median(r[p][k] for r in rows) for k in rows[0][p]} for p in phases}
     print(f"W2 over loopback TCP: client_sdk (RemoteBroker) -> `rocketmq-emulator serve` subprocess (real clock, "
           f"store on disk), 100-byte bodies, {a.runs} run(s), median (min-max), python {sys.version.split()[0]}")
     labels = {"produce_sync": f"produce, one at a time (send), {a.sync_n:,} msgs",
               "produce_window": f"produce, window {a.window} (send_async), {a.n:,} msgs",
-              "consume": f"consume with ack (PushConsumer, offsets committed), {a.n:,} msgs"}
+              "server_ceiling": f"  server ceiling: raw pre-encoded frames, window {a.window}, no SDK",
+              "consume": f"consume with ack (PushConsumer, offsets committed), {a.n:,} msgs",
+              "produce_batch": f"produce, send_batch of {a.batch} (extra, not like-for-like), {a.n:,} msgs"}
     for p in phases:
         rates = [r[p]["msgs_per_s"] for r in rows]
         m = med[p]
-        print(f"  {labels[p]:<62} {m['msgs_per_s']:>8,.0f} msgs/s ({min(rates):,.0f}-{max(rates):,.0f}); "
-              f"CPU client {m['client_cpu_s']:.2f} s, server {m['server_cpu_s']:.2f} s in {m['wall_s']:.2f} s wall")
+        print(f"  {labels[p]:<70} {m['msgs_per_s']:>8,.0f} msgs/s ({min(rates):,.0f}-{max(rates):,.0f}); "
+              f"CPU client {m['client_cpu_s']:.2f} s, server {m['server_cpu_s']:.2f} s "
+              f"(busy {m['server_cpu_s'] / m['wall_s']:.0%}) in {m['wall_s']:.2f} s wall")
+    if "server_ceiling" in med:
+        w, c = med["produce_window"]["msgs_per_s"], med["server_ceiling"]["msgs_per_s"]
+        print(f"  the SDK's window sends reach {w / c:.0%} of what `serve` takes from a bare socket")
     if a.no_peers:
         return
     echo = raw_echo(a.n, a.window, a.runs)
@@ -239,6 +308,9 @@ def main() -> None:
     r = med["produce_window"]["msgs_per_s"] / echo["window"]
     print(f"  produce window {a.window} / echo window {a.window}       = {r:.0%}  "
           f"(target >= 50%: {'met' if r >= .5 else 'NOT met'})")
+    if "server_ceiling" in med:
+        r = med["server_ceiling"]["msgs_per_s"] / echo["window"]
+        print(f"  server ceiling / echo window {a.window}          = {r:.0%}  (no SDK: the broker's own bound)")
     r = med["consume"]["msgs_per_s"] / echo["window"]
     print(f"  consume / echo window {a.window}                 = {r:.0%}  "
           f"(pulls of 32 messages: not one request per message)")

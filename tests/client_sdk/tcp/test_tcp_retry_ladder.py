@@ -7,9 +7,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, Message, MQBrokerError, Producer, PushConsumer
-
 import pytest
+
+from client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, Message, MQBrokerError, Producer, PushConsumer
+from tests.support.processes import EmulatorProcess
 
 # messageDelayLevel 3..18: what the n-th retry waits (broker default levels).
 LADDER = ["10s", "30s", "1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m", "9m", "10m", "20m", "30m", "1h", "2h"]
@@ -105,8 +106,6 @@ def test_the_whole_default_16_retry_ladder_over_the_wire(remote, unique):
 
 
 def test_a_real_clock_server_refuses_the_clock_request(tmp_path, remote):
-    from tests.support.processes import EmulatorProcess
-
     proc = EmulatorProcess(tmp_path / "store").start()      # --clock real is the default
     try:
         with pytest.raises(MQBrokerError, match="real clock"):

@@ -8,6 +8,7 @@ import pytest
 
 from client_sdk import (CONSUME_SUCCESS, Message, MQClientError, Producer, PushConsumer, RemoteBroker,
                         RemotingConnectError, SendStatus)
+from client_sdk.api import BrokerAPI
 from tests.support.processes import free_port
 
 
@@ -69,9 +70,7 @@ def test_namesrv_addr_clients_run_their_own_loops(server, unique):
     # The consumer's shutdown persisted its offsets to the broker.
     check = RemoteBroker(server.address)
     try:
-        t = check.connect()
-        from client_sdk.api import BrokerAPI
-        api = BrokerAPI(t)
+        api = BrokerAPI(check.connect())
         api.get_topic_route(topic)
         committed = sum(api.query_consumer_offset(consumer.group, topic, q, "broker-a") for q in range(4))
         assert committed == 30

@@ -202,3 +202,29 @@ def test_a_separate_name_server_and_two_brokers(tmp_path, unique):
         ns.close()
         a.stop()
         b.stop()
+
+
+def test_garbage_from_the_server_closes_the_connection_with_a_clear_error():
+    """A peer that answers with a frame length of 1 (below the minimum of 4)."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"\x00\x00\x00\x01garbage")
+        conn.recv(65536)                                  # until the client hangs up
+        conn.close()
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    r = RemoteBroker(f"127.0.0.1:{port}")
+    try:
+        t = r.connect()
+        with pytest.raises(RemotingConnectError, match=r"broken: frame length 1 is below the minimum"):
+            t.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}), timeout_ms=10000)
+    finally:
+        r.close()
+        listener.close()
+        th.join(10)
