@@ -35,6 +35,13 @@ __all__ = ["RemoteBroker", "own_remote_broker"]
 log = logging.getLogger("client_sdk.remote")
 
 
+class _StopLoop(BaseException):
+    """Raised by a task to leave the background loop at once: the runtime logs and
+    keeps going after an Exception, but lets a BaseException through, so a stop is
+    prompt even while replies keep the loop busy."""
+
+
+
 class RemoteBroker(Connector):
     """Connects clients to the name server(s) at ``namesrv_addr`` ("host:port[;...]")
     and owns their client loop (a real-clock ``ClientRuntime``).
@@ -115,6 +122,8 @@ class RemoteBroker(Connector):
         while not self._stopping:
             try:
                 rt.run_until(lambda: self._stopping, "1h")
+            except _StopLoop:
+                return
             except Exception:    # a listener's error must not end the client's loop
                 log.exception("client task failed on the loop of %s", self.namesrv_addr)
 
@@ -147,10 +156,16 @@ class RemoteBroker(Connector):
         if thread is None:
             return
         self._stopping = True
-        self.runtime.call_soon_threadsafe(lambda: None)   # wake a waiting loop
         if threading.current_thread() is thread:
-            return
+            return                                         # the loop ends after this task
+        def stop_task():
+            # A no-op if the loop thread already left (another thread may drive the loop later).
+            if threading.current_thread() is thread:
+                raise _StopLoop
+        self.runtime.call_soon_threadsafe(stop_task)       # wakes a waiting loop, cuts a busy one short
         thread.join(30)
+        if thread.is_alive():
+            log.warning("the client loop of %s is still running a task after 30 s", self.namesrv_addr)
         self._thread = None
 
     def close(self) -> None:
