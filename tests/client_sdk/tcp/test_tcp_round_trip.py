@@ -87,3 +87,26 @@ def test_bad_addresses_fail_with_a_clear_error(unique):
     producer = Producer(unique("pg"), namesrv_addr=f"127.0.0.1:{port}")
     with pytest.raises(RemotingConnectError, match=f"127.0.0.1:{port}"):
         producer.start()
+
+
+def test_stop_ends_a_background_loop_that_is_never_idle(server):
+    r = RemoteBroker(server.address)
+    spins = [0]
+    keep_spinning = [True]
+
+    def spin():                                          # a task that always queues another
+        spins[0] += 1
+        if keep_spinning[0]:
+            r.runtime.call_soon_threadsafe(spin)
+    r.run_in_background()
+    assert r.call(lambda: "on the loop") == "on the loop"
+    r.runtime.call_soon_threadsafe(spin)
+    assert wait_for(lambda: spins[0] > 100)
+    loop_thread = r._thread
+    r.stop()
+    assert not r.in_background and not loop_thread.is_alive()
+    # The loop can be driven from this thread afterwards; nothing of the stop leaks into it.
+    keep_spinning[0] = False
+    seen = spins[0]
+    assert r.run_until(lambda: spins[0] == seen + 1, "10s")
+    r.close()
