@@ -14,6 +14,7 @@ from paho.mqtt.properties import Properties
 from broker.protocol import RemotingCommand, RequestCode as RQ
 from store.records import iter_records
 
+from ..support.processes import wait_for
 from ..support.remoting import RawClient
 
 pytestmark = pytest.mark.interop
@@ -48,17 +49,6 @@ def read_queue(client: RawClient, topic, queue_id=0):
 
 def read_topic(client: RawClient, topic, queues=4):
     return [r for q in range(queues) for r in read_queue(client, topic, q)]
-
-
-def wait_for(predicate, timeout=10.0):
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met within the bound")
 
 
 def test_ingress_round_trip_with_tag_keys_and_properties(mosquitto, emulator):

@@ -19,9 +19,9 @@ import pytest
 from broker.adapters.mqtt_bridge import BRIDGE_CONSUMER_GROUP
 from broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode as RQ
 
-from ..support.processes import Mosquitto
+from ..support.processes import Mosquitto, wait_for
 from ..support.remoting import RawClient
-from .test_bridge import LADDER_S, read_topic, wait_bridge, wait_for
+from .test_bridge import LADDER_S, read_topic, wait_bridge
 
 pytestmark = pytest.mark.interop
 DENY_GUARDED = "topic readwrite #\ntopic deny rocketmq-out/Guarded\n"

@@ -105,3 +105,18 @@ class EmulatorProcess:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(15)
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02):
+    """Bounded polling for a condition another process or thread brings about: the
+    predicate's first truthy value, or AssertionError once ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    value = predicate()
+    if value:
+        return value
+    raise AssertionError(f"condition not met within {timeout} s")

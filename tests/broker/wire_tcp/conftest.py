@@ -10,22 +10,22 @@ from delay_scheduler import SystemClock, VirtualClock
 from ...support.remoting import RawClient, ServerThread  # noqa: F401
 
 
-@pytest.fixture
-def virtual_server(tmp_path):
-    core = BrokerCore.open(tmp_path / "store", VirtualClock(), BrokerConfig())
+def _served(root, clock):
+    core = BrokerCore.open(root, clock, BrokerConfig())
     srv = ServerThread(core)
     yield srv
     srv.stop()
     core.close()
+
+
+@pytest.fixture
+def virtual_server(tmp_path):
+    yield from _served(tmp_path / "store", VirtualClock())
 
 
 @pytest.fixture
 def real_server(tmp_path):
-    core = BrokerCore.open(tmp_path / "store", SystemClock(), BrokerConfig())
-    srv = ServerThread(core)
-    yield srv
-    srv.stop()
-    core.close()
+    yield from _served(tmp_path / "store", SystemClock())
 
 
 @pytest.fixture

@@ -2,24 +2,13 @@
 ids match; and the namesrv_addr form, where each client runs its own background loop."""
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from client_sdk import (CONSUME_SUCCESS, Message, MQClientError, Producer, PushConsumer, RemoteBroker,
                         RemotingConnectError, SendStatus)
 from client_sdk.api import BrokerAPI
-from tests.support.processes import free_port
-
-
-def wait_for(predicate, timeout=10.0):
-    """Bounded polling for a condition another thread brings about."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return predicate()
+from tests.support.processes import free_port, wait_for
 
 
 def test_produce_and_consume_with_tags_and_keys(remote, unique):
