@@ -228,6 +228,16 @@ class BrokerCore:
         if self._flush_due is not None and now >= self._flush_due:
             self.flush()
 
+    def hold_mark(self) -> int:
+        return self.holds.mark()
+
+    def answer_holds_before(self, mark: int) -> None:
+        """Answer (as their suspend timeout would) every pull held before ``mark``.
+        A virtual-clock server calls this on a real-time bound: its clients' pull
+        timeouts run in real time, and virtual time may stand still for minutes."""
+        for held in self.holds.held_before(mark):
+            self._answer_held(held)
+
     def _deliver_due(self, now: int) -> None:
         sched = self.schedule.scheduler
         moved = False

@@ -8,7 +8,6 @@ pulls on that queue) per arrival; O(log n) per deadline via a heap.
 from __future__ import annotations
 
 import heapq
-import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,17 +24,32 @@ class HeldPull:
     code_set: frozenset[int] | None
     deadline_ms: int
     done: bool = False
+    seq: int = 0
 
 
 class PullHoldService:
     def __init__(self) -> None:
         self._by_queue: dict[tuple[str, int], list[HeldPull]] = {}
         self._heap: list[tuple[int, int, HeldPull]] = []
-        self._seq = itertools.count()
+        self._next_seq = 0
 
     def hold(self, held: HeldPull) -> None:
+        held.seq = self._next_seq
+        self._next_seq += 1
         self._by_queue.setdefault((held.topic, held.queue_id), []).append(held)
-        heapq.heappush(self._heap, (held.deadline_ms, next(self._seq), held))
+        heapq.heappush(self._heap, (held.deadline_ms, held.seq, held))
+
+    def mark(self) -> int:
+        """A point in the sequence of holds: ``held_before(mark)`` later returns the
+        pulls held before it (still waiting), and releases them."""
+        return self._next_seq
+
+    def held_before(self, mark: int) -> list[HeldPull]:
+        out = [h for _, seq, h in self._heap if seq < mark and not h.done]
+        for h in out:
+            h.done = True
+            self._discard(h)
+        return out
 
     def arrived(self, topic: str, queue_id: int, queue_offset: int, tags_code: int) -> list[HeldPull]:
         """Held pulls a new message at ``queue_offset`` satisfies; they are released."""

@@ -5,7 +5,9 @@ a FrameDecoder, each request goes to ``core.handle`` in arrival order (pipelined
 reply is written as soon as it exists), and after every batch the core's outgoing
 queue (held-pull replies, NOTIFY_CONSUMER_IDS_CHANGED) is written to its connections.
 A timer task sleeps until ``core.next_deadline()`` and ticks the core (real clock); on
-a virtual clock time moves only by the clock-control request. A connection that sends
+a virtual clock time moves only by the clock-control request, and held pulls are
+answered after at most ``virtual_hold_limit_s`` to 2x that of real time (clients time
+their pulls out in real time: ali-ons after 30 s, while virtual time may stand still). A connection that sends
 garbage is closed with a log line; every other connection keeps being served.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = ["RemotingServer", "DEFAULT_MAX_FRAME_SIZE"]
 
 log = logging.getLogger("broker.tcp")
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+VIRTUAL_HOLD_LIMIT_S = 5.0
 
 
 class _Connection(asyncio.Protocol):
@@ -53,10 +56,14 @@ class _Connection(asyncio.Protocol):
             return
         core = self.server.core
         out = []
+        trace = log.isEnabledFor(logging.DEBUG)     # once per batch: the hot path stays lean
         for cmd in commands:
             if cmd.is_response:
                 continue  # replies to our oneway notifications never come; ignore strays
             reply = core.handle(cmd, self.channel)
+            if trace:
+                log.debug("%s request %d opaque %d %s -> %s", self.channel.remote, cmd.code, cmd.opaque,
+                          cmd.ext_fields, "held/oneway" if reply is None else f"{reply.code} {reply.remark or ''}")
             if reply is not None:
                 out.append(encode(reply))
         if out:
@@ -75,7 +82,8 @@ class _Connection(asyncio.Protocol):
 
 class RemotingServer:
     def __init__(self, core: BrokerCore, host: str = "127.0.0.1", port: int = 9876, *,
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                 virtual_hold_limit_s: float = VIRTUAL_HOLD_LIMIT_S) -> None:
         self.core = core
         self.host = host
         self.port = port
@@ -84,12 +92,16 @@ class RemotingServer:
         self._server: asyncio.base_events.Server | None = None
         self._wake = asyncio.Event()
         self._timer: asyncio.Task | None = None
+        self._hold_bound: asyncio.Task | None = None
+        self.virtual_hold_limit_s = virtual_hold_limit_s
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         self._timer = asyncio.create_task(self._run_timer())
+        if getattr(self.core.clock, "is_virtual", False):
+            self._hold_bound = asyncio.create_task(self._bound_holds_in_real_time())
 
     @property
     def address(self) -> str:
@@ -121,9 +133,17 @@ class RemotingServer:
             self.core.tick()
             self.after_activity()
 
+    async def _bound_holds_in_real_time(self) -> None:
+        while True:
+            mark = self.core.hold_mark()
+            await asyncio.sleep(self.virtual_hold_limit_s)
+            self.core.answer_holds_before(mark)
+            self.after_activity()
+
     async def stop(self) -> None:
-        if self._timer:
-            self._timer.cancel()
+        for task in (self._timer, self._hold_bound):
+            if task:
+                task.cancel()
         if self._server:
             self._server.close()
             for conn in list(self.connections.values()):

@@ -13,10 +13,10 @@ from broker.protocol.codec import FrameDecoder, encode
 
 
 class ServerThread:
-    def __init__(self, core: BrokerCore, max_frame_size: int = 16 * 1024 * 1024):
+    def __init__(self, core: BrokerCore, max_frame_size: int = 16 * 1024 * 1024, **server_options):
         self.core = core
         self.loop = asyncio.new_event_loop()
-        self.server = RemotingServer(core, "127.0.0.1", 0, max_frame_size=max_frame_size)
+        self.server = RemotingServer(core, "127.0.0.1", 0, max_frame_size=max_frame_size, **server_options)
         started = threading.Event()
 
         def run():

@@ -84,6 +84,35 @@ def test_send_pull_and_long_poll_over_the_wire(raw, virtual_server):
     assert [r.body for r in iter_records(resp.body)] == [b"second"]
 
 
+def test_a_held_pull_on_a_virtual_clock_server_is_answered_in_bounded_real_time(tmp_path):
+    """Virtual time may stand still for minutes while a real client's pull times out in
+    real time (ali-ons: 30 s): the server answers a held pull PULL_NOT_FOUND after its
+    real-time bound even though no virtual time passed, and a message arriving first
+    still releases a hold at once."""
+    from broker.core import BrokerCore
+    from delay_scheduler import VirtualClock
+
+    from ...support.remoting import ServerThread
+    core = BrokerCore.open(tmp_path / "s", VirtualClock())
+    srv = ServerThread(core, virtual_hold_limit_s=0.1)
+    try:
+        consumer = RawClient(srv.port)
+        consumer.sock.settimeout(5)                      # bounded: the reply is due in 0.1-0.2 s
+        assert consumer.call(send_req("T", b"first")).code == 0
+        pull = RemotingCommand.request(RQ.PULL_MESSAGE, {
+            "consumerGroup": "G", "topic": "T", "queueId": 0, "queueOffset": 1, "maxMsgNums": 32,
+            "sysFlag": 2 | 4, "commitOffset": 0, "suspendTimeoutMillis": 15000, "subVersion": 0,
+            "subscription": "*"})
+        now_before = srv.call_in_loop(core.clock.now_ms)
+        resp = consumer.call(pull)
+        assert resp.code == RC.PULL_NOT_FOUND and resp.header("nextBeginOffset") == "1"
+        assert srv.call_in_loop(core.clock.now_ms) == now_before  # no virtual time passed
+        consumer.close()
+    finally:
+        srv.stop()
+        core.close()
+
+
 def test_garbage_closes_only_that_connection(raw, virtual_server):
     good, bad = raw(), raw()
     assert good.call(send_req("T", b"before")).code == 0
