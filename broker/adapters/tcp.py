@@ -4,7 +4,7 @@ One endpoint serves name-server and broker requests. Per connection: bytes are f
 a FrameDecoder, each request goes to ``core.handle`` in arrival order (pipelined; the
 reply is written as soon as it exists), and after every batch the core's outgoing
 queue (held-pull replies, NOTIFY_CONSUMER_IDS_CHANGED) is written to its connections.
-A timer task sleeps until ``core.next_deadline()`` and ticks the core (real clock); on
+One loop timer is armed at ``core.next_deadline()`` and ticks the core (real clock); on
 a virtual clock time moves only by the clock-control request, and held pulls are
 answered after at most ``virtual_hold_limit_s`` to 2x that of real time (clients time
 their pulls out in real time: ali-ons after 30 s, while virtual time may stand still). A connection that sends
@@ -90,8 +90,9 @@ class RemotingServer:
         self.max_frame_size = max_frame_size
         self.connections: dict[int, _Connection] = {}
         self._server: asyncio.base_events.Server | None = None
-        self._wake = asyncio.Event()
-        self._timer: asyncio.Task | None = None
+        self._virtual = bool(getattr(core.clock, "is_virtual", False))
+        self._timer: asyncio.TimerHandle | None = None
+        self._armed_at: int | None = None
         self._hold_bound: asyncio.Task | None = None
         self.virtual_hold_limit_s = virtual_hold_limit_s
 
@@ -99,9 +100,10 @@ class RemotingServer:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
-        self._timer = asyncio.create_task(self._run_timer())
-        if getattr(self.core.clock, "is_virtual", False):
+        if self._virtual:
             self._hold_bound = asyncio.create_task(self._bound_holds_in_real_time())
+        else:
+            self._arm()     # messages the store already holds may be due
 
     @property
     def address(self) -> str:
@@ -113,25 +115,32 @@ class RemotingServer:
             conn = self.connections.get(channel.id)
             if conn is not None:
                 conn.send(cmd)
-        self._wake.set()
+        if not self._virtual:
+            self._arm()
 
-    async def _run_timer(self) -> None:
-        clock = self.core.clock
-        while True:
-            self._wake.clear()
-            deadline = self.core.next_deadline()
-            if getattr(clock, "is_virtual", False) or deadline is None:
-                await self._wake.wait()
-                continue
-            delay = (deadline - clock.now_ms()) / 1000
-            if delay > 0:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
-                    continue
-                except asyncio.TimeoutError:
-                    pass
-            self.core.tick()
-            self.after_activity()
+    def _arm(self) -> None:
+        """One loop timer at the core's next deadline. It is moved only when the
+        deadline comes earlier: a later one is picked up when the armed timer fires
+        (tick does nothing early), so a burst of requests costs no timer churn."""
+        deadline = self.core.next_deadline()
+        armed = self._armed_at
+        if armed is not None and (deadline is None or armed <= deadline):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._armed_at = None
+        if deadline is None:
+            return
+        delay = max(0.0, (deadline - self.core.clock.now_ms()) / 1000)
+        self._timer = asyncio.get_running_loop().call_later(delay, self._fire)
+        self._armed_at = deadline
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._armed_at = None
+        self.core.tick()
+        self.after_activity()
 
     async def _bound_holds_in_real_time(self) -> None:
         while True:
@@ -141,9 +150,9 @@ class RemotingServer:
             self.after_activity()
 
     async def stop(self) -> None:
-        for task in (self._timer, self._hold_bound):
-            if task:
-                task.cancel()
+        for pending in (self._timer, self._hold_bound):
+            if pending:
+                pending.cancel()
         if self._server:
             self._server.close()
             for conn in list(self.connections.values()):

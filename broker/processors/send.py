@@ -11,8 +11,9 @@ from store.records import MessageRecord, Prop, properties_to_string, string_to_p
 
 from ..config import PERM_READ, PERM_WRITE
 from ..events import EventKind
-from ..protocol import RequestCode, ResponseCode as RC
-from ..protocol.headers import decode_batch_body, send_header_v2_to_v1
+from ..protocol import RemotingCommand, RequestCode, ResponseCode as RC
+from ..protocol.command import RPC_TYPE_RESPONSE
+from ..protocol.headers import decode_batch_body
 from ..topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, dlq_topic,
                       validate_topic_name)
 
@@ -27,8 +28,13 @@ PUT_STATUS_TO_CODE = {
 }
 
 
+_SUCCESS = int(RC.SUCCESS)   # a plain int: the header encoder's fast path takes exact ints
+
+
 class _Header:
-    """SendMessageRequestHeader (V1 names), typed."""
+    """SendMessageRequestHeader (V1 names), typed. SEND_MESSAGE_V2 and
+    SEND_BATCH_MESSAGE carry the short names a..m (a long name is taken when its short
+    one is absent); read straight, field by field: this runs once per message."""
 
     __slots__ = ("producer_group", "topic", "default_topic", "default_topic_queue_nums", "queue_id",
                  "sys_flag", "born_timestamp", "flag", "properties", "reconsume_times",
@@ -36,41 +42,55 @@ class _Header:
 
     def __init__(self, request) -> None:
         ext = request.ext_fields or {}
-        if request.code != RequestCode.SEND_MESSAGE:
-            ext = send_header_v2_to_v1(ext)
-        get = _typed(ext)
-        self.producer_group = get("producerGroup", str, required=True)
-        if ext.get("topic") is None:
-            get("topic", str, required=True)
-        self.topic = str(ext["topic"])  # an empty name is validated later, with RocketMQ's remark
-        self.default_topic = get("defaultTopic", str) or "TBW102"
-        self.default_topic_queue_nums = get("defaultTopicQueueNums", int) or 4
-        self.queue_id = get("queueId", int, required=True)
-        self.sys_flag = get("sysFlag", int) or 0
-        self.born_timestamp = get("bornTimestamp", int) or 0
-        self.flag = get("flag", int) or 0
-        self.properties = get("properties", str) or ""
-        self.reconsume_times = get("reconsumeTimes", int) or 0
-        self.max_reconsume_times = get("maxReconsumeTimes", int)
-        self.batch = (get("batch", str) or "false").lower() == "true"
+        get = ext.get
+        if request.code == RequestCode.SEND_MESSAGE:
+            def field(short, name):
+                return get(name)
+        else:
+            def field(short, name):
+                v = get(short)
+                return get(name) if v is None else v
+        group = field("a", "producerGroup")
+        if group is None or group == "":
+            raise _missing("producerGroup")
+        topic = field("b", "topic")
+        if topic is None:
+            raise _missing("topic")
+        self.producer_group = str(group)
+        self.topic = str(topic)  # an empty name is validated later, with RocketMQ's remark
+        self.default_topic = _text(field("c", "defaultTopic")) or "TBW102"
+        self.default_topic_queue_nums = _int(field("d", "defaultTopicQueueNums"), "defaultTopicQueueNums") or 4
+        qid = _int(field("e", "queueId"), "queueId")
+        if qid is None:
+            raise _missing("queueId")
+        self.queue_id = qid
+        self.sys_flag = _int(field("f", "sysFlag"), "sysFlag") or 0
+        self.born_timestamp = _int(field("g", "bornTimestamp"), "bornTimestamp") or 0
+        self.flag = _int(field("h", "flag"), "flag") or 0
+        self.properties = _text(field("i", "properties")) or ""
+        self.reconsume_times = _int(field("j", "reconsumeTimes"), "reconsumeTimes") or 0
+        self.max_reconsume_times = _int(field("l", "maxReconsumeTimes"), "maxReconsumeTimes")
+        batch = field("m", "batch")
+        self.batch = batch is not None and str(batch).lower() == "true"
 
 
-def _typed(ext: dict):
+def _missing(name: str):
     from ..protocol import HeaderError
+    return HeaderError(f"the custom field <{name}> is null")
 
-    def get(name, typ, required=False):
-        v = ext.get(name)
-        if v is None or v == "":
-            if required:
-                raise HeaderError(f"the custom field <{name}> is null")
-            return None
-        if typ is int:
-            try:
-                return int(v)
-            except (TypeError, ValueError):
-                raise HeaderError(f"the custom field <{name}> is not an integer: {v!r}") from None
-        return str(v)
-    return get
+
+def _text(v) -> str | None:
+    return None if v is None or v == "" else str(v)
+
+
+def _int(v, name: str) -> int | None:
+    if v is None or v == "":
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        from ..protocol import HeaderError
+        raise HeaderError(f"the custom field <{name}> is not an integer: {v!r}") from None
 
 
 def _check(core, request, h: _Header):
@@ -158,10 +178,12 @@ def _put_response(core, request, res, qid, msg_id=None):
     code = PUT_STATUS_TO_CODE.get(res.status, RC.SYSTEM_ERROR)
     if code != RC.SUCCESS:
         return request.response(code, res.remark or res.status.name)
-    return request.response(RC.SUCCESS, None, {
-        "msgId": msg_id or res.msg_id, "queueId": qid, "queueOffset": res.queue_offset,
+    # Built with string values already: the reply of every send (no stringify pass).
+    return RemotingCommand(code=_SUCCESS, ext_fields={
+        "msgId": msg_id or res.msg_id, "queueId": str(qid), "queueOffset": str(res.queue_offset),
         "MSG_REGION": core.config.region_id, "TRACE_ON": "true" if core.config.trace_topic_enable else "false",
-    })
+    }, opaque=request.opaque, flag=RPC_TYPE_RESPONSE, language="JAVA", version=request.version,
+        serialize_type=request.serialize_type)
 
 
 def send_batch_message(core, request, channel):

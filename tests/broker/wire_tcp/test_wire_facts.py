@@ -155,3 +155,39 @@ def test_clock_advance_is_refused_by_a_real_clock_server(real_server):
     resp = c.call(RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, {"duration": "10s"}))
     assert resp.code == RC.SYSTEM_ERROR and "real clock" in resp.remark
     c.close()
+
+
+def test_a_real_clock_server_delivers_due_messages_and_expires_holds_on_its_own(tmp_path):
+    """The server's one timer, armed at the core's next deadline, fires with no request
+    in between: a delayed message (level 1 = 200 ms here) reaches a pull held for it,
+    and a hold with nothing to wake it ends PULL_NOT_FOUND at its suspend timeout."""
+    from broker.config import BrokerConfig
+    from broker.core import BrokerCore
+    from delay_scheduler import SystemClock
+
+    from ...support.remoting import ServerThread
+    core = BrokerCore.open(tmp_path / "s", SystemClock(), BrokerConfig(message_delay_level="200ms 400ms"))
+    srv = ServerThread(core)
+    try:
+        c = RawClient(srv.port)
+        c.sock.settimeout(5)                               # bounded: both replies are due within 0.3 s
+
+        def held_pull(topic, offset, suspend_ms):
+            return RemotingCommand.request(RQ.PULL_MESSAGE, {
+                "consumerGroup": "G", "topic": topic, "queueId": 0, "queueOffset": offset, "maxMsgNums": 32,
+                "sysFlag": 2 | 4, "commitOffset": 0, "suspendTimeoutMillis": suspend_ms, "subVersion": 0,
+                "subscription": "*"})
+        assert c.call(send_req("Later", b"due in 200 ms", DELAY="1")).code == 0
+        assert c.call(send_req("Idle", b"already read")).code == 0
+        waiting, idle = held_pull("Later", 0, 15000), held_pull("Idle", 1, 300)
+        c.send(waiting)
+        c.send(idle)
+        replies = {r.opaque: r for r in (c.recv(), c.recv())}
+        assert replies[idle.opaque].code == RC.PULL_NOT_FOUND          # its own 300 ms timeout
+        got = replies[waiting.opaque]                                  # released by the arrival
+        assert got.code == RC.SUCCESS
+        assert [r.body for r in iter_records(got.body)] == [b"due in 200 ms"]
+        c.close()
+    finally:
+        srv.stop()
+        core.close()
