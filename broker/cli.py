@@ -145,29 +145,69 @@ def clock_main(argv: list[str]) -> int:
         parse_duration(args.duration)
     except DelayLevelError as exc:
         return _fail(str(exc))
-    from .protocol import EMULATOR_CLOCK_ADVANCE, ProtocolError, RemotingCommand
+    from .protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand
+
+    req = RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, {"duration": args.duration})
+    reply = _call_server(args.server, req, args.timeout)
+    if isinstance(reply, int):
+        return reply
+    print(f"clock now {reply.header('nowMillis')} ms")
+    return 0
+
+
+# -- topic ------------------------------------------------------------------------------
+def topic_main(argv: list[str]) -> int:
+    """``topic create``: UPDATE_AND_CREATE_TOPIC, what ``mqadmin updateTopic`` sends.
+    Clients without the Java client's TBW102 fallback (ali-ons) need their topics made
+    before they send."""
+    p = argparse.ArgumentParser(prog="rocketmq-emulator topic", description="Create or update a topic on a server.")
+    sub = p.add_subparsers(dest="action", required=True)
+    create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic")
+    create.add_argument("topic")
+    create.add_argument("--queues", type=int, default=8, help="read and write queue count (default 8)")
+    create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
+    create.add_argument("--order", action="store_true", help="an ordered topic")
+    create.add_argument("--server", default="127.0.0.1:9876", help="HOST:PORT of `rocketmq-emulator serve`")
+    create.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the reply")
+    args = p.parse_args(argv)
+    if not 1 <= args.queues <= 1024:
+        return _fail(f"--queues must be 1..1024, got {args.queues}")
+    from .protocol import RemotingCommand, RequestCode
+
+    req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+        "topic": args.topic, "readQueueNums": args.queues, "writeQueueNums": args.queues,
+        "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
+    reply = _call_server(args.server, req, args.timeout)
+    if isinstance(reply, int):
+        return reply
+    print(f"topic {args.topic} created: {args.queues} queues, perm {args.perm}")
+    return 0
+
+
+def _call_server(server: str, req, timeout: float):
+    """Send one request to ``server`` (HOST:PORT) and return its successful reply, or
+    the exit code after printing one error line."""
+    from .protocol import ProtocolError
     from .protocol.codec import FrameDecoder, encode
 
-    host, _, port = args.server.rpartition(":")
+    host, _, port = server.rpartition(":")
     if not host or not port.isdigit():
-        return _fail(f"--server must be HOST:PORT, got {args.server!r}")
-    req = RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, {"duration": args.duration})
+        return _fail(f"--server must be HOST:PORT, got {server!r}")
     try:
-        with socket.create_connection((host, int(port)), timeout=args.timeout) as sock:
+        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
             sock.sendall(encode(req))
             decoder = FrameDecoder()
             while True:
                 data = sock.recv(65536)
                 if not data:
-                    return _fail(f"{args.server} closed the connection", 1)
+                    return _fail(f"{server} closed the connection", 1)
                 for cmd in decoder.feed(data):
                     if cmd.opaque == req.opaque:
                         if cmd.code != 0:
                             return _fail(cmd.remark or f"refused with code {cmd.code}", 1)
-                        print(f"clock now {cmd.header('nowMillis')} ms")
-                        return 0
+                        return cmd
     except (OSError, ProtocolError) as exc:
-        return _fail(f"cannot reach {args.server}: {exc}", 1)
+        return _fail(f"cannot reach {server}: {exc}", 1)
 
 
 # -- dispatch -----------------------------------------------------------------------------
@@ -176,6 +216,7 @@ _USAGE = """usage: rocketmq-emulator COMMAND [options]
 commands:
   serve      run the name server + broker (RocketMQ 4.x remoting protocol)
   clock      move a virtual-clock server's time: clock advance 2h --server HOST:PORT
+  topic      create a topic on a server (mqadmin updateTopic): topic create NAME --queues 4
   snapshot   take a consistent snapshot of a store: snapshot --data-dir DIR --out SNAP
   analyze    Spark analysis of a snapshot: analyze SNAP --out DIR [--master URL]
   simulate   deterministic simulation run: simulate --seed N --messages M --duration 6h --out DIR
@@ -193,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve_main(rest)
     if cmd == "clock":
         return clock_main(rest)
+    if cmd == "topic":
+        return topic_main(rest)
     if cmd in ("snapshot", "analyze"):
         try:
             from spark_analytics import cli as analytics_cli

@@ -80,6 +80,8 @@ class RemotingCommand:
     def header_int(self, name: str, default: int | None = None) -> int:
         ext = self.ext_fields
         v = None if ext is None else ext.get(name)
+        if v.__class__ is int:
+            return v
         if v is None or v == "":
             if default is None:
                 raise HeaderError(f"the custom field <{name}> is null")
@@ -109,9 +111,14 @@ class RemotingCommand:
 def stringify(fields: dict) -> dict[str, str]:
     out = {}
     for k, v in fields.items():
-        if v is None:
+        cls = v.__class__
+        if cls is str:              # most values: taken as they are
+            out[k] = v
+        elif cls is int:
+            out[k] = str(v)
+        elif v is None:
             continue
-        if isinstance(v, bool):
+        elif cls is bool:
             out[k] = "true" if v else "false"
         else:
             out[k] = str(v)

@@ -134,11 +134,11 @@ def failures(events, body: str) -> list[int]:
 
 def test_ali_ons_produces_consumes_retries_and_dead_letters(emulator):
     port = emulator.port
-    # Topics are created up front, as with mqadmin updateTopic (ali-ons, unlike the
+    # The topic is created up front, as with mqadmin updateTopic (ali-ons, unlike the
     # Java client, has no fallback to TBW102 for an unknown topic).
-    created = admin_call(port, RQ.UPDATE_AND_CREATE_TOPIC,
-                         {"topic": TOPIC, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6})
-    assert created.code == RC.SUCCESS
+    created = subprocess.run([sys.executable, "-m", "broker.cli", "topic", "create", TOPIC, "--queues", "4",
+                              "--server", emulator.address], capture_output=True, text=True, timeout=30)
+    assert created.returncode == 0, created.stderr
 
     driver = OnsDriver(emulator.address, ok_count=6, poison_count=2)
     try:
