@@ -16,6 +16,11 @@ SYNC_FLUSH: each put is written and fsync'd before it returns. After the data is
 durable, ``flush()`` writes the checkpoint: per segment its length, the CRC32 of its
 last MiB and its sealed flag, and the log end. The checkpoint is only ever *behind* the durable log.
 
+*The put path.* MessageStore.put does the plain case of ``append`` inline (the record
+fits the active segment and needs no fsync: a list append to ``tail``), so ``active``,
+``tail``, ``write_chunk`` and ``fast_limit`` follow every change of the last segment
+(``_activate``).
+
 *Recovery* finds the longest prefix of the log made of whole, valid records, cuts
 everything after it, and logs what it cut:
 
@@ -52,7 +57,7 @@ from .checkpoint import Checkpoint, SegmentMark
 from .errors import StoreError
 from .record_view import check_record
 from .records import BLANK_MAGIC_CODE, MAGIC_CODE, blank_record
-from .segment import CRC_WINDOW, FileSegment, MemorySegment, segment_name, window_crc
+from .segment import CRC_WINDOW, FileSegment, MemorySegment, RecordList, segment_name, window_crc
 
 __all__ = ["CommitLog", "LogRecovery", "RecordTooLarge", "VERIFY_LAST", "BLANK_SIZE"]
 
@@ -90,6 +95,14 @@ class CommitLog:
         self.bases: list[int] = []
         self.end = 0                  # where the next record goes (the log's max offset)
         self._to_sync: list[FileSegment] = []   # sealed segments awaiting their fsync
+        # For MessageStore.put's inlined append: the active segment, the RecordList an
+        # append goes to (a MemorySegment itself, a FileSegment's pending list), when to
+        # call active.write_out(), and the log end a record may reach through a plain
+        # append (room left for the BLANK; -1 with SYNC_FLUSH: always through ``append``).
+        self.active: MemorySegment | FileSegment | None = None
+        self.tail: RecordList | None = None
+        self.write_chunk = 0
+        self.fast_limit = -1
         if directory is None:
             self._add_segment(0)
 
@@ -147,6 +160,7 @@ class CommitLog:
             seg.rollback_to(pos)
             seg.sealed = False
             self.end = seg.base + pos
+            self._activate()
             raise
         if isinstance(seg, FileSegment) and not self.sync_each:
             self._to_sync.append(seg)
@@ -159,7 +173,15 @@ class CommitLog:
         self.segments.append(seg)
         self.bases.append(base)
         self.end = base
+        self._activate()
         return seg
+
+    def _activate(self) -> None:
+        """Point ``active`` and the rest at the last segment (after any change of it)."""
+        seg = self.active = self.segments[-1]
+        self.tail = seg.pending if isinstance(seg, FileSegment) else seg
+        self.write_chunk = seg.write_chunk
+        self.fast_limit = -1 if self.sync_each else seg.base + self.segment_size - BLANK_SIZE
 
     # -- reading -------------------------------------------------------------------------
     def _segment_at(self, phys: int):
@@ -277,6 +299,7 @@ class CommitLog:
             self.bases = [s.base for s in kept]
             last = kept[-1]
             self.end = last.base + last.size
+            self._activate()
             if last.sealed:
                 self._add_segment(next_base)
         else:

@@ -21,7 +21,7 @@ import struct
 from pathlib import Path
 
 from .record_view import prop_value
-from .records import tags_code
+from .records import RecordError, _topic_field, tags_code
 
 __all__ = ["ConsumeQueue", "ENTRY", "ENTRY_SIZE", "SCHEDULE_TOPIC", "entry_tags_code", "load_queue",
            "write_queue", "remove_queue", "list_queue_dirs", "valid_topic_dir"]
@@ -51,6 +51,15 @@ def entry_tags_code(topic: str, properties_text: str, store_timestamp: int, dela
     return tags_code(prop_value(properties_text, "TAGS"))
 
 
+def _put_topic_field(topic) -> bytes | None:
+    if type(topic) is not str or topic == SCHEDULE_TOPIC:
+        return None
+    try:
+        return _topic_field(topic)
+    except (RecordError, UnicodeError):
+        return None
+
+
 def valid_topic_dir(topic: str) -> bool:
     """Whether ``topic`` can name a directory (upstream topics are [%|a-zA-Z0-9_-]+;
     the store only refuses what would break the layout)."""
@@ -61,7 +70,7 @@ class ConsumeQueue:
     """Entries [base, max_offset) of one queue. ``min_offset`` >= base is the first
     entry whose record is still in the log; ``flushed`` how many are in the files."""
 
-    __slots__ = ("topic", "queue_id", "base", "buf", "max_offset", "min_offset", "flushed", "cut")
+    __slots__ = ("topic", "queue_id", "base", "buf", "max_offset", "min_offset", "flushed", "cut", "topic_field")
 
     def __init__(self, topic: str, queue_id: int, base: int = 0, buf: bytearray | None = None) -> None:
         self.topic = topic
@@ -72,6 +81,9 @@ class ConsumeQueue:
         self.min_offset = base
         self.flushed = self.max_offset
         self.cut = False        # the files hold more than [.., flushed): cut them on the next write
+        # the record's TOPIC field for MessageStore.put's inlined encoder; None sends the
+        # puts of this queue through the general path (the schedule topic's tagsCode is a time)
+        self.topic_field = _put_topic_field(topic)
 
     def append(self, phys: int, size: int, tags: int) -> None:
         self.buf += ENTRY.pack(phys, size, tags)

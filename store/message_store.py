@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import struct
+import zlib
 from pathlib import Path
 
 from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
@@ -28,9 +29,10 @@ from .fsutil import RootLock
 from .index import KeyIndex
 from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_json_document
 from .record_view import TX_SKIPPED, check_record, fields, prop_value, store_timestamp
-from .records import (MAGIC_CODE, MAX_TOPIC_LENGTH, MessageRecord, RecordError, SysFlag, create_offset_msg_id,
-                      decode_record, encode_record, tags_code)
-from .status import GetResult, GetStatus, PutStatus, Recovery, put_failed, put_ok
+from .records import (_FIXED_V4, IPV4_PACKED, MAGIC_CODE, MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, MessageRecord,
+                      RecordError, SysFlag, create_offset_msg_id, decode_record, encode_record, properties_to_string,
+                      tags_code)
+from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery, put_failed, put_ok
 
 __all__ = ["MessageStore"]
 
@@ -42,6 +44,26 @@ _RESERVED_CONFIGS = {"consumerOffset", "delayOffset"}
 _TX_MASK = SysFlag.TRANSACTION_MASK
 _pack_entry = ENTRY.pack
 _TX_PREPARED, _TX_ROLLBACK = TX_SKIPPED
+# put's inlined encoder (records.encode_record for IPv4 hosts) and result
+_IPV4 = IPV4_PACKED
+_crc32 = zlib.crc32
+_join = b"".join
+_pack_head = _FIXED_V4.pack
+_pack_i16 = struct.Struct(">h").pack
+_props_len_fields: dict[int, bytes] = {}      # properties length -> its i16 field (<= 32768 entries)
+_NOT_V6 = ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
+_pack_msg_id = struct.Struct(">4siq").pack
+_new_tuple = tuple.__new__
+_PUT_OK = PutStatus.PUT_OK
+# TAGS value -> tagsCode, a dict lookup on the put path (bounded)
+_tag_codes: dict[str, int] = {}
+
+
+def _tag_code(value: str) -> int:
+    if len(_tag_codes) >= 4096:
+        _tag_codes.clear()
+    code = _tag_codes[value] = tags_code(value)
+    return code
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
 _MIN_FILTER_SCAN = 800
@@ -54,6 +76,10 @@ class MessageStore:
         self._closed = False
         self._lock: RootLock | None = None
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        # topic -> queue id -> ConsumeQueue: the queues put's inlined path may use (two
+        # lookups by str and int are cheaper than building and hashing a tuple key).
+        # Filled by _put_general; a queue's object never changes once the store is open.
+        self._fast_queues: dict[str, dict[int, ConsumeQueue]] = {}
         self._offsets = ConsumerOffsets()
         self._delay = DelayOffsets()
         self._configs: dict[str, str] = {}          # in-memory mode's config documents (JSON text)
@@ -220,8 +246,111 @@ class MessageStore:
         store_timestamp and the fields encode_record fills are set on success; on any
         failure ``rec`` is left as it was and nothing is stored.
 
-        This is the hot path (a few µs beyond encode_record): no file-system calls
-        (ASYNC_FLUSH), no copies of the log, the key index is built lazily."""
+        This is the hot path: no file-system calls (ASYNC_FLUSH), no copies of the log,
+        the key index is built lazily. The usual record — an existing queue of an
+        ordinary topic, IPv4 hosts seen before, a dispatched (non-prepared, non-rollback)
+        record that fits the active segment — is encoded and appended inline here, byte
+        for byte what ``encode_record`` + ``CommitLog.append`` produce (see
+        tests/store/test_fast_put.py); everything else, and any input the inline code
+        cannot take, goes through ``_put_general``, which is the reference."""
+        if self._closed:
+            return put_failed(PutStatus.SERVICE_NOT_AVAILABLE, "the store is closed")
+        # Everything up to the append only reads: whatever fails here, or is not the
+        # usual case, is redone from scratch by the general path.
+        usual = False
+        try:
+            cq = self._fast_queues[rec.topic][rec.queue_id]
+            topic_f = cq.topic_field
+            body = rec.body
+            body_len = len(body)
+            sys_flag = rec.sys_flag
+            text = rec.properties_text
+            if text is None:
+                text = properties_to_string(rec.properties)
+            props_b = text.encode()
+            props_len = len(props_b)
+            born_ip, born_port = rec.born_host
+            store_ip, store_port = rec.store_host
+            born_raw = _IPV4[born_ip]               # KeyError: not a known IPv4 address text
+            store_raw = _IPV4[store_ip]
+            # (bit 0x4 is set in exactly the prepared and rollback transaction types)
+            if not (topic_f is None or body_len > self._max_body or sys_flag & 0x4
+                    or props_len > MAX_PROPERTIES_LENGTH):
+                try:
+                    props_len_f = _props_len_fields[props_len]
+                except KeyError:
+                    props_len_f = _props_len_fields[props_len] = _pack_i16(props_len)
+                lg = self._log
+                phys = lg.end
+                queue_offset = cq.max_offset
+                crc = _crc32(body)
+                sys_flag &= _NOT_V6
+                total = 90 + body_len + len(topic_f) + props_len
+                data = _join((_pack_head(total, MAGIC_CODE, crc, rec.queue_id, rec.flag, queue_offset, phys,
+                                         sys_flag, rec.born_timestamp, born_raw, born_port, now_ms, store_raw,
+                                         store_port, rec.reconsume_times, rec.prepared_transaction_offset, body_len),
+                              body, topic_f, props_len_f, props_b))
+                usual = True
+        except Exception:
+            pass
+        if not usual:
+            return self._put_general(rec, now_ms)
+        # CommitLog.append + segment append, inlined when the record fits the active
+        # segment (no roll) and needs no fsync
+        if phys + total <= lg.fast_limit:
+            p = lg.tail
+            size = p.size
+            p.starts.append(size)
+            p.chunks.append(data)
+            p.size = size = size + total
+            if size >= lg.write_chunk:
+                seg = lg.active
+                try:
+                    seg.write_out()
+                except OSError as exc:          # handing the buffer to the OS failed
+                    seg.rollback_to(phys - seg.base)
+                    return self._put_failed(rec, exc)
+            lg.end = phys + total
+            at = phys
+        else:
+            try:
+                at = lg.append(data)
+            except Exception as exc:
+                return self._put_failed(rec, exc)
+        rec.queue_offset = queue_offset
+        rec.commit_log_offset = at
+        rec.store_timestamp = now_ms
+        rec.sys_flag = sys_flag
+        rec.body_crc = crc
+        rec.store_size = total
+        rec.properties_text = text
+        # tagsCode = tags_code(prop_value(text, "TAGS")), inlined for the usual case:
+        # the last segment that starts "TAGS\x01" is not the first one and has a value.
+        # (Without "\x02TAGS\x01" the only TAGS can be a first segment; a later one
+        # always follows a "\x02".)
+        # (partition, not find: str.find parses its arguments the slow way)
+        _, sep, value = text.rpartition("\x02TAGS\x01")
+        if sep:
+            value = value.partition("\x02")[0]
+            if value:
+                try:
+                    tags = _tag_codes[value]
+                except KeyError:
+                    tags = _tag_code(value)
+            else:
+                tags = tags_code(prop_value(text, "TAGS"))
+        elif "TAGS\x01" in text:
+            tags = tags_code(prop_value(text, "TAGS"))
+        else:
+            tags = 0
+        cq.buf += _pack_entry(at, total, tags)      # ConsumeQueue.append, inlined
+        cq.max_offset = queue_offset + 1
+        # msg_id: create_offset_msg_id(rec.store_host, at) for an IPv4 store host
+        return _new_tuple(PutResult, (_PUT_OK, at, queue_offset, now_ms, total,
+                                      _pack_msg_id(store_raw, store_port, at).hex().upper(), None))
+
+    def _put_general(self, rec: MessageRecord, now_ms: int):
+        """``put`` for any record: the reference path (encode_record + CommitLog.append)."""
         if self._closed:
             return put_failed(PutStatus.SERVICE_NOT_AVAILABLE, "the store is closed")
         topic = rec.topic
@@ -278,6 +407,8 @@ class MessageStore:
                 cq = self._queues[key] = ConsumeQueue(topic, rec.queue_id)
             cq.buf += _pack_entry(at, size, tags)      # ConsumeQueue.append, inlined
             cq.max_offset += 1
+            if cq.topic_field is not None:      # the next put to this queue may take the inlined path
+                self._fast_queues.setdefault(topic, {})[rec.queue_id] = cq
         try:
             prefix = self._host_prefix[rec.store_host]
         except (KeyError, TypeError):       # first put from this host (or a list, not a tuple)
@@ -610,6 +741,9 @@ class MessageStore:
         lg = self._log
         assert lg.bases == [s.base for s in lg.segments], "segment index out of date"
         assert lg.bases == sorted(set(lg.bases)), "segments not in order"
+        active = lg.segments[-1]
+        assert lg.active is active and lg.tail is getattr(active, "pending", active), "put's append target is stale"
+        assert lg.fast_limit == (-1 if lg.sync_each else active.base + lg.segment_size - 8)
         expected: dict[tuple[str, int], list[bytes]] = {}
         for i, seg in enumerate(lg.segments):
             last = i == len(lg.segments) - 1

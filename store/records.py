@@ -118,6 +118,23 @@ def _ip_bytes(ip: str) -> bytes:
     return ipaddress.ip_address(ip).packed
 
 
+# IPv4 address text -> its 4 packed bytes, for encode_record and MessageStore.put's
+# inlined encoder: a plain dict lookup instead of a call. Filled with the addresses
+# encode_record has packed (a put from a new host goes through it once); bounded.
+IPV4_PACKED: dict[str, bytes] = {}
+_IPV4_PACKED_MAX = 4096
+
+
+def _packed_ip(ip: str) -> bytes:
+    """``_ip_bytes(ip)``, remembered in IPV4_PACKED when it is an IPv4 text."""
+    raw = _ip_bytes(ip)
+    if len(raw) == 4 and type(ip) is str:
+        if len(IPV4_PACKED) >= _IPV4_PACKED_MAX:
+            IPV4_PACKED.clear()
+        IPV4_PACKED[ip] = raw
+    return raw
+
+
 @lru_cache(maxsize=1024)
 def _ip_text(raw: bytes) -> str:
     return str(ipaddress.ip_address(raw))
@@ -290,8 +307,14 @@ def encode_record(rec: MessageRecord) -> bytes:
         raise RecordError(f"properties are {props_len} bytes; the limit is {MAX_PROPERTIES_LENGTH}")
     born_ip, born_port = rec.born_host
     store_ip, store_port = rec.store_host
-    born_raw = _ip_bytes(born_ip)
-    store_raw = _ip_bytes(store_ip)
+    try:
+        born_raw = IPV4_PACKED[born_ip]
+    except (KeyError, TypeError):
+        born_raw = _packed_ip(born_ip)
+    try:
+        store_raw = IPV4_PACKED[store_ip]
+    except (KeyError, TypeError):
+        store_raw = _packed_ip(store_ip)
     body = rec.body
     body_len = len(body)
     crc = zlib.crc32(body)

@@ -67,6 +67,12 @@ class RecordList:
         self.chunks.append(data)
         self.size += len(data)
 
+    def clear(self) -> None:
+        """Forget every chunk (the object stays the same: the commit log holds on to it)."""
+        self.chunks = []
+        self.starts = []
+        self.size = 0
+
     def rollback_to(self, size: int) -> None:
         """Forget the chunks from position ``size`` on (``size`` is a chunk start)."""
         i = bisect.bisect_left(self.starts, size)
@@ -111,6 +117,9 @@ class MemorySegment(RecordList):
 
     __slots__ = ("base", "sealed")
 
+    # Where MessageStore.put's inlined append calls ``write_out``: never, in memory.
+    write_chunk = 1 << 62
+
     def __init__(self, base: int) -> None:
         super().__init__()
         self.base = base
@@ -144,6 +153,11 @@ class MemorySegment(RecordList):
 class FileSegment:
     __slots__ = ("base", "path", "fd", "written", "pending", "mm", "sealed", "unsynced", "_tail")
 
+    # MessageStore.put appends to ``pending`` itself (as ``append`` does) and calls
+    # ``write_out`` once it holds this many bytes. ``pending`` is one RecordList for the
+    # segment's life (cleared, never replaced), so the commit log can hold on to it.
+    write_chunk = WRITE_CHUNK
+
     def __init__(self, base: int, path: Path, *, create: bool) -> None:
         self.base = base
         self.path = path
@@ -175,7 +189,7 @@ class FileSegment:
         if size >= self.written:
             self.pending.rollback_to(size - self.written)
             return
-        self.pending = RecordList()
+        self.pending.clear()
         self.mm = None                       # a map past the new end would fault
         os.ftruncate(self.fd, size)
         self.written = size
@@ -207,7 +221,7 @@ class FileSegment:
                 pass
             raise
         self.written = at
-        self.pending = RecordList()
+        pending.clear()
         self.unsynced = True
 
     def sync(self) -> None:
@@ -312,5 +326,5 @@ class FileSegment:
             os.close(self.fd)
             self.fd = None
         self.mm = None
-        self.pending = RecordList()
+        self.pending.clear()
         self.path.unlink(missing_ok=True)
