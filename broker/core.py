@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+from functools import lru_cache
 from typing import Callable
 
 from delay_scheduler import Clock, VirtualClock
@@ -323,7 +324,13 @@ class BrokerCore:
         return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
 
     def born_host_of(self, channel: Channel):
-        try:
-            return parse_host(channel.remote)
-        except ValueError:
-            return ("127.0.0.1", 0)
+        return _born_host(channel.remote)
+
+
+@lru_cache(maxsize=4096)
+def _born_host(remote: str):
+    """A connection's address as a record's born host (parsed once per connection)."""
+    try:
+        return parse_host(remote)
+    except ValueError:
+        return ("127.0.0.1", 0)

@@ -56,6 +56,8 @@ class TopicNameError(ValueError):
 
 def validate_topic_name(topic: str | None) -> None:
     """RocketMQ 4.x TopicValidator: non-blank, charset ``[%|a-zA-Z0-9_-]``, <= 127 chars."""
+    if topic in _VALIDATED:           # every send checks its topic; most name a few topics
+        return
     if topic is None or not topic.strip():
         raise TopicNameError("The specified topic is blank.")
     if not _VALID.match(topic):
@@ -63,6 +65,12 @@ def validate_topic_name(topic: str | None) -> None:
             f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
     if len(topic) > TOPIC_MAX_LENGTH:
         raise TopicNameError(f"The specified topic[{topic}] is longer than topic max length {TOPIC_MAX_LENGTH}.")
+    if len(_VALIDATED) < _VALIDATED_MAX:
+        _VALIDATED.add(topic)
+
+
+_VALIDATED: set[str] = set()
+_VALIDATED_MAX = 1 << 16
 
 
 @dataclass(slots=True)

@@ -42,36 +42,45 @@ class _Header:
 
     def __init__(self, request) -> None:
         ext = request.ext_fields or {}
-        get = ext.get
         if request.code == RequestCode.SEND_MESSAGE:
-            def field(short, name):
-                return get(name)
+            names = _LONG
         else:
-            def field(short, name):
-                v = get(short)
-                return get(name) if v is None else v
-        group = field("a", "producerGroup")
+            names = _SHORT
+            if not _SHORT_ONLY.issuperset(ext):
+                # Some long names present: each short one wins, a long one fills a gap.
+                ext = {**{long: ext[long] for long in _LONG if long in ext},
+                       **{long: ext[short] for short, long in zip(_SHORT, _LONG) if short in ext}}
+                names = _LONG
+        group, topic, default_topic, dtqn, qid, sys_flag, born, flag, props, recon, max_recon, batch = (
+            map(ext.get, names))
         if group is None or group == "":
             raise _missing("producerGroup")
-        topic = field("b", "topic")
         if topic is None:
             raise _missing("topic")
-        self.producer_group = str(group)
-        self.topic = str(topic)  # an empty name is validated later, with RocketMQ's remark
-        self.default_topic = _text(field("c", "defaultTopic")) or "TBW102"
-        self.default_topic_queue_nums = _int(field("d", "defaultTopicQueueNums"), "defaultTopicQueueNums") or 4
-        qid = _int(field("e", "queueId"), "queueId")
+        self.producer_group = group if group.__class__ is str else str(group)
+        self.topic = topic if topic.__class__ is str else str(topic)  # "" is validated later
+        self.default_topic = _text(default_topic) or "TBW102"
+        self.default_topic_queue_nums = _int(dtqn, "defaultTopicQueueNums") or 4
+        qid = _int(qid, "queueId")
         if qid is None:
             raise _missing("queueId")
         self.queue_id = qid
-        self.sys_flag = _int(field("f", "sysFlag"), "sysFlag") or 0
-        self.born_timestamp = _int(field("g", "bornTimestamp"), "bornTimestamp") or 0
-        self.flag = _int(field("h", "flag"), "flag") or 0
-        self.properties = _text(field("i", "properties")) or ""
-        self.reconsume_times = _int(field("j", "reconsumeTimes"), "reconsumeTimes") or 0
-        self.max_reconsume_times = _int(field("l", "maxReconsumeTimes"), "maxReconsumeTimes")
-        batch = field("m", "batch")
+        self.sys_flag = _int(sys_flag, "sysFlag") or 0
+        self.born_timestamp = _int(born, "bornTimestamp") or 0
+        self.flag = _int(flag, "flag") or 0
+        self.properties = _text(props) or ""
+        self.reconsume_times = _int(recon, "reconsumeTimes") or 0
+        self.max_reconsume_times = _int(max_recon, "maxReconsumeTimes")
         self.batch = batch is not None and str(batch).lower() == "true"
+
+
+# SendMessageRequestHeader's fields in the order _Header reads them, and the short
+# names SendMessageRequestHeaderV2 gives them on the wire.
+_LONG = ("producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+         "bornTimestamp", "flag", "properties", "reconsumeTimes", "maxReconsumeTimes", "batch")
+_SHORT = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "l", "m")
+# Every key a V2 header may carry without a long name ("k" unitMode, "n" brokerName).
+_SHORT_ONLY = frozenset(_SHORT) | {"k", "n"}
 
 
 def _missing(name: str):
@@ -86,6 +95,8 @@ def _text(v) -> str | None:
 def _int(v, name: str) -> int | None:
     if v is None or v == "":
         return None
+    if v.__class__ is int:
+        return v
     try:
         return int(v)
     except (TypeError, ValueError):

@@ -32,7 +32,29 @@ LANGUAGE_NAMES: dict[int, str] = {m.value: m.name for m in LanguageCode}
 _KNOWN_NAMES = frozenset(LANGUAGE_NAMES.values())
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_loads = json.JSONDecoder().decode
+_decoder = json.JSONDecoder()
+_loads = _decoder.decode
+_raw_decode = _decoder.raw_decode
+_quote = json.encoder.encode_basestring     # the C string encoder where there is one
+
+
+def _load_object(text: str):
+    """``json.loads`` for the usual header (an object from its first byte to its last):
+    one C scan without the two whitespace passes ``decode`` adds; anything else goes
+    the general way, so errors and edge cases are exactly ``json.loads``'s."""
+    if text[:1] == "{" and text[-1:] == "}":
+        try:
+            obj, end = _raw_decode(text)
+        except ValueError:
+            obj, end = None, -1
+        if end == len(text):
+            return obj
+    return _loads(text)
+
+
+def _object_of_strings(ext: dict) -> str:
+    """A JSON object of str keys and str values (what extFields is on the wire)."""
+    return "{" + ",".join([_quote(k) + ":" + _quote(v) for k, v in ext.items()]) + "}"
 _TEMPLATE = ('{"code":%d%s,"flag":%d,"language":%s,"opaque":%d%s,'
              '"serializeTypeCurrentRPC":"JSON","version":%d}')
 
@@ -70,7 +92,7 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
                 if v.__class__ is not str or k.__class__ is not str:
                     ext = _ext_out(ext)
                     break
-        ext_part = ',"extFields":' + _dumps(ext)
+        ext_part = ',"extFields":' + _object_of_strings(ext)
     text = _TEMPLATE % (code, ext_part, flag, lang, opaque, remark_part, version)
     return text.encode("utf-8", "replace")
 
@@ -122,7 +144,7 @@ def decode_json_header(header: bytes, body: bytes = b"") -> RemotingCommand:
     Raises ProtocolError when the text is not JSON, not an object, lacks an int code,
     or has fields of impossible types."""
     try:
-        obj = _loads(header.decode("utf-8", "replace"))
+        obj = _load_object(header.decode("utf-8", "replace"))
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"undecodable JSON header: {exc}") from None
     if obj.__class__ is not dict:
