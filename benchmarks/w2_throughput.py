@@ -24,8 +24,10 @@ committed offsets add up to N; prints msgs/s per phase with the CPU seconds the 
 and the server used (which of them is the bottleneck), and in the same run the raw
 asyncio frame echo floor (../shared/peer-bench/bench_asyncio_frames.py, run now with
 this python, same N and window: one at a time vs one at a time, window vs window) and
-RabbitMQ's W2 figures (measured by bench_rabbitmq.py only if rabbitmq-server is
-installed here; otherwise the figures RECORDED in peers-results.md).
+RabbitMQ's W2 figures (bench_rabbitmq.py against a throw-away node started with
+rabbitmq_local.sh, measured now; ``./dev bench w2_throughput`` installs Debian's
+rabbitmq-server and pika. Without them it falls back to the figures RECORDED in
+peers-results.md on another machine, and says so).
 
 Usage: python benchmarks/w2_throughput.py [--n 50000] [--sync-n 10000] [--window 32]
        [--batch 32] [--runs 3] [--profile] [--no-peers]
@@ -66,6 +68,8 @@ BATCH_TOPIC = "W2Batch"
 RAW_TOPIC = "W2Raw"
 GROUP = "w2_consumer"
 RABBIT_RECORDED = {"produce": 18_402, "consume": 15_868}   # fallback if the table cannot be read
+# Debian's rabbitmq-server package puts its scripts here (rabbitmq_local.sh runs them from there).
+RABBIT_LIBBIN = os.environ.get("RABBITMQ_LIBBIN", "/usr/lib/rabbitmq/bin")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -242,18 +246,58 @@ def raw_echo(n: int, window: int, runs: int) -> dict:
     return {"seq": summary["seq_req_per_s"]["median"], "window": summary["pipelined_req_per_s"]["median"]}
 
 
-def rabbitmq(n: int) -> tuple[dict, str]:
-    """RabbitMQ W2 (classic durable queue, persistent, confirms window 100, prefetch 100)."""
-    if shutil.which("rabbitmq-server"):
-        return {}, ("rabbitmq-server is installed: run ../shared/peer-bench/run_peers.sh for a fresh figure; "
-                    "showing the recorded one")
+def rabbitmq(n: int, runs: int) -> tuple[dict, str]:
+    """RabbitMQ W2 (classic durable queue, persistent, confirms window 100, prefetch 100),
+    measured now by the peer scripts on a throw-away node when Debian's rabbitmq-server
+    and pika are here (``./dev bench`` installs both); else the figures RECORDED in
+    peers-results.md, which come from another machine."""
+    why_not = _rabbit_missing()
+    if why_not is None:
+        try:
+            figures = _rabbit_now(n, runs)
+            return figures, f"{figures.pop('versions')}, measured now on this machine, median of {runs}"
+        except (subprocess.SubprocessError, OSError, KeyError, ValueError) as exc:
+            stderr = (getattr(exc, "stderr", None) or b"").decode(errors="replace").strip().splitlines()
+            why_not = f"the live run failed ({type(exc).__name__}: {exc}{'; ' + stderr[-1] if stderr else ''})"
     text = (PEER / "peers-results.md").read_text() if (PEER / "peers-results.md").exists() else ""
     m = re.search(r"RabbitMQ classic durable queue[^|]*\|\s*W2, confirms window 100\s*\|\s*50,000\s*\|"
                   r"\s*produce ([\d,]+)[^|]*consume ([\d,]+)", text)
-    if m:
-        return ({"produce": float(m.group(1).replace(",", "")), "consume": float(m.group(2).replace(",", ""))},
-                "RECORDED in peers-results.md, not re-measured (rabbitmq-server is not installed here)")
-    return dict(RABBIT_RECORDED), "RECORDED (peers-results.md unreadable; built-in copy of its figures)"
+    figures = ({"produce": float(m.group(1).replace(",", "")), "consume": float(m.group(2).replace(",", ""))}
+               if m else dict(RABBIT_RECORDED))
+    return figures, (f"RabbitMQ 3.10.8 RECORDED in peers-results.md on another machine, not re-measured: "
+                     f"{why_not}; the ratios below are not like-for-like")
+
+
+def _rabbit_missing() -> str | None:
+    if not Path(RABBIT_LIBBIN, "rabbitmq-server").exists():
+        return "rabbitmq-server is not installed (./dev bench installs it)"
+    try:
+        import pika  # noqa: F401
+    except ImportError:
+        return "pika is not installed (./dev bench installs the bench extra)"
+    return None
+
+
+def _rabbit_now(n: int, runs: int) -> dict:
+    """Start a node on 127.0.0.1:5673 (state in a temp dir), run bench_rabbitmq.py w2,
+    stop the node whatever happened."""
+    script = str(PEER / "rabbitmq_local.sh")
+    with tempfile.TemporaryDirectory(prefix="w2-rabbitmq-") as tmp:
+        node_dir, out = Path(tmp) / "node", Path(tmp) / "rabbit.json"
+        try:
+            subprocess.run(["sh", script, "start", str(node_dir)], check=True, timeout=180,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            subprocess.run([sys.executable, str(PEER / "bench_rabbitmq.py"), "w2", "--n", str(n),
+                            "--confirms", "window", "--runs", str(runs), "--json", str(out)],
+                           check=True, timeout=1800, stdout=subprocess.DEVNULL)
+            doc = json.loads(out.read_text())
+        finally:
+            subprocess.run(["sh", script, "stop", str(node_dir)], timeout=120,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    summary = doc["summary"]
+    versions = re.search(r"rabbitmq \S+ pika \S+", doc.get("bench", ""))
+    return {"produce": summary["produce_msgs_per_s"]["median"], "consume": summary["consume_msgs_per_s"]["median"],
+            "versions": versions.group(0) if versions else "versions unknown"}
 
 
 def main() -> None:
@@ -314,15 +358,12 @@ def main() -> None:
     r = med["consume"]["msgs_per_s"] / echo["window"]
     print(f"  consume / echo window {a.window}                 = {r:.0%}  "
           f"(pulls of 32 messages: not one request per message)")
-    rabbit, how = rabbitmq(a.n)
-    if rabbit:
-        print(f"RabbitMQ 3.10.8 classic durable, persistent, confirms window 100, prefetch 100 ({how}): "
-              f"produce {rabbit['produce']:,.0f}, consume {rabbit['consume']:,.0f} msgs/s")
-        for p, key in (("produce_window", "produce"), ("consume", "consume")):
-            x = med[p]["msgs_per_s"] / rabbit[key]
-            print(f"  {p:<15} {x:.2f}x RabbitMQ  (target >= 1x: {'met' if x >= 1 else 'NOT met'})")
-    else:
-        print(how)
+    rabbit, how = rabbitmq(a.n, a.runs)
+    print(f"RabbitMQ classic durable queue, persistent, confirms window 100, prefetch 100 ({how}): "
+          f"produce {rabbit['produce']:,.0f}, consume {rabbit['consume']:,.0f} msgs/s")
+    for p, key in (("produce_window", "produce"), ("consume", "consume")):
+        x = med[p]["msgs_per_s"] / rabbit[key]
+        print(f"  {p:<15} {x:.2f}x RabbitMQ  (target >= 1x: {'met' if x >= 1 else 'NOT met'})")
 
 
 if __name__ == "__main__":
