@@ -30,6 +30,22 @@ def test_v2_short_header_names_are_accepted(core, client):
     assert read_topic(core, "T")[0].properties[Prop.TAGS] == "TagB"
 
 
+def test_v2_header_takes_a_long_name_where_its_short_one_is_absent_and_the_short_one_wins(core, client):
+    from broker.protocol import RequestCode
+    from store.records import properties_to_string
+
+    ext = {"a": "PG", "b": "T", "e": "1", "properties": properties_to_string({Prop.TAGS: "Long"}),
+           "topic": "Ignored", "bname": "broker-a"}
+    resp = client.call(RequestCode.SEND_MESSAGE_V2, ext, b"mixed")
+    assert resp.code == RC.SUCCESS and resp.ext_fields["queueId"] == "1"
+    [rec] = read_topic(core, "T", 1)
+    assert rec.body == b"mixed" and rec.properties[Prop.TAGS] == "Long"
+    assert core.topics.get("Ignored") is None
+    # a field missing under both names is still the error it was
+    resp = client.call(RequestCode.SEND_MESSAGE_V2, {"a": "PG", "b": "T"}, b"x")
+    assert resp.code == RC.SYSTEM_ERROR and "queueId" in resp.remark
+
+
 def test_auto_create_inherits_from_tbw102(core, client):
     client.send("NewTopic", queue_id=2)
     tc = core.topics.get("NewTopic")
