@@ -150,3 +150,19 @@ def test_whatever_decodes_can_be_encoded_again(parts):
         (back,) = FrameDecoder().feed(encode(cmd))  # a reply built from it never trips the encoder
         assert (back.code, back.opaque, back.flag, back.version, back.body) == (
             cmd.code, cmd.opaque, cmd.flag, cmd.version, cmd.body)
+
+
+
+@FUZZ
+@given(st.dictionaries(st.text(max_size=12), st.text(max_size=40), max_size=15))
+def test_ext_fields_json_is_what_json_dumps_writes_on_both_encoder_paths(ext):
+    # The header encoder reuses CPython's C encoder when it can and falls back to a
+    # portable one; lone surrogates included, both must write json.dumps's text.
+    from broker.protocol.json_header import _object_of_strings, _strings_object, decode_json_header, \
+        encode_json_header
+
+    expected = json.dumps(ext, ensure_ascii=False, separators=(",", ":"))
+    assert _strings_object(ext) == expected
+    assert _object_of_strings(ext) == expected
+    if not any(0xD800 <= ord(c) <= 0xDFFF for kv in ext.items() for text in kv for c in text):
+        assert decode_json_header(encode_json_header(RemotingCommand(code=1, ext_fields=ext))).ext_fields == ext
