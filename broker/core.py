@@ -258,8 +258,10 @@ class BrokerCore:
         if moved:
             self.store.set_delay_offsets(sched.offsets())
 
-    def next_deadline(self) -> int | None:
-        candidates = [self.holds.next_deadline(), self._flush_due]
+    def next_deadline(self, *, holds: bool = True) -> int | None:
+        """When ``tick`` next has something to do (``holds=False``: leaving out the
+        suspend timeouts of held pulls)."""
+        candidates = [self.holds.next_deadline() if holds else None, self._flush_due]
         d = self.schedule.scheduler.next_deadline(self.clock.now_ms())
         if d is not None:
             candidates.append(max(d, self._schedule_retry_at))

@@ -105,8 +105,13 @@ class BrokerAPI:
         return self.transport.request(cmd, timeout_ms)
 
     # -- consuming -----------------------------------------------------------------------
-    def pull_message_async(self, header: dict, callback: Callable, timeout_ms: int = 30000) -> None:
-        """PULL_MESSAGE; ``callback(PullResponse | None, error | None)`` on the loop."""
+    @staticmethod
+    def pull_command(header: dict) -> RemotingCommand:
+        return RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
+
+    def pull_message_async(self, header: dict, callback: Callable, timeout_ms: int = 30000) -> int:
+        """PULL_MESSAGE; ``callback(PullResponse | None, error | None)`` on the loop.
+        Returns the request's opaque."""
 
         def done(resp, err):
             if err is not None:
@@ -125,7 +130,9 @@ class BrokerAPI:
                 return
             callback(pr, None)
 
-        self.transport.request_async(RemotingCommand.request(RequestCode.PULL_MESSAGE, header), done, timeout_ms)
+        cmd = self.pull_command(header)
+        self.transport.request_async(cmd, done, timeout_ms)
+        return cmd.opaque
 
     def query_consumer_offset(self, group: str, topic: str, queue_id: int, broker_name: str | None = None) -> int:
         resp = self._call(RequestCode.QUERY_CONSUMER_OFFSET,

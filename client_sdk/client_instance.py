@@ -74,12 +74,15 @@ class ClientInstance:
         # First delays as MQClientInstance.startScheduledTask: routes 10 ms, heartbeat 1 s,
         # offsets 10 s; the RebalanceService waits 20 s between rounds.
         self._timers = [
-            rt.call_every(self.heartbeat_interval_ms, self._guard, self.send_heartbeat, first_delay_ms=1000),
-            rt.call_every(self.poll_name_server_interval_ms, self._guard, self.refresh_routes, first_delay_ms=10),
+            rt.call_every(self.heartbeat_interval_ms, self._guard, self.send_heartbeat, first_delay_ms=1000,
+                          quiet=("heartbeat", self)),
+            rt.call_every(self.poll_name_server_interval_ms, self._guard, self.refresh_routes, first_delay_ms=10,
+                          quiet=("routes", self)),
             rt.call_every(self.persist_offset_interval_ms, self._guard, self.persist_all_offsets,
-                          first_delay_ms=10000),
-            rt.call_every(self.rebalance_interval_ms, self._guard, self.rebalance_all),
+                          first_delay_ms=10000, quiet=("offsets", self)),
+            rt.call_every(self.rebalance_interval_ms, self._guard, self.rebalance_all, quiet=("rebalance", self)),
         ]
+        rt.clients.append(self)
 
     def shutdown(self) -> None:
         if self._closed:
@@ -87,6 +90,8 @@ class ClientInstance:
         self._closed = True
         for t in self._timers:
             t.cancel()
+        if self in self.runtime.clients:
+            self.runtime.clients.remove(self)
         self.transport.close()
 
     @property

@@ -84,12 +84,13 @@ class ConsumerStats:
 
 
 class _PullRequest:
-    __slots__ = ("mq", "pq", "next_offset")
+    __slots__ = ("mq", "pq", "next_offset", "opaque")
 
     def __init__(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
         self.mq = mq
         self.pq = pq
         self.next_offset = next_offset
+        self.opaque = 0           # of the PULL_MESSAGE in flight
 
 
 class PushConsumer:
@@ -172,6 +173,7 @@ class PushConsumer:
         self._orderly = False
         self._timers = []
         self._warned_no_route: set[str] = set()
+        self.pulls_in_flight: dict[int, _PullRequest] = {}   # by opaque (read by the idle skipper)
         if listener is not None:
             self.register_message_listener(listener, orderly=orderly)
 
@@ -295,9 +297,10 @@ class PushConsumer:
         if self._orderly:
             if not self.broadcasting:
                 self._timers.append(rt.call_every(REBALANCE_LOCK_INTERVAL, self._guarded, self.lock_all,
-                                                  first_delay_ms=1000))
+                                                  first_delay_ms=1000, quiet=("locks", self)))
         else:
-            self._timers.append(rt.call_every(self.consume_timeout * 60000, self._guarded, self._clean_expired))
+            self._timers.append(rt.call_every(self.consume_timeout * 60000, self._guarded, self._clean_expired,
+                                              quiet=("clean", self)))
         rt.call_soon(self.do_rebalance)   # rebalanceImmediately
 
     def shutdown(self) -> None:
@@ -456,11 +459,18 @@ class PushConsumer:
         elif not self.broadcasting and not pq.locked:
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
-        mq = pr.mq
-        sub = self.subscriptions.get(mq.topic)
+        sub = self.subscriptions.get(pr.mq.topic)
         if sub is None:
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
+        pr.opaque = self.instance.api.pull_message_async(
+            self.pull_header(pr, sub), lambda resp, err: self._on_pull(pr, sub, resp, err),
+            CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
+        self.pulls_in_flight[pr.opaque] = pr
+
+    def pull_header(self, pr: _PullRequest, sub: SubscriptionData) -> dict:
+        """PullMessageRequestHeader for ``pr`` now, the offset commit piggy-backed."""
+        mq = pr.mq
         sys_flag = PULL_FLAG_SUSPEND
         commit_offset = 0
         if not self.broadcasting:
@@ -468,15 +478,14 @@ class PushConsumer:
             if co > 0:
                 commit_offset = co
                 sys_flag |= PULL_FLAG_COMMIT_OFFSET
-        header = {"consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id,
-                  "queueOffset": pr.next_offset, "maxMsgNums": self.pull_batch_size, "sysFlag": sys_flag,
-                  "commitOffset": commit_offset, "suspendTimeoutMillis": BROKER_SUSPEND_MAX_TIME_MILLIS,
-                  "subVersion": sub.sub_version, "expressionType": sub.expression_type,
-                  "bname": mq.broker_name}
-        self.instance.api.pull_message_async(header, lambda resp, err: self._on_pull(pr, sub, resp, err),
-                                             CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
+        return {"consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id,
+                "queueOffset": pr.next_offset, "maxMsgNums": self.pull_batch_size, "sysFlag": sys_flag,
+                "commitOffset": commit_offset, "suspendTimeoutMillis": BROKER_SUSPEND_MAX_TIME_MILLIS,
+                "subVersion": sub.sub_version, "expressionType": sub.expression_type,
+                "bname": mq.broker_name}
 
     def _on_pull(self, pr: _PullRequest, sub: SubscriptionData, resp, err) -> None:
+        self.pulls_in_flight.pop(pr.opaque, None)
         pq = pr.pq
         if pq.dropped or self.state is not ServiceState.RUNNING:
             return

@@ -65,14 +65,18 @@ class TimeSource(Protocol):
 class Timer:
     """A handle to a scheduled call; ``cancel()`` stops it (periodic ones too)."""
 
-    __slots__ = ("due", "fn", "args", "cancelled", "interval")
+    __slots__ = ("due", "fn", "args", "cancelled", "interval", "quiet")
 
-    def __init__(self, due: int, fn: Callable, args: tuple, interval: int | None = None) -> None:
+    def __init__(self, due: int, fn: Callable, args: tuple, interval: int | None = None,
+                 quiet: tuple | None = None) -> None:
         self.due = due
         self.fn = fn
         self.args = args
         self.cancelled = False
         self.interval = interval
+        # What this timer is, for skipping idle spans (``transport.idle_skip``): e.g.
+        # ("heartbeat", instance). None: an ordinary timer, never skipped over.
+        self.quiet = quiet
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -102,6 +106,11 @@ class ClientRuntime:
         self._depth = 0
         self._instances = itertools.count(1)
         self._wake = threading.Condition()
+        # Client instances on this loop (for the idle skipper) and the skipper itself:
+        # ``idle_skipper(limit_ms)`` may carry settled periodic work forward to just
+        # before ``limit_ms`` (see ``transport.idle_skip``); None on a real clock.
+        self.clients: list = []
+        self.idle_skipper: Callable[[int], None] | None = None
 
     # -- identity ----------------------------------------------------------------------
     def new_instance_name(self) -> str:
@@ -123,21 +132,24 @@ class ClientRuntime:
             self._wake.notify_all()
 
     def call_at(self, due_ms: int, fn: Callable, *args: Any) -> Timer:
-        t = Timer(int(due_ms), fn, args)
+        return self.schedule(Timer(int(due_ms), fn, args))
+
+    def schedule(self, t: Timer) -> Timer:
+        """Arm a ready Timer at ``t.due`` (after every timer armed before it, at equal due)."""
         heapq.heappush(self._timers, (t.due, next(self._seq), t))
         return t
 
     def call_later(self, delay_ms: int, fn: Callable, *args: Any) -> Timer:
         return self.call_at(self.clock.now_ms() + int(delay_ms), fn, *args)
 
-    def call_every(self, interval_ms: int, fn: Callable, *args: Any, first_delay_ms: int | None = None) -> Timer:
-        """Run ``fn`` every ``interval_ms`` (scheduleAtFixedRate); cancel the returned Timer to stop."""
+    def call_every(self, interval_ms: int, fn: Callable, *args: Any, first_delay_ms: int | None = None,
+                   quiet: tuple | None = None) -> Timer:
+        """Run ``fn`` every ``interval_ms`` (scheduleAtFixedRate); cancel the returned Timer to stop.
+        ``quiet`` names the job for the idle skipper (see ``Timer.quiet``)."""
         if interval_ms <= 0:
             raise ValueError(f"interval must be > 0 ms, got {interval_ms}")
         delay = interval_ms if first_delay_ms is None else first_delay_ms
-        t = Timer(self.clock.now_ms() + int(delay), fn, args, int(interval_ms))
-        heapq.heappush(self._timers, (t.due, next(self._seq), t))
-        return t
+        return self.schedule(Timer(self.clock.now_ms() + int(delay), fn, args, int(interval_ms), quiet))
 
     def add_source(self, source: TimeSource) -> None:
         if source not in self._sources:
@@ -188,7 +200,10 @@ class ClientRuntime:
         try:
             self._drain()
             last = None
+            skip = self.idle_skipper
             while True:
+                if skip is not None and not self._ready:
+                    skip(target + 1)
                 d = self.next_deadline()
                 if d is None or d > target:
                     break

@@ -71,6 +71,7 @@ class SimulationResult:
     violations: list[Violation]
     accounts: dict                     # spark_analytics.accounting summary of the store
     per_group: dict = field(default_factory=dict)
+    idle_runs_carried: int = 0         # periodic jobs and idle pull round trips skipped over
 
     @property
     def ok(self) -> bool:
@@ -85,6 +86,7 @@ class SimulationResult:
             "seed": self.scenario.seed, "messages": self.scenario.messages, "accepted": self.accepted,
             "refused_sends": self.refused_sends, "deliveries": self.deliveries, "crashes": self.crashes,
             "settled": self.settled, "virtual_seconds": self.virtual_ms / 1000, "wall_seconds": round(self.wall_s, 3),
+            "idle_runs_carried": self.idle_runs_carried,
             "store": str(self.store_dir), "groups": self.per_group,
             "violations": [v.to_dict() for v in self.violations[:100]],
         }
@@ -93,15 +95,18 @@ class SimulationResult:
 class Simulation:
     """One run. ``run()`` does it all; tests (and the state machine) may instead call
     ``start``, ``advance``, ``crash``, ``set_writeable``, ``restart_consumers`` and
-    ``finish`` themselves. ``consumer_class`` lets a test plant a faulty consumer."""
+    ``finish`` themselves. ``consumer_class`` lets a test plant a faulty consumer.
+    ``skip_idle=False`` runs every periodic client request instead of carrying settled
+    ones forward (``client_sdk.transport.idle_skip``): same bytes, more wall time."""
 
     def __init__(self, scenario: Scenario, store_dir: str | Path, *,
                  consumer_class: type[PushConsumer] = PushConsumer,
-                 progress: Callable[[int, int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int, int], None] | None = None, skip_idle: bool = True) -> None:
         self.scenario = scenario
         self.store_dir = Path(store_dir)
         self.consumer_class = consumer_class
         self.progress = progress
+        self.skip_idle = skip_idle
         self.rng = random.Random(scenario.seed)
         self.clock = VirtualClock(START_MS)
         # The broker persists on one cadence; 5 s is RocketMQ's flushConsumerOffsetInterval,
@@ -123,6 +128,7 @@ class Simulation:
         self.down_groups: set[str] = set()
         self._stop_events: Callable[[], None] | None = None
         self._wall0 = 0.0
+        self._carried_before = 0          # by the hubs of earlier boots
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -136,7 +142,7 @@ class Simulation:
         core = BrokerCore.open(self.store_dir, self.clock, self.config,
                                rng=random.Random(f"{self.scenario.seed}/broker/{n}"))
         self.core = core
-        self.embedded = EmbeddedBroker(core, pid=SIM_PID + n, strict=False)
+        self.embedded = EmbeddedBroker(core, pid=SIM_PID + n, strict=False, skip_idle=self.skip_idle)
         for t in self.scenario.topics:
             if core.topics.get(t.name) is None:
                 self.embedded.create_topic(t.name, t.queues)
@@ -179,13 +185,19 @@ class Simulation:
         accounts = account_message_store(self.core.store).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
         settled = self.checker.pending == 0 and self.next_number >= self.scenario.messages
+        carried = self.idle_runs_carried
         self._stop_events()
         emb.hub.close()
         self.core.close()
         return SimulationResult(
             self.scenario, self.store_dir, now - START_MS, settled, time.perf_counter() - self._wall0,
             self.next_number, self.refused_sends, self.checker.deliveries, self.crashes,
-            list(self.checker.violations), accounts, per_group)
+            list(self.checker.violations), accounts, per_group, carried)
+
+    @property
+    def idle_runs_carried(self) -> int:
+        skipper = self.embedded.hub.skipper if self.embedded is not None else None
+        return self._carried_before + (skipper.carried if skipper is not None else 0)
 
     # -- the whole run ---------------------------------------------------------------------
     def run(self) -> SimulationResult:
@@ -229,6 +241,7 @@ class Simulation:
         self.checker.step += 1
         self._stop_events()
         self.core.store.crash()
+        self._carried_before = self.idle_runs_carried
         self.embedded = None
         self.consumers = {}
         self._boot()

@@ -26,6 +26,18 @@ def test_json_output_has_the_shared_counts_and_the_store_is_left_behind(tmp_path
     assert data["settled"] is True and (out / "commitlog").is_dir() and (out / "config").is_dir()
 
 
+def test_no_idle_skip_runs_every_request_and_writes_the_same_store(tmp_path, capsys):
+    runs = {}
+    for flag in ([], ["--no-idle-skip"]):
+        out = tmp_path / ("plain" if flag else "skip")
+        assert main(["simulate", "--seed", "4", "--out", str(out), "--json", *SHORT, *flag]) == 0
+        data = json.loads(capsys.readouterr().out)
+        log = b"".join(p.read_bytes() for p in sorted((out / "commitlog").iterdir()))
+        runs[bool(flag)] = (data["idle_runs_carried"], data["deliveries"], log)
+    assert runs[True][0] == 0 and runs[False][0] > 100       # the retry ladder's idle minutes
+    assert runs[True][1:] == runs[False][1:]
+
+
 def test_readable_summary(tmp_path, capsys):
     assert main(["simulate", "--seed", "4", "--out", str(tmp_path / "run"), *SHORT]) == 0
     text = capsys.readouterr().out

@@ -1,0 +1,356 @@
+"""Skipping idle spans on a virtual clock (in-process brokers only).
+
+Why. Hours of virtual time with nothing in flight still cost the clients' periodic
+work: each queue's long-poll pull expiring every 15 s and sent again, every queue's
+offset sent every 5 s, heartbeats and route polls every 30 s, rebalances and orderly
+lock renewals every 20 s. Run request by request that is about 6,000 requests per
+consumer and idle hour — most of a second of wall time for six hours in which nothing
+happens. Once the system is *settled*, each of those requests changes nothing but a
+timestamp, so ``advance`` carries them forward instead of running them.
+
+Settled means, checked against the broker core before every skip:
+- no task is queued, no reply waits to be routed, and no observer or injected fault is
+  attached to the hub (it would see, or change, the requests);
+- every held pull, re-run now without suspension, answers PULL_NOT_FOUND at the offset
+  it asks for; its consumer's queue holds no messages, its in-memory offset is not below
+  the pull's, and the broker already has the offset the re-sent pull would commit — so
+  the pull sent again at the timeout is the same pull, held again;
+- each periodic job due in the span would change nothing if run now: offsets equal to
+  the broker's, a heartbeat registering exactly what is registered, routes equal to the
+  cached ones, a rebalance allocating the queues already held, lock renewals of locks
+  this client holds, a consume-timeout scan of empty queues.
+Everything else with a deadline — a delayed message falling due, a flush, a producer's
+next send, a retry or back-off timer, a pull that fails the checks — is a hard
+deadline: a skip stops short of it, and the loop runs it (and the rest of that
+instant) normally.
+
+What a skip does. For each job and held pull due before the limit it works out when
+it would have run last (L) and applies what that run leaves behind: the job's next due;
+the pull re-sent (same header, new opaque) and held until L + suspend, its reply timer
+re-armed, ``last_pull_timestamp`` = L; lock timestamps = L. Timers and holds are re-armed
+in the order the loop would have armed them — by L, jobs before pull replies (the loop
+moves due timers before it runs the replies' callbacks), then by how they were ordered
+before — so later ties between equal deadlines break as they would have. A run with
+skipping writes the same commit log, offsets and delivery times as one without
+(tests/test_idle_skip.py compares them).
+"""
+from __future__ import annotations
+
+import heapq
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from broker.long_polling import HeldPull
+from broker.processors.pull import FLAG_COMMIT_OFFSET, run_pull
+from broker.processors.route import topic_route
+from broker.protocol import ResponseCode
+from broker.protocol.fastjson import loads_fastjson
+from broker.topics import retry_topic
+
+from ..api import BrokerAPI
+from ..offset_store import RemoteBrokerOffsetStore
+from ..rebalance import allocate_averagely
+from ..route import TopicRoute
+from ..runtime import Timer
+
+if TYPE_CHECKING:
+    from .inprocess import InProcessBroker
+
+__all__ = ["IdleSkipper"]
+
+_RUNNING = "RUNNING"
+MIN_CARRY = 4      # fewer settled runs than this before the limit: not worth the checks
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """A held pull that would expire and be sent again, unchanged, until the limit."""
+    held: HeldPull
+    transport: Any
+    consumer: Any
+    pull: Any                 # the consumer's _PullRequest
+    request: Any              # the pull as it would be sent again
+    period_ms: int            # the re-sent pull's hold time
+    last_ms: int = 0
+
+
+class IdleSkipper:
+    """``skipper(limit_ms)``: carry settled work due before ``limit_ms`` forward.
+    ``carried`` counts the job runs and pull round trips not executed."""
+
+    def __init__(self, hub: "InProcessBroker") -> None:
+        self.hub = hub
+        self.carried = 0
+        self.skips = 0
+
+    def __call__(self, limit: int) -> None:
+        hub = self.hub
+        rt = hub.runtime
+        core = hub.core
+        if rt._ready or hub._observers or hub._faults or core._outgoing:
+            return
+        now = rt.clock.now_ms()
+        for source in rt._sources:      # the core's own deadlines, and any other time source's
+            hard = core.next_deadline(holds=False) if source is hub else source.next_deadline()
+            if hard is not None and hard < limit:
+                limit = hard
+        timers = sorted((e for e in rt._timers if e[0] < limit and not e[2].cancelled), key=lambda e: (e[0], e[1]))
+        # The first ordinary timer bounds the span before anything costly is checked.
+        for due, _, t in timers:
+            if t.quiet is None:
+                limit = due
+                break
+        if limit <= now + 1:
+            return
+        waiting = [h for h in core.holds.waiting() if h.deadline_ms < limit]
+        if len(waiting) + sum(1 for e in timers if e[0] < limit and e[2].interval) < MIN_CARRY:
+            return
+        instances = {c.transport: c for c in rt.clients}
+        if len(instances) != len(rt.clients) or any(getattr(t, "hub", None) is not hub for t in instances):
+            return   # a client on another transport: nothing here can vouch for it
+
+        cycles: dict[int, _Cycle] = {}
+        for held in waiting:
+            cycle = self._cycle(held, instances)
+            if cycle is None:
+                limit = held.deadline_ms
+                break
+            cycles[held.request.opaque] = cycle
+
+        jobs: list[tuple[int, int, Timer]] = []
+        settled: dict[tuple[str, int], bool] = {}
+        for due, seq, t in timers:
+            if due >= limit:
+                break
+            kind = t.quiet[0] if t.quiet else None
+            if kind == "reply":
+                cycle = cycles.get(t.args[0])
+                ok = cycle is not None and cycle.transport is t.quiet[1] and cycle.held.deadline_ms < due
+            elif kind is not None and t.interval is not None:
+                key = (kind, id(t.quiet[1]))
+                ok = settled.get(key)
+                if ok is None:
+                    ok = settled[key] = self._settled(kind, t.quiet[1], now)
+                if ok:
+                    jobs.append((due, seq, t))
+            else:
+                ok = False
+            if not ok:
+                limit = due
+                break
+        jobs = [j for j in jobs if j[0] < limit]
+        live = [c for c in cycles.values() if c.held.deadline_ms < limit]
+        if jobs or live:
+            self._carry(jobs, live, limit)
+
+    # -- is it settled? ---------------------------------------------------------------------------
+    def _cycle(self, held: HeldPull, instances: dict) -> _Cycle | None:
+        core = self.hub.core
+        transport = self.hub._transports.get(held.channel)
+        inst = instances.get(transport)
+        if inst is None or transport.closed or held.channel.closed:
+            return None
+        req = held.request
+        consumer = inst.consumers.get((req.ext_fields or {}).get("consumerGroup"))
+        if consumer is None or consumer.state.value != _RUNNING:
+            return None
+        pr = consumer.pulls_in_flight.get(req.opaque)
+        if pr is None or req.opaque not in transport._pending:
+            return None
+        pq = pr.pq
+        if pq.dropped or consumer.process_queues.get(pr.mq) is not pq or pq.msg_count or pq.msg_tree:
+            return None
+        if consumer.orderly and not consumer.broadcasting and not pq.locked:
+            return None
+        sub = consumer.subscriptions.get(pr.mq.topic)
+        offset = pr.next_offset
+        if sub is None or held.offset != offset or not _not_found(core, req, held.channel, offset):
+            return None
+        mine = consumer.offset_store.table.get(pr.mq)
+        if mine is None or mine < offset:     # the NO_NEW_MSG reply would move the offset
+            return None
+        header = consumer.pull_header(pr, sub)
+        if header["sysFlag"] & FLAG_COMMIT_OFFSET and \
+                core.store.query_offset(consumer.group, pr.mq.topic, pr.mq.queue_id) != header["commitOffset"]:
+            return None
+        again = BrokerAPI.pull_command(header)
+        if not _not_found(core, again, held.channel, offset):
+            return None
+        period = (int(header["suspendTimeoutMillis"]) if core.config.long_polling_enable
+                  else core.config.short_polling_time_mills)
+        if period <= 0:
+            return None
+        return _Cycle(held, transport, consumer, pr, again, period)
+
+    def _settled(self, kind: str, owner, now: int) -> bool:
+        core = self.hub.core
+        if kind == "offsets":
+            return _offsets_settled(core, owner)
+        if kind == "heartbeat":
+            return _heartbeat_settled(core, owner)
+        if kind == "routes":
+            return _routes_settled(core, owner)
+        if kind == "rebalance":
+            return _rebalance_settled(core, owner)
+        if kind == "clean":
+            return all(not pq.msg_tree for pq in owner.process_queues.values())
+        if kind == "locks":
+            cid = owner.instance.client_id
+            return all(core.locks.holder(owner.group, (mq.topic, mq.broker_name, mq.queue_id), now) == cid
+                       for mq in owner.process_queues)
+        return False
+
+    # -- carrying forward -------------------------------------------------------------------------
+    def _carry(self, jobs: list, cycles: list[_Cycle], limit: int) -> None:
+        rt = self.hub.runtime
+        order = []
+        for due, seq, t in jobs:
+            n = (limit - 1 - due) // t.interval + 1
+            last = due + (n - 1) * t.interval
+            self.carried += n
+            order.append(((last, 0, -due, seq), t, last))
+        for c in cycles:
+            first = c.held.deadline_ms
+            n = (limit - 1 - first) // c.period_ms + 1
+            c.last_ms = first + (n - 1) * c.period_ms
+            self.carried += n
+            order.append(((c.last_ms, 1, -first, c.held.seq), c, c.last_ms))
+        order.sort(key=lambda o: o[0])
+        moved = {id(t) for _, _, t in jobs}
+        # In place: a run call further up the stack (a listener advancing time) holds this list.
+        rt._timers[:] = [e for e in rt._timers if id(e[2]) not in moved]
+        heapq.heapify(rt._timers)
+        for _, item, last in order:
+            if isinstance(item, Timer):
+                item.due = last + item.interval
+                rt.schedule(item)
+                if item.quiet[0] == "locks":
+                    _renew_locks(self.hub.core, item.quiet[1], last)
+            else:
+                self._resend(item)
+        self.skips += 1
+
+    def _resend(self, c: _Cycle) -> None:
+        """The state the last expiry before the limit leaves: the pull sent again."""
+        core = self.hub.core
+        rt = self.hub.runtime
+        held, transport, pr = c.held, c.transport, c.pull
+        callback, timer = transport._pending.pop(held.request.opaque)
+        timer.cancel()
+        opaque, code, timeout = timer.args
+        new = c.request
+        transport._pending[new.opaque] = (callback, rt.schedule(Timer(
+            c.last_ms + int(timeout), transport._timed_out, (new.opaque, code, timeout), quiet=timer.quiet)))
+        core.holds.release(held)
+        core.holds.hold(HeldPull(held.channel, new, held.topic, held.queue_id, held.offset, held.code_set,
+                                 c.last_ms + c.period_ms))
+        consumer = c.consumer
+        consumer.pulls_in_flight.pop(opaque, None)
+        consumer.pulls_in_flight[new.opaque] = pr
+        pr.opaque = new.opaque
+        pr.pq.last_pull_timestamp = c.last_ms
+
+
+def _not_found(core, request, channel, offset: int) -> bool:
+    """Would the broker answer ``request`` (unsuspended) PULL_NOT_FOUND at ``offset``?"""
+    resp = run_pull(core, request, channel, allow_suspend=False)
+    return (resp is not None and resp.code == ResponseCode.PULL_NOT_FOUND
+            and int(resp.ext_fields["nextBeginOffset"]) == offset)
+
+
+def _offsets_settled(core, inst) -> bool:
+    """persistAll would send only offsets the broker already has (and forget none)."""
+    for c in inst.consumers.values():
+        store = c.offset_store
+        if store is None:
+            continue
+        pqs = c.process_queues
+        if isinstance(store, RemoteBrokerOffsetStore):
+            for mq, off in store.table.items():
+                if mq not in pqs or core.store.query_offset(c.group, mq.topic, mq.queue_id) != off:
+                    return False
+        elif any(mq in store.table and store.persisted.get(mq) != store.table[mq] for mq in pqs):
+            return False
+    return True
+
+
+def _heartbeat_settled(core, inst) -> bool:
+    """The heartbeat would register exactly what the broker has registered."""
+    if inst.closed:
+        return True
+    channel = inst.transport.channel
+    data = inst.heartbeat_data()
+    cid = data["clientID"]
+    if getattr(channel, "client_id", None) != cid:
+        return False
+    for cd in data["consumerDataSet"]:
+        group = cd["groupName"]
+        gc = core.groups.table.get(group)
+        if gc is None or (gc.retry_queue_nums > 0 and core.topics.get(retry_topic(group)) is None):
+            return False
+        info = core.consumers.get(group)
+        if info is None or info.channels.get(channel) != cid:
+            return False
+        if (info.consume_type, info.message_model, info.consume_from_where) != \
+                (cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"]):
+            return False
+        subs = cd["subscriptionDataSet"]
+        if set(info.subscriptions) != {s["topic"] for s in subs}:
+            return False
+        if any(int(s.get("subVersion") or 0) > info.subscriptions[s["topic"]].sub_version for s in subs):
+            return False
+    return all(core.producers.get(pd["groupName"], {}).get(channel) == cid for pd in data["producerDataSet"])
+
+
+def _route_now(core, topic: str) -> TopicRoute | None:
+    """What GET_ROUTEINFO_BY_TOPIC would give the client now, parsed as it parses it."""
+    route = topic_route(core, topic)
+    return None if route is None else TopicRoute.from_json(topic, loads_fastjson(json.dumps(route).encode()))
+
+
+def _routes_settled(core, inst) -> bool:
+    """The route poll would store the routes already cached."""
+    topics = set(inst.routes)
+    for c in inst.consumers.values():
+        topics.update(c.subscriptions)
+    return all(topic in inst.routes and inst.routes[topic] == _route_now(core, topic) for topic in topics)
+
+
+def _rebalance_settled(core, inst) -> bool:
+    """Every consumer's rebalance would allocate the queues it already pulls."""
+    for c in inst.consumers.values():
+        if c.state.value != _RUNNING:
+            continue
+        pqs = c.process_queues
+        if any(mq.topic not in c.subscriptions for mq in pqs):
+            return False
+        for topic in c.subscriptions:
+            route = inst.routes.get(topic)
+            if route is None or not route.subscribe_queues:
+                # asked for again (when None) and warned about once: a no-op while it stays so
+                if topic not in c._warned_no_route or (route is None and topic_route(core, topic) is not None):
+                    return False
+                continue
+            mq_all = sorted(route.subscribe_queues)
+            if c.broadcasting:
+                mine = mq_all
+            else:
+                info = core.consumers.get(c.group)
+                if info is None or not info.channels:
+                    return False
+                mine = allocate_averagely(inst.client_id, mq_all, sorted(info.client_ids()))
+            if set(mine) != {mq for mq in pqs if mq.topic == topic}:
+                return False
+    return True
+
+
+def _renew_locks(core, consumer, at_ms: int) -> None:
+    """What lock_all at ``at_ms`` leaves: every queue's lock renewed then."""
+    mqs = list(consumer.process_queues)
+    core.locks.try_lock(consumer.group, [(mq.topic, mq.broker_name, mq.queue_id) for mq in mqs],
+                        consumer.instance.client_id, at_ms)
+    for mq in mqs:
+        pq = consumer.process_queues[mq]
+        pq.locked = True
+        pq.last_lock_timestamp = at_ms
