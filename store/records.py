@@ -183,9 +183,10 @@ def string_to_properties(text: str | None) -> dict[str, str]:
     if not text:
         return out
     for seg in text.split(PROPERTY_SEPARATOR):
-        i = seg.find(NAME_VALUE_SEPARATOR)
-        if 0 < i < len(seg) - 1:
-            out[seg[:i]] = seg[i + 1:]
+        # partition splits at the first char 1: "k and v" is exactly 0 < i < len - 1
+        k, _, v = seg.partition(NAME_VALUE_SEPARATOR)
+        if k and v:
+            out[k] = v
     return out
 
 
@@ -281,6 +282,9 @@ def record_size(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0
 # (the common case on every put): 84 + 4 bytes.
 _FIXED_V4 = struct.Struct(">iIIiiqqiq4siq4siiqi")
 _V6_BITS = SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6
+# What follows the head of an IPv4/IPv4 record, up to the body: born host, store
+# timestamp, store host, reconsume times, prepared tx offset, body length.
+_TAIL_V4 = struct.Struct(">4siq4siiqi")
 
 
 @lru_cache(maxsize=1024)
@@ -367,19 +371,25 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
         raise RecordError(f"torn record at {pos}: size {total}, {end - pos} bytes left")
     stop = pos + total            # every field below lies inside [pos, stop)
     p = pos + _HEAD.size
-    if sys_flag & SysFlag.BORNHOST_V6:
-        ip, port = _HOST6.unpack_from(buf, p); p += 20
+    if not sys_flag & _V6_BITS:   # the common case: the rest of the fixed part in one call
+        bip, bport, store_ts, sip, sport, recon, prep, body_len = _TAIL_V4.unpack_from(buf, p)
+        born_host = (_ip_text(bip), bport)
+        store_host = (_ip_text(sip), sport)
+        p += _TAIL_V4.size
     else:
-        ip, port = _HOST4.unpack_from(buf, p); p += 8
-    born_host = (_ip_text(bytes(ip)), port)
-    (store_ts,) = _TS.unpack_from(buf, p); p += 8
-    if sys_flag & SysFlag.STOREHOST_V6:
-        ip, port = _HOST6.unpack_from(buf, p); p += 20
-    else:
-        ip, port = _HOST4.unpack_from(buf, p); p += 8
-    store_host = (_ip_text(bytes(ip)), port)
-    recon, prep = _MID.unpack_from(buf, p); p += 12
-    (body_len,) = _I32.unpack_from(buf, p); p += 4
+        if sys_flag & SysFlag.BORNHOST_V6:
+            ip, port = _HOST6.unpack_from(buf, p); p += 20
+        else:
+            ip, port = _HOST4.unpack_from(buf, p); p += 8
+        born_host = (_ip_text(bytes(ip)), port)
+        (store_ts,) = _TS.unpack_from(buf, p); p += 8
+        if sys_flag & SysFlag.STOREHOST_V6:
+            ip, port = _HOST6.unpack_from(buf, p); p += 20
+        else:
+            ip, port = _HOST4.unpack_from(buf, p); p += 8
+        store_host = (_ip_text(bytes(ip)), port)
+        recon, prep = _MID.unpack_from(buf, p); p += 12
+        (body_len,) = _I32.unpack_from(buf, p); p += 4
     # body, then at least the topic length byte and the properties length (3 bytes)
     if body_len < 0 or p + body_len + 3 > stop:
         raise RecordError(f"bad body length {body_len} at {pos}")
