@@ -81,10 +81,6 @@ class PullHoldService:
                 out.append(h)
         return out
 
-    def waiting(self) -> list[HeldPull]:
-        """The pulls still held, in the order their timeouts would answer them."""
-        return [h for _, _, h in sorted(self._heap, key=lambda e: (e[0], e[1])) if not h.done]
-
     def release(self, held: HeldPull) -> None:
         """Forget ``held`` unanswered (its client's pull is being replaced)."""
         held.done = True

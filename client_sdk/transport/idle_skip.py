@@ -32,7 +32,7 @@ in the order the loop would have armed them — by L, jobs before pull replies (
 moves due timers before it runs the replies' callbacks), then by how they were ordered
 before — so later ties between equal deadlines break as they would have. A run with
 skipping writes the same commit log, offsets and delivery times as one without
-(tests/test_idle_skip.py compares them).
+(tests/client_sdk/test_idle_skip.py compares them).
 """
 from __future__ import annotations
 
@@ -95,16 +95,20 @@ class IdleSkipper:
             hard = core.next_deadline(holds=False) if source is hub else source.next_deadline()
             if hard is not None and hard < limit:
                 limit = hard
-        timers = sorted((e for e in rt._timers if e[0] < limit and not e[2].cancelled), key=lambda e: (e[0], e[1]))
         # The first ordinary timer bounds the span before anything costly is checked.
-        for due, _, t in timers:
+        timers = []
+        for entry in _ascending(rt._timers, limit):
+            t = entry[2]
+            if t.cancelled:
+                continue
             if t.quiet is None:
-                limit = due
+                limit = entry[0]
                 break
+            timers.append(entry)
         if limit <= now + 1:
             return
-        waiting = [h for h in core.holds.waiting() if h.deadline_ms < limit]
-        if len(waiting) + sum(1 for e in timers if e[0] < limit and e[2].interval) < MIN_CARRY:
+        waiting = [h for _, _, h in _ascending(core.holds._heap, limit) if not h.done]
+        if len(waiting) + sum(1 for e in timers if e[2].interval) < MIN_CARRY:
             return
         instances = {c.transport: c for c in rt.clients}
         if len(instances) != len(rt.clients) or any(getattr(t, "hub", None) is not hub for t in instances):
@@ -250,6 +254,23 @@ class IdleSkipper:
         consumer.pulls_in_flight[new.opaque] = pr
         pr.opaque = new.opaque
         pr.pq.last_pull_timestamp = c.last_ms
+
+
+def _ascending(heap: list, limit: int):
+    """The entries of a heap of (time, seq, item) with time < ``limit``, in order,
+    without popping: a walk from the root that opens only children below the limit, so
+    no entry at or after it is looked at (a busy loop's heaps hold thousands: reply
+    timers cancelled when the reply came, holds already answered)."""
+    if not heap or heap[0][0] >= limit:
+        return
+    n = len(heap)
+    frontier = [(heap[0][0], heap[0][1], 0)]
+    while frontier:
+        _, _, i = heapq.heappop(frontier)
+        yield heap[i]
+        for child in (2 * i + 1, 2 * i + 2):
+            if child < n and heap[child][0] < limit:
+                heapq.heappush(frontier, (heap[child][0], heap[child][1], child))
 
 
 def _not_found(core, request, channel, offset: int) -> bool:
