@@ -47,8 +47,7 @@ class PullHoldService:
     def held_before(self, mark: int) -> list[HeldPull]:
         out = [h for _, seq, h in self._heap if seq < mark and not h.done]
         for h in out:
-            h.done = True
-            self._discard(h)
+            self.release(h)
         return out
 
     def arrived(self, topic: str, queue_id: int, queue_offset: int, tags_code: int) -> list[HeldPull]:
@@ -76,13 +75,12 @@ class PullHoldService:
         while self._heap and self._heap[0][0] <= now_ms:
             _, _, h = heapq.heappop(self._heap)
             if not h.done:
-                h.done = True
-                self._discard(h)
+                self.release(h)
                 out.append(h)
         return out
 
     def release(self, held: HeldPull) -> None:
-        """Forget ``held`` unanswered (its client's pull is being replaced)."""
+        """Take ``held`` out of waiting (answered, timed out, or replaced by its client)."""
         held.done = True
         self._discard(held)
 

@@ -173,7 +173,9 @@ class PushConsumer:
         self._orderly = False
         self._timers = []
         self._warned_no_route: set[str] = set()
-        self.pulls_in_flight: dict[int, _PullRequest] = {}   # by opaque (read by the idle skipper)
+        # Each assigned queue's one pull request (made per assignment, reused for every
+        # pull of it): the idle skipper finds a held pull's consumer state here.
+        self.pull_requests: dict[MessageQueue, _PullRequest] = {}
         if listener is not None:
             self.register_message_listener(listener, orderly=orderly)
 
@@ -437,7 +439,8 @@ class PushConsumer:
 
     # -- pulling --------------------------------------------------------------------------------------
     def start_pulling(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
-        self.runtime.call_soon(self._pull, _PullRequest(mq, pq, next_offset))
+        pr = self.pull_requests[mq] = _PullRequest(mq, pq, next_offset)
+        self.runtime.call_soon(self._pull, pr)
 
     def _pull_later(self, pr: _PullRequest, delay_ms: int) -> None:
         self.runtime.call_later(delay_ms, self._pull, pr)
@@ -466,7 +469,6 @@ class PushConsumer:
         pr.opaque = self.instance.api.pull_message_async(
             self.pull_header(pr, sub), lambda resp, err: self._on_pull(pr, sub, resp, err),
             CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
-        self.pulls_in_flight[pr.opaque] = pr
 
     def pull_header(self, pr: _PullRequest, sub: SubscriptionData) -> dict:
         """PullMessageRequestHeader for ``pr`` now, the offset commit piggy-backed."""
@@ -485,7 +487,6 @@ class PushConsumer:
                 "bname": mq.broker_name}
 
     def _on_pull(self, pr: _PullRequest, sub: SubscriptionData, resp, err) -> None:
-        self.pulls_in_flight.pop(pr.opaque, None)
         pq = pr.pq
         if pq.dropped or self.state is not ServiceState.RUNNING:
             return

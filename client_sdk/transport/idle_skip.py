@@ -49,7 +49,9 @@ from broker.protocol.fastjson import loads_fastjson
 from broker.topics import retry_topic
 
 from ..api import BrokerAPI
+from ..message import MessageQueue
 from ..offset_store import RemoteBrokerOffsetStore
+from ..producer import ServiceState
 from ..rebalance import allocate_averagely
 from ..route import TopicRoute
 from ..runtime import Timer
@@ -59,7 +61,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IdleSkipper"]
 
-_RUNNING = "RUNNING"
 MIN_CARRY = 4      # fewer settled runs than this before the limit: not worth the checks
 
 
@@ -68,7 +69,6 @@ class _Cycle:
     """A held pull that would expire and be sent again, unchanged, until the limit."""
     held: HeldPull
     transport: Any
-    consumer: Any
     pull: Any                 # the consumer's _PullRequest
     request: Any              # the pull as it would be sent again
     period_ms: int            # the re-sent pull's hold time
@@ -157,10 +157,10 @@ class IdleSkipper:
             return None
         req = held.request
         consumer = inst.consumers.get((req.ext_fields or {}).get("consumerGroup"))
-        if consumer is None or consumer.state.value != _RUNNING:
+        if consumer is None or consumer.state is not ServiceState.RUNNING:
             return None
-        pr = consumer.pulls_in_flight.get(req.opaque)
-        if pr is None or req.opaque not in transport._pending:
+        pr = consumer.pull_requests.get(MessageQueue(held.topic, req.ext_fields.get("bname"), held.queue_id))
+        if pr is None or pr.opaque != req.opaque or req.opaque not in transport._pending:
             return None
         pq = pr.pq
         if pq.dropped or consumer.process_queues.get(pr.mq) is not pq or pq.msg_count or pq.msg_tree:
@@ -185,7 +185,7 @@ class IdleSkipper:
                   else core.config.short_polling_time_mills)
         if period <= 0:
             return None
-        return _Cycle(held, transport, consumer, pr, again, period)
+        return _Cycle(held, transport, pr, again, period)
 
     def _settled(self, kind: str, owner, now: int) -> bool:
         core = self.hub.core
@@ -242,16 +242,13 @@ class IdleSkipper:
         held, transport, pr = c.held, c.transport, c.pull
         callback, timer = transport._pending.pop(held.request.opaque)
         timer.cancel()
-        opaque, code, timeout = timer.args
+        _, code, timeout = timer.args
         new = c.request
         transport._pending[new.opaque] = (callback, rt.schedule(Timer(
             c.last_ms + int(timeout), transport._timed_out, (new.opaque, code, timeout), quiet=timer.quiet)))
         core.holds.release(held)
         core.holds.hold(HeldPull(held.channel, new, held.topic, held.queue_id, held.offset, held.code_set,
                                  c.last_ms + c.period_ms))
-        consumer = c.consumer
-        consumer.pulls_in_flight.pop(opaque, None)
-        consumer.pulls_in_flight[new.opaque] = pr
         pr.opaque = new.opaque
         pr.pq.last_pull_timestamp = c.last_ms
 
@@ -341,7 +338,7 @@ def _routes_settled(core, inst) -> bool:
 def _rebalance_settled(core, inst) -> bool:
     """Every consumer's rebalance would allocate the queues it already pulls."""
     for c in inst.consumers.values():
-        if c.state.value != _RUNNING:
+        if c.state is not ServiceState.RUNNING:
             continue
         pqs = c.process_queues
         if any(mq.topic not in c.subscriptions for mq in pqs):
