@@ -55,6 +55,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from store.record_view import RecordHead, prop_value
 from store.records import Prop
 
 __all__ = [
@@ -187,18 +188,40 @@ class Accounts:
         return d
 
 
+class _TextProps:
+    """The two Mapping methods ``account`` uses, over an unparsed properties string
+    (``store.record_view.RecordHead``): a few values are read of each record, so
+    looking them up beats parsing the whole map."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def get(self, key: str, default=None):
+        value = prop_value(self.text, key)
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> str:
+        value = prop_value(self.text, key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+
 def account(records: Iterable, offset_table: Mapping) -> Accounts:
-    """The counts for decoded records (``store.records.MessageRecord`` or anything with
-    topic, properties, sys_flag, queue_id, queue_offset, reconsume_times,
-    commit_log_offset and offset_msg_id) and a consumer offset table."""
+    """The counts for records and a consumer offset table. A record is a
+    ``store.record_view.RecordHead`` or anything with topic, properties (a mapping),
+    sys_flag, queue_id, queue_offset, reconsume_times, commit_log_offset and
+    offset_msg_id (``store.records.MessageRecord``)."""
     offsets = normalize_offsets(offset_table)
     by_offset_id: dict[str, tuple[str, str]] = {}    # offsetMsgId -> (key, topic)
     by_uniq: dict[str, tuple[int, str, str]] = {}     # UNIQ_KEY -> (phys, key, topic) lowest phys
     produced: dict[str, int] = defaultdict(int)
     originals: list[tuple[str, str, int, int]] = []  # (key, topic, qid, qoff)
-    copies = []                                       # (kind, group, rec)
+    copies = []                                       # (kind, group, rec, props)
     for rec in records:
-        props = rec.properties
+        props = _TextProps(rec.properties_text) if rec.__class__ is RecordHead else rec.properties
         kind = classify(rec.topic, props, rec.sys_flag)
         if kind in PRODUCED_KINDS:
             produced[rec.topic if kind is Kind.ORIGINAL else props[Prop.REAL_TOPIC]] += 1
@@ -210,17 +233,17 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
                 by_uniq[uniq] = (rec.commit_log_offset, key, rec.topic)
             originals.append((key, rec.topic, rec.queue_id, rec.queue_offset))
         elif kind in SEND_BACK_KINDS or kind in RETRY_COPY_KINDS:
-            copies.append((kind, group_of(kind, rec.topic, props), rec))
+            copies.append((kind, group_of(kind, rec.topic, props), rec, props))
 
-    def resolve(rec) -> tuple[str, str]:
-        origin = rec.properties.get(Prop.ORIGIN_MESSAGE_ID)
-        uniq = rec.properties.get(Prop.UNIQ_KEY)
+    def resolve(rec, props) -> tuple[str, str]:
+        origin = props.get(Prop.ORIGIN_MESSAGE_ID)
         if origin and origin in by_offset_id:
             return by_offset_id[origin]
+        uniq = props.get(Prop.UNIQ_KEY)
         for k in (origin, uniq):
             if k and k in by_uniq:
                 return by_uniq[k][1:]
-        return "?" + (origin or uniq or rec.offset_msg_id), rec.properties.get(Prop.RETRY_TOPIC, "")
+        return "?" + (origin or uniq or rec.offset_msg_id), props.get(Prop.RETRY_TOPIC, "")
 
     subscribed: set[tuple[str, str]] = {(t, g) for (t, g) in offsets if is_business_topic(t)}
     consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)    # (group, key) -> consumed attempts
@@ -233,8 +256,8 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
     def committed(topic: str, group: str, qid: int) -> int:
         return offsets.get((topic, group), {}).get(qid, -1)
 
-    for kind, group, rec in copies:
-        key, topic = resolve(rec)
+    for kind, group, rec, props in copies:
+        key, topic = resolve(rec, props)
         gk = (group, key)
         topic_of[gk] = topic
         subscribed.add((topic, group))
@@ -247,21 +270,24 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
                 retries[gk].add(rec.reconsume_times)
         if kind in RETRY_COPY_KINDS and committed(rec.topic, group, rec.queue_id) > rec.queue_offset:
             consumed_ok[gk].add(rec.reconsume_times)
-    groups_of_topic: dict[str, list[str]] = defaultdict(list)
+    # topic -> [(group, that group's committed offsets of the topic)]: one look-up per
+    # original and group (this loop sees every message)
+    groups_of_topic: dict[str, list[tuple[str, dict[int, int]]]] = defaultdict(list)
     for topic, group in subscribed:
-        groups_of_topic[topic].append(group)
+        groups_of_topic[topic].append((group, offsets.get((topic, group), {})))
     for key, topic, qid, qoff in originals:
-        for group in groups_of_topic.get(topic, ()):
-            topic_of[(group, key)] = topic
-            if committed(topic, group, qid) > qoff:
-                consumed_ok[(group, key)].add(0)
+        for group, queue_offsets in groups_of_topic.get(topic, ()):
+            gk = (group, key)
+            topic_of[gk] = topic
+            if queue_offsets.get(qid, -1) > qoff:
+                consumed_ok[gk].add(0)
 
     succ: dict[tuple[str, str], int] = defaultdict(int)
     dl: dict[tuple[str, str], int] = defaultdict(int)
     hist: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
     for gk, attempts in consumed_ok.items():
-        sb = send_backs.get(gk, ())
-        if any(a + 1 not in sb for a in attempts):
+        sb = send_backs.get(gk)
+        if sb is None or any(a + 1 not in sb for a in attempts):
             succ[(gk[0], topic_of[gk])] += 1
     for gk in dead:
         dl[(gk[0], topic_of[gk])] += 1
@@ -283,7 +309,7 @@ def account_store(path: str | Path) -> Accounts:
     config/consumerOffset.json."""
     from .commitlog import list_segments, open_segment, scan_buffer
     from .layout import read_json, resolve_store
-    from store.records import decode_record
+    from store.record_view import head
 
     sd = resolve_store(path)
     cut = int(sd.manifest["commitlog"]["max_offset"]) if sd.manifest else None
@@ -295,7 +321,7 @@ def account_store(path: str | Path) -> Accounts:
             b, mv = open_segment(seg.path, None if cut is None else cut - seg.base)
             scan = scan_buffer(b, mv, seg.base)
             for pos in scan.starts.tolist():
-                yield decode_record(mv, pos, check_crc=False, with_body=False)
+                yield head(mv, pos)
 
     offsets = read_json(sd.config / "consumerOffset.json", {}) or {}
     return account(records(), offsets)
@@ -313,16 +339,17 @@ def account_message_store(store) -> Accounts:
                 entry = store.queue_entry(topic, qid, off)
                 if entry is not None:
                     phys.add(entry[0])
-    from store.records import RecordError, decode_record
+    from store.record_view import head
+    from store.records import RecordError
 
     def records():
-        # Headers and properties are all the counts need: bodies are never copied.
+        # Heads are all the counts need: bodies are never copied, properties not parsed.
         for p in sorted(phys):
             raw = store.read(p)
             if raw is None:
                 continue
             try:
-                yield decode_record(raw, check_crc=False, with_body=False)
+                yield head(raw)
             except RecordError:      # as look_message_by_offset: an unreadable record is skipped
                 continue
 

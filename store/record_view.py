@@ -11,9 +11,10 @@ from __future__ import annotations
 import struct
 import zlib
 
-from .records import MAGIC_CODE, MAX_TOPIC_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SysFlag
+from .records import MAGIC_CODE, MAX_TOPIC_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, RecordError, SysFlag
 
-__all__ = ["RecordFields", "check_record", "fields", "store_timestamp", "prop_value", "TX_SKIPPED"]
+__all__ = ["RecordFields", "RecordHead", "check_record", "fields", "head", "store_timestamp", "prop_value",
+           "TX_SKIPPED"]
 
 _HDR = struct.Struct(">iI")              # total size, magic
 _I32 = struct.Struct(">i")
@@ -92,7 +93,18 @@ class RecordFields:
         self.properties = properties
 
 
-_topic_cache: dict[bytes, str] = {}
+_topic_caches: dict[str, dict[bytes, str]] = {"replace": {}, "strict": {}}
+
+
+def _topic_text(raw: bytes, errors: str) -> str:
+    """A topic's text; a run has few topics, so each is decoded once."""
+    cache = _topic_caches[errors]
+    topic = cache.get(raw)
+    if topic is None:
+        topic = raw.decode("utf-8", errors)
+        if len(cache) < 65536:
+            cache[raw] = topic
+    return topic
 
 
 def fields(buf, pos: int) -> RecordFields:
@@ -103,12 +115,7 @@ def fields(buf, pos: int) -> RecordFields:
     (ts,) = _Q.unpack_from(buf, pos + _store_ts_at(sys_flag))
     t_at = bl_at + 4 + _I32.unpack_from(buf, bl_at)[0]
     tl = buf[t_at]
-    raw = bytes(buf[t_at + 1:t_at + 1 + tl])
-    topic = _topic_cache.get(raw)
-    if topic is None:
-        topic = raw.decode("utf-8", "replace")
-        if len(_topic_cache) < 65536:
-            _topic_cache[raw] = topic
+    topic = _topic_text(bytes(buf[t_at + 1:t_at + 1 + tl]), "replace")
     p_at = t_at + 3 + tl
     props = bytes(buf[p_at:pos + total]).decode("utf-8", "replace")
     return RecordFields(total, qid, qoff, sys_flag, ts, topic, props)
@@ -138,3 +145,62 @@ def prop_value(text: str, key: str) -> str | None:
                 return value
         i = text.rfind(needle, 0, i) if i > 0 else -1
     return None
+
+
+class RecordHead:
+    """A record without its body and hosts' text: what accounting reads of every
+    record. ``offset_msg_id`` is the broker's id (store host + commit-log offset, as
+    ``records.create_offset_msg_id`` writes it); ``properties_text`` is unparsed — look
+    values up with ``prop_value``."""
+
+    __slots__ = ("size", "topic", "queue_id", "queue_offset", "commit_log_offset", "sys_flag",
+                 "reconsume_times", "offset_msg_id", "properties_text")
+
+    def __init__(self, size, topic, queue_id, queue_offset, commit_log_offset, sys_flag, reconsume_times,
+                 offset_msg_id, properties_text):
+        self.size = size
+        self.topic = topic
+        self.queue_id = queue_id
+        self.queue_offset = queue_offset
+        self.commit_log_offset = commit_log_offset
+        self.sys_flag = sys_flag
+        self.reconsume_times = reconsume_times
+        self.offset_msg_id = offset_msg_id
+        self.properties_text = properties_text
+
+
+_HEAD_FIELDS = struct.Struct(">iI4xi4xqqi")    # total, magic, (crc), qid, (flag), qoff, phys, sysflag
+
+
+def head(buf, pos: int = 0) -> RecordHead:
+    """The head of the record at ``buf[pos:]``, a few µs cheaper than ``decode_record``
+    (no body copy, no host text, no property map). Raises RecordError on a short buffer,
+    a bad magic code or lengths that do not add up; the body CRC is not checked."""
+    end = len(buf)
+    if pos < 0 or end - pos < 91:
+        raise RecordError(f"torn record at {pos}: {end - pos} bytes left")
+    total, magic, qid, qoff, phys, sys_flag = _HEAD_FIELDS.unpack_from(buf, pos)
+    if magic != MAGIC_CODE:
+        raise RecordError(f"bad magic code 0x{magic:08X} at {pos}")
+    stop = pos + total
+    born = 20 if sys_flag & SysFlag.BORNHOST_V6 else 8
+    store = 20 if sys_flag & SysFlag.STOREHOST_V6 else 8
+    host_at = pos + 56 + born                    # store host: ip, port (i32)
+    bl_at = host_at + store + 12                 # past reconsumeTimes (i32) and the prepared offset (i64)
+    if total < bl_at - pos + 7 or stop > end:
+        raise RecordError(f"bad record size {total} at {pos}")
+    (recon,) = _I32.unpack_from(buf, host_at + store)
+    t_at = bl_at + 4 + _I32.unpack_from(buf, bl_at)[0]
+    if t_at < bl_at + 4 or t_at + 3 > stop:
+        raise RecordError(f"bad body length at {pos}")
+    tl = buf[t_at]
+    p_at = t_at + 3 + tl
+    if tl > MAX_TOPIC_LENGTH or p_at + _I16.unpack_from(buf, t_at + 1 + tl)[0] != stop:
+        raise RecordError(f"record at {pos}: lengths do not add up to its size {total}")
+    try:
+        topic = _topic_text(bytes(buf[t_at + 1:t_at + 1 + tl]), "strict")
+        text = bytes(buf[p_at:stop]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"record at {pos}: topic or properties are not UTF-8 ({exc.reason})") from None
+    msg_id = (bytes(buf[host_at:host_at + store]) + bytes(buf[pos + 28:pos + 36])).hex().upper()
+    return RecordHead(total, topic, qid, qoff, phys, sys_flag, recon, msg_id, text)
