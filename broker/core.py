@@ -86,7 +86,7 @@ class BrokerCore:
         return StoreConfig(segment_size=config.maped_file_size_commit_log,
                            max_message_size=config.max_message_size,
                            flush_disk_type=config.flush_disk_type,
-                           delay_levels_ms=config.delay_levels.delays_ms)
+                           delay_levels_ms=config.delay_levels.delays_ms, fsync=config.fsync)
 
     # -- connections ---------------------------------------------------------------
     @property
@@ -160,13 +160,13 @@ class BrokerCore:
         props = rec.properties
         if level:
             due = self.schedule.scheduled(level, res.queue_offset, res.store_timestamp)
-            if self.events.enabled:
+            if EventKind.DELAYED in self.events.wanted:
                 self.events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
                                          res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
                                          rec.reconsume_times, level, due, props.get(Prop.ORIGIN_MESSAGE_ID),
                                          props.get(Prop.REAL_TOPIC)))
             return res
-        if self.events.enabled:
+        if kind in self.events.wanted:
             self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
                                      props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, 0, None,
                                      props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
@@ -188,7 +188,7 @@ class BrokerCore:
         self.store.commit_offset(group, topic, queue_id, offset)
         now = self.clock.now_ms()
         self._dirty(now)
-        if self.events.enabled:
+        if EventKind.OFFSET_COMMITTED in self.events.wanted:
             self.events.append(Event(EventKind.OFFSET_COMMITTED, now, topic, queue_id, offset, group=group))
 
     # -- hooks -------------------------------------------------------------------------

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
-__all__ = ["Event", "EventLog", "EventKind"]
+__all__ = ["Event", "EventLog", "EventKind", "ALL_KINDS"]
 
 
 class EventKind:
@@ -44,21 +44,59 @@ class Event:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
+ALL_KINDS = frozenset({EventKind.STORED, EventKind.DELAYED, EventKind.REDELIVERED, EventKind.SENT_BACK,
+                       EventKind.DEAD_LETTERED, EventKind.OFFSET_COMMITTED})
+
+
 class EventLog:
+    """``enabled`` keeps events in memory (``BrokerConfig.record_events``); subscribers
+    get the kinds they asked for either way. ``wanted`` is every kind someone takes:
+    the core builds an event only for those, as it runs on every put."""
+
     def __init__(self, capacity: int | None = None) -> None:
         self._events: deque[Event] = deque(maxlen=capacity)
-        self._subscribers: list[Callable[[Event], None]] = []
-        self.enabled = True
+        self._subscribers: list[tuple[Callable[[Event], None], frozenset[str]]] = []
+        self._enabled = True
+        self.wanted: frozenset[str] = ALL_KINDS
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    @enabled.setter
+    def enabled(self, on: bool) -> None:
+        self._enabled = bool(on)
+        self._update_wanted()
+
+    def _update_wanted(self) -> None:
+        kinds = set(ALL_KINDS) if self._enabled else set()
+        for _, k in self._subscribers:
+            kinds |= k
+        self.wanted = frozenset(kinds)
 
     def append(self, event: Event) -> None:
-        self._events.append(event)
-        for fn in self._subscribers:
-            fn(event)
+        if self._enabled:
+            self._events.append(event)
+        for fn, kinds in self._subscribers:
+            if event.kind in kinds:
+                fn(event)
 
-    def subscribe(self, fn: Callable[[Event], None]) -> Callable[[], None]:
-        """Call ``fn(event)`` for each new event; returns an unsubscribe function."""
-        self._subscribers.append(fn)
-        return lambda: self._subscribers.remove(fn)
+    def subscribe(self, fn: Callable[[Event], None], kinds: Iterable[str] | None = None) -> Callable[[], None]:
+        """Call ``fn(event)`` for each new event (of ``kinds`` only, when given);
+        returns an unsubscribe function."""
+        wanted = ALL_KINDS if kinds is None else frozenset(kinds)
+        unknown = wanted - ALL_KINDS
+        if unknown:
+            raise ValueError(f"unknown event kinds: {sorted(unknown)}; known: {sorted(ALL_KINDS)}")
+        entry = (fn, wanted)
+        self._subscribers.append(entry)
+        self._update_wanted()
+
+        def unsubscribe() -> None:
+            self._subscribers.remove(entry)
+            self._update_wanted()
+
+        return unsubscribe
 
     def of_kind(self, *kinds: str) -> list[Event]:
         return [e for e in self._events if e.kind in kinds]

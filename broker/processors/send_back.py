@@ -79,7 +79,7 @@ def consumer_send_msg_back(core, request, channel):
     kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.STORED
     res = core.put_message(rec, kind=kind, group=group)
     ok = res.status is PutStatus.PUT_OK
-    if ok and not to_dlq and core.events.enabled:
+    if ok and not to_dlq and EventKind.SENT_BACK in core.events.wanted:
         real_level = core.levels.clamp(level)
         core.events.append(Event(EventKind.SENT_BACK, res.store_timestamp, retry_topic(group), queue_id,
                                  res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,

@@ -59,3 +59,31 @@ def test_event_record_follows_a_message_through_retry_and_dlq():
     sent = core.events.of_kind(EventKind.SENT_BACK)[0]
     assert (sent.group, sent.delay_level, sent.reconsume_times, sent.real_topic) == ("G", 1, 1, "T")
     assert sent.due_ms == sent.time_ms + 1000
+
+
+def test_a_subscriber_may_take_some_kinds_and_then_only_those_are_built():
+    core = BrokerCore.in_memory(VirtualClock(), BrokerConfig(record_events=False))
+    c = WireClient(core)
+    assert core.events.wanted == frozenset()
+    dead, offsets = [], []
+    stop_dead = core.events.subscribe(dead.append, kinds=[EventKind.DEAD_LETTERED])
+    core.events.subscribe(offsets.append, kinds=[EventKind.OFFSET_COMMITTED])
+    assert core.events.wanted == {EventKind.DEAD_LETTERED, EventKind.OFFSET_COMMITTED}
+    c.send("T", b"x")
+    phys = core.store.queue_entry("T", 0, 0)[0]
+    c.send_back(phys, "G", -1)                       # straight to %DLQ%G
+    core.record_offset_commit("G", "T", 0, 1)
+    assert [e.kind for e in dead] == [EventKind.DEAD_LETTERED] and dead[0].topic == "%DLQ%G"
+    assert [(e.kind, e.queue_offset) for e in offsets] == [(EventKind.OFFSET_COMMITTED, 1)]
+    assert len(core.events) == 0                     # nothing kept: record_events is off
+    stop_dead()
+    assert core.events.wanted == {EventKind.OFFSET_COMMITTED}
+    core.events.enabled = True                       # recording again wants every kind
+    c.send("T", b"y")
+    assert [e.kind for e in core.events] == [EventKind.STORED] and len(dead) == 1
+
+
+def test_subscribing_to_an_unknown_kind_is_an_error():
+    core = BrokerCore.in_memory(VirtualClock())
+    with pytest.raises(ValueError, match="unknown event kinds: \\['stord'\\]"):
+        core.events.subscribe(print, kinds=["stord"])
