@@ -80,6 +80,7 @@ class BrokerConfig:
     trace_topic_enable: bool = False
     region_id: str = "DefaultRegion"
     record_events: bool = True
+    fsync: bool = True       # StoreConfig.fsync: False = flushes survive a process crash, not a power loss
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -87,8 +87,9 @@ class LogRecovery:
 
 
 class CommitLog:
-    def __init__(self, directory: Path | None, segment_size: int, *, sync: bool = False) -> None:
+    def __init__(self, directory: Path | None, segment_size: int, *, sync: bool = False, fsync: bool = True) -> None:
         self.dir = directory
+        self.fsync = fsync            # False: "durable" means handed to the OS (StoreConfig.fsync)
         self.segment_size = segment_size
         self.sync_each = sync
         self.segments: list[MemorySegment | FileSegment] = []
@@ -169,7 +170,7 @@ class CommitLog:
         if self.dir is None:
             seg = MemorySegment(base)
         else:
-            seg = FileSegment(base, self.dir / segment_name(base), create=True)
+            seg = FileSegment(base, self.dir / segment_name(base), create=True, fsync=self.fsync)
         self.segments.append(seg)
         self.bases.append(base)
         self.end = base
@@ -260,7 +261,7 @@ class CommitLog:
                 names.append(p.name)
             else:
                 rep.notes.append(f"ignored {p.name!r} in commitlog/ (not a segment)")
-        segs = [FileSegment(int(n), self.dir / n, create=False) for n in names]
+        segs = [FileSegment(int(n), self.dir / n, create=False, fsync=self.fsync) for n in names]
         marks = {m.base: m for m in ckpt.segments} if ckpt else {}
         verify = {s.base for s in segs if s.base in marks}
         verify = set(sorted(verify)[-VERIFY_LAST:])

@@ -24,7 +24,10 @@ class StoreConfig:
     ``consume_queue_entries_per_file`` = mapedFileSizeConsumeQueue / 20,
     ``max_transfer_count`` / ``max_transfer_bytes`` = maxTransferCountOnMessageInMemory /
     maxTransferBytesOnMessageInMemory: one get_message returns at most this many records
-    and bytes (the first record always fits), as upstream caps a pull from memory."""
+    and bytes (the first record always fits), as upstream caps a pull from memory.
+    ``fsync=False``: a flush (and a SYNC_FLUSH put) hands everything to the OS but does
+    not wait for the disk — what is written survives the process dying, not the machine
+    losing power; for simulations and tests, whose crashes are process crashes."""
 
     segment_size: int = 1 << 30
     max_message_size: int = 4 << 20
@@ -33,6 +36,7 @@ class StoreConfig:
     consume_queue_entries_per_file: int = 300_000
     max_transfer_count: int = 32
     max_transfer_bytes: int = 256 * 1024
+    fsync: bool = True
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in (ASYNC_FLUSH, SYNC_FLUSH):

@@ -51,9 +51,14 @@ def entry_tags_code(topic: str, properties_text: str, store_timestamp: int, dela
     return tags_code(prop_value(properties_text, "TAGS"))
 
 
+SCHEDULE_TOPIC_FIELD = _topic_field(SCHEDULE_TOPIC)   # the put path knows its queues by this object
+
+
 def _put_topic_field(topic) -> bytes | None:
-    if type(topic) is not str or topic == SCHEDULE_TOPIC:
+    if type(topic) is not str:
         return None
+    if topic == SCHEDULE_TOPIC:
+        return SCHEDULE_TOPIC_FIELD
     try:
         return _topic_field(topic)
     except (RecordError, UnicodeError):

@@ -22,8 +22,8 @@ from pathlib import Path
 from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from .commit_log import CommitLog, LogRecovery, RecordTooLarge
 from .config import StoreConfig
-from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, ConsumeQueue, entry_tags_code, list_queue_dirs,
-                            load_queue, valid_topic_dir, write_queue)
+from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, SCHEDULE_TOPIC_FIELD, ConsumeQueue, entry_tags_code,
+                            list_queue_dirs, load_queue, valid_topic_dir, write_queue)
 from .errors import StoreError
 from .fsutil import RootLock
 from .index import KeyIndex
@@ -115,7 +115,8 @@ class MessageStore:
             for sub in ("commitlog", "consumequeue", "config"):
                 (root / sub).mkdir(exist_ok=True)
             ckpt, why_not = load_checkpoint(root / "checkpoint")
-            self._log = CommitLog(root / "commitlog", self.config.segment_size, sync=self.config.sync_flush)
+            self._log = CommitLog(root / "commitlog", self.config.segment_size, sync=self.config.sync_flush,
+                                  fsync=self.config.fsync)
             lrep = self._log.recover(ckpt)
             # a checkpoint whose segments did not check out says nothing about dispatch
             qnotes, dropped, rebuilt, walked = self._recover_queues(None if lrep.doubted else ckpt)
@@ -329,20 +330,23 @@ class MessageStore:
         # (Without "\x02TAGS\x01" the only TAGS can be a first segment; a later one
         # always follows a "\x02".)
         # (partition, not find: str.find parses its arguments the slow way)
-        _, sep, value = text.rpartition("\x02TAGS\x01")
-        if sep:
-            value = value.partition("\x02")[0]
-            if value:
-                try:
-                    tags = _tag_codes[value]
-                except KeyError:
-                    tags = _tag_code(value)
-            else:
-                tags = tags_code(prop_value(text, "TAGS"))
-        elif "TAGS\x01" in text:
-            tags = tags_code(prop_value(text, "TAGS"))
+        if topic_f is SCHEDULE_TOPIC_FIELD:
+            tags = entry_tags_code(SCHEDULE_TOPIC, text, now_ms, self._delays)    # the delivery time
         else:
-            tags = 0
+            _, sep, value = text.rpartition("\x02TAGS\x01")
+            if sep:
+                value = value.partition("\x02")[0]
+                if value:
+                    try:
+                        tags = _tag_codes[value]
+                    except KeyError:
+                        tags = _tag_code(value)
+                else:
+                    tags = tags_code(prop_value(text, "TAGS"))
+            elif "TAGS\x01" in text:
+                tags = tags_code(prop_value(text, "TAGS"))
+            else:
+                tags = 0
         cq.buf += _pack_entry(at, total, tags)      # ConsumeQueue.append, inlined
         cq.max_offset = queue_offset + 1
         # msg_id: create_offset_msg_id(rec.store_host, at) for an IPv4 store host
@@ -631,7 +635,7 @@ class MessageStore:
         if self._root is None:
             self._configs[name] = text
         else:
-            dump_json_document(self._root / "config" / f"{name}.json", obj)
+            dump_json_document(self._root / "config" / f"{name}.json", obj, durable=self.config.fsync)
 
     def load_config(self, name: str):
         """The document saved under ``name`` (a fresh object), None if there is none."""
@@ -664,9 +668,9 @@ class MessageStore:
                     write_queue(qroot, cq, epf)
             cdir = self._root / "config"
             if self._offsets.dirty:
-                self._offsets.save(cdir)
+                self._offsets.save(cdir, durable=self.config.fsync)
             if self._delay.dirty:
-                self._delay.save(cdir)
+                self._delay.save(cdir, durable=self.config.fsync)
             state = self._checkpoint_state()
             if state != self._checkpointed:
                 save_checkpoint(self._root / "checkpoint", self._current_checkpoint())

@@ -39,8 +39,8 @@ def load_json_document(path: Path):
             raise StoreError(f"{str(path)!r} is not valid JSON ({exc}); fix or remove it") from None
 
 
-def dump_json_document(path: Path, obj) -> None:
-    atomic_write(path, json.dumps(obj, indent=2, sort_keys=False).encode("utf-8") + b"\n")
+def dump_json_document(path: Path, obj, *, durable: bool = True) -> None:
+    atomic_write(path, json.dumps(obj, indent=2, sort_keys=False).encode("utf-8") + b"\n", durable=durable)
 
 
 def _table(doc, path: Path) -> dict:
@@ -84,10 +84,10 @@ class ConsumerOffsets:
             raise StoreError(f"{str(path)!r}: bad offsetTable ({exc})") from None
         self.dirty = False
 
-    def save(self, config_dir: Path) -> None:
+    def save(self, config_dir: Path, *, durable: bool = True) -> None:
         doc = {"offsetTable": {key: {str(q): o for q, o in sorted(per.items())}
                                for key, per in self.table.items()}}
-        dump_json_document(config_dir / self.FILE, doc)
+        dump_json_document(config_dir / self.FILE, doc, durable=durable)
         self.dirty = False
 
 
@@ -115,7 +115,7 @@ class DelayOffsets:
             raise StoreError(f"{str(path)!r}: bad offsetTable ({exc})") from None
         self.dirty = False
 
-    def save(self, config_dir: Path) -> None:
+    def save(self, config_dir: Path, *, durable: bool = True) -> None:
         doc = {"offsetTable": {str(level): offset for level, offset in sorted(self.table.items())}}
-        dump_json_document(config_dir / self.FILE, doc)
+        dump_json_document(config_dir / self.FILE, doc, durable=durable)
         self.dirty = False

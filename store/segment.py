@@ -151,15 +151,16 @@ class MemorySegment(RecordList):
 
 
 class FileSegment:
-    __slots__ = ("base", "path", "fd", "written", "pending", "mm", "sealed", "unsynced", "_tail")
+    __slots__ = ("base", "path", "fd", "written", "pending", "mm", "sealed", "unsynced", "_tail", "fsync")
 
     # MessageStore.put appends to ``pending`` itself (as ``append`` does) and calls
     # ``write_out`` once it holds this many bytes. ``pending`` is one RecordList for the
     # segment's life (cleared, never replaced), so the commit log can hold on to it.
     write_chunk = WRITE_CHUNK
 
-    def __init__(self, base: int, path: Path, *, create: bool) -> None:
+    def __init__(self, base: int, path: Path, *, create: bool, fsync: bool = True) -> None:
         self.base = base
+        self.fsync = fsync       # False: sync() hands the bytes to the OS only
         self.path = path
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         self.fd: int | None = os.open(path, flags, 0o644)
@@ -227,7 +228,8 @@ class FileSegment:
     def sync(self) -> None:
         self.write_out()
         if self.unsynced and self.fd is not None:
-            os.fsync(self.fd)
+            if self.fsync:
+                os.fsync(self.fd)
             self.unsynced = False
         if self.sealed and self.fd is not None:
             os.close(self.fd)       # a sealed, durable segment only needs its mmap

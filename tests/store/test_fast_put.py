@@ -124,6 +124,21 @@ def test_the_usual_record_takes_the_inlined_path_and_matches_an_independent_enco
         again._check()
 
 
+def test_schedule_topic_puts_take_the_inlined_path_with_the_delivery_time_as_tags_code():
+    # Every send-back is parked in SCHEDULE_TOPIC_XXXX: its entries' tagsCode is the
+    # store time + the level's delay (3 = 10 s; 99 is clamped to the last level, 2 h).
+    s = MessageStore(None, StoreConfig())
+    calls = count_general(s)
+    levels = [3, 3, 99, 3]
+    results = [s.put(_usual(i, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, properties={"DELAY": str(lv)}),
+                     1_000 * i) for i, lv in enumerate(levels)]
+    assert calls[0] == 1                               # the queue's first put only
+    assert [s.queue_entry("SCHEDULE_TOPIC_XXXX", 2, i)[2] for i in range(4)] == [
+        0 + 10_000, 1_000 + 10_000, 2_000 + 7_200_000, 3_000 + 10_000]
+    assert [r.queue_offset for r in results] == [0, 1, 2, 3]
+    s._check()
+
+
 @pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
 def test_file_stores_match_byte_for_byte(tmp_path, monkeypatch, flush):
     """Same records through put and through the general path into two directories: the
