@@ -22,6 +22,7 @@ delivered again (RocketMQ is at-least-once; the invariants allow that after a cr
 """
 from __future__ import annotations
 
+import gc
 import random
 import time
 from dataclasses import dataclass, field
@@ -116,6 +117,12 @@ class Simulation:
         if scenario.message_delay_level:
             conf["messageDelayLevel"] = scenario.message_delay_level
         self.config = BrokerConfig.from_properties(conf)
+        # The checker takes the two kinds of event it needs as they happen; nothing
+        # reads a kept record, so none is kept (and no other kind is built).
+        self.config.record_events = False
+        # A simulated crash is a process crash: what was handed to the OS survives it,
+        # so flushes need not wait for the disk (126 fsyncs, ~40 ms of a W1 run).
+        self.config.fsync = False
         self.checker = InvariantChecker(scenario, list(self.config.delay_levels.delays_ms), START_MS)
         self.schedule = _send_schedule(scenario)
         self.next_number = 0
@@ -146,7 +153,8 @@ class Simulation:
         for t in self.scenario.topics:
             if core.topics.get(t.name) is None:
                 self.embedded.create_topic(t.name, t.queues)
-        self._stop_events = core.events.subscribe(self._on_event)
+        self._stop_events = core.events.subscribe(
+            self._on_event, kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED))
         self.producer = self.embedded.producer(PRODUCER_GROUP)
         self.consumers = {}
         for spec in self.scenario.groups:
@@ -201,6 +209,20 @@ class Simulation:
 
     # -- the whole run ---------------------------------------------------------------------
     def run(self) -> SimulationResult:
+        # A run allocates millions of short-lived objects but makes few reference cycles
+        # (about 2,000 objects per 10,000 messages); the cyclic collector's full passes
+        # over the live store, client and checker state cost about a tenth of the wall
+        # time. So it is paused for the run and resumed as it was after, as timeit does;
+        # reference counting still frees everything else at once.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(self) -> SimulationResult:
         s = self.scenario
         self.start()
         for at, action in _timeline(s):
@@ -222,13 +244,12 @@ class Simulation:
         self.advance_to(self.elapsed_ms + ms)
 
     def advance_to(self, elapsed_ms: int) -> None:
-        """Move virtual time to START + ``elapsed_ms``, in steps so progress shows and
-        the event record stays small."""
+        """Move virtual time to START + ``elapsed_ms``, in steps of 10 minutes so
+        progress shows on long runs."""
         target = START_MS + elapsed_ms
         rt = self.embedded.runtime
         while self.clock.now_ms() < target:
             rt.advance_to(min(target, self.clock.now_ms() + 600_000))
-            self.core.events.clear()
             if self.progress:
                 self.progress(self.elapsed_ms, self.scenario.duration_ms, self.next_number)
         rt.run_until_idle()

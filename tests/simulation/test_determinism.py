@@ -43,3 +43,23 @@ def test_a_fresh_process_with_another_hash_seed_writes_the_same_bytes(tmp_path):
         outs.append((json.loads(proc.stdout), commit_log_bytes(out)))
     assert outs[0][1] == outs[1][1]
     assert outs[0][0]["send_backs"] == outs[1][0]["send_backs"] > 0
+
+
+def test_the_cyclic_collector_is_paused_for_a_run_and_restored_after(tmp_path):
+    import gc
+
+    from client_sdk.simulation import Simulation
+
+    during = []
+    progress = lambda *_: during.append(gc.isenabled())   # noqa: E731
+    assert gc.isenabled()
+    result = Simulation(small(seed=3), tmp_path / "a", progress=progress).run()
+    assert result.ok and during and not any(during)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        Simulation(small(seed=3), tmp_path / "b").run()
+        assert not gc.isenabled()                           # a caller's choice is kept
+    finally:
+        gc.enable()
+    assert commit_log_bytes(tmp_path / "a") == commit_log_bytes(tmp_path / "b")
