@@ -225,13 +225,22 @@ class Simulation:
     def _run(self) -> SimulationResult:
         s = self.scenario
         self.start()
-        for at, action in _timeline(s):
+        end = s.duration_ms + s.settle_ms
+        late_ends = []
+        for at, ends_fault, action in _timeline(s):
             if at > s.duration_ms:
-                break
+                # A fault starts only within the duration; one that started ends on
+                # time even while the run settles (a broker left read-only for good
+                # could never let the run settle).
+                if ends_fault and at <= end:
+                    late_ends.append((at, action))
+                continue
             self.advance_to(at)
             action(self)
         self.advance_to(s.duration_ms)
-        end = s.duration_ms + s.settle_ms
+        for at, action in late_ends:
+            self.advance_to(at)
+            action(self)
         while (self.checker.pending or self.next_number < s.messages) and self.elapsed_ms < end:
             self.advance_to(min(self.elapsed_ms + SETTLE_STEP_MS, end))
         return self.finish()
@@ -347,10 +356,11 @@ class Simulation:
                     checker.fail("order", now, f"{spec.name}: a batch of {pulled}/{mq.queue_id} is not in "
                                                f"queue order: {[m.queue_offset for m in msgs]}")
                 checker.check_order(spec.name, pulled, mq.queue_id, first, now)
-            fates = [checker.delivered(spec, int(m.body[:NUMBER_WIDTH]), m, pulled, now) for m in msgs]
+            numbers = [int(m.body[:NUMBER_WIDTH]) for m in msgs]
+            fates = [checker.delivered(spec, n, m, pulled, now) for n, m in zip(numbers, msgs)]
             first_fail = None
             for j, m in enumerate(msgs):
-                if self._fails(spec, int(m.body[:NUMBER_WIDTH]), m.reconsume_times):
+                if self._fails(spec, numbers[j], m.reconsume_times):
                     first_fail = j
                     break
             if not orderly and spec.slow_probability and self.rng.random() < spec.slow_probability:
@@ -362,7 +372,7 @@ class Simulation:
                 fate = fates[j]
                 if fate is not None:
                     if j < ok_upto:
-                        checker.succeeded(spec, int(m.body[:NUMBER_WIDTH]), fate)
+                        checker.succeeded(spec, numbers[j], fate)
                     else:
                         checker.failed(spec, fate, m, now)
                 checker.finished(spec.name, pulled, mq.queue_id, m.queue_offset, now, False)
@@ -429,16 +439,25 @@ def _send_schedule(s: Scenario) -> list[int]:
     return out
 
 
-def _timeline(s: Scenario) -> list[tuple[int, Callable[[Simulation], None]]]:
-    """Fault actions in time order (ties: in the order listed here)."""
-    items: list[tuple[int, int, Callable]] = []
+def _timeline(s: Scenario) -> list[tuple[int, bool, Callable[[Simulation], None]]]:
+    """Fault actions in time order (ties: in the order listed here), each with whether
+    it ends a fault (a write-off window's end, a stopped group's return). Faults that
+    start after the duration are left out, with their ends."""
+    items: list[tuple[int, int, bool, Callable]] = []
+
+    def add(at: int, ends_fault: bool, fn: Callable) -> None:
+        items.append((at, len(items), ends_fault, fn))
+
     for t in s.crashes_ms:
-        items.append((t, len(items), Simulation.crash))
+        if t <= s.duration_ms:
+            add(t, False, Simulation.crash)
     for w in s.write_off:
-        items.append((w.start_ms, len(items), lambda sim: sim.set_writeable(False)))
-        items.append((w.end_ms, len(items), lambda sim: sim.set_writeable(True)))
+        if w.start_ms <= s.duration_ms:
+            add(w.start_ms, False, lambda sim: sim.set_writeable(False))
+            add(w.end_ms, True, lambda sim: sim.set_writeable(True))
     for r in s.consumer_restarts:
-        items.append((r.at_ms, len(items), lambda sim, g=r.group: sim.stop_group(g)))
-        items.append((r.at_ms + r.down_ms, len(items), lambda sim, g=r.group: sim.start_group(g)))
+        if r.at_ms <= s.duration_ms:
+            add(r.at_ms, False, lambda sim, g=r.group: sim.stop_group(g))
+            add(r.at_ms + r.down_ms, True, lambda sim, g=r.group: sim.start_group(g))
     items.sort(key=lambda x: (x[0], x[1]))
-    return [(t, fn) for t, _, fn in items]
+    return [(t, ends_fault, fn) for t, _, ends_fault, fn in items]

@@ -57,6 +57,25 @@ def test_a_correct_run_with_every_fault_keeps_every_invariant(store_dir):
     assert s["succeeded"] + s["dead_lettered"] >= 300
 
 
+def test_faults_that_outlast_the_duration_end_while_the_run_settles(store_dir):
+    # Found by the exported strategy: a write-off window from 0 to past the duration
+    # used to leave the broker read-only for good, so the poison message of an orderly
+    # group could never reach the DLQ and the producer never finished.
+    orderly = GroupSpec(name="Ordered", orderly=True, max_reconsume_times=3, poison_every=100)
+    scenario = Scenario(seed=27034371, messages=27, duration_ms=60_000, groups=(orderly,),
+                        write_off=(WriteOffWindow(0, 65_537),),
+                        consumer_restarts=(ConsumerRestart("Ordered", 50_000, 40_000),))
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    assert result.settled and result.accepted == 27 and result.refused_sends > 0
+    assert result.summary()["dead_lettered"] == 1                 # message #0, the poison one
+    # a fault that would start after the duration does not happen at all
+    late = Scenario(seed=1, messages=20, duration_ms=60_000, groups=(orderly,),
+                    write_off=(WriteOffWindow(61_000, 62_000),), crashes_ms=(70_000,))
+    result = run_simulation(late, store_dir.parent / "late")
+    assert result.ok and result.refused_sends == 0 and result.crashes == 0
+
+
 def test_without_faults_a_poison_message_fails_exactly_max_plus_one_times(store_dir):
     result = run_simulation(small(messages=100), store_dir)
     assert result.ok and result.settled
