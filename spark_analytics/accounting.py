@@ -110,9 +110,13 @@ def is_business_topic(topic: str | None) -> bool:
 
 def classify(topic: str, props: Mapping[str, str], sys_flag: int = 0) -> Kind:
     """The kind of a stored record (see the module notes)."""
+    return _kind(topic, props.get(Prop.REAL_TOPIC), sys_flag)
+
+
+def _kind(topic: str, real: str | None, sys_flag: int) -> Kind:
+    """``classify`` given the record's REAL_TOPIC property."""
     if sys_flag & _TX_MASK in (_TX_PREPARED, _TX_ROLLBACK):
         return Kind.OTHER
-    real = props.get(Prop.REAL_TOPIC)
     if topic == SCHEDULE_TOPIC:
         if real and real.startswith(RETRY_PREFIX):
             return Kind.RETRY_SCHEDULED
@@ -128,8 +132,12 @@ def classify(topic: str, props: Mapping[str, str], sys_flag: int = 0) -> Kind:
 
 def group_of(kind: Kind, topic: str, props: Mapping[str, str]) -> str | None:
     """The consumer group a retry / dead-letter record belongs to."""
+    return _group(kind, topic, props.get(Prop.REAL_TOPIC))
+
+
+def _group(kind: Kind, topic: str, real: str | None) -> str | None:
     if kind is Kind.RETRY_SCHEDULED:
-        return props.get(Prop.REAL_TOPIC, "")[len(RETRY_PREFIX):]
+        return (real or "")[len(RETRY_PREFIX):]
     if kind in RETRY_COPY_KINDS:
         return topic[len(RETRY_PREFIX):]
     if kind is Kind.DEAD_LETTER:
@@ -221,19 +229,28 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
     originals: list[tuple[str, str, int, int]] = []  # (key, topic, qid, qoff)
     copies = []                                       # (kind, group, rec, props)
     for rec in records:
-        props = _TextProps(rec.properties_text) if rec.__class__ is RecordHead else rec.properties
-        kind = classify(rec.topic, props, rec.sys_flag)
+        # a RecordHead's properties are looked up one by one, not parsed (most records
+        # need one or two values)
+        if rec.__class__ is RecordHead:
+            text = rec.properties_text
+            props = None
+            real = prop_value(text, Prop.REAL_TOPIC)
+        else:
+            props = rec.properties
+            real = props.get(Prop.REAL_TOPIC)
+        topic = rec.topic
+        kind = _kind(topic, real, rec.sys_flag)
         if kind in PRODUCED_KINDS:
-            produced[rec.topic if kind is Kind.ORIGINAL else props[Prop.REAL_TOPIC]] += 1
+            produced[topic if kind is Kind.ORIGINAL else real] += 1
         if kind in MESSAGE_KINDS:
             key = rec.offset_msg_id
-            by_offset_id[key] = (key, rec.topic)
-            uniq = props.get(Prop.UNIQ_KEY)
+            by_offset_id[key] = (key, topic)
+            uniq = prop_value(text, Prop.UNIQ_KEY) if props is None else props.get(Prop.UNIQ_KEY)
             if uniq and (uniq not in by_uniq or rec.commit_log_offset < by_uniq[uniq][0]):
-                by_uniq[uniq] = (rec.commit_log_offset, key, rec.topic)
-            originals.append((key, rec.topic, rec.queue_id, rec.queue_offset))
+                by_uniq[uniq] = (rec.commit_log_offset, key, topic)
+            originals.append((key, topic, rec.queue_id, rec.queue_offset))
         elif kind in SEND_BACK_KINDS or kind in RETRY_COPY_KINDS:
-            copies.append((kind, group_of(kind, rec.topic, props), rec, props))
+            copies.append((kind, _group(kind, topic, real), rec, _TextProps(text) if props is None else props))
 
     def resolve(rec, props) -> tuple[str, str]:
         origin = props.get(Prop.ORIGIN_MESSAGE_ID)

@@ -167,10 +167,11 @@ def tags_code(tags: str | None) -> int:
     return java_string_hash(tags) if tags else 0
 
 
-def properties_to_string(props: dict[str, str]) -> str:
-    """``k\\u0001v`` joined by ``\\u0002``, no trailing separator, None values skipped."""
+def properties_to_string(props: dict[str, str], skip: str | None = None) -> str:
+    """``k\\u0001v`` joined by ``\\u0002``, no trailing separator, None values (and the
+    key ``skip``) left out."""
     # A list comprehension, not a generator: this runs on every put.
-    return PROPERTY_SEPARATOR.join([f"{k}\u0001{v}" for k, v in props.items() if v is not None])
+    return PROPERTY_SEPARATOR.join([f"{k}\u0001{v}" for k, v in props.items() if v is not None and k != skip])
 
 
 def string_to_properties(text: str | None) -> dict[str, str]:
@@ -409,13 +410,12 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
         text = bytes(buf[p:stop]).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(f"record at {pos}: topic or properties are not UTF-8 ({exc.reason})") from None
-    return MessageRecord(
-        topic=topic, body=body if with_body else b"", queue_id=qid, flag=flag,
-        properties=string_to_properties(text), sys_flag=sys_flag, born_timestamp=born_ts,
-        born_host=born_host, store_timestamp=store_ts, store_host=store_host,
-        reconsume_times=recon, prepared_transaction_offset=prep, queue_offset=qoff,
-        commit_log_offset=phys, body_crc=crc, store_size=total, properties_text=text,
-    )
+    # positional, in field order (topic, body, queue_id, flag, properties, sys_flag,
+    # born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+    # prepared_transaction_offset, queue_offset, commit_log_offset, body_crc, store_size,
+    # properties_text): half the cost of keywords, and this runs for every record read
+    return MessageRecord(topic, body if with_body else b"", qid, flag, string_to_properties(text), sys_flag,
+                         born_ts, born_host, store_ts, store_host, recon, prep, qoff, phys, crc, total, text)
 
 
 def iter_records(buf: bytes | bytearray | memoryview, *, check_crc: bool = False,

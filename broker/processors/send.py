@@ -179,7 +179,7 @@ def send_message(core, request, channel):
                         born_host=core.born_host_of(channel), store_host=core.store_host,
                         reconsume_times=h.reconsume_times)
     # WAIT stays in the map but not in the stored string (the broker strips it).
-    rec.properties_text = properties_to_string({k: v for k, v in props.items() if k != Prop.WAIT})
+    rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
     kind = EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED
     res = core.put_message(rec, kind=kind, group=dlq_group)
     return _put_response(core, request, res, h.queue_id if h.queue_id >= 0 else qid)
