@@ -196,6 +196,11 @@ class BrokerCore:
         self._hooks.append(fn)
         return lambda: self._hooks.remove(fn)
 
+    @property
+    def has_send_back_hooks(self) -> bool:
+        """Whether a send-back needs a ConsumeMessageContext built (one per send-back)."""
+        return bool(self._hooks)
+
     def run_send_back_hooks(self, ctx: ConsumeMessageContext) -> None:
         for fn in self._hooks:
             try:

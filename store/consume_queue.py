@@ -87,7 +87,8 @@ class ConsumeQueue:
         self.flushed = self.max_offset
         self.cut = False        # the files hold more than [.., flushed): cut them on the next write
         # the record's TOPIC field for MessageStore.put's inlined encoder; None sends the
-        # puts of this queue through the general path (the schedule topic's tagsCode is a time)
+        # puts of this queue through the general path (a topic that cannot be encoded).
+        # The schedule topic's is SCHEDULE_TOPIC_FIELD, by which put knows its tagsCode is a time.
         self.topic_field = _put_topic_field(topic)
 
     def append(self, phys: int, size: int, tags: int) -> None:

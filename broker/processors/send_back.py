@@ -86,9 +86,10 @@ def consumer_send_msg_back(core, request, channel):
                                  rec.reconsume_times, real_level,
                                  core.levels.deliver_timestamp(real_level, res.store_timestamp),
                                  props[Prop.ORIGIN_MESSAGE_ID], props[Prop.RETRY_TOPIC]))
-    core.run_send_back_hooks(ConsumeMessageContext(
-        group, origin_topic or props.get(Prop.RETRY_TOPIC), origin_msg_id, offset,
-        "SEND_BACK_TO_DLQ" if to_dlq else "SEND_BACK", ok, rec.reconsume_times, level, new_topic))
+    if core.has_send_back_hooks:
+        core.run_send_back_hooks(ConsumeMessageContext(
+            group, origin_topic or props.get(Prop.RETRY_TOPIC), origin_msg_id, offset,
+            "SEND_BACK_TO_DLQ" if to_dlq else "SEND_BACK", ok, rec.reconsume_times, level, new_topic))
     if not ok:
         return request.response(RC.SYSTEM_ERROR, res.remark or res.status.name)
     return request.response(RC.SUCCESS)

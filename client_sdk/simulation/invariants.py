@@ -157,7 +157,10 @@ class InvariantChecker:
 
     def finished(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int,
                  orderly: bool) -> None:
-        book = self.queues.setdefault((group, pulled_topic, queue_id), _QueueBook())
+        key = (group, pulled_topic, queue_id)
+        book = self.queues.get(key)
+        if book is None:
+            book = self.queues[key] = _QueueBook()
         if orderly and queue_offset > book.low:
             self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} offset {queue_offset} was consumed "
                                        f"before offset {book.low}")
