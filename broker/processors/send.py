@@ -42,6 +42,56 @@ class _Header:
 
     def __init__(self, request) -> None:
         ext = request.ext_fields or {}
+        if request.code != RequestCode.SEND_MESSAGE and _SHORT_ONLY.issuperset(ext) and self._read_v2(ext):
+            return
+        self._read(request, ext)
+
+    def _read_v2(self, ext: dict) -> bool:
+        """The usual header — V2 short names, every value a string — read without the
+        per-field checks; False (nothing kept) for anything else, which ``_read`` then
+        reads, or refuses with the right message. Same values as ``_read``."""
+        get = ext.get
+        group = get("a")
+        topic = get("b")
+        default_topic = get("c")
+        props = get("i")
+        batch = get("m")
+        if not (group.__class__ is str and group and topic.__class__ is str
+                and (default_topic is None or default_topic.__class__ is str)
+                and (props is None or props.__class__ is str) and (batch is None or batch.__class__ is str)):
+            return False
+        try:
+            queue_id = int(get("e"))                     # None: TypeError, to _read for its message
+            # each "x if x else" is _int's "absent or empty is None"; "or n" the default
+            dtqn = get("d")
+            sys_flag = get("f")
+            born = get("g")
+            flag = get("h")
+            recon = get("j")
+            max_recon = get("l")
+            dtqn = (int(dtqn) if dtqn else 0) or 4
+            sys_flag = int(sys_flag) if sys_flag else 0
+            born = int(born) if born else 0
+            flag = int(flag) if flag else 0
+            recon = int(recon) if recon else 0
+            max_recon = int(max_recon) if max_recon else None
+        except (TypeError, ValueError):
+            return False
+        self.producer_group = group
+        self.topic = topic
+        self.default_topic = default_topic or "TBW102"
+        self.default_topic_queue_nums = dtqn
+        self.queue_id = queue_id
+        self.sys_flag = sys_flag
+        self.born_timestamp = born
+        self.flag = flag
+        self.properties = props or ""
+        self.reconsume_times = recon
+        self.max_reconsume_times = max_recon
+        self.batch = batch is not None and batch.lower() == "true"
+        return True
+
+    def _read(self, request, ext: dict) -> None:
         if request.code == RequestCode.SEND_MESSAGE:
             names = _LONG
         else:
