@@ -348,27 +348,30 @@ def account_message_store(store) -> Accounts:
     """``account`` over an open ``store.MessageStore`` (on disk or in memory), through
     its public API only — what the simulator uses at the end of a run: every record any
     consume queue points at (all topics, SCHEDULE_TOPIC_XXXX / %RETRY% / %DLQ% included),
-    in commit-log order, and the store's consumer offset table."""
-    phys = set()
-    for topic, qids in store.queues().items():
-        for qid in qids:
-            for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
-                entry = store.queue_entry(topic, qid, off)
-                if entry is not None:
-                    phys.add(entry[0])
+    read queue by queue (the counts do not depend on the order), each once, and the
+    store's consumer offset table."""
     from store.record_view import head
     from store.records import RecordError
 
     def records():
-        # Heads are all the counts need: bodies are never copied, properties not parsed.
-        for p in sorted(phys):
-            raw = store.read(p)
-            if raw is None:
-                continue
-            try:
-                yield head(raw)
-            except RecordError:      # as look_message_by_offset: an unreadable record is skipped
-                continue
+        seen = set()
+        for topic, qids in sorted(store.queues().items()):
+            for qid in qids:
+                offset, hi = store.min_offset(topic, qid), store.max_offset(topic, qid)
+                while offset < hi:
+                    got = store.get_message(topic, qid, offset, 32)
+                    for raw in got.records:
+                        try:
+                            # heads are all the counts need: no body copy, no parsed properties
+                            rec = head(raw)
+                        except RecordError:    # as look_message_by_offset: an unreadable record is skipped
+                            continue
+                        if rec.commit_log_offset not in seen:
+                            seen.add(rec.commit_log_offset)
+                            yield rec
+                    if got.next_begin_offset <= offset:      # nothing more can be read here
+                        break
+                    offset = got.next_begin_offset
 
     return account(records(), store.offset_table())
 
