@@ -325,14 +325,14 @@ class MessageStore:
         rec.body_crc = crc
         rec.store_size = total
         rec.properties_text = text
-        # tagsCode = tags_code(prop_value(text, "TAGS")), inlined for the usual case:
-        # the last segment that starts "TAGS\x01" is not the first one and has a value.
-        # (Without "\x02TAGS\x01" the only TAGS can be a first segment; a later one
-        # always follows a "\x02".)
-        # (partition, not find: str.find parses its arguments the slow way)
         if topic_f is SCHEDULE_TOPIC_FIELD:
             tags = entry_tags_code(SCHEDULE_TOPIC, text, now_ms, self._delays)    # the delivery time
         else:
+            # tagsCode = tags_code(prop_value(text, "TAGS")), inlined for the usual case:
+            # the last segment that starts "TAGS\x01" is not the first one and has a value.
+            # (Without "\x02TAGS\x01" the only TAGS can be a first segment; a later one
+            # always follows a "\x02".)
+            # (partition, not find: str.find parses its arguments the slow way)
             _, sep, value = text.rpartition("\x02TAGS\x01")
             if sep:
                 value = value.partition("\x02")[0]

@@ -183,13 +183,11 @@ def head(buf, pos: int = 0) -> RecordHead:
     if magic != MAGIC_CODE:
         raise RecordError(f"bad magic code 0x{magic:08X} at {pos}")
     stop = pos + total
-    born = 20 if sys_flag & SysFlag.BORNHOST_V6 else 8
-    store = 20 if sys_flag & SysFlag.STOREHOST_V6 else 8
-    host_at = pos + 56 + born                    # store host: ip, port (i32)
-    bl_at = host_at + store + 12                 # past reconsumeTimes (i32) and the prepared offset (i64)
+    host_at = pos + _store_ts_at(sys_flag) + 8                 # the store host (ip, port i32)
+    bl_at = pos + _body_len_at(sys_flag)
     if total < bl_at - pos + 7 or stop > end:
         raise RecordError(f"bad record size {total} at {pos}")
-    (recon,) = _I32.unpack_from(buf, host_at + store)
+    (recon,) = _I32.unpack_from(buf, bl_at - 12)                # before the prepared offset (i64)
     t_at = bl_at + 4 + _I32.unpack_from(buf, bl_at)[0]
     if t_at < bl_at + 4 or t_at + 3 > stop:
         raise RecordError(f"bad body length at {pos}")
@@ -202,5 +200,5 @@ def head(buf, pos: int = 0) -> RecordHead:
         text = bytes(buf[p_at:stop]).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(f"record at {pos}: topic or properties are not UTF-8 ({exc.reason})") from None
-    msg_id = (bytes(buf[host_at:host_at + store]) + bytes(buf[pos + 28:pos + 36])).hex().upper()
+    msg_id = (bytes(buf[host_at:bl_at - 12]) + bytes(buf[pos + 28:pos + 36])).hex().upper()
     return RecordHead(total, topic, qid, qoff, phys, sys_flag, recon, msg_id, text)

@@ -217,3 +217,20 @@ def test_42_encoding_matches_the_reference_for_any_fields(topic, body, text, bor
                             store=(ipaddress.ip_address(store[0]).packed, store[1]), reconsume=recon,
                             prepared=prep)
     assert encode_record(r) == want and r.store_size == len(want)
+
+
+@pytest.mark.parametrize("born, store", [(("10.0.0.7", 5), ("10.1.2.3", 10911)), (("fe80::1", 5), ("::1", 10911)),
+                                         (("10.0.0.7", 5), ("::1", 7)), (("fe80::1", 5), ("10.1.2.3", 9))])
+def test_a_record_head_reads_what_decode_reads(born, store):
+    from store.record_view import head
+
+    rec = MessageRecord(topic="Orders", body=b"xyz", queue_id=2, properties={"UNIQ_KEY": "A", "TAGS": "t"},
+                        born_host=born, store_host=store, commit_log_offset=99, reconsume_times=4, queue_offset=3)
+    raw = encode_record(rec)
+    full, h = decode_record(raw), head(raw)
+    assert (h.size, h.topic, h.queue_id, h.queue_offset, h.commit_log_offset, h.sys_flag, h.reconsume_times,
+            h.offset_msg_id, h.properties_text) == (
+        full.store_size, full.topic, full.queue_id, full.queue_offset, full.commit_log_offset, full.sys_flag,
+        full.reconsume_times, full.offset_msg_id, full.properties_text)
+    with pytest.raises(RecordError):
+        head(raw[:-1])
