@@ -18,6 +18,7 @@ import os
 import struct
 import zlib
 from pathlib import Path
+from typing import Iterator
 
 from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from .commit_log import CommitLog, LogRecovery, RecordTooLarge
@@ -28,7 +29,7 @@ from .errors import StoreError
 from .fsutil import RootLock
 from .index import KeyIndex
 from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_json_document
-from .record_view import TX_SKIPPED, check_record, fields, prop_value, store_timestamp
+from .record_view import TX_SKIPPED, RecordHead, check_record, fields, head, prop_value, store_timestamp
 from .records import (_FIXED_V4, IPV4_PACKED, MAGIC_CODE, MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, MessageRecord,
                       RecordError, SysFlag, create_offset_msg_id, decode_record, encode_record, properties_to_string,
                       tags_code)
@@ -329,11 +330,12 @@ class MessageStore:
             tags = entry_tags_code(SCHEDULE_TOPIC, text, now_ms, self._delays)    # the delivery time
         else:
             # tagsCode = tags_code(prop_value(text, "TAGS")), inlined for the usual case:
-            # the last segment that starts "TAGS\x01" is not the first one and has a value.
-            # (Without "\x02TAGS\x01" the only TAGS can be a first segment; a later one
-            # always follows a "\x02".)
+            # the last segment that starts "TAGS\x01" has a value. A TAGS segment is either
+            # the first one (the client's usual place for it) or follows a "\x02".
             # (partition, not find: str.find parses its arguments the slow way)
             _, sep, value = text.rpartition("\x02TAGS\x01")
+            if not sep and text.startswith("TAGS\x01"):
+                sep, value = True, text[5:]         # the first segment, and the only TAGS one
             if sep:
                 value = value.partition("\x02")[0]
                 if value:
@@ -341,10 +343,8 @@ class MessageStore:
                         tags = _tag_codes[value]
                     except KeyError:
                         tags = _tag_code(value)
-                else:
+                else:                               # an empty last TAGS: an earlier one counts
                     tags = tags_code(prop_value(text, "TAGS"))
-            elif "TAGS\x01" in text:
-                tags = tags_code(prop_value(text, "TAGS"))
             else:
                 tags = 0
         cq.buf += _pack_entry(at, total, tags)      # ConsumeQueue.append, inlined
@@ -519,6 +519,20 @@ class MessageStore:
             return decode_record(raw, check_crc=False)
         except RecordError:
             return None
+
+    def heads(self) -> Iterator[RecordHead]:
+        """``record_view.head`` of every record in the commit log, in log order — prepared
+        and rollback transaction halves included, BLANKs not: one pass over the log, no
+        read or copy per record (what whole-store accounting needs). A record whose topic
+        or properties are not UTF-8 is skipped, as ``look_message_by_offset`` answers None
+        for it. Do not put while iterating."""
+        self._live()
+        for buf, off, _ in self._log.records():
+            try:
+                rec = head(buf, off)
+            except RecordError:
+                continue
+            yield rec
 
     def queue_entry(self, topic: str, queue_id: int, offset: int) -> tuple[int, int, int] | None:
         self._live()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import NamedTuple
 
 from .records import MAGIC_CODE, MAX_TOPIC_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, RecordError, SysFlag
 
@@ -147,29 +148,30 @@ def prop_value(text: str, key: str) -> str | None:
     return None
 
 
-class RecordHead:
+class RecordHead(NamedTuple):
     """A record without its body and hosts' text: what accounting reads of every
     record. ``offset_msg_id`` is the broker's id (store host + commit-log offset, as
     ``records.create_offset_msg_id`` writes it); ``properties_text`` is unparsed — look
-    values up with ``prop_value``."""
+    values up with ``prop_value``. (A named tuple: one C call builds it.)"""
 
-    __slots__ = ("size", "topic", "queue_id", "queue_offset", "commit_log_offset", "sys_flag",
-                 "reconsume_times", "offset_msg_id", "properties_text")
-
-    def __init__(self, size, topic, queue_id, queue_offset, commit_log_offset, sys_flag, reconsume_times,
-                 offset_msg_id, properties_text):
-        self.size = size
-        self.topic = topic
-        self.queue_id = queue_id
-        self.queue_offset = queue_offset
-        self.commit_log_offset = commit_log_offset
-        self.sys_flag = sys_flag
-        self.reconsume_times = reconsume_times
-        self.offset_msg_id = offset_msg_id
-        self.properties_text = properties_text
+    size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    sys_flag: int
+    reconsume_times: int
+    offset_msg_id: str
+    properties_text: str
 
 
-_HEAD_FIELDS = struct.Struct(">iI4xi4xqqi")    # total, magic, (crc), qid, (flag), qoff, phys, sysflag
+# total, magic, (crc), qid, (flag), qoff, phys, sysflag — and, when both hosts are IPv4
+# (no V6 sysFlag bit), the rest of the fixed part: (born timestamp, born host, store
+# timestamp), the store host's 8 raw bytes (ip, port: the head of the offsetMsgId),
+# reconsume times, (prepared offset), body length. One call for the usual record.
+_HEAD_V4 = struct.Struct(">iI4xi4xqqi8x8x8x8si8xi")
+_V6_BITS = SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6
+_new_head = tuple.__new__   # RecordHead(*fields) without the generated __new__
 
 
 def head(buf, pos: int = 0) -> RecordHead:
@@ -179,16 +181,21 @@ def head(buf, pos: int = 0) -> RecordHead:
     end = len(buf)
     if pos < 0 or end - pos < 91:
         raise RecordError(f"torn record at {pos}: {end - pos} bytes left")
-    total, magic, qid, qoff, phys, sys_flag = _HEAD_FIELDS.unpack_from(buf, pos)
+    total, magic, qid, qoff, phys, sys_flag, host, recon, body_len = _HEAD_V4.unpack_from(buf, pos)
     if magic != MAGIC_CODE:
         raise RecordError(f"bad magic code 0x{magic:08X} at {pos}")
+    bl_at = pos + 84
+    if sys_flag & _V6_BITS:             # the hosts are longer: read them where they are
+        host_at = pos + _store_ts_at(sys_flag) + 8
+        bl_at = pos + _body_len_at(sys_flag)
+        if bl_at + 4 <= end:
+            host = bytes(buf[host_at:bl_at - 12])
+            (recon,) = _I32.unpack_from(buf, bl_at - 12)     # before the prepared offset (i64)
+            (body_len,) = _I32.unpack_from(buf, bl_at)
     stop = pos + total
-    host_at = pos + _store_ts_at(sys_flag) + 8                 # the store host (ip, port i32)
-    bl_at = pos + _body_len_at(sys_flag)
     if total < bl_at - pos + 7 or stop > end:
         raise RecordError(f"bad record size {total} at {pos}")
-    (recon,) = _I32.unpack_from(buf, bl_at - 12)                # before the prepared offset (i64)
-    t_at = bl_at + 4 + _I32.unpack_from(buf, bl_at)[0]
+    t_at = bl_at + 4 + body_len
     if t_at < bl_at + 4 or t_at + 3 > stop:
         raise RecordError(f"bad body length at {pos}")
     tl = buf[t_at]
@@ -197,8 +204,8 @@ def head(buf, pos: int = 0) -> RecordHead:
         raise RecordError(f"record at {pos}: lengths do not add up to its size {total}")
     try:
         topic = _topic_text(bytes(buf[t_at + 1:t_at + 1 + tl]), "strict")
-        text = bytes(buf[p_at:stop]).decode("utf-8")
+        text = str(buf[p_at:stop], "utf-8")         # (bytes or memoryview alike)
     except UnicodeDecodeError as exc:
         raise RecordError(f"record at {pos}: topic or properties are not UTF-8 ({exc.reason})") from None
-    msg_id = (bytes(buf[host_at:bl_at - 12]) + bytes(buf[pos + 28:pos + 36])).hex().upper()
-    return RecordHead(total, topic, qid, qoff, phys, sys_flag, recon, msg_id, text)
+    msg_id = (host + buf[pos + 28:pos + 36]).hex().upper()
+    return _new_head(RecordHead, (total, topic, qid, qoff, phys, sys_flag, recon, msg_id, text))

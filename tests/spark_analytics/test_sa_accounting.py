@@ -1,6 +1,8 @@
 """accounting (the simulator's definition) against the scripted run's truth."""
 from __future__ import annotations
 
+import pytest
+
 from spark_analytics.accounting import Kind, account, account_store, classify, normalize_offsets
 from sa_scenario import GROUP_A, GROUP_B
 
@@ -53,13 +55,26 @@ class _Rec:
         self.offset_msg_id = f"ID{phys}"
 
 
-def test_client_fallback_copies_find_their_message_by_uniq_key():
+def _as_head(r: _Rec):
+    """The same record stored and read back as a RecordHead (properties unparsed)."""
+    from store.record_view import head
+    from store.records import MessageRecord, encode_record
+
+    return head(encode_record(MessageRecord(topic=r.topic, properties=r.properties, queue_id=r.queue_id,
+                                            queue_offset=r.queue_offset, reconsume_times=r.reconsume_times,
+                                            commit_log_offset=r.commit_log_offset)))
+
+
+@pytest.mark.parametrize("as_heads", [False, True], ids=["mappings", "heads"])
+def test_client_fallback_copies_find_their_message_by_uniq_key(as_heads):
     recs = [_Rec("orders", {"UNIQ_KEY": "U1"}, phys=0),
             # the client's fallback send-back: ORIGIN_MESSAGE_ID is the client msgId (UNIQ_KEY)
             _Rec("SCHEDULE_TOPIC_XXXX", {"UNIQ_KEY": "U1", "ORIGIN_MESSAGE_ID": "U1", "REAL_TOPIC": "%RETRY%g",
                                          "RETRY_TOPIC": "orders"}, recon=1, phys=100),
             _Rec("%RETRY%g", {"UNIQ_KEY": "U1", "ORIGIN_MESSAGE_ID": "U1", "REAL_TOPIC": "%RETRY%g"},
                  qoff=0, recon=1, phys=200)]
+    if as_heads:
+        recs = [_as_head(r) for r in recs]
     a = account(recs, {"orders@g": {"0": 1}, "%RETRY%g@g": {"0": 1}})
     assert a.summary() == {"produced": 1, "succeeded": 1, "dead_lettered": 0, "send_backs": 1}
     a = account(recs, {"orders@g": {"0": 1}})                # the retry copy not consumed yet

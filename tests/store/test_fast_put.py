@@ -212,7 +212,9 @@ def test_hosts_given_as_lists_and_new_hosts(tmp_path):
 def test_tags_codes_of_awkward_properties_strings():
     """The inlined TAGS scan against the queue entries of the general path."""
     texts = ["", "TAGS\u0001a", f"x{SEP1}1{SEP2}TAGS{SEP1}b", f"TAGS{SEP1}a{SEP2}TAGS{SEP1}", f"TAGS{SEP1}a{SEP2}TAGS{SEP1}b",
-             f"{SEP2}TAGS{SEP1}c", f"xTAGS{SEP1}d", f"{SEP1}TAGS{SEP1}e", f"TAGS{SEP1}{SEP1}", f"a{SEP2}TAGS{SEP1}f{SEP2}"]
+             f"{SEP2}TAGS{SEP1}c", f"xTAGS{SEP1}d", f"{SEP1}TAGS{SEP1}e", f"TAGS{SEP1}{SEP1}", f"a{SEP2}TAGS{SEP1}f{SEP2}",
+             f"TAGS{SEP1}g{SEP2}KEYS{SEP1}k", f"TAGS{SEP1}{SEP2}x{SEP1}1", f"TAGS{SEP1}h{SEP1}i{SEP2}x{SEP1}1",
+             f"TAGS{SEP1}j{SEP2}xTAGS{SEP1}k", f"TAGSx{SEP1}l"]
     fast, ref = MessageStore(None), MessageStore(None)
     for i, text in enumerate(texts * 2):
         r = MessageRecord(topic="T", body=b"b", properties_text=text)

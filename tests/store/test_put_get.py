@@ -278,3 +278,29 @@ def test_store_config_validation():
     with pytest.raises(ValueError):
         StoreConfig(segment_size=64)
     assert StoreConfig(delay_levels_ms=[1, 2]).delay_levels_ms == (1, 2)
+
+
+def test_heads_walks_the_whole_log_in_order(store):
+    """store.heads(): one head per record, in log order, across segment rolls (BLANKs
+    skipped), flushed and pending bytes alike, transaction halves included."""
+    from store.record_view import head
+
+    results = fill(store, 40, queues=3)
+    store.flush()                                       # some records in files, some pending
+    half = rec("T", b"half")
+    half.sys_flag = SysFlag.TRANSACTION_PREPARED
+    results.append(store.put(half, 50))
+    results += fill(store, 40, topic="U", start_ms=60)
+    heads = list(store.heads())
+    assert len({r.commit_log_offset // SMALL.segment_size for r in results}) > 1     # the log rolled
+    assert [h.commit_log_offset for h in heads] == [r.commit_log_offset for r in results]
+    assert heads == [head(store.read(r.commit_log_offset)) for r in results]
+    assert heads[40].sys_flag & SysFlag.TRANSACTION_PREPARED and heads[40].queue_offset == 0
+    assert [h.offset_msg_id for h in heads] == [r.msg_id for r in results]
+
+
+def test_heads_of_a_closed_store_is_an_error(tmp_path):
+    s = MessageStore(tmp_path / "s", SMALL)
+    s.close()
+    with pytest.raises(StoreError):
+        list(s.heads())
