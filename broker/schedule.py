@@ -85,13 +85,13 @@ class ScheduleService:
         real_topic = props.get(Prop.REAL_TOPIC)
         if not real_topic:
             return None
-        return MessageRecord(
-            topic=real_topic, body=old.body, queue_id=int(props.get(Prop.REAL_QID, "0")),
-            flag=old.flag, properties=props, sys_flag=old.sys_flag,
-            born_timestamp=old.born_timestamp, born_host=old.born_host, store_host=old.store_host,
-            reconsume_times=old.reconsume_times,
-            prepared_transaction_offset=old.prepared_transaction_offset,
-            # The string computed before DELAY was removed: upstream's delivered copy
-            # still shows DELAY / REAL_TOPIC / REAL_QID.
-            properties_text=old.properties_text,
-        )
+        # Positional, in MessageRecord's field order (topic, body, queue_id, flag,
+        # properties, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+        # reconsume_times, prepared_transaction_offset, queue_offset, commit_log_offset,
+        # body_crc, store_size, properties_text), as send_message does. The text is the
+        # string computed before DELAY was removed: upstream's delivered copy still shows
+        # DELAY / REAL_TOPIC / REAL_QID.
+        return MessageRecord(real_topic, old.body, int(props.get(Prop.REAL_QID, "0")), old.flag, props,
+                             old.sys_flag, old.born_timestamp, old.born_host, 0, old.store_host,
+                             old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0,
+                             old.properties_text)

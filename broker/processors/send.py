@@ -224,10 +224,11 @@ def send_message(core, request, channel):
             return routed
         topic, qid, dlq_group = routed
     props[Prop.CLUSTER] = core.config.broker_cluster_name
-    rec = MessageRecord(topic=topic, body=request.body, queue_id=qid, flag=h.flag, properties=props,
-                        sys_flag=h.sys_flag, born_timestamp=h.born_timestamp,
-                        born_host=core.born_host_of(channel), store_host=core.store_host,
-                        reconsume_times=h.reconsume_times)
+    # positional, in MessageRecord's field order (topic, body, queue_id, flag, properties,
+    # sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times):
+    # keywords cost about 0.5 µs more, on every send
+    rec = MessageRecord(topic, request.body, qid, h.flag, props, h.sys_flag, h.born_timestamp,
+                        core.born_host_of(channel), 0, core.store_host, h.reconsume_times)
     # WAIT stays in the map but not in the stored string (the broker strips it).
     rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
     kind = EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED
@@ -239,12 +240,12 @@ def _put_response(core, request, res, qid, msg_id=None):
     code = PUT_STATUS_TO_CODE.get(res.status, RC.SYSTEM_ERROR)
     if code != RC.SUCCESS:
         return request.response(code, res.remark or res.status.name)
-    # Built with string values already: the reply of every send (no stringify pass).
-    return RemotingCommand(code=_SUCCESS, ext_fields={
+    # Built with string values already, positionally (as RemotingCommand.response does):
+    # the reply of every send.
+    return RemotingCommand(_SUCCESS, {
         "msgId": msg_id or res.msg_id, "queueId": str(qid), "queueOffset": str(res.queue_offset),
         "MSG_REGION": core.config.region_id, "TRACE_ON": "true" if core.config.trace_topic_enable else "false",
-    }, opaque=request.opaque, flag=RPC_TYPE_RESPONSE, language="JAVA", version=request.version,
-        serialize_type=request.serialize_type)
+    }, b"", request.opaque, RPC_TYPE_RESPONSE, None, "JAVA", request.version, request.serialize_type)
 
 
 def send_batch_message(core, request, channel):

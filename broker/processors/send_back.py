@@ -73,9 +73,10 @@ def consumer_send_msg_back(core, request, channel):
     if not props.get(Prop.ORIGIN_MESSAGE_ID):
         props[Prop.ORIGIN_MESSAGE_ID] = old.offset_msg_id
 
-    rec = MessageRecord(topic=new_topic, body=old.body, queue_id=queue_id, flag=old.flag, properties=props,
-                        sys_flag=old.sys_flag, born_timestamp=old.born_timestamp, born_host=old.born_host,
-                        store_host=old.store_host, reconsume_times=old.reconsume_times + 1)
+    # positional (topic, body, queue_id, flag, properties, sys_flag, born_timestamp,
+    # born_host, store_timestamp, store_host, reconsume_times), as send_message does
+    rec = MessageRecord(new_topic, old.body, queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
+                        old.born_host, 0, old.store_host, old.reconsume_times + 1)
     kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.STORED
     res = core.put_message(rec, kind=kind, group=group)
     ok = res.status is PutStatus.PUT_OK

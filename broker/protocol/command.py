@@ -43,16 +43,17 @@ class RemotingCommand:
                 oneway: bool = False, version: int = CURRENT_VERSION) -> "RemotingCommand":
         """A request with a fresh opaque; non-string header values are stringified the
         way Java's makeCustomHeaderToNet does (booleans as 'true'/'false'), None dropped."""
-        return cls(code=int(code), ext_fields=stringify(ext_fields) if ext_fields else None,
-                   body=body, opaque=next(_opaque), flag=RPC_ONEWAY if oneway else 0,
-                   version=version)
+        # positional, in field order (code, ext_fields, body, opaque, flag, remark,
+        # language, version): every request is built here, and keywords cost more
+        return cls(int(code), stringify(ext_fields) if ext_fields else None, body, next(_opaque),
+                   RPC_ONEWAY if oneway else 0, None, "PYTHON", version)
 
     def response(self, code: int = ResponseCode.SUCCESS, remark: str | None = None,
                  ext_fields: dict | None = None, body: bytes = b"") -> "RemotingCommand":
         """The response to this request: same opaque, same serialize type, flag 1."""
-        return RemotingCommand(code=int(code), ext_fields=stringify(ext_fields) if ext_fields else None,
-                               body=body, opaque=self.opaque, flag=RPC_TYPE_RESPONSE, remark=remark,
-                               language="JAVA", version=self.version, serialize_type=self.serialize_type)
+        # positional, in field order (see ``request``)
+        return RemotingCommand(int(code), stringify(ext_fields) if ext_fields else None, body, self.opaque,
+                               RPC_TYPE_RESPONSE, remark, "JAVA", self.version, self.serialize_type)
 
     # -- flags -----------------------------------------------------------------
     @property
