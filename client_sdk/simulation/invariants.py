@@ -50,14 +50,18 @@ class Violation:
         return {"invariant": self.invariant, "step": self.step, "time_ms": self.time_ms, "message": self.message}
 
 
-@dataclass
 class _Fate:
-    """One message in one group."""
-    # one (reconsumeTimes, time, commit-log offset of the copy, delay its retry waits)
-    # per failed delivery; after a crash one attempt may fail twice (two lineages)
-    failures: list[tuple[int, int, int, int]] = field(default_factory=list)
-    succeeded: bool = False
-    dead: bool = False
+    """One message in one group. ``failures``: one (reconsumeTimes, time, commit-log
+    offset of the copy, delay its retry waits) per failed delivery; after a crash one
+    attempt may fail twice (two lineages). One is made per message and group, and most
+    never fail: they share an empty tuple until their first failure."""
+
+    __slots__ = ("failures", "succeeded", "dead")
+
+    def __init__(self) -> None:
+        self.failures: list[tuple[int, int, int, int]] | tuple = ()
+        self.succeeded = False
+        self.dead = False
 
     @property
     def failed(self) -> list[int]:
@@ -148,6 +152,8 @@ class InvariantChecker:
         k = msg.reconsume_times
         level = EXPIRED_LEVEL if expired else 3 + k
         delay = self.delays_ms[min(level, len(self.delays_ms)) - 1]
+        if not fate.failures:
+            fate.failures = []
         fate.failures.append((k, now_ms, msg.commit_log_offset, delay))
 
     def succeeded(self, spec: GroupSpec, number: int, fate: _Fate) -> None:
