@@ -31,10 +31,11 @@ everything after it, and logs what it cut:
 2. For each segment the checkpoint vouches for (same base, file at least as long):
    older segments are trusted up to the checkpointed length without being read — the
    point of the checkpoint, so a clean reopen of a big log reads almost nothing; for
-   the last ``VERIFY_LAST`` such segments the CRC32 of the last CRC_WINDOW (1 MiB)
-   checkpointed bytes is compared (one C call, not one Python step per record; the
-   tail is what a crash tears, and the put path keeps no running CRC). A mismatch, a
-   short file or no checkpoint means that segment is walked from its start.
+   the last ``VERIFY_LAST`` such segments the CRC32 of the checkpointed tail (1 to 2
+   MiB, from a CRC_WINDOW boundary: ``segment.window_start``) is compared (one C call,
+   not one Python step per record; the tail is what a crash tears, and the put path
+   keeps no running CRC). A mismatch, a short file or no checkpoint means that segment
+   is walked from its start.
 3. Walking = record by record from the first unvouched byte: every record is checked
    completely (length, magic, inner lengths, body CRC, its own physical offset). The
    first record that fails — torn write, short read, garbage, bit rot — ends the log:
@@ -57,7 +58,7 @@ from .checkpoint import Checkpoint, SegmentMark
 from .errors import StoreError
 from .record_view import check_record
 from .records import BLANK_MAGIC_CODE, MAGIC_CODE, blank_record
-from .segment import CRC_WINDOW, FileSegment, MemorySegment, RecordList, segment_name, window_crc
+from .segment import FileSegment, MemorySegment, RecordList, segment_name, window_crc, window_start
 
 __all__ = ["CommitLog", "LogRecovery", "RecordTooLarge", "VERIFY_LAST", "BLANK_SIZE"]
 
@@ -324,7 +325,7 @@ class CommitLog:
             return 0
         if verify and window_crc(seg._map(), mark.length) != mark.crc:
             rep.notes.append(f"segment {segment_name(seg.base)}: the CRC of its last "
-                             f"{min(mark.length, CRC_WINDOW)} checkpointed bytes differs; walking it")
+                             f"{mark.length - window_start(mark.length)} checkpointed bytes differs; walking it")
             rep.doubted = True
             return 0
         seg.sealed = mark.sealed

@@ -25,26 +25,35 @@ import struct
 import zlib
 from pathlib import Path
 
-__all__ = ["MemorySegment", "FileSegment", "RecordList", "segment_name", "WRITE_CHUNK", "CRC_WINDOW", "window_crc"]
+__all__ = ["MemorySegment", "FileSegment", "RecordList", "segment_name", "WRITE_CHUNK", "CRC_WINDOW", "window_crc",
+           "window_start"]
 
 # Pending bytes are handed to the OS once they reach this size: large enough that the
 # syscall cost vanishes per record, small enough that little waits in the process.
 WRITE_CHUNK = 1 << 20
-# The checkpoint vouches for a segment by the CRC32 of its last CRC_WINDOW bytes: what a
-# crash can tear is the tail, and checking only the tail keeps both the put path and
-# opening free of whole-segment CRCs.
+# The checkpoint vouches for a segment by the CRC32 of its tail: from ``window_start`` —
+# the CRC_WINDOW boundary at least CRC_WINDOW before the end — to the end, so between 1
+# and 2 MiB (all of a shorter segment). What a crash can tear is the tail, and checking
+# only the tail keeps both the put path and opening free of whole-segment CRCs. The
+# start moves once per CRC_WINDOW of growth, so each flush continues the last CRC over
+# the bytes appended since instead of reading a whole window again.
 CRC_WINDOW = 1 << 20
 _IOV_MAX = 1024
 
 _I32 = struct.Struct(">i")
 
 
+def window_start(length: int) -> int:
+    """Where the checkpointed tail of a segment ``length`` bytes long starts."""
+    return max(0, (length - 1) // CRC_WINDOW * CRC_WINDOW - CRC_WINDOW) if length > 0 else 0
+
+
 def window_crc(buf, length: int) -> int:
-    """CRC32 of the last CRC_WINDOW bytes of ``buf[:length]``."""
+    """CRC32 of ``buf[window_start(length):length]``, the tail a checkpoint vouches for."""
     if not length:
         return 0
     with memoryview(buf) as v:
-        return zlib.crc32(v[max(0, length - CRC_WINDOW):length])
+        return zlib.crc32(v[window_start(length):length])
 
 
 def segment_name(base: int) -> str:
@@ -192,6 +201,7 @@ class FileSegment:
             return
         self.pending.clear()
         self.mm = None                       # a map past the new end would fault
+        self._tail = None                    # it covered bytes that are gone
         os.ftruncate(self.fd, size)
         self.written = size
 
@@ -293,17 +303,27 @@ class FileSegment:
         self._tail = (length, crc)
 
     def tail_crc(self) -> int:
-        """CRC32 of the last CRC_WINDOW written bytes (pending ones are written first)."""
+        """``window_crc`` of the written bytes (pending ones are written first): the
+        last one continued over the bytes since, while the window's start stays."""
         self.write_out()
-        if self._tail is None or self._tail[0] != self.written:
-            self._tail = (self.written, window_crc(self._map(), self.written))
-        return self._tail[1]
+        n = self.written
+        tail = self._tail
+        if tail is not None and tail[0] == n:
+            return tail[1]
+        if tail is not None and tail[0] < n and window_start(tail[0]) == window_start(n):
+            with memoryview(self._map()) as v:
+                crc = zlib.crc32(v[tail[0]:n], tail[1])
+        else:
+            crc = window_crc(self._map(), n)
+        self._tail = (n, crc)
+        return crc
 
     # -- repair and shutdown ------------------------------------------------------------
     def truncate(self, size: int) -> None:
         """Cut the file to ``size`` bytes, durably (recovery; nothing pending)."""
         self.write_out()
         self.mm = None
+        self._tail = None
         fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDWR)
         try:
             os.ftruncate(fd, size)

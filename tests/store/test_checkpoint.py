@@ -1,0 +1,104 @@
+"""The checkpoint file (header line + JSON, rewritten in place) and the tail CRC that
+each flush continues instead of recomputing."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from store import MessageStore, StoreConfig
+from store.checkpoint import Checkpoint, SegmentMark, load_checkpoint, save_checkpoint
+from store.segment import CRC_WINDOW, FileSegment, window_crc, window_start
+from store_testkit import fill, snapshot
+
+
+def test_window_start_keeps_one_to_two_windows():
+    assert [window_start(n) for n in (0, 1, CRC_WINDOW, CRC_WINDOW + 1, 2 * CRC_WINDOW)] == [0, 0, 0, 0, 0]
+    assert window_start(2 * CRC_WINDOW + 1) == CRC_WINDOW
+    for n in range(1, 7 * CRC_WINDOW, 99_991):
+        assert min(n, CRC_WINDOW) <= n - window_start(n) <= 2 * CRC_WINDOW
+        assert window_start(n) % CRC_WINDOW == 0
+
+
+def test_the_running_tail_crc_is_the_crc_of_the_tail(tmp_path):
+    """Continued across flushes, restarted when the window moves, forgotten when bytes
+    are cut: always what window_crc computes from the bytes."""
+    rng = random.Random(7)
+    seg = FileSegment(0, tmp_path / "seg", create=True, fsync=False)
+    data = bytearray()
+    while len(data) < 5 * CRC_WINDOW:
+        for _ in range(rng.randint(1, 40)):
+            chunk = rng.randbytes(rng.randint(1, 40_000))
+            seg.append(chunk)
+            data += chunk
+        assert seg.tail_crc() == window_crc(bytes(data), len(data))
+        if rng.random() < 0.15:                      # a failed put cut back in the file
+            # (cut less than is appended again: the new end passes the old one)
+            cut = len(data) - rng.randint(1, 500)
+            seg.rollback_to(cut)
+            del data[cut:]
+            again = rng.randbytes(1000)              # other bytes where the old ones were
+            seg.append(again)
+            data += again
+            assert seg.tail_crc() == window_crc(bytes(data), len(data))
+    seg.close()
+
+
+def _checkpoint(n: int) -> Checkpoint:
+    return Checkpoint(n * 1000, (SegmentMark(0, n * 1000, 12345 + n, False),), {("T", q): n for q in range(n)})
+
+
+def test_the_checkpoint_file_round_trips_and_is_rewritten_in_place(tmp_path):
+    path = tmp_path / "checkpoint"
+    save_checkpoint(path, _checkpoint(9))
+    long_size = path.stat().st_size
+    save_checkpoint(path, _checkpoint(2))              # shorter: nothing of the old one is left
+    assert path.stat().st_size < long_size
+    assert load_checkpoint(path) == (_checkpoint(2), None)
+    header, _, body = path.read_bytes().partition(b"\n")
+    assert header.split(b" ")[1] == str(len(body)).encode()
+
+
+def test_bytes_after_the_document_are_ignored(tmp_path):
+    """A crash between the rewrite and the cut leaves the old file's end behind."""
+    path = tmp_path / "checkpoint"
+    save_checkpoint(path, _checkpoint(3))
+    path.write_bytes(path.read_bytes() + b'"queues":{"old":1}}')
+    assert load_checkpoint(path) == (_checkpoint(3), None)
+
+
+@pytest.mark.parametrize("damage", ["flip", "short", "no_header", "version_1"])
+def test_a_torn_or_foreign_checkpoint_is_not_used(tmp_path, damage):
+    path = tmp_path / "checkpoint"
+    save_checkpoint(path, _checkpoint(3))
+    raw = path.read_bytes()
+    if damage == "flip":                               # half of a rewrite: the CRC fails
+        i = raw.index(b"logEnd") + 9
+        raw = raw[:i] + (b"7" if raw[i:i + 1] != b"7" else b"8") + raw[i + 1:]
+    elif damage == "short":
+        raw = raw[:-5]
+    elif damage == "no_header":
+        raw = raw.partition(b"\n")[2]
+    else:                                              # what version 1 wrote: JSON only
+        raw = b'{"format":"rocketmq-emulator-checkpoint","version":1,"crcWindow":1048576,"logEnd":0,' \
+              b'"segments":[],"queues":{}}'
+    path.write_bytes(raw)
+    ckpt, why = load_checkpoint(path)
+    assert ckpt is None and why
+
+
+def test_a_clean_reopen_of_a_log_longer_than_two_windows_walks_nothing(tmp_path):
+    """The window start moved while the log grew over several flushes; the CRC the
+    flushes carried forward must be the one opening computes."""
+    root = tmp_path / "s"
+    cfg = StoreConfig(segment_size=16 << 20, fsync=False)
+    s = MessageStore(root, cfg)
+    for i in range(12):
+        fill(s, 300, queues=2, start_ms=1_000 + i * 1_000, pad="x" * 1000)
+        s.flush()
+    assert s.commit_log_max_offset > 3 * CRC_WINDOW
+    before = snapshot(s)
+    s.close()
+    with MessageStore(root, cfg) as again:
+        assert again.recovery.used_checkpoint and again.recovery.records_walked == 0, again.recovery.notes
+        assert snapshot(again) == before
