@@ -346,6 +346,9 @@ class Simulation:
         orderly = spec.orderly
         max_orderly = spec.max_attempts_failed - 1
 
+        delivered = checker.delivered
+        fails = self._fails
+
         def on_messages(msgs, ctx):
             now = clock.now_ms()
             mq = ctx.message_queue
@@ -356,11 +359,17 @@ class Simulation:
                     checker.fail("order", now, f"{spec.name}: a batch of {pulled}/{mq.queue_id} is not in "
                                                f"queue order: {[m.queue_offset for m in msgs]}")
                 checker.check_order(spec.name, pulled, mq.queue_id, first, now)
-            numbers = [int(m.body[:NUMBER_WIDTH]) for m in msgs]
-            fates = [checker.delivered(spec, n, m, pulled, now) for n, m in zip(numbers, msgs)]
+            # every delivery is checked first, then the listener decides (in order, up
+            # to the first failure: the seed's random draws come in that order)
+            numbers = []
+            fates = []
+            for m in msgs:
+                n = int(m.body[:NUMBER_WIDTH])
+                numbers.append(n)
+                fates.append(delivered(spec, n, m, pulled, now))
             first_fail = None
             for j, m in enumerate(msgs):
-                if self._fails(spec, numbers[j], m.reconsume_times):
+                if fails(spec, numbers[j], m.reconsume_times):
                     first_fail = j
                     break
             if not orderly and spec.slow_probability and self.rng.random() < spec.slow_probability:
