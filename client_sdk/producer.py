@@ -307,11 +307,11 @@ class Producer:
     def _send_request(self, topic: str, body: bytes, flag: int, props: dict,
                       mq: MessageQueue) -> tuple[dict, bytes, str]:
         """SEND_MESSAGE_V2's header, the (maybe compressed) body and the UNIQ_KEY."""
-        inst = self._instance
-        clock = inst.runtime.clock
+        runtime = self._instance.runtime
+        now = runtime.clock.now_ms()
         uniq = props.get(Prop.UNIQ_KEY)
         if not uniq:
-            uniq = inst.runtime.uniq_keys.next_id(clock.now_ms())
+            uniq = runtime.uniq_keys.next_id(now)
             props[Prop.UNIQ_KEY] = uniq
         sys_flag = 0
         if len(body) > self.compress_msg_body_over_howmuch:
@@ -323,7 +323,7 @@ class Producer:
         text = properties_to_string(props)   # built before RECONSUME_TIME/MAX are moved (upstream quirk)
         # SendMessageRequestHeaderV2, short names (checklist 17-18), values already strings.
         ext = {"a": self.group, "b": topic, "c": self.create_topic_key, "d": self._queue_nums_s,
-               "e": str(mq.queue_id), "f": str(sys_flag), "g": str(clock.now_ms()), "h": str(flag),
+               "e": str(mq.queue_id), "f": str(sys_flag), "g": str(now), "h": str(flag),
                "i": text, "j": "0", "k": "false", "m": "false", "n": mq.broker_name}
         if topic.startswith(RETRY_PREFIX):
             # sendKernelImpl moves these two properties into the header for retry topics.

@@ -324,7 +324,7 @@ class Simulation:
         filler = self.rng.randbytes(spec.body_size - NUMBER_WIDTH - 1).hex()[:spec.body_size - NUMBER_WIDTH - 1]
         body = b"%08d|%s" % (number, filler.encode())
         try:
-            res = self.producer.send(Message(spec.topic, body, tags="sim", keys=f"m{number}"))
+            res = self.producer.send(Message(spec.topic, body, "sim", f"m{number}"))    # topic, body, tags, keys
         except MQClientError:
             self.refused_sends += 1
             return False
