@@ -374,8 +374,9 @@ def account_store(path: str | Path) -> Accounts:
 def account_message_store(store) -> Accounts:
     """``account`` over an open ``store.MessageStore`` (on disk or in memory), through
     its public API only — what the simulator uses at the end of a run: the head of every
-    record of its commit log, in one pass (``store.heads()``; transaction halves count as
-    *other*, as in ``account_store``), and the store's consumer offset table."""
+    record of its commit log, in one pass (``store.heads()``: as in ``account_store``,
+    records no consume queue lists count too — transaction halves, as *other*), and the
+    store's consumer offset table."""
     return account(store.heads(), store.offset_table())
 
 

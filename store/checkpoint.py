@@ -12,8 +12,9 @@ The file is one header line, ``<crc32 of the document, 8 hex digits> <its length
 the JSON document. Because the header vouches for the document, the file is rewritten
 in place at each flush — no temporary file and rename, which on ext4 costs a forced
 write-out of the new file each time (auto_da_alloc), a large part of a flush — and not
-fsync'd: a write torn by a crash or read half-done fails its CRC and only means a
-longer walk; bytes left past the document by a shorter rewrite are ignored.
+fsync'd: a write torn by a crash or a failed write, or one read half-done, fails its CRC
+and only means a longer walk (the previous checkpoint is gone too, so the next open walks
+the whole log); bytes left past the document by a shorter rewrite are ignored.
 """
 from __future__ import annotations
 

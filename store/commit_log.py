@@ -34,8 +34,9 @@ everything after it, and logs what it cut:
    the last ``VERIFY_LAST`` such segments the CRC32 of the checkpointed tail (1 to 2
    MiB, from a CRC_WINDOW boundary: ``segment.window_start``) is compared (one C call,
    not one Python step per record; the tail is what a crash tears, and the put path
-   keeps no running CRC). A mismatch, a short file or no checkpoint means that segment
-   is walked from its start.
+   keeps no running CRC — each flush continues the last one over the bytes written
+   since). A mismatch, a short file or no checkpoint means that segment is walked from
+   its start.
 3. Walking = record by record from the first unvouched byte: every record is checked
    completely (length, magic, inner lengths, body CRC, its own physical offset). The
    first record that fails — torn write, short read, garbage, bit rot — ends the log:

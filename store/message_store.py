@@ -525,8 +525,11 @@ class MessageStore:
         and rollback transaction halves included, BLANKs not: one pass over the log, no
         read or copy per record (what whole-store accounting needs). A record whose topic
         or properties are not UTF-8 is skipped, as ``look_message_by_offset`` answers None
-        for it. Do not put while iterating."""
+        for it. Do not put while iterating. (A closed store raises here, at the call.)"""
         self._live()
+        return self._heads()
+
+    def _heads(self) -> Iterator[RecordHead]:
         for buf, off, _ in self._log.records():
             try:
                 rec = head(buf, off)

@@ -303,4 +303,4 @@ def test_heads_of_a_closed_store_is_an_error(tmp_path):
     s = MessageStore(tmp_path / "s", SMALL)
     s.close()
     with pytest.raises(StoreError):
-        list(s.heads())
+        s.heads()
