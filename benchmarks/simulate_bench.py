@@ -16,7 +16,10 @@ Idle spans are skipped (client_sdk/transport/idle_skip.py) as ``simulate`` does 
 default; the headline and the floor are also run with ``skip_idle=False`` (every
 periodic request executed), and the two stores are checked to be byte-identical.
 Next to them, the same N W1 messages through the plain SDK and core in memory
-(benchmarks/w1_retry.py, run now).
+(benchmarks/w1_retry.py, run now). Before and after the headline runs the peer bench's
+in-process floor is run too and compared with the figure peers-results.md recorded on
+this machine: the host is shared and its speed changes by tens of percent from minute
+to minute, so that line says how fast it was running while the headline was measured.
 
 Usage: python benchmarks/simulate_bench.py [--n 10000] [--runs 3] [--profile]
 """
@@ -68,6 +71,19 @@ def plain_w1(n: int) -> float:
     return run_w1(n)["msgs_per_s"]
 
 
+def host_speed() -> float | None:
+    """How fast this (shared) host runs right now: the peer bench's in-process W1 floor
+    (peer-bench/bench_inproc.py, N=20,000, 5 runs, run now) as a share of the figure
+    peers-results.md recorded on this machine. None without the peer bench."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from w1_retry import floor, recorded_floor
+    recorded = recorded_floor()
+    now = floor(20_000, runs=5)
+    if not recorded or not now:
+        return None
+    return now["msgs_per_s"]["median"] / recorded
+
+
 def walls(n: int, rate: float, runs: int, skip_idle: bool = True) -> tuple[list[float], object]:
     results = [one_run(n, rate, skip_idle=skip_idle) for _ in range(runs)]
     return sorted(r.wall_s for r in results), results[0]
@@ -90,7 +106,9 @@ def main() -> None:
     if args.profile:
         one_run(args.n, BURST_RATE, profile=True)
         return
+    speed_before = host_speed()
     burst, r = walls(args.n, BURST_RATE, args.runs)
+    speed_after = host_speed()
     burst_all, r_all = walls(args.n, BURST_RATE, args.runs, skip_idle=False)
     if r_all.digest != r.digest:
         raise SystemExit("skipping idle spans changed the commit log: a bug")
@@ -106,6 +124,9 @@ def main() -> None:
           f"virtual time {virtual_s:,.0f} s")
     print(f"    wall time    {span(burst)}   (target < 1 s: {'met' if median < 1 else 'NOT met'}); "
           f"{r.idle_runs_carried:,} idle periodic requests carried forward")
+    if speed_before and speed_after:
+        print(f"    host speed   {speed_before:.2f} before / {speed_after:.2f} after these runs: the peer "
+              f"in-process W1 floor (peer-bench/bench_inproc.py, now) against its figure in peers-results.md")
     print(f"    virtual/wall {virtual_s / median:,.0f} virtual seconds per wall second;  "
           f"{args.n / median:,.0f} messages/s over the whole run")
     print(f"    every periodic request run (skip_idle=False): {span(burst_all)}  "

@@ -105,15 +105,24 @@ def run_w1(n: int, profile: cProfile.Profile | None = None, produce_batch: int =
             "send_back_ok": stats.send_back_ok}
 
 
-def floor(n: int) -> dict | None:
+def floor(n: int, runs: int = 1) -> dict | None:
     script = PEER / "bench_inproc.py"
     if not script.exists():
         return None
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "floor.json"
-        subprocess.run([sys.executable, str(script), "--n", str(n), "--runs", "1", "--json", str(out)],
+        subprocess.run([sys.executable, str(script), "--n", str(n), "--runs", str(runs), "--json", str(out)],
                        check=True, stdout=subprocess.DEVNULL)
         return json.loads(out.read_text())["summary"]
+
+
+def recorded_floor() -> float | None:
+    """The in-process floor's W1 msgs/s at N=20,000 as peers-results.md recorded it."""
+    results = PEER / "peers-results.md"
+    if not results.exists():
+        return None
+    m = re.search(r"in-process deque\+dict \(floor\)\s*\|\s*W1\s*\|\s*20,000\s*\|\s*([\d,]+)", results.read_text())
+    return float(m.group(1).replace(",", "")) if m else None
 
 
 def moto_figure() -> tuple[float, str] | None:
