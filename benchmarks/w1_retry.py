@@ -116,13 +116,19 @@ def floor(n: int, runs: int = 1) -> dict | None:
         return json.loads(out.read_text())["summary"]
 
 
-def recorded_floor() -> float | None:
-    """The in-process floor's W1 msgs/s at N=20,000 as peers-results.md recorded it."""
+def recorded(row_pattern: str) -> float | None:
+    """The first number after the table row ``row_pattern`` matches in peers-results.md
+    (the median msgs/s), None when the file or the row is missing."""
     results = PEER / "peers-results.md"
     if not results.exists():
         return None
-    m = re.search(r"in-process deque\+dict \(floor\)\s*\|\s*W1\s*\|\s*20,000\s*\|\s*([\d,]+)", results.read_text())
+    m = re.search(row_pattern + r"\s*\|\s*([\d,]+)", results.read_text())
     return float(m.group(1).replace(",", "")) if m else None
+
+
+def recorded_floor() -> float | None:
+    """The in-process floor's W1 msgs/s at N=20,000 as peers-results.md recorded it."""
+    return recorded(r"in-process deque\+dict \(floor\)\s*\|\s*W1\s*\|\s*20,000")
 
 
 def moto_figure() -> tuple[float, str] | None:
@@ -132,12 +138,8 @@ def moto_figure() -> tuple[float, str] | None:
             subprocess.run([sys.executable, str(PEER / "bench_moto_sqs.py"), "w1", "--n", "1000", "--runs", "1",
                             "--json", str(out)], check=True, stdout=subprocess.DEVNULL)
             return json.loads(out.read_text())["summary"]["msgs_per_s"]["median"], "measured now, N=1,000"
-    results = PEER / "peers-results.md"
-    if results.exists():
-        m = re.search(r"moto[^|]*SQS[^|]*\|\s*W1\s*\|\s*1,000\s*\|\s*([\d,]+)", results.read_text())
-        if m:
-            return float(m.group(1).replace(",", "")), "RECORDED in peers-results.md (moto not installed here), N=1,000"
-    return None
+    v = recorded(r"moto[^|]*SQS[^|]*\|\s*W1\s*\|\s*1,000")
+    return (v, "RECORDED in peers-results.md (moto not installed here), N=1,000") if v else None
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ pulls on that queue) per arrival; O(log n) per deadline via a heap.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["HeldPull", "PullHoldService"]

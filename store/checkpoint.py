@@ -19,11 +19,11 @@ the whole log); bytes left past the document by a shorter rewrite are ignored.
 from __future__ import annotations
 
 import json
-import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fsutil import overwrite_in_place
 from .segment import CRC_WINDOW
 
 __all__ = ["Checkpoint", "SegmentMark", "load_checkpoint", "save_checkpoint", "CHECKPOINT_FORMAT"]
@@ -64,15 +64,7 @@ def save_checkpoint(path: Path, ckpt: Checkpoint) -> None:
     }
     body = json.dumps(doc, separators=(",", ":")).encode()
     data = b"%08x %d\n" % (zlib.crc32(body), len(body)) + body
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        view = memoryview(data)
-        done = 0
-        while done < len(data):
-            done += os.pwrite(fd, view[done:], done)
-        os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)
+    overwrite_in_place(path, data)
 
 
 def load_checkpoint(path: Path) -> tuple[Checkpoint | None, str | None]:

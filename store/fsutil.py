@@ -38,6 +38,21 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         fsync_dir(path.parent)
 
 
+def overwrite_in_place(path: Path, data: bytes) -> None:
+    """Write ``data`` over the start of ``path`` and cut the file there: no temporary
+    file, no rename, no fsync. Only for a document that vouches for itself (the
+    checkpoint's CRC header): a crash or a reader mid-write sees a torn file."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        done = 0
+        while done < len(data):
+            done += os.pwrite(fd, view[done:], done)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+
+
 class RootLock:
     """One live store per root: an exclusive ``flock`` on ROOT/lock, held while open.
 
