@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import calendar
 import ipaddress
+import itertools
 import struct
 import time
 import zlib
@@ -33,18 +34,22 @@ class UniqKeyGenerator:
     ``class_loader_hash`` stands in for Java's ``ClassLoader.hashCode()``; by default it
     is derived from ``seed`` so that it is stable for a given client set-up. Cost: one
     struct pack and a hex conversion per id.
+
+    Safe to share between threads (Java's counter is an AtomicInteger): the counter is
+    an ``itertools.count``, whose ``next`` is one step under the GIL, so two threads
+    sending at once never take the same value. ``counter`` is its first value.
     """
 
     __slots__ = ("_prefix", "_counter", "_start", "_next_start")
 
     def __init__(self, ip: str = "127.0.0.1", pid: int = 0, class_loader_hash: int | None = None,
-                 *, seed: str = "") -> None:
+                 *, seed: str = "", counter: int = 0) -> None:
         if class_loader_hash is None:
             class_loader_hash = zlib.crc32(f"{ip}/{pid}/{seed}".encode())
         raw_ip = ipaddress.ip_address(ip).packed
         fixed = raw_ip + struct.pack(">hI", _short(pid), class_loader_hash & 0xFFFFFFFF)
         self._prefix = fixed.hex().upper()
-        self._counter = 0
+        self._counter = itertools.count(counter)
         self._start = 0
         self._next_start = 0  # forces the month computation on first use
 
@@ -53,9 +58,7 @@ class UniqKeyGenerator:
         if now_ms >= self._next_start or now_ms < self._start:
             self._start, self._next_start = month_start_ms(now_ms)
         diff = now_ms - self._start
-        counter = self._counter
-        self._counter = (counter + 1) & 0xFFFF
-        return self._prefix + ("%08X%04X" % (diff & 0xFFFFFFFF, counter))
+        return self._prefix + ("%08X%04X" % (diff & 0xFFFFFFFF, next(self._counter) & 0xFFFF))
 
 
 def _short(v: int) -> int:

@@ -1,6 +1,8 @@
 """UNIQ_KEY ids (checklist 48, upstream MessageClientIDSetterTest) and the client
 runtime's loop: timers, deadline-by-deadline advance, nested runs, error surfacing."""
 import os
+import sys
+import threading
 
 import pytest
 
@@ -28,12 +30,38 @@ def test_uniq_key_decodes_to_ip_pid_and_time_in_month():
 
 
 def test_uniq_key_counter_wraps_at_16_bits_and_month_rolls_over():
-    gen = UniqKeyGenerator()
-    gen._counter = 0xFFFF
+    gen = UniqKeyGenerator(counter=0xFFFF)
     assert gen.next_id(JAN_1_2024)[-4:] == "FFFF"
     assert gen.next_id(JAN_1_2024)[-4:] == "0000"
     feb = month_start_ms(JAN_1_2024)[1]
     assert decode_uniq_key(gen.next_id(feb + 7))["ms_in_month"] == 7
+
+
+def test_threads_sharing_a_generator_never_get_the_same_id():
+    # A producer may be called from several threads at once (its loop runs in another
+    # one). With threads switching every microsecond, a counter read and written back
+    # with a call in between hands out about 20,000 duplicates here. The ids all share
+    # one millisecond, so only the counter tells them apart.
+    gen = UniqKeyGenerator()
+    per_thread = 15_000                              # 4 threads: 60,000 < 2**16 values
+    results: list[list[str]] = []
+
+    def take():
+        results.append([gen.next_id(JAN_1_2024) for _ in range(per_thread)])
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=take) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    ids = [i for r in results for i in r]
+    assert len(ids) == 4 * per_thread
+    assert len(set(ids)) == len(ids)
 
 
 def test_ipv6_uniq_key_is_56_hex_chars():
