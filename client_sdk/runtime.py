@@ -42,6 +42,10 @@ __all__ = ["ClientRuntime", "Timer", "TimeSource", "to_millis"]
 
 log = logging.getLogger("client_sdk.runtime")
 
+# How long a real-time run_until works through tasks before it looks at its predicate
+# and timeout again, when tasks keep coming.
+REAL_TIME_SLICE_MS = 50
+
 
 def to_millis(duration: int | float | str) -> int:
     """``"10s"``, ``"2h"``, ``"1h30m"``, ``"500ms"`` or a number of milliseconds."""
@@ -242,9 +246,18 @@ class ClientRuntime:
         if end_ms is None:
             end_ms = self.clock.now_ms() + to_millis(timeout)
         self._depth += 1
+        # On virtual time the predicate is checked once the current instant has no work
+        # left, so what a run leaves behind does not depend on when it is checked. On
+        # real time work may never run out (responses keep arriving from the network),
+        # so a drain also ends after a slice of real time, to check the predicate and
+        # the timeout.
+        virtual = self.virtual
         try:
             while True:
-                self._drain()
+                if virtual:
+                    self._drain()
+                else:
+                    self._drain(min(end_ms, self.clock.now_ms() + REAL_TIME_SLICE_MS))
                 if predicate():
                     return True
                 now = self.clock.now_ms()
@@ -252,7 +265,7 @@ class ClientRuntime:
                     return False
                 d = self.next_deadline()
                 stop = end_ms if d is None else min(d, end_ms)
-                if self.virtual:
+                if virtual:
                     self.clock.advance_to(max(stop, now))
                     continue
                 with self._wake:
@@ -263,27 +276,17 @@ class ClientRuntime:
             if self._depth == 0 and self._errors:
                 self._raise_errors()
 
-    def _drain(self) -> None:
+    def _drain(self, stop_ms: int | None = None) -> None:
+        """Run until nothing is ready or due at the current time; time does not move.
+        With ``stop_ms`` (real time) tasks run in rounds (those ready at the start of a
+        round; what they queue waits for the next one), and the drain also ends once
+        the clock reaches ``stop_ms`` after a round."""
         ready = self._ready
-        timers = self._timers
         clock = self.clock
+        whole_chain = stop_ms is None
         idle_ticks = 0
         while True:
-            now = clock.now_ms()
-            ticked = False
-            for s in self._sources:
-                d = s.next_deadline()
-                if d is not None and d <= now:
-                    s.tick()
-                    ticked = True
-            while timers and timers[0][0] <= now:
-                t = heapq.heappop(timers)[2]
-                if t.cancelled:
-                    continue
-                if t.interval is not None:
-                    t.due = now + t.interval
-                    heapq.heappush(timers, (t.due, next(self._seq), t))
-                ready.append((t.fn, t.args))
+            ticked = self._queue_due(clock.now_ms())
             if not ready:
                 if not ticked:
                     return
@@ -292,13 +295,42 @@ class ClientRuntime:
                     return
                 continue
             idle_ticks = 0
-            while ready:
-                fn, args = ready.popleft()
-                try:
-                    fn(*args)
-                except Exception as exc:
-                    log.exception("client task %s failed", getattr(fn, "__qualname__", fn))
-                    self._errors.append(exc)
+            self._run_ready(whole_chain)
+            if not whole_chain and clock.now_ms() >= stop_ms:
+                return
+
+    def _queue_due(self, now: int) -> bool:
+        """Tick the sources that are due and queue the due timers; whether any source ticked."""
+        ticked = False
+        for s in self._sources:
+            d = s.next_deadline()
+            if d is not None and d <= now:
+                s.tick()
+                ticked = True
+        timers = self._timers
+        ready = self._ready
+        while timers and timers[0][0] <= now:
+            t = heapq.heappop(timers)[2]
+            if t.cancelled:
+                continue
+            if t.interval is not None:
+                t.due = now + t.interval
+                heapq.heappush(timers, (t.due, next(self._seq), t))
+            ready.append((t.fn, t.args))
+        return ticked
+
+    def _run_ready(self, whole_chain: bool) -> None:
+        """Run the ready tasks; with ``whole_chain`` also every task they queue."""
+        ready = self._ready
+        left = -1 if whole_chain else len(ready)        # -1 never counts down to 0
+        while ready and left:
+            left -= 1
+            fn, args = ready.popleft()
+            try:
+                fn(*args)
+            except Exception as exc:
+                log.exception("client task %s failed", getattr(fn, "__qualname__", fn))
+                self._errors.append(exc)
 
     def _raise_errors(self) -> None:
         if self._depth or not self._errors:

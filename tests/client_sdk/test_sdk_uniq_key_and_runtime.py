@@ -8,7 +8,7 @@ import pytest
 
 from client_sdk.runtime import ClientRuntime, to_millis
 from client_sdk.uniq_key import UniqKeyGenerator, decode_uniq_key, month_start_ms
-from delay_scheduler import VirtualClock
+from delay_scheduler import SystemClock, VirtualClock
 
 JAN_1_2024 = 1_704_067_200_000
 
@@ -124,3 +124,48 @@ def test_run_until_predicate_on_virtual_time():
     assert rt.run_until(lambda: flag, timeout="1m") is True
     assert rt.now_ms() == 7000
     assert rt.run_until(lambda: False, timeout="2s") is False and rt.now_ms() == 9000
+
+
+def _run_in_thread(fn, wait_s: float = 10.0):
+    """fn() in a daemon thread; (finished, its result). A run that never returns fails
+    the test instead of hanging it."""
+    out = {}
+    t = threading.Thread(target=lambda: out.update(value=fn()), daemon=True)
+    t.start()
+    t.join(wait_s)
+    return not t.is_alive(), out.get("value")
+
+
+def _endless_work(rt):
+    """A task that always queues another, as a stream of pull responses arriving from
+    the network does; returns (how many ran, a switch that ends the stream)."""
+    ran, stopped = [0], []
+
+    def task():
+        ran[0] += 1
+        if not stopped:
+            rt.call_soon(task)
+    rt.call_soon(task)
+    return ran, lambda: stopped.append(True)
+
+
+def test_real_clock_run_until_sees_its_predicate_while_work_keeps_coming():
+    rt = ClientRuntime(SystemClock())
+    ran, stop = _endless_work(rt)
+    try:
+        finished, value = _run_in_thread(lambda: rt.run_until(lambda: ran[0] >= 100, "5s"))
+    finally:
+        stop()
+    assert finished, "run_until never returned while tasks kept arriving"
+    assert value is True and ran[0] >= 100
+
+
+def test_real_clock_run_until_keeps_its_timeout_while_work_keeps_coming():
+    rt = ClientRuntime(SystemClock())
+    ran, stop = _endless_work(rt)
+    try:
+        finished, value = _run_in_thread(lambda: rt.run_until(lambda: False, "200ms"))
+    finally:
+        stop()
+    assert finished, "run_until overran its timeout while tasks kept arriving"
+    assert value is False and ran[0] > 0
