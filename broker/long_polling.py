@@ -11,6 +11,8 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
+from delay_scheduler.timer_heap import ascending
+
 __all__ = ["HeldPull", "PullHoldService"]
 
 
@@ -78,6 +80,11 @@ class PullHoldService:
                 self.release(h)
                 out.append(h)
         return out
+
+    def waiting(self, before: int) -> list[HeldPull]:
+        """The pulls still held whose timeout comes before ``before``, in the order the
+        timeouts would answer them."""
+        return [h for _, _, h in ascending(self._heap, before) if not h.done]
 
     def release(self, held: HeldPull) -> None:
         """Take ``held`` out of waiting (answered, timed out, or replaced by its client)."""

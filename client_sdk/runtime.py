@@ -282,11 +282,25 @@ class ClientRuntime:
         round; what they queue waits for the next one), and the drain also ends once
         the clock reaches ``stop_ms`` after a round."""
         ready = self._ready
+        timers = self._timers
         clock = self.clock
-        whole_chain = stop_ms is None
         idle_ticks = 0
         while True:
-            ticked = self._queue_due(clock.now_ms())
+            now = clock.now_ms()
+            ticked = False
+            for s in self._sources:
+                d = s.next_deadline()
+                if d is not None and d <= now:
+                    s.tick()
+                    ticked = True
+            while timers and timers[0][0] <= now:
+                t = heapq.heappop(timers)[2]
+                if t.cancelled:
+                    continue
+                if t.interval is not None:
+                    t.due = now + t.interval
+                    heapq.heappush(timers, (t.due, next(self._seq), t))
+                ready.append((t.fn, t.args))
             if not ready:
                 if not ticked:
                     return
@@ -295,42 +309,26 @@ class ClientRuntime:
                     return
                 continue
             idle_ticks = 0
-            self._run_ready(whole_chain)
-            if not whole_chain and clock.now_ms() >= stop_ms:
-                return
+            if stop_ms is None:                 # the whole chain (virtual time's hot loop)
+                while ready:
+                    fn, args = ready.popleft()
+                    try:
+                        fn(*args)
+                    except Exception as exc:
+                        self._task_failed(fn, exc)
+            else:
+                for _ in range(len(ready)):     # one round
+                    fn, args = ready.popleft()
+                    try:
+                        fn(*args)
+                    except Exception as exc:
+                        self._task_failed(fn, exc)
+                if clock.now_ms() >= stop_ms:
+                    return
 
-    def _queue_due(self, now: int) -> bool:
-        """Tick the sources that are due and queue the due timers; whether any source ticked."""
-        ticked = False
-        for s in self._sources:
-            d = s.next_deadline()
-            if d is not None and d <= now:
-                s.tick()
-                ticked = True
-        timers = self._timers
-        ready = self._ready
-        while timers and timers[0][0] <= now:
-            t = heapq.heappop(timers)[2]
-            if t.cancelled:
-                continue
-            if t.interval is not None:
-                t.due = now + t.interval
-                heapq.heappush(timers, (t.due, next(self._seq), t))
-            ready.append((t.fn, t.args))
-        return ticked
-
-    def _run_ready(self, whole_chain: bool) -> None:
-        """Run the ready tasks; with ``whole_chain`` also every task they queue."""
-        ready = self._ready
-        left = -1 if whole_chain else len(ready)        # -1 never counts down to 0
-        while ready and left:
-            left -= 1
-            fn, args = ready.popleft()
-            try:
-                fn(*args)
-            except Exception as exc:
-                log.exception("client task %s failed", getattr(fn, "__qualname__", fn))
-                self._errors.append(exc)
+    def _task_failed(self, fn: Callable, exc: Exception) -> None:
+        log.exception("client task %s failed", getattr(fn, "__qualname__", fn))
+        self._errors.append(exc)
 
     def _raise_errors(self) -> None:
         if self._depth or not self._errors:

@@ -1,4 +1,5 @@
-"""Time for the emulator: one Clock, RocketMQ delay levels, and the per-level scheduler.
+"""Time for the emulator: one Clock, RocketMQ delay levels, the per-level scheduler, and
+an in-order walk of timer heaps.
 
 Nothing here does I/O or imports another package of the project.
 """
@@ -11,6 +12,7 @@ from .levels import (
     parse_duration,
 )
 from .scheduler import DelayScheduler
+from .timer_heap import ascending
 
 __all__ = [
     "Clock",
@@ -20,6 +22,7 @@ __all__ = [
     "DelayLevelError",
     "DelayLevels",
     "DelayScheduler",
+    "ascending",
     "format_duration",
     "parse_duration",
 ]

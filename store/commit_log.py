@@ -11,7 +11,8 @@ one starts at base + segment_size. Every record says where it is (PHYSICALOFFSET
 base + position), which recovery uses to tell a real record from stray bytes.
 
 *Durability.* ASYNC_FLUSH: a put appends to the active segment's pending buffer; it is
-handed to the OS in ~1 MiB writes and fsync'd by ``flush()`` (the broker's tick).
+handed to the OS in ~1 MiB writes and fsync'd by ``flush()`` (the broker's tick;
+``fsync=False`` skips the fsync, for stores that only need to survive a process crash).
 SYNC_FLUSH: each put is written and fsync'd before it returns. After the data is
 durable, ``flush()`` writes the checkpoint: per segment its length, the CRC32 of its
 last MiB and its sealed flag, and the log end. The checkpoint is only ever *behind* the durable log.
@@ -237,7 +238,8 @@ class CommitLog:
 
     # -- durability ----------------------------------------------------------------------
     def flush(self) -> None:
-        """Make everything appended durable (one fsync per touched segment)."""
+        """Make everything appended durable: one fsync per touched segment, or with
+        ``fsync=False`` only handed to the OS."""
         for seg in self._to_sync:
             seg.sync()
         self._to_sync.clear()

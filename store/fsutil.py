@@ -1,4 +1,5 @@
-"""Small file-system helpers: atomic replacement, directory fsync, the root lock."""
+"""Small file-system helpers: atomic replacement, in-place overwrite, directory fsync, the
+root lock."""
 from __future__ import annotations
 
 import errno
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from .errors import StoreError
 
-__all__ = ["atomic_write", "fsync_dir", "RootLock"]
+__all__ = ["atomic_write", "overwrite_in_place", "fsync_dir", "RootLock"]
 
 
 def fsync_dir(path: Path) -> None:
@@ -20,15 +21,20 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at the descriptor's position (os.write may write less)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so a reader (or a crash) sees the old or the new
     content, never a mix: write a temporary file beside it, then rename over."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
         if durable:
             os.fsync(fd)
     finally:
@@ -42,12 +48,9 @@ def overwrite_in_place(path: Path, data: bytes) -> None:
     """Write ``data`` over the start of ``path`` and cut the file there: no temporary
     file, no rename, no fsync. Only for a document that vouches for itself (the
     checkpoint's CRC header): a crash or a reader mid-write sees a torn file."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)     # (a fresh descriptor: at offset 0)
     try:
-        view = memoryview(data)
-        done = 0
-        while done < len(data):
-            done += os.pwrite(fd, view[done:], done)
+        _write_all(fd, data)
         os.ftruncate(fd, len(data))
     finally:
         os.close(fd)

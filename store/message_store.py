@@ -250,7 +250,8 @@ class MessageStore:
 
         This is the hot path: no file-system calls (ASYNC_FLUSH), no copies of the log,
         the key index is built lazily. The usual record — an existing queue of an
-        ordinary topic, IPv4 hosts seen before, a dispatched (non-prepared, non-rollback)
+        ordinary topic or of SCHEDULE_TOPIC_XXXX (tagsCode = delivery time), IPv4 hosts
+        seen before, a dispatched (non-prepared, non-rollback)
         record that fits the active segment — is encoded and appended inline here, byte
         for byte what ``encode_record`` + ``CommitLog.append`` produce (see
         tests/store/test_fast_put.py); everything else, and any input the inline code

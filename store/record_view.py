@@ -12,7 +12,8 @@ import struct
 import zlib
 from typing import NamedTuple
 
-from .records import MAGIC_CODE, MAX_TOPIC_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, RecordError, SysFlag
+from .records import (_V6_BITS, MAGIC_CODE, MAX_TOPIC_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
+                      RecordError, SysFlag)
 
 __all__ = ["RecordFields", "RecordHead", "check_record", "fields", "head", "store_timestamp", "prop_value",
            "TX_SKIPPED"]
@@ -168,9 +169,9 @@ class RecordHead(NamedTuple):
 # total, magic, (crc), qid, (flag), qoff, phys, sysflag — and, when both hosts are IPv4
 # (no V6 sysFlag bit), the rest of the fixed part: (born timestamp, born host, store
 # timestamp), the store host's 8 raw bytes (ip, port: the head of the offsetMsgId),
-# reconsume times, (prepared offset), body length. One call for the usual record.
+# reconsume times, (prepared offset), body length. One call for the usual record: the
+# layout records._FIXED_V4 packs, with the fields a head does not need skipped.
 _HEAD_V4 = struct.Struct(">iI4xi4xqqi8x8x8x8si8xi")
-_V6_BITS = SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6
 _new_head = tuple.__new__   # RecordHead(*fields) without the generated __new__
 
 

@@ -89,7 +89,7 @@ class MqttBridge:
         self._events_ready = asyncio.Event()
         self._client = None
         self.connected = asyncio.Event()
-        self._unsubscribe = core.events.subscribe(self._on_event)
+        self._unsubscribe = core.events.subscribe(self._on_event, kinds=EVENT_KINDS)
         self._task: asyncio.Task | None = None
         if settings.egress_topics:
             self._register_egress_consumer()
@@ -203,9 +203,8 @@ class MqttBridge:
 
     # -- event feed --------------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
-        if event.kind in EVENT_KINDS:
-            self._events.append(event)
-            self._events_ready.set()
+        self._events.append(event)
+        self._events_ready.set()
 
     async def _publish_events(self, client) -> None:
         while True:

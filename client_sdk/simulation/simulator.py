@@ -227,12 +227,12 @@ class Simulation:
         self.start()
         end = s.duration_ms + s.settle_ms
         late_ends = []
-        for at, ends_fault, action in _timeline(s):
+        for at, action in _timeline(s):
             if at > s.duration_ms:
-                # A fault starts only within the duration; one that started ends on
-                # time even while the run settles (a broker left read-only for good
-                # could never let the run settle).
-                if ends_fault and at <= end:
+                # Only a fault's end can be past the duration (_timeline leaves out the
+                # faults that start after it); it ends on time even while the run
+                # settles (a broker left read-only for good could never let it settle).
+                if at <= end:
                     late_ends.append((at, action))
                 continue
             self.advance_to(at)
@@ -448,25 +448,25 @@ def _send_schedule(s: Scenario) -> list[int]:
     return out
 
 
-def _timeline(s: Scenario) -> list[tuple[int, bool, Callable[[Simulation], None]]]:
-    """Fault actions in time order (ties: in the order listed here), each with whether
-    it ends a fault (a write-off window's end, a stopped group's return). Faults that
-    start after the duration are left out, with their ends."""
-    items: list[tuple[int, int, bool, Callable]] = []
+def _timeline(s: Scenario) -> list[tuple[int, Callable[[Simulation], None]]]:
+    """Fault actions in time order (ties: in the order listed here). Faults that start
+    after the duration are left out, with their ends, so whatever lies past it is the
+    end of a fault (a write-off window's end, a stopped group's return)."""
+    items: list[tuple[int, int, Callable]] = []
 
-    def add(at: int, ends_fault: bool, fn: Callable) -> None:
-        items.append((at, len(items), ends_fault, fn))
+    def add(at: int, fn: Callable) -> None:
+        items.append((at, len(items), fn))
 
     for t in s.crashes_ms:
         if t <= s.duration_ms:
-            add(t, False, Simulation.crash)
+            add(t, Simulation.crash)
     for w in s.write_off:
         if w.start_ms <= s.duration_ms:
-            add(w.start_ms, False, lambda sim: sim.set_writeable(False))
-            add(w.end_ms, True, lambda sim: sim.set_writeable(True))
+            add(w.start_ms, lambda sim: sim.set_writeable(False))
+            add(w.end_ms, lambda sim: sim.set_writeable(True))
     for r in s.consumer_restarts:
         if r.at_ms <= s.duration_ms:
-            add(r.at_ms, False, lambda sim, g=r.group: sim.stop_group(g))
-            add(r.at_ms + r.down_ms, True, lambda sim, g=r.group: sim.start_group(g))
+            add(r.at_ms, lambda sim, g=r.group: sim.stop_group(g))
+            add(r.at_ms + r.down_ms, lambda sim, g=r.group: sim.start_group(g))
     items.sort(key=lambda x: (x[0], x[1]))
-    return [(t, ends_fault, fn) for t, _, ends_fault, fn in items]
+    return [(t, fn) for t, _, fn in items]

@@ -47,6 +47,7 @@ from broker.processors.route import topic_route
 from broker.protocol import ResponseCode
 from broker.protocol.fastjson import loads_fastjson
 from broker.topics import retry_topic
+from delay_scheduler.timer_heap import ascending
 
 from ..api import BrokerAPI
 from ..message import MessageQueue
@@ -97,7 +98,7 @@ class IdleSkipper:
                 limit = hard
         # The first ordinary timer bounds the span before anything costly is checked.
         timers = []
-        for entry in _ascending(rt._timers, limit):
+        for entry in ascending(rt._timers, limit):
             t = entry[2]
             if t.cancelled:
                 continue
@@ -107,7 +108,7 @@ class IdleSkipper:
             timers.append(entry)
         if limit <= now + 1:
             return
-        waiting = [h for _, _, h in _ascending(core.holds._heap, limit) if not h.done]
+        waiting = core.holds.waiting(limit)
         if len(waiting) + sum(1 for e in timers if e[2].interval) < MIN_CARRY:
             return
         instances = {c.transport: c for c in rt.clients}
@@ -251,23 +252,6 @@ class IdleSkipper:
                                  c.last_ms + c.period_ms))
         pr.opaque = new.opaque
         pr.pq.last_pull_timestamp = c.last_ms
-
-
-def _ascending(heap: list, limit: int):
-    """The entries of a heap of (time, seq, item) with time < ``limit``, in order,
-    without popping: a walk from the root that opens only children below the limit, so
-    no entry at or after it is looked at (a busy loop's heaps hold thousands: reply
-    timers cancelled when the reply came, holds already answered)."""
-    if not heap or heap[0][0] >= limit:
-        return
-    n = len(heap)
-    frontier = [(heap[0][0], heap[0][1], 0)]
-    while frontier:
-        _, _, i = heapq.heappop(frontier)
-        yield heap[i]
-        for child in (2 * i + 1, 2 * i + 2):
-            if child < n and heap[child][0] < limit:
-                heapq.heappush(frontier, (heap[child][0], heap[child][1], child))
 
 
 def _not_found(core, request, channel, offset: int) -> bool:
