@@ -28,7 +28,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from .accounting import (DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, Kind,
                          normalize_offsets)
-from .datasource import FORMAT
+from .datasource import read_commitlog
 
 __all__ = ["DEFAULT_DELAY_LEVELS", "parse_delay_levels", "Analysis", "analyze", "classify_expr", "group_expr",
            "READ_SCHEMA", "READ_COLUMNS", "TABLES"]
@@ -123,11 +123,12 @@ def _pct(col: str, p: float) -> Column:
 
 def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_ms: list[int] | None = None,
             queue_max_offsets: dict[tuple[str, int], int] | None = None, top_n: int = 10,
-            progress=lambda msg: None) -> Analysis:
-    """Build every analysis of the snapshot (or store) at ``path``."""
+            progress=lambda msg: None, damage_reported: bool = False) -> Analysis:
+    """Build every analysis of the snapshot (or store) at ``path`` (``damage_reported``:
+    see ``read_commitlog``)."""
     delays = delay_levels_ms or parse_delay_levels(DEFAULT_DELAY_LEVELS)
     progress("reading the commit log")
-    raw = spark.read.format(FORMAT).schema(READ_SCHEMA).load(path)
+    raw = read_commitlog(spark, path, READ_COLUMNS, damage_reported=damage_reported)
     c = raw.withColumn("kind", classify_expr()).withColumn("group", group_expr()).cache()
     stats = c.agg(F.count("*").alias("records"), F.max("store_timestamp").alias("now"),
                   F.min("store_timestamp").alias("first")).first()

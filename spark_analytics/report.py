@@ -91,7 +91,8 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
         from .session import build_session
         spark = build_session(master)
     analysis = analyze(spark, str(Path(path).resolve()), offsets, delay_levels_ms=delays,
-                       queue_max_offsets=info["queue_max_offsets"], progress=progress)
+                       queue_max_offsets=info["queue_max_offsets"], progress=progress,
+                       damage_reported=True)
     return write_report(analysis, info, out_dir, progress)
 
 

@@ -13,7 +13,8 @@ from spark_analytics.accounting import account_store
 from spark_analytics.cli import analyze_main
 from spark_analytics.columnar import arrow_schema, decode_slow
 from spark_analytics.commitlog import list_segments, open_segment, scan_buffer
-from spark_analytics.datasource import spark_schema
+from spark_analytics.datasource import read_commitlog, spark_schema
+from spark_analytics.jobs import READ_COLUMNS
 from test_sa_snapshot import _store_with_torn_tail
 
 pytestmark = pytest.mark.spark
@@ -77,6 +78,58 @@ def test_damaged_store_reads_up_to_the_damage_and_says_so(spark, tmp_path):
     assert damage.kind == "torn" and damage.offset == good_end and parts[-1].limit == good_end
     with pytest.raises(Exception, match="commit log damaged"):
         spark.read.format("rocketmq-commitlog").option("onDamage", "fail").load(str(tmp_path / "store")).count()
+
+
+def _plan(df) -> str:
+    return df._jdf.queryExecution().analyzed().toString()
+
+
+def _rows(df) -> list[dict]:
+    return [r.asDict() for r in df.orderBy("physical_offset").collect()]
+
+
+def test_a_small_log_is_decoded_in_the_driver_into_the_same_rows(spark, scenario):
+    for directory in (scenario.snap, scenario.store):
+        small = read_commitlog(spark, str(directory), READ_COLUMNS)
+        large = read_commitlog(spark, str(directory), READ_COLUMNS, local_max_bytes=0)
+        # An RDD of Arrow batches, not a LocalRelation (whose rows every cache lookup compares)
+        assert _plan(small).startswith("LogicalRDD") and "RelationV2" in _plan(large)
+        assert small.schema == large.schema
+        assert small.columns == READ_COLUMNS
+        rows = _rows(small)
+        assert rows == _rows(large)
+        assert len(rows) == scenario.truth.records_at_snapshot + (30 if directory == scenario.store else 0)
+
+
+def test_the_driver_read_stops_at_damage_and_warns_unless_told_it_was_reported(spark, tmp_path, recwarn):
+    good_end = _store_with_torn_tail(tmp_path / "store")
+    with pytest.warns(UserWarning, match=f"reading up to the damage: torn record at commit-log offset {good_end}"):
+        df = read_commitlog(spark, str(tmp_path / "store"), ["physical_offset", "topic"])
+    assert df.count() == 29 and _plan(df).startswith("LogicalRDD")
+    recwarn.clear()
+    assert read_commitlog(spark, str(tmp_path / "store"), ["topic"], damage_reported=True).count() == 29
+    assert not [w for w in recwarn if "damage" in str(w.message)]
+
+
+def test_the_driver_read_leaves_the_sessions_arrow_setting_as_it_was(spark, scenario):
+    key = "spark.sql.execution.arrow.localRelationThreshold"
+    default = spark.conf.get(key)
+    read_commitlog(spark, str(scenario.snap), ["topic"])
+    assert spark.conf.get(key) == default
+    spark.conf.set(key, "1234")
+    try:
+        read_commitlog(spark, str(scenario.snap), ["topic"])
+        assert spark.conf.get(key) == "1234"
+    finally:
+        spark.conf.unset(key)
+
+
+def test_an_empty_store_reads_as_no_rows(spark, tmp_path):
+    (tmp_path / "store" / "commitlog").mkdir(parents=True)
+    (tmp_path / "store" / "config").mkdir()
+    for limit in (None, 0):
+        df = read_commitlog(spark, str(tmp_path / "store"), READ_COLUMNS, local_max_bytes=limit)
+        assert df.count() == 0 and df.columns == READ_COLUMNS
 
 
 def test_missing_directory_is_one_clear_line(spark, tmp_path, capsys):
