@@ -26,8 +26,8 @@ worker, which on a 2-core host is most of the time a test run's store takes to r
 from __future__ import annotations
 
 import logging
-import os
 import sys
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -107,9 +107,9 @@ def _warn_damage(damage: Damage) -> None:
     warnings.warn(msg, stacklevel=3)
 
 
-def _part_bytes(part: SegmentPart) -> int:
-    size = os.path.getsize(part.path)
-    return size if part.limit is None else max(0, min(size, part.limit))
+# read_commitlog changes a session conf for the length of one call; two threads doing
+# so on one session could leave it changed for good.
+_CONF_LOCK = threading.Lock()
 
 
 def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int | None = None,
@@ -117,16 +117,20 @@ def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int
     """The commit log of a snapshot or store directory as a DataFrame of ``columns``
     (names from ``spark_schema``; no body). Up to ``local_max_bytes`` (default
     ``LOCAL_READ_MAX_BYTES``) it is decoded here, otherwise by the data source. Damage
-    stops the read at the last good record and warns; ``damage_reported`` says the
-    caller has already reported what ``plan_segments`` finds (a manifest's damage or
-    the live tail's), so the driver read warns only of damage met inside earlier
-    segments (the data source warns from its planning worker in any case)."""
+    stops the read of its segment at the last good record and warns, as the data source
+    does; ``damage_reported`` says the caller has already reported what
+    ``plan_segments`` finds (a manifest's damage or the live tail's), so the driver
+    read warns only of damage met inside earlier segments (the data source warns from
+    its planning worker in any case). For a moment the call sets the session's
+    ``spark.sql.execution.arrow.localRelationThreshold``; it is put back after."""
     limit = LOCAL_READ_MAX_BYTES if local_max_bytes is None else local_max_bytes
     full = spark_schema(False)
     schema = StructType([full[name] for name in columns])
-    parts, damage = plan_segments(path)
-    if sum(_part_bytes(p) for p in parts) > limit:
+    # The files' sizes bound the read from above without scanning a (perhaps 1 GiB)
+    # live tail, which the data source will plan anyway.
+    if sum(seg.size for seg in list_segments(resolve_store(path).commitlog)) > limit:
         return spark.read.format(FORMAT).schema(schema).load(path)
+    parts, damage = plan_segments(path)
     if damage is not None and not damage_reported:
         _warn_damage(damage)
     batches = []
@@ -141,17 +145,20 @@ def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int
     # Below this threshold Spark would make the table a LocalRelation, whose rows the
     # planner compares every time a later query looks for the cached frame built on
     # it: measured, 120k records made building the analyses' plans 25 s slower. At 0
-    # the batches become an RDD (a partition per Arrow batch), compared by id.
+    # the batches become an RDD (a partition per batch of
+    # spark.sql.execution.arrow.maxRecordsPerBatch rows), compared by id. An empty
+    # table stays a LocalRelation, which costs nothing.
     key = "spark.sql.execution.arrow.localRelationThreshold"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, "0")
-    try:
-        return spark.createDataFrame(table, schema=schema)
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
+    with _CONF_LOCK:
+        before = spark.conf.get(key, None)
+        spark.conf.set(key, "0")
+        try:
+            return spark.createDataFrame(table, schema=schema)
+        finally:
+            if before is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, before)
 
 
 def _flag(options, name: str, default: bool) -> bool:

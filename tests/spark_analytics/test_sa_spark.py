@@ -15,6 +15,7 @@ from spark_analytics.columnar import arrow_schema, decode_slow
 from spark_analytics.commitlog import list_segments, open_segment, scan_buffer
 from spark_analytics.datasource import read_commitlog, spark_schema
 from spark_analytics.jobs import READ_COLUMNS
+from store.records import MessageRecord, encode_record
 from test_sa_snapshot import _store_with_torn_tail
 
 pytestmark = pytest.mark.spark
@@ -109,6 +110,52 @@ def test_the_driver_read_stops_at_damage_and_warns_unless_told_it_was_reported(s
     recwarn.clear()
     assert read_commitlog(spark, str(tmp_path / "store"), ["topic"], damage_reported=True).count() == 29
     assert not [w for w in recwarn if "damage" in str(w.message)]
+
+
+def _two_segments_the_first_corrupt(root, corrupt_at=5, n=8):
+    """Segment 0 holds n records with the magic code of record ``corrupt_at`` broken;
+    segment 1 holds n good ones. Returns the corrupt record's commit-log offset."""
+    (root / "commitlog").mkdir(parents=True)
+    (root / "config").mkdir()
+    base, bad_at = 0, None
+    for seg in range(2):
+        buf = bytearray()
+        for i in range(n):
+            if seg == 0 and i == corrupt_at:
+                bad_at = base + len(buf)
+            buf += encode_record(MessageRecord(topic="T", body=b"%d-%d" % (seg, i), queue_id=0,
+                                               queue_offset=seg * n + i, commit_log_offset=base + len(buf),
+                                               properties={"UNIQ_KEY": f"U{seg}-{i}"}, store_timestamp=1000 + i))
+        if seg == 0:
+            buf[bad_at + 4:bad_at + 8] = b"\xde\xad\xbe\xef"
+        (root / "commitlog" / f"{base:020d}").write_bytes(bytes(buf))
+        base += len(buf)
+    return bad_at
+
+
+def test_damage_inside_an_earlier_segment_is_warned_of_and_both_paths_agree(spark, tmp_path):
+    bad_at = _two_segments_the_first_corrupt(tmp_path / "store")
+    store = str(tmp_path / "store")
+    with pytest.warns(UserWarning, match=f"reading up to the damage: corrupt record at commit-log offset {bad_at}"):
+        small = read_commitlog(spark, store, ["physical_offset", "queue_offset"], damage_reported=True)
+    large = read_commitlog(spark, store, ["physical_offset", "queue_offset"], local_max_bytes=0)
+    rows = _rows(small)
+    assert rows == _rows(large)
+    assert [r["queue_offset"] for r in rows] == [0, 1, 2, 3, 4] + list(range(8, 16))   # the segment stops there
+
+
+def test_the_driver_read_restores_the_setting_when_spark_refuses(spark, scenario, monkeypatch):
+    key = "spark.sql.execution.arrow.localRelationThreshold"
+    default = spark.conf.get(key)
+
+    def refuse(*args, **kwargs):
+        assert spark.conf.get(key) == "0"
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(spark, "createDataFrame", refuse)
+    with pytest.raises(RuntimeError, match="refused"):
+        read_commitlog(spark, str(scenario.snap), ["topic"])
+    assert spark.conf.get(key) == default
 
 
 def test_the_driver_read_leaves_the_sessions_arrow_setting_as_it_was(spark, scenario):
