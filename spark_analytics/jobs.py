@@ -31,17 +31,16 @@ from .accounting import (DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIX
 from .datasource import read_commitlog
 
 __all__ = ["DEFAULT_DELAY_LEVELS", "parse_delay_levels", "Analysis", "analyze", "classify_expr", "group_expr",
-           "READ_SCHEMA", "READ_COLUMNS", "TABLES"]
+           "READ_COLUMNS", "TABLES"]
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
-# The analyses need no properties map and no body: a pruned schema skips decoding them.
-READ_SCHEMA = ("physical_offset bigint, store_timestamp bigint, born_timestamp bigint, topic string, "
-               "queue_id int, queue_offset bigint, offset_msg_id string, uniq_key string, "
-               "origin_message_id string, retry_topic string, real_topic string, real_qid int, "
-               "reconsume_times int, tags string, keys string, sys_flag int, body_size int")
-READ_COLUMNS = [c.split()[0] for c in READ_SCHEMA.split(", ")]
+# The analyses need no properties map and no body: reading only these columns skips
+# decoding them (their types come from datasource.spark_schema).
+READ_COLUMNS = ["physical_offset", "store_timestamp", "born_timestamp", "topic", "queue_id", "queue_offset",
+                "offset_msg_id", "uniq_key", "origin_message_id", "retry_topic", "real_topic", "real_qid",
+                "reconsume_times", "tags", "keys", "sys_flag", "body_size"]
 
 TABLES = ("per_group", "retried", "funnel", "lateness", "lateness_by_level", "time_to_dlq", "poison",
           "duplicates", "lag", "pinning", "produced_by_topic")
