@@ -24,8 +24,8 @@ import aiomqtt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from broker.protocol import RemotingCommand, RequestCode  # noqa: E402
-from broker.protocol.codec import FrameDecoder, encode  # noqa: E402
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode  # noqa: E402
+from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode  # noqa: E402
 
 
 def free_port() -> int:
@@ -110,7 +110,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         mosq, mport = start_mosquitto(work)
-        emu = subprocess.Popen([sys.executable, "-m", "broker.cli", "serve", "--port", "0", "--data-dir",
+        emu = subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker.cli", "serve", "--port", "0", "--data-dir",
                                 str(work / "store"), "--log-level", "WARNING", "--mqtt", f"mqtt://127.0.0.1:{mport}"],
                                stdout=subprocess.PIPE, text=True, cwd=ROOT)
         try:

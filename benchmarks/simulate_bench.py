@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from client_sdk.simulation import Simulation, w1_scenario  # noqa: E402
+from rocketmq_emulator.client_sdk.simulation import Simulation, w1_scenario  # noqa: E402
 
 BURST_RATE = 1e9        # every message due at t = 0 (the schedule is j / rate seconds)
 TRICKLE_RATE = 100.0

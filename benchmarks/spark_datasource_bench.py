@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from store.records import MessageRecord, blank_record, encode_record  # noqa: E402
+from rocketmq_emulator.store.records import MessageRecord, blank_record, encode_record  # noqa: E402
 
 SEGMENT_SIZE = 128 << 20          # smaller than the store's 1 GiB default: more tasks on 2 cores
 TOPICS = ["orders-eu", "orders-us", "orders-ap", "payments"]
@@ -102,8 +102,8 @@ def write_parquet(src: Path, dst: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from spark_analytics.columnar import iter_batches
-    from spark_analytics.commitlog import list_segments, open_segment, scan_buffer
+    from rocketmq_emulator.spark_analytics.columnar import iter_batches
+    from rocketmq_emulator.spark_analytics.commitlog import list_segments, open_segment, scan_buffer
 
     dst.mkdir(parents=True)
     for seg in list_segments(src / "commitlog"):
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from spark_analytics.session import build_session
+    from rocketmq_emulator.spark_analytics.session import build_session
 
     tmp = Path(tempfile.mkdtemp(prefix="rmq-ds-bench-"))
     try:

@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from store import MessageStore, StoreConfig  # noqa: E402
-from store.records import MessageRecord, properties_to_string  # noqa: E402
+from rocketmq_emulator.store import MessageStore, StoreConfig  # noqa: E402
+from rocketmq_emulator.store.records import MessageRecord, properties_to_string  # noqa: E402
 
 
 def realistic(i: int, body: bytes) -> MessageRecord:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from client_sdk import ConsumeConcurrentlyStatus, EmbeddedBroker, Message  # noqa: E402
+from rocketmq_emulator.client_sdk import ConsumeConcurrentlyStatus, EmbeddedBroker, Message  # noqa: E402
 
 
 def ladder(skip_idle: bool, hours: int) -> tuple[float, list, int]:

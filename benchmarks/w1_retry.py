@@ -39,8 +39,8 @@ sys.path.insert(0, str(PEER))
 
 import common  # noqa: E402  (peer-bench: the shared W1 definition)
 
-from broker.config import BrokerConfig  # noqa: E402
-from client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message  # noqa: E402
+from rocketmq_emulator.broker.config import BrokerConfig  # noqa: E402
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message  # noqa: E402
 
 TOPIC = "W1"
 GROUP = "w1_consumer"

@@ -57,9 +57,9 @@ sys.path.insert(0, str(PEER))
 
 import common  # noqa: E402  (peer-bench: the shared W2 body)
 
-from broker.protocol import FrameDecoder, RemotingCommand, RequestCode, encode  # noqa: E402
-from client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker, SendStatus  # noqa: E402
-from client_sdk.api import BrokerAPI  # noqa: E402
+from rocketmq_emulator.broker.protocol import FrameDecoder, RemotingCommand, RequestCode, encode  # noqa: E402
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker, SendStatus  # noqa: E402
+from rocketmq_emulator.client_sdk.api import BrokerAPI  # noqa: E402
 from tests.support.processes import EmulatorProcess  # noqa: E402
 
 TOPIC = "W2"

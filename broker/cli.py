@@ -50,7 +50,7 @@ def _serve_parser() -> argparse.ArgumentParser:
 def serve_main(argv: list[str]) -> int:
     args = _serve_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from delay_scheduler import SystemClock, VirtualClock
+    from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
     from .config import BrokerConfig, ConfigError, load_broker_conf
     from .core import BrokerCore
@@ -84,7 +84,7 @@ def serve_main(argv: list[str]) -> int:
 
 
 async def _serve(cfg, data_dir: Path, clock, args) -> int:
-    from store import StoreError
+    from rocketmq_emulator.store import StoreError
 
     from .adapters.tcp import RemotingServer
     from .core import BrokerCore
@@ -139,7 +139,7 @@ def clock_main(argv: list[str]) -> int:
     adv.add_argument("--server", default="127.0.0.1:9876", help="HOST:PORT of `rocketmq-emulator serve`")
     adv.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the reply")
     args = p.parse_args(argv)
-    from delay_scheduler import DelayLevelError, parse_duration
+    from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
     try:
         parse_duration(args.duration)
@@ -238,13 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         return topic_main(rest)
     if cmd in ("snapshot", "analyze"):
         try:
-            from spark_analytics import cli as analytics_cli
+            from rocketmq_emulator.spark_analytics import cli as analytics_cli
         except ImportError as exc:
             return _fail(f"{cmd} needs the analytics extra (pip install 'rocketmq-emulator[analytics]'): {exc}")
         return getattr(analytics_cli, f"{cmd}_main")(rest)
     if cmd == "simulate":
         try:
-            from client_sdk.simulation.cli import simulate_main
+            from rocketmq_emulator.client_sdk.simulation.cli import simulate_main
         except ImportError:
             return _fail("simulate is not available in this build yet")
         return simulate_main(rest)

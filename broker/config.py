@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from delay_scheduler import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
+from rocketmq_emulator.delay_scheduler import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 
 from .errors import ConfigError
 

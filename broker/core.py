@@ -16,9 +16,9 @@ import random
 from functools import lru_cache
 from typing import Callable
 
-from delay_scheduler import Clock, VirtualClock
-from store import MessageStore, PutStatus, StoreConfig
-from store.records import MessageRecord, Prop, parse_host, tags_code
+from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
+from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
+from rocketmq_emulator.store.records import MessageRecord, Prop, parse_host, tags_code
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .core_types import Channel, ConsumeMessageContext

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.records import tags_code
+from rocketmq_emulator.store.records import tags_code
 
 from .config import BrokerConfig
 

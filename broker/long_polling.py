@@ -11,7 +11,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-from delay_scheduler.timer_heap import ascending
+from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 
 __all__ = ["HeldPull", "PullHoldService"]
 

@@ -12,8 +12,8 @@ what delayOffset.json persists; reopening re-reads each level from its offset.
 """
 from __future__ import annotations
 
-from delay_scheduler import DelayLevels, DelayScheduler
-from store.records import MessageRecord, Prop, SysFlag, properties_to_string
+from rocketmq_emulator.delay_scheduler import DelayLevels, DelayScheduler
+from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag, properties_to_string
 
 from .topics import SCHEDULE_TOPIC
 

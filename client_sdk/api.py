@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from broker.protocol import RemotingCommand, RequestCode, ResponseCode
-from broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
 
 from .errors import MQBrokerError, RemotingError
 from .message import MessageQueue

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.protocol import RequestCode
+from rocketmq_emulator.broker.protocol import RequestCode
 
 from .api import BrokerAPI
 from .errors import MQClientError, RemotingError

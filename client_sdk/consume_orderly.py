@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from store.records import Prop
+from rocketmq_emulator.store.records import Prop
 
 from .errors import ListenerResultError
 from .listener import ConsumeOrderlyContext, ConsumeOrderlyStatus

@@ -17,10 +17,10 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from broker.config import PERM_READ, PERM_WRITE, BrokerConfig
-from broker.core import BrokerCore
-from delay_scheduler import Clock, VirtualClock
-from store.records import decode_record
+from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
+from rocketmq_emulator.store.records import decode_record
 
 from .message import MessageExt
 from .producer import Producer

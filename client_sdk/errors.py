@@ -65,7 +65,7 @@ class ListenerResultError(TypeError):
 
 
 def _code_name(code: int) -> str:
-    from broker.protocol import ResponseCode
+    from rocketmq_emulator.broker.protocol import ResponseCode
 
     try:
         return ResponseCode(code).name

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
-from store.records import MessageRecord, Prop
+from rocketmq_emulator.store.records import MessageRecord, Prop
 
 __all__ = ["Message", "MessageExt", "MessageQueue", "SendResult", "SendStatus", "SYSTEM_PROPERTY_KEYS"]
 

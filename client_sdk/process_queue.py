@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from sortedcontainers import SortedDict
 
-from store.records import Prop
+from rocketmq_emulator.store.records import Prop
 
 __all__ = ["ProcessQueue", "REBALANCE_LOCK_MAX_LIVE_TIME", "REBALANCE_LOCK_INTERVAL", "PULL_MAX_IDLE_TIME"]
 

@@ -12,9 +12,9 @@ import logging
 import zlib
 from typing import Callable
 
-from broker.protocol import ResponseCode
-from broker.protocol.batch import encode_batch_body
-from store.records import Prop, SysFlag, properties_to_string
+from rocketmq_emulator.broker.protocol import ResponseCode
+from rocketmq_emulator.broker.protocol.batch import encode_batch_body
+from rocketmq_emulator.store.records import Prop, SysFlag, properties_to_string
 
 from .client_instance import ClientInstance
 from .errors import MQBrokerError, MQClientError, RemotingError

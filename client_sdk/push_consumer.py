@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass, fields
 from typing import Callable
 
-from store.records import Prop, SysFlag, iter_records
+from rocketmq_emulator.store.records import Prop, SysFlag, iter_records
 
 from .api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PullStatus
 from .client_instance import ClientInstance

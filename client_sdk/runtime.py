@@ -34,7 +34,7 @@ import threading
 from collections import deque
 from typing import Any, Callable, Protocol
 
-from delay_scheduler import Clock, parse_duration
+from rocketmq_emulator.delay_scheduler import Clock, parse_duration
 
 from .uniq_key import UniqKeyGenerator
 

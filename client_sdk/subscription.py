@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store.records import java_string_hash
+from rocketmq_emulator.store.records import java_string_hash
 
 from .errors import MQClientError
 

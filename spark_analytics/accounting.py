@@ -55,8 +55,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from store.record_view import RecordHead, prop_value
-from store.records import Prop
+from rocketmq_emulator.store.record_view import RecordHead, prop_value
+from rocketmq_emulator.store.records import Prop
 
 __all__ = [
     "SCHEDULE_TOPIC",
@@ -353,7 +353,7 @@ def account_store(path: str | Path) -> Accounts:
     config/consumerOffset.json."""
     from .commitlog import list_segments, open_segment, scan_buffer
     from .layout import read_json, resolve_store
-    from store.record_view import head
+    from rocketmq_emulator.store.record_view import head
 
     sd = resolve_store(path)
     cut = int(sd.manifest["commitlog"]["max_offset"]) if sd.manifest else None

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store.records import Prop, RecordError, decode_record
+from rocketmq_emulator.store.records import Prop, RecordError, decode_record
 
 from .commitlog import be_view
 

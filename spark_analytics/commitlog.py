@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from store.records import BLANK_MAGIC_CODE, MAGIC_CODE, RecordError, decode_record, peek_header
+from rocketmq_emulator.store.records import BLANK_MAGIC_CODE, MAGIC_CODE, RecordError, decode_record, peek_header
 
 __all__ = [
     "Segment",

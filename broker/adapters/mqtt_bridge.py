@@ -179,7 +179,7 @@ class MqttBridge:
             props["KEYS" if k == "keys" else k] = v
         if tag:
             props["TAGS"] = tag
-        from store.records import properties_to_string
+        from rocketmq_emulator.store.records import properties_to_string
 
         try:
             text = properties_to_string(props)
@@ -229,7 +229,7 @@ class MqttBridge:
                          self.channel)
 
     async def _egress(self, client) -> None:
-        from store.records import Prop, iter_records
+        from rocketmq_emulator.store.records import Prop, iter_records
 
         pubacks = PubackWatcher(client)
         topics = list(self.settings.egress_topics) + [RETRY_PREFIX + BRIDGE_CONSUMER_GROUP]

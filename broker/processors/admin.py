@@ -1,7 +1,7 @@
 """UPDATE_AND_CREATE_TOPIC (17) and the emulator's clock control (EMULATOR_CLOCK_ADVANCE)."""
 from __future__ import annotations
 
-from delay_scheduler import DelayLevelError, parse_duration
+from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from ..errors import ClockError
 from ..protocol import ResponseCode as RC

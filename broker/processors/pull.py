@@ -2,7 +2,7 @@
 piggy-backed offset commit and long polling (the reply of a held pull comes later)."""
 from __future__ import annotations
 
-from store import GetStatus
+from rocketmq_emulator.store import GetStatus
 
 from ..groups import parse_tag_expression
 from ..long_polling import HeldPull

@@ -6,8 +6,8 @@ TBW102, %RETRY% auto-create, queue id), handleRetryAndDLQ for sends to %RETRY%<g
 """
 from __future__ import annotations
 
-from store import PutStatus
-from store.records import MessageRecord, Prop, properties_to_string, string_to_properties
+from rocketmq_emulator.store import PutStatus
+from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_string, string_to_properties
 
 from ..config import PERM_READ, PERM_WRITE
 from ..events import EventKind

@@ -10,8 +10,8 @@ after), WAIT=false, DELAY, and reconsumeTimes + 1.
 """
 from __future__ import annotations
 
-from store import PutStatus
-from store.records import MessageRecord, Prop
+from rocketmq_emulator.store import PutStatus
+from rocketmq_emulator.store.records import MessageRecord, Prop
 
 from ..config import PERM_READ, PERM_WRITE
 from ..core_types import ConsumeMessageContext

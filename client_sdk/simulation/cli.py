@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from delay_scheduler import DelayLevelError, parse_duration
+from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from .scenario import ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_restart, parse_window
 

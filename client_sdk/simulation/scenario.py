@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from delay_scheduler import DelayLevelError, parse_duration
+from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
            "ScenarioError", "w1_scenario"]
@@ -207,7 +207,7 @@ def _validate(s: Scenario) -> None:
         _int("consumer restart time", r.at_ms, lo=0)
         _int("consumer restart down time", r.down_ms, lo=0)
     if s.message_delay_level is not None:
-        from delay_scheduler import DelayLevels
+        from rocketmq_emulator.delay_scheduler import DelayLevels
         try:
             DelayLevels.parse(s.message_delay_level)
         except DelayLevelError as exc:
@@ -224,7 +224,7 @@ def _int(what: str, v, lo: int | None = None, hi: int | None = None) -> None:
 
 
 def _name(what: str, name) -> None:
-    from broker.topics import TopicNameError, validate_topic_name
+    from rocketmq_emulator.broker.topics import TopicNameError, validate_topic_name
     if not isinstance(name, str):
         raise ScenarioError(f"{what} name must be a string, got {name!r}")
     try:

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from broker.config import BrokerConfig
-from broker.core import BrokerCore
-from broker.events import EventKind
-from delay_scheduler import VirtualClock
+from rocketmq_emulator.broker.config import BrokerConfig
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from ..embedded import EmbeddedBroker
 from ..errors import MQClientError
@@ -178,7 +178,7 @@ class Simulation:
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
-        from spark_analytics.accounting import account_message_store
+        from rocketmq_emulator.spark_analytics.accounting import account_message_store
 
         emb = self.embedded
         for group_consumers in self.consumers.values():

@@ -39,7 +39,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Callable, Optional
 
-from broker.protocol import RemotingCommand
+from rocketmq_emulator.broker.protocol import RemotingCommand
 
 from ..runtime import ClientRuntime
 

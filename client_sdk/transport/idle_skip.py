@@ -41,13 +41,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker.long_polling import HeldPull
-from broker.processors.pull import FLAG_COMMIT_OFFSET, run_pull
-from broker.processors.route import topic_route
-from broker.protocol import ResponseCode
-from broker.protocol.fastjson import loads_fastjson
-from broker.topics import retry_topic
-from delay_scheduler.timer_heap import ascending
+from rocketmq_emulator.broker.long_polling import HeldPull
+from rocketmq_emulator.broker.processors.pull import FLAG_COMMIT_OFFSET, run_pull
+from rocketmq_emulator.broker.processors.route import topic_route
+from rocketmq_emulator.broker.protocol import ResponseCode
+from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.topics import retry_topic
+from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 
 from ..api import BrokerAPI
 from ..message import MessageQueue

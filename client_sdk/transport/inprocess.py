@@ -12,8 +12,8 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
-from broker.core import BrokerCore, Channel
-from broker.protocol import RemotingCommand
+from rocketmq_emulator.broker.core import BrokerCore, Channel
+from rocketmq_emulator.broker.protocol import RemotingCommand
 
 from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from ..runtime import ClientRuntime, Timer

@@ -22,8 +22,8 @@ import logging
 import threading
 from typing import Callable
 
-from broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode
-from delay_scheduler import SystemClock
+from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode
+from rocketmq_emulator.delay_scheduler import SystemClock
 
 from ..errors import MQBrokerError, MQClientError, RemotingTimeoutError
 from ..runtime import ClientRuntime, to_millis

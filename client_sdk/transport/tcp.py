@@ -42,9 +42,9 @@ import socket
 import threading
 import time
 
-from broker.protocol import FrameDecoder, ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
-from broker.protocol.command import RPC_ONEWAY
-from broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.protocol import FrameDecoder, ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
+from rocketmq_emulator.broker.protocol.command import RPC_ONEWAY
+from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
 
 from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from ..runtime import ClientRuntime

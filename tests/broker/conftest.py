@@ -2,8 +2,8 @@
 and a wire-level client of it."""
 import pytest
 
-from broker.core import BrokerCore
-from delay_scheduler import VirtualClock
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient
 

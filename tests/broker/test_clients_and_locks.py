@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from broker.core import BrokerCore
-from broker.protocol import RequestCode as RQ, ResponseCode as RC
-from delay_scheduler import VirtualClock
-from store.records import tags_code
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.delay_scheduler import VirtualClock
+from rocketmq_emulator.store.records import tags_code
 
 from .wire import WireClient
 

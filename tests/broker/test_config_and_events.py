@@ -1,10 +1,10 @@
 """broker.conf keys, and the event record."""
 import pytest
 
-from broker.config import BrokerConfig, ConfigError, load_broker_conf
-from broker.core import BrokerCore
-from broker.events import EventKind
-from delay_scheduler import VirtualClock
+from rocketmq_emulator.broker.config import BrokerConfig, ConfigError, load_broker_conf
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient
 

@@ -1,9 +1,9 @@
 """PULL_MESSAGE (rocketmq-4x.md §2.5; checklist 25–33) including long polling."""
 import pytest
 
-from broker.core import BrokerCore
-from broker.protocol import RemotingCommand, RequestCode, ResponseCode as RC
-from delay_scheduler import VirtualClock
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode as RC
+from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient
 

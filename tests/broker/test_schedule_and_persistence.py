@@ -3,11 +3,11 @@ import json
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.core import BrokerCore
-from broker.events import EventKind
-from delay_scheduler import VirtualClock
-from store.records import Prop
+from rocketmq_emulator.broker.config import BrokerConfig
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.delay_scheduler import VirtualClock
+from rocketmq_emulator.store.records import Prop
 
 from .wire import WireClient, read_topic
 

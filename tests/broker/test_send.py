@@ -1,12 +1,12 @@
 """Sending (rocketmq-4x.md §2.3, §6.2; checklist 19–22, 44, 63–64) and bad input."""
 import pytest
 
-from broker.config import BrokerConfig
-from broker.core import BrokerCore
-from broker.events import EventKind
-from broker.protocol import ResponseCode as RC
-from delay_scheduler import VirtualClock
-from store.records import Prop
+from rocketmq_emulator.broker.config import BrokerConfig
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.broker.protocol import ResponseCode as RC
+from rocketmq_emulator.delay_scheduler import VirtualClock
+from rocketmq_emulator.store.records import Prop
 
 from .wire import WireClient, read_topic
 
@@ -31,8 +31,8 @@ def test_v2_short_header_names_are_accepted(core, client):
 
 
 def test_v2_header_takes_a_long_name_where_its_short_one_is_absent_and_the_short_one_wins(core, client):
-    from broker.protocol import RequestCode
-    from store.records import properties_to_string
+    from rocketmq_emulator.broker.protocol import RequestCode
+    from rocketmq_emulator.store.records import properties_to_string
 
     ext = {"a": "PG", "b": "T", "e": "1", "properties": properties_to_string({Prop.TAGS: "Long"}),
            "topic": "Ignored", "bname": "broker-a"}
@@ -152,7 +152,7 @@ def test_non_numeric_delay_level_is_a_clear_error(core, client):
 
 
 def test_unknown_level_in_the_python_api_raises():
-    from delay_scheduler import DelayLevelError, DelayLevels
+    from rocketmq_emulator.delay_scheduler import DelayLevelError, DelayLevels
     with pytest.raises(DelayLevelError, match="unknown delay level 19"):
         DelayLevels.default().delay_ms(19)
 
@@ -169,13 +169,13 @@ def test_read_only_broker_refuses_sends(core, client):
 
 
 def test_missing_required_header_is_a_clear_error(core, client):
-    from broker.protocol import RemotingCommand, RequestCode
+    from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode
     resp = core.handle(RemotingCommand.request(RequestCode.SEND_MESSAGE, {"topic": "T"}), client.channel)
     assert resp.code == RC.SYSTEM_ERROR and "producerGroup" in resp.remark
 
 
 def test_unknown_request_code_is_not_supported_even_oneway(core, client):
-    from broker.protocol import RemotingCommand
+    from rocketmq_emulator.broker.protocol import RemotingCommand
     resp = core.handle(RemotingCommand.request(9999, oneway=True), client.channel)
     assert resp.code == RC.REQUEST_CODE_NOT_SUPPORTED == 3
     assert "not supported" in resp.remark

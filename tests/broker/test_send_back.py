@@ -2,12 +2,12 @@
 default retry ladder on a VirtualClock."""
 import pytest
 
-from broker.config import BrokerConfig
-from broker.core import BrokerCore
-from broker.events import EventKind
-from broker.protocol import ResponseCode as RC
-from delay_scheduler import VirtualClock
-from store.records import Prop
+from rocketmq_emulator.broker.config import BrokerConfig
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.broker.protocol import ResponseCode as RC
+from rocketmq_emulator.delay_scheduler import VirtualClock
+from rocketmq_emulator.store.records import Prop
 
 from .wire import WireClient, read_topic
 

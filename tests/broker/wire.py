@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from broker.core import BrokerCore
-from broker.protocol import RemotingCommand, RequestCode as RQ
-from store.records import Prop, iter_records, properties_to_string
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.store.records import Prop, iter_records, properties_to_string
 
 
 class WireClient:

@@ -9,10 +9,10 @@ import logging
 import pytest
 from hypothesis import given, settings
 
-from broker.protocol import RequestCode
-from client_sdk import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, EmbeddedBroker, Message
-from client_sdk.simulation import GroupSpec, Scenario, Simulation
-from client_sdk.simulation.strategies import scenarios
+from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.client_sdk import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, EmbeddedBroker, Message
+from rocketmq_emulator.client_sdk.simulation import GroupSpec, Scenario, Simulation
+from rocketmq_emulator.client_sdk.simulation.strategies import scenarios
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -133,7 +133,7 @@ def test_orderly_locks_are_renewed_through_a_skipped_span():
 
 
 def test_a_second_hub_on_the_same_loop_turns_skipping_off():
-    from client_sdk.transport.inprocess import InProcessBroker
+    from rocketmq_emulator.client_sdk.transport.inprocess import InProcessBroker
 
     a = EmbeddedBroker()
     other = EmbeddedBroker(clock=a.clock)

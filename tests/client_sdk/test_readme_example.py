@@ -4,7 +4,7 @@ import pathlib
 import re
 
 # --- README example: begin ---
-from client_sdk import ConsumeConcurrentlyStatus, Message
+from rocketmq_emulator.client_sdk import ConsumeConcurrentlyStatus, Message
 
 
 def test_a_poison_message_ends_in_the_dlq(rocketmq_broker, rocketmq_producer, rocketmq_consumer, time_travel):

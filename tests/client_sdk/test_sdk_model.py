@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
 
 TOPIC, GROUP = "Orders", "billing"
 RETRY_COPIES = ("SCHEDULE_TOPIC_XXXX", "%RETRY%" + GROUP, "%DLQ%" + GROUP)

@@ -4,10 +4,10 @@ tiny model, ``_check()`` after every step."""
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from client_sdk.message import MessageExt
-from client_sdk.offset_store import _OffsetTable
-from client_sdk.process_queue import ProcessQueue
-from store.records import MessageRecord
+from rocketmq_emulator.client_sdk.message import MessageExt
+from rocketmq_emulator.client_sdk.offset_store import _OffsetTable
+from rocketmq_emulator.client_sdk.process_queue import ProcessQueue
+from rocketmq_emulator.store.records import MessageRecord
 
 
 def msg(offset, size=123, max_offset=None):

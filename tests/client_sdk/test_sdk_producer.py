@@ -3,8 +3,8 @@
 queue selection, and clear errors for bad input."""
 import pytest
 
-from broker.protocol import RequestCode, ResponseCode
-from client_sdk import (ConsumeConcurrentlyStatus, Message, MessageQueue, MQBrokerError, MQClientError, Producer, SendStatus,
+from rocketmq_emulator.broker.protocol import RequestCode, ResponseCode
+from rocketmq_emulator.client_sdk import (ConsumeConcurrentlyStatus, Message, MessageQueue, MQBrokerError, MQClientError, Producer, SendStatus,
                         decode_uniq_key)
 
 
@@ -142,7 +142,7 @@ def test_queue_selector_and_explicit_queue(rocketmq_broker, rocketmq_producer):
 
 def test_big_bodies_are_compressed_and_inflated_for_consumers(rocketmq_broker, rocketmq_producer,
                                                              rocketmq_consumer):
-    from client_sdk import CONSUME_SUCCESS
+    from rocketmq_emulator.client_sdk import CONSUME_SUCCESS
 
     rocketmq_broker.create_topic("Orders", 1)
     body = b"0123456789" * 1000

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from broker.protocol import RequestCode
-from client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, ConsumeConcurrentlyStatus, ConsumeFromWhere,
+from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, ConsumeConcurrentlyStatus, ConsumeFromWhere,
                         ListenerResultError, Message, MessageListenerConcurrently, MessageModel, MQClientError,
                         PushConsumer)
 

@@ -1,7 +1,7 @@
 """Two consumers in one group share a topic's queues (average allocation); a consumer
 joining or leaving moves queues without losing or duplicating messages."""
-from client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message, MessageQueue
-from client_sdk.rebalance import allocate_averagely
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message, MessageQueue
+from rocketmq_emulator.client_sdk.rebalance import allocate_averagely
 
 MQS = [MessageQueue("T", "broker-a", i) for i in range(8)]
 

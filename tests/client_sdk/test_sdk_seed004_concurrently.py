@@ -1,8 +1,8 @@
 """Seed 004, concurrently: ackIndex, whole-batch RECONSUME_LATER, the 16-retry ladder,
 send-back fallback, and the broker's write permission switched off and on — all through
 the real broker core on a virtual clock, written the way a user writes tests."""
-from broker.protocol import RequestCode
-from client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, ConsumeConcurrentlyStatus, Message
+from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, ConsumeConcurrentlyStatus, Message
 
 DELAYS_S = [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]  # levels 3..18
 

@@ -4,7 +4,7 @@ finite maxReconsumeTimes dead-letters it and the queue moves on (checklist 80); 
 locks give each queue one consumer."""
 import pytest
 
-from client_sdk import ConsumeOrderlyStatus, ListenerResultError, Message, MessageListenerOrderly
+from rocketmq_emulator.client_sdk import ConsumeOrderlyStatus, ListenerResultError, Message, MessageListenerOrderly
 
 by_key = lambda queues, msg, key: queues[key % len(queues)]   # MessageQueueSelector by order id
 

@@ -3,9 +3,9 @@ held long-poll replies routed later, oneway requests, closing, injected faults; 
 the runtime on a real (System) clock."""
 import pytest
 
-from broker.protocol import RemotingCommand, RequestCode, ResponseCode
-from client_sdk import CONSUME_SUCCESS, EmbeddedBroker, Message, RemotingConnectError, RemotingTimeoutError
-from delay_scheduler import SystemClock
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, EmbeddedBroker, Message, RemotingConnectError, RemotingTimeoutError
+from rocketmq_emulator.delay_scheduler import SystemClock
 
 
 def pull_cmd(topic, offset=0, suspend=True):

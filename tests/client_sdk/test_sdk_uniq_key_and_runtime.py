@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from client_sdk.runtime import ClientRuntime, to_millis
-from client_sdk.uniq_key import UniqKeyGenerator, decode_uniq_key, month_start_ms
-from delay_scheduler import SystemClock, VirtualClock
+from rocketmq_emulator.client_sdk.runtime import ClientRuntime, to_millis
+from rocketmq_emulator.client_sdk.uniq_key import UniqKeyGenerator, decode_uniq_key, month_start_ms
+from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
 JAN_1_2024 = 1_704_067_200_000
 

@@ -2,7 +2,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from delay_scheduler import (DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, DelayLevels, DelayScheduler,
+from rocketmq_emulator.delay_scheduler import (DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, DelayLevels, DelayScheduler,
                              SystemClock, VirtualClock, format_duration, parse_duration)
 
 

@@ -3,7 +3,7 @@ import heapq
 
 from hypothesis import given, strategies as st
 
-from delay_scheduler import ascending
+from rocketmq_emulator.delay_scheduler import ascending
 
 
 @given(st.lists(st.integers(0, 50), max_size=60), st.integers(0, 60))

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from delay_scheduler import DelayLevels
-from store.records import Prop, iter_records
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.delay_scheduler import DelayLevels
+from rocketmq_emulator.store.records import Prop, iter_records
 from tests.support.processes import EmulatorProcess
 from tests.support.remoting import RawClient
 
@@ -107,7 +107,7 @@ def admin_call(port: int, code: int, ext: dict) -> RemotingCommand:
 
 def clock_advance(server: EmulatorProcess, duration: str) -> None:
     """The user's way: `rocketmq-emulator clock advance DURATION --server HOST:PORT`."""
-    done = subprocess.run([sys.executable, "-m", "broker.cli", "clock", "advance", duration,
+    done = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker.cli", "clock", "advance", duration,
                            "--server", server.address], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
 
@@ -136,7 +136,7 @@ def test_ali_ons_produces_consumes_retries_and_dead_letters(emulator):
     port = emulator.port
     # The topic is created up front, as with mqadmin updateTopic (ali-ons, unlike the
     # Java client, has no fallback to TBW102 for an unknown topic).
-    created = subprocess.run([sys.executable, "-m", "broker.cli", "topic", "create", TOPIC, "--queues", "4",
+    created = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker.cli", "topic", "create", TOPIC, "--queues", "4",
                               "--server", emulator.address], capture_output=True, text=True, timeout=30)
     assert created.returncode == 0, created.stderr
 

@@ -11,8 +11,8 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from broker.protocol import RemotingCommand, RequestCode as RQ
-from store.records import iter_records
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.store.records import iter_records
 
 from ..support.processes import wait_for
 from ..support.remoting import RawClient
@@ -160,7 +160,7 @@ def _drive_ladder(client: RawClient, address: str):
     for i, seconds in enumerate(LADDER_S):
         back = RemotingCommand.request(RQ.CONSUMER_SEND_MSG_BACK, {"offset": offset, "group": "G", "delayLevel": 0})
         assert client.call(back).code == 0
-        out = subprocess.run([sys.executable, "-m", "broker.cli", "clock", "advance", f"{seconds}s",
+        out = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker.cli", "clock", "advance", f"{seconds}s",
                               "--server", address], capture_output=True, text=True, timeout=30)
         assert out.returncode == 0, out.stderr
         offset = _phys(client, "%RETRY%G", i)

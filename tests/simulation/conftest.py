@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from client_sdk.simulation import GroupSpec, Scenario
+from rocketmq_emulator.client_sdk.simulation import GroupSpec, Scenario
 
 W1 = dict(poison_every=100, fail_once_every=10, fail_once_remainder=5)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import client_sdk.simulation.simulator as simulator
-from broker.cli import main
+import rocketmq_emulator.client_sdk.simulation.simulator as simulator
+from rocketmq_emulator.broker.cli import main
 
 from .test_invariants import LosesSendBacks
 
@@ -121,6 +121,6 @@ def test_the_readme_scenario_example_is_a_valid_scenario():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Guide: deterministic simulation", 1)[1]
     block = section.split("```json\n", 1)[1].split("```", 1)[0]
-    from client_sdk.simulation import Scenario
+    from rocketmq_emulator.client_sdk.simulation import Scenario
     scenario = Scenario.from_dict(json.loads(block))
     assert [g.name for g in scenario.groups] == ["billing", "audit"] and scenario.crashes_ms == (1_800_000,)

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from client_sdk.simulation import GroupSpec, WriteOffWindow, run_simulation
+from rocketmq_emulator.client_sdk.simulation import GroupSpec, WriteOffWindow, run_simulation
 
 from .conftest import W1, commit_log_bytes, small
 
@@ -36,7 +36,7 @@ def test_a_fresh_process_with_another_hash_seed_writes_the_same_bytes(tmp_path):
     for i, hash_seed in enumerate(("1", "2")):
         out = tmp_path / f"run{i}"
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        proc = subprocess.run([sys.executable, "-m", "broker.cli", "simulate", "--seed", "5", "--messages", "150",
+        proc = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker.cli", "simulate", "--seed", "5", "--messages", "150",
                                "--duration", "10m", "--pattern", "w1", "--crash-at", "1m", "--out", str(out),
                                "--json", "--quiet"], capture_output=True, text=True, env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr
@@ -48,7 +48,7 @@ def test_a_fresh_process_with_another_hash_seed_writes_the_same_bytes(tmp_path):
 def test_the_cyclic_collector_is_paused_for_a_run_and_restored_after(tmp_path):
     import gc
 
-    from client_sdk.simulation import Simulation
+    from rocketmq_emulator.client_sdk.simulation import Simulation
 
     during = []
     progress = lambda *_: during.append(gc.isenabled())   # noqa: E731

@@ -1,9 +1,9 @@
 """The invariants catch planted bugs, and stay quiet on correct runs with faults."""
 from __future__ import annotations
 
-from client_sdk import PushConsumer
-from client_sdk.api import PullStatus
-from client_sdk.simulation import (ConsumerRestart, GroupSpec, InvariantChecker, Scenario, Simulation,
+from rocketmq_emulator.client_sdk import PushConsumer
+from rocketmq_emulator.client_sdk.api import PullStatus
+from rocketmq_emulator.client_sdk.simulation import (ConsumerRestart, GroupSpec, InvariantChecker, Scenario, Simulation,
                                    WriteOffWindow, run_simulation)
 
 from .conftest import W1, small

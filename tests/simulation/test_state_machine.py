@@ -12,8 +12,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from client_sdk.simulation import GroupSpec, Scenario, Simulation
-from client_sdk.simulation.strategies import scenarios
+from rocketmq_emulator.client_sdk.simulation import GroupSpec, Scenario, Simulation
+from rocketmq_emulator.client_sdk.simulation.strategies import scenarios
 
 POISON, FAIL_ONCE, FINE = 0, 1, 2
 GROUP = GroupSpec(poison_every=3, fail_once_every=3, fail_once_remainder=1, max_reconsume_times=2)
@@ -101,7 +101,7 @@ def test_generated_scenarios_keep_every_invariant(tmp_path_factory):
     """Scenarios from the exported strategy, faults included, run clean."""
     from hypothesis import given
 
-    from client_sdk.simulation import run_simulation
+    from rocketmq_emulator.client_sdk.simulation import run_simulation
 
     @settings(max_examples=8, deadline=None)
     @given(scenarios(max_messages=60))

@@ -11,12 +11,12 @@ sys.path.insert(0, str(Path(__file__).parent))          # sa_scenario, the scrip
 
 import sa_scenario  # noqa: E402
 
-from spark_analytics.snapshot import take_snapshot  # noqa: E402
+from rocketmq_emulator.spark_analytics.snapshot import take_snapshot  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_analytics.session import build_session
+    from rocketmq_emulator.spark_analytics.session import build_session
 
     # Whole-stage codegen off: the test data is tiny, and compiling each of the analysis'
     # plans costs more than running it interpreted (measured: ~21 s instead of ~34 s).

@@ -26,9 +26,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from delay_scheduler import DelayLevels, DelayScheduler, VirtualClock
-from store import MessageStore, PutStatus, StoreConfig
-from store.records import MessageRecord, Prop, properties_to_string
+from rocketmq_emulator.delay_scheduler import DelayLevels, DelayScheduler, VirtualClock
+from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
+from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_string
 
 GROUP_B, GROUP_A = "billing", "audit"
 MAX_RECONSUME = 16
@@ -164,9 +164,9 @@ class CoreBroker:
     core's event log."""
 
     def __init__(self, root: Path, clock: VirtualClock, segment_size: int = 12 << 10) -> None:
-        from broker.config import BrokerConfig
-        from broker.core import BrokerCore
-        from broker.protocol import RemotingCommand, RequestCode
+        from rocketmq_emulator.broker.config import BrokerConfig
+        from rocketmq_emulator.broker.core import BrokerCore
+        from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode
 
         self._cmd, self._code = RemotingCommand, RequestCode
         self.clock = clock
@@ -190,7 +190,7 @@ class CoreBroker:
         return reply
 
     def send(self, topic: str, qid: int, i: int, props: dict | None = None):
-        from store.records import properties_to_string
+        from rocketmq_emulator.store.records import properties_to_string
 
         p = {Prop.UNIQ_KEY: uniq(topic, i), Prop.KEYS: f"{topic}-{i}", Prop.TAGS: "TagA"}
         p.update(props or {})
@@ -252,7 +252,7 @@ class CoreBroker:
 def make_broker(root: Path, clock: VirtualClock):
     """The real broker core when it is importable, else the store-level driver."""
     try:
-        import broker.core  # noqa: F401
+        import rocketmq_emulator.broker.core  # noqa: F401
     except Exception:          # not landed yet (or mid-edit): the store-level driver
         return MiniBroker(root, clock)
     return CoreBroker(root, clock)
@@ -371,7 +371,7 @@ def run(root: Path, snapshot_dir: Path | None = None, take_snapshot=None, driver
 
 
 def _all_records(root: Path):
-    from spark_analytics.commitlog import list_segments, open_segment, scan_buffer
+    from rocketmq_emulator.spark_analytics.commitlog import list_segments, open_segment, scan_buffer
 
     for seg in list_segments(root / "commitlog"):
         b, mv = open_segment(seg.path)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_analytics.accounting import Kind, account, account_store, classify, normalize_offsets
+from rocketmq_emulator.spark_analytics.accounting import Kind, account, account_store, classify, normalize_offsets
 from sa_scenario import GROUP_A, GROUP_B
 
 
@@ -57,8 +57,8 @@ class _Rec:
 
 def _as_head(r: _Rec):
     """The same record stored and read back as a RecordHead (properties unparsed)."""
-    from store.record_view import head
-    from store.records import MessageRecord, encode_record
+    from rocketmq_emulator.store.record_view import head
+    from rocketmq_emulator.store.records import MessageRecord, encode_record
 
     return head(encode_record(MessageRecord(topic=r.topic, properties=r.properties, queue_id=r.queue_id,
                                             queue_offset=r.queue_offset, reconsume_times=r.reconsume_times,
@@ -84,8 +84,8 @@ def test_client_fallback_copies_find_their_message_by_uniq_key(as_heads):
 def test_the_simulators_entry_point_on_an_open_store(scenario, tmp_path):
     import shutil
 
-    from spark_analytics.accounting import account_message_store
-    from store import MessageStore, StoreConfig
+    from rocketmq_emulator.spark_analytics.accounting import account_message_store
+    from rocketmq_emulator.store import MessageStore, StoreConfig
 
     shutil.copytree(scenario.snap, tmp_path / "s")
     store = MessageStore(tmp_path / "s", StoreConfig(segment_size=12 << 10))

@@ -6,9 +6,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_analytics.columnar import arrow_schema, decode_batch, decode_slow, iter_batches, parse_int
-from spark_analytics.commitlog import scan_buffer
-from store.records import MessageRecord, encode_record
+from rocketmq_emulator.spark_analytics.columnar import arrow_schema, decode_batch, decode_slow, iter_batches, parse_int
+from rocketmq_emulator.spark_analytics.commitlog import scan_buffer
+from rocketmq_emulator.store.records import MessageRecord, encode_record
 
 KEYS = ["UNIQ_KEY", "TAGS", "KEYS", "DELAY", "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID",
         "MAX_RECONSUME_TIMES", "x", "é"]
@@ -99,7 +99,7 @@ def test_parse_int():
 
 
 def test_read_segment_falls_back_to_the_checked_walk():
-    from spark_analytics.columnar import read_segment
+    from rocketmq_emulator.spark_analytics.columnar import read_segment
 
     buf = bytearray(build([(b"x" * 5, {"UNIQ_KEY": f"K{i}"}, False, 0) for i in range(10)]))
     s = scan_buffer(np.frombuffer(bytes(buf), np.uint8), memoryview(bytes(buf)), 7 * 4096)

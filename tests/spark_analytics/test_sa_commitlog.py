@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_analytics.commitlog import scan_buffer
-from store.records import MAGIC_CODE, MessageRecord, blank_record, encode_record, peek_header
+from rocketmq_emulator.spark_analytics.commitlog import scan_buffer
+from rocketmq_emulator.store.records import MAGIC_CODE, MessageRecord, blank_record, encode_record, peek_header
 
 MAGIC = MAGIC_CODE.to_bytes(4, "big")
 

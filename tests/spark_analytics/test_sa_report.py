@@ -2,9 +2,9 @@
 at the top, empty tables render, and every chart is a PNG."""
 from __future__ import annotations
 
-from spark_analytics import charts
-from spark_analytics.jobs import TABLES
-from spark_analytics.report import _html
+from rocketmq_emulator.spark_analytics import charts
+from rocketmq_emulator.spark_analytics.jobs import TABLES
+from rocketmq_emulator.spark_analytics.report import _html
 
 
 def _summary(damage):

@@ -9,12 +9,12 @@ import struct
 
 import pytest
 
-from spark_analytics.accounting import account_store
-from spark_analytics.cli import snapshot_main
-from spark_analytics.commitlog import list_segments
-from spark_analytics.errors import SnapshotError
-from spark_analytics.snapshot import load_manifest, take_snapshot
-from store.records import MessageRecord, encode_record
+from rocketmq_emulator.spark_analytics.accounting import account_store
+from rocketmq_emulator.spark_analytics.cli import snapshot_main
+from rocketmq_emulator.spark_analytics.commitlog import list_segments
+from rocketmq_emulator.spark_analytics.errors import SnapshotError
+from rocketmq_emulator.spark_analytics.snapshot import load_manifest, take_snapshot
+from rocketmq_emulator.store.records import MessageRecord, encode_record
 
 
 def test_live_snapshot_holds_what_was_there_when_taken(scenario):
@@ -153,8 +153,8 @@ def test_snapshots_while_another_thread_appends(tmp_path):
 
 
 def test_a_stopped_store_is_not_reported_live_though_its_lock_file_stays(tmp_path):
-    from spark_analytics.layout import resolve_store
-    from store import MessageStore
+    from rocketmq_emulator.spark_analytics.layout import resolve_store
+    from rocketmq_emulator.store import MessageStore
 
     root = tmp_path / "store"
     store = MessageStore(root)

@@ -9,13 +9,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from sa_scenario import GROUP_A, GROUP_B, uniq
-from spark_analytics.accounting import account_store
-from spark_analytics.cli import analyze_main
-from spark_analytics.columnar import arrow_schema, decode_slow
-from spark_analytics.commitlog import list_segments, open_segment, scan_buffer
-from spark_analytics.datasource import read_commitlog, spark_schema
-from spark_analytics.jobs import READ_COLUMNS
-from store.records import MessageRecord, encode_record
+from rocketmq_emulator.spark_analytics.accounting import account_store
+from rocketmq_emulator.spark_analytics.cli import analyze_main
+from rocketmq_emulator.spark_analytics.columnar import arrow_schema, decode_slow
+from rocketmq_emulator.spark_analytics.commitlog import list_segments, open_segment, scan_buffer
+from rocketmq_emulator.spark_analytics.datasource import read_commitlog, spark_schema
+from rocketmq_emulator.spark_analytics.jobs import READ_COLUMNS
+from rocketmq_emulator.store.records import MessageRecord, encode_record
 from test_sa_snapshot import _store_with_torn_tail
 
 pytestmark = pytest.mark.spark
@@ -71,7 +71,7 @@ def test_damaged_store_reads_up_to_the_damage_and_says_so(spark, tmp_path):
     assert df.count() == 29
     # Spark plans the read in a Python worker, which warns on its stderr; the same reader
     # built here shows the warning, and plan_segments says where the damage is.
-    from spark_analytics.datasource import CommitLogReader, plan_segments
+    from rocketmq_emulator.spark_analytics.datasource import CommitLogReader, plan_segments
 
     with pytest.warns(UserWarning, match=f"reading up to the damage: torn record at commit-log offset {good_end}"):
         CommitLogReader({"path": str(tmp_path / "store")}, spark_schema())

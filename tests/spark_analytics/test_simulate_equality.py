@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from broker.cli import main
-from spark_analytics import datasource
-from spark_analytics.report import analyze_snapshot
-from spark_analytics.snapshot import take_snapshot
+from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.spark_analytics import datasource
+from rocketmq_emulator.spark_analytics.report import analyze_snapshot
+from rocketmq_emulator.spark_analytics.snapshot import take_snapshot
 
 pytestmark = pytest.mark.spark
 COUNTS = ("produced", "succeeded", "dead_lettered", "send_backs")

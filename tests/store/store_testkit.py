@@ -6,8 +6,8 @@ import struct
 import zlib
 from pathlib import Path
 
-from store import MessageStore, StoreConfig
-from store.records import MessageRecord, decode_record, iter_records
+from rocketmq_emulator.store import MessageStore, StoreConfig
+from rocketmq_emulator.store.records import MessageRecord, decode_record, iter_records
 
 SMALL = StoreConfig(segment_size=4096, consume_queue_entries_per_file=8)
 

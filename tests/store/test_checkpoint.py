@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from store import MessageStore, StoreConfig
-from store.checkpoint import Checkpoint, SegmentMark, load_checkpoint, save_checkpoint
-from store.segment import CRC_WINDOW, FileSegment, window_crc, window_start
+from rocketmq_emulator.store import MessageStore, StoreConfig
+from rocketmq_emulator.store.checkpoint import Checkpoint, SegmentMark, load_checkpoint, save_checkpoint
+from rocketmq_emulator.store.segment import CRC_WINDOW, FileSegment, window_crc, window_start
 from store_testkit import fill, snapshot
 
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store import MessageStore, PutStatus, StoreConfig
-from store.records import MessageRecord, create_offset_msg_id, encode_record
-from store.segment import FileSegment
+from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
+from rocketmq_emulator.store.records import MessageRecord, create_offset_msg_id, encode_record
+from rocketmq_emulator.store.segment import FileSegment
 from store_testkit import bodies, reference_encode
 
 SEP1, SEP2 = "\u0001", "\u0002"

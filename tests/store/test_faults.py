@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store import MessageStore, PutStatus, StoreConfig
-from store.record_view import check_record, prop_value
-from store.records import MessageRecord, RecordError, decode_record, encode_record, string_to_properties, tags_code
+from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
+from rocketmq_emulator.store.record_view import check_record, prop_value
+from rocketmq_emulator.store.records import MessageRecord, RecordError, decode_record, encode_record, string_to_properties, tags_code
 from store_testkit import bodies, rec
 
 

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from store import MessageStore, StoreConfig
-from store.records import MessageRecord
+from rocketmq_emulator.store import MessageStore, StoreConfig
+from rocketmq_emulator.store.records import MessageRecord
 
 
 def _counting_fsync(monkeypatch) -> list[int]:

@@ -15,8 +15,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from store import GetStatus, MessageStore, PutStatus, StoreConfig
-from store.records import MessageRecord, decode_record, tags_code
+from rocketmq_emulator.store import GetStatus, MessageStore, PutStatus, StoreConfig
+from rocketmq_emulator.store.records import MessageRecord, decode_record, tags_code
 
 CFG = StoreConfig(segment_size=1024, consume_queue_entries_per_file=4)
 TOPICS = ("A", "B", "%RETRY%G")

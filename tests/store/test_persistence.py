@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from store import GetStatus, MessageStore, StoreConfig, StoreError
-from store.records import BLANK_MAGIC_CODE, MessageRecord, Prop, decode_record
+from rocketmq_emulator.store import GetStatus, MessageStore, StoreConfig, StoreError
+from rocketmq_emulator.store.records import BLANK_MAGIC_CODE, MessageRecord, Prop, decode_record
 from store_testkit import SMALL, bodies, fill, rec, segment_files, snapshot
 
 

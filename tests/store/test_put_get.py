@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from store import GetStatus, MessageStore, PutResult, PutStatus, StoreConfig, StoreError
-from store.records import MessageRecord, Prop, SysFlag, create_offset_msg_id, decode_record, tags_code
+from rocketmq_emulator.store import GetStatus, MessageStore, PutResult, PutStatus, StoreConfig, StoreError
+from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag, create_offset_msg_id, decode_record, tags_code
 from store_testkit import SMALL, bodies, fill, rec
 
 
@@ -283,7 +283,7 @@ def test_store_config_validation():
 def test_heads_walks_the_whole_log_in_order(store):
     """store.heads(): one head per record, in log order, across segment rolls (BLANKs
     skipped), flushed and pending bytes alike, transaction halves included."""
-    from store.record_view import head
+    from rocketmq_emulator.store.record_view import head
 
     results = fill(store, 40, queues=3)
     store.flush()                                       # some records in files, some pending

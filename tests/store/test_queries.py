@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store import MessageStore
-from store.records import SysFlag, decode_record
+from rocketmq_emulator.store import MessageStore
+from rocketmq_emulator.store.records import SysFlag, decode_record
 from store_testkit import SMALL, rec
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store.records import (BLANK_MAGIC_CODE, MAGIC_CODE, MessageRecord, RecordError, SysFlag, blank_record,
+from rocketmq_emulator.store.records import (BLANK_MAGIC_CODE, MAGIC_CODE, MessageRecord, RecordError, SysFlag, blank_record,
                            create_offset_msg_id, decode_offset_msg_id, decode_record, encode_record, iter_records,
                            java_string_hash, parse_host, peek_header, properties_to_string, record_size,
                            string_to_properties, tags_code)
@@ -222,7 +222,7 @@ def test_42_encoding_matches_the_reference_for_any_fields(topic, body, text, bor
 @pytest.mark.parametrize("born, store", [(("10.0.0.7", 5), ("10.1.2.3", 10911)), (("fe80::1", 5), ("::1", 10911)),
                                          (("10.0.0.7", 5), ("::1", 7)), (("fe80::1", 5), ("10.1.2.3", 9))])
 def test_a_record_head_reads_what_decode_reads(born, store):
-    from store.record_view import head
+    from rocketmq_emulator.store.record_view import head
 
     rec = MessageRecord(topic="Orders", body=b"xyz", queue_id=2, properties={"UNIQ_KEY": "A", "TAGS": "t"},
                         born_host=born, store_host=store, commit_log_offset=99, reconsume_times=4, queue_offset=3)

@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from store import GetStatus, MessageStore, StoreError
-from store.records import encode_record
+from rocketmq_emulator.store import GetStatus, MessageStore, StoreError
+from rocketmq_emulator.store.records import encode_record
 from store_testkit import SMALL, bodies, fill, file_pos, patch, rec, segment_files, snapshot
 
 N = 120
@@ -303,8 +303,8 @@ def test_a_log_ending_in_a_sealed_segment_continues_in_the_next(closed_store, ca
 def test_crash_keeps_every_appended_record_and_loses_what_was_not_persisted(tmp_path):
     """crash() models a killed broker: appended bytes are in the page cache (RocketMQ
     appends through an mmap) and survive; offsets committed since the last flush do not."""
-    from store import MessageStore
-    from store.records import MessageRecord, iter_records
+    from rocketmq_emulator.store import MessageStore
+    from rocketmq_emulator.store.records import MessageRecord, iter_records
 
     root = tmp_path / "s"
     store = MessageStore(root)

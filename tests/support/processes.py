@@ -82,7 +82,7 @@ class EmulatorProcess:
         self.port = None
 
     def start(self):
-        cmd = [sys.executable, "-m", "broker.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir),
+        cmd = [sys.executable, "-m", "rocketmq_emulator.broker.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir),
                "--log-level", "WARNING", *self.args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()

@@ -6,10 +6,10 @@ import asyncio
 import socket
 import threading
 
-from broker.adapters.tcp import RemotingServer
-from broker.core import BrokerCore
-from broker.protocol import RemotingCommand
-from broker.protocol.codec import FrameDecoder, encode
+from rocketmq_emulator.broker.adapters.tcp import RemotingServer
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.protocol import RemotingCommand
+from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode
 
 
 class ServerThread:

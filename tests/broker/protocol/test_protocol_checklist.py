@@ -4,14 +4,14 @@ import struct
 
 import pytest
 
-from broker.protocol import (LanguageCode, RemotingCommand, RequestCode, ResponseCode, SerializeType,
+from rocketmq_emulator.broker.protocol import (LanguageCode, RemotingCommand, RequestCode, ResponseCode, SerializeType,
                              mark_protocol_type)
-from broker.protocol.binary_header import encode_rocketmq_header
-from broker.protocol.codec import FrameDecoder, decode, encode
-from broker.protocol.headers import send_header_v1_to_v2, send_header_v2_to_v1
+from rocketmq_emulator.broker.protocol.binary_header import encode_rocketmq_header
+from rocketmq_emulator.broker.protocol.codec import FrameDecoder, decode, encode
+from rocketmq_emulator.broker.protocol.headers import send_header_v1_to_v2, send_header_v2_to_v1
 
-from broker.core import BrokerCore
-from delay_scheduler import VirtualClock
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.delay_scheduler import VirtualClock
 
 
 def _cmd(**kw):

@@ -3,8 +3,8 @@ import struct
 
 import pytest
 
-from broker.protocol import ProtocolError, RemotingCommand
-from broker.protocol.codec import FrameDecoder, decode, encode
+from rocketmq_emulator.broker.protocol import ProtocolError, RemotingCommand
+from rocketmq_emulator.broker.protocol.codec import FrameDecoder, decode, encode
 
 
 def frame(header: bytes, body: bytes = b"", st: int = 0, *, length=None, header_len=None) -> bytes:

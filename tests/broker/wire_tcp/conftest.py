@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.core import BrokerCore
-from delay_scheduler import SystemClock, VirtualClock
+from rocketmq_emulator.broker.config import BrokerConfig
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
 from ...support.remoting import RawClient, ServerThread  # noqa: F401
 

@@ -2,9 +2,9 @@
 import json
 import struct
 
-from broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from broker.protocol.codec import encode
-from store.records import iter_records
+from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.protocol.codec import encode
+from rocketmq_emulator.store.records import iter_records
 
 from ...support.remoting import RawClient
 
@@ -89,8 +89,8 @@ def test_a_held_pull_on_a_virtual_clock_server_is_answered_in_bounded_real_time(
     real time (ali-ons: 30 s): the server answers a held pull PULL_NOT_FOUND after its
     real-time bound even though no virtual time passed, and a message arriving first
     still releases a hold at once."""
-    from broker.core import BrokerCore
-    from delay_scheduler import VirtualClock
+    from rocketmq_emulator.broker.core import BrokerCore
+    from rocketmq_emulator.delay_scheduler import VirtualClock
 
     from ...support.remoting import ServerThread
     core = BrokerCore.open(tmp_path / "s", VirtualClock())
@@ -124,8 +124,8 @@ def test_garbage_closes_only_that_connection(raw, virtual_server):
 
 
 def test_oversized_frame_is_refused(tmp_path):
-    from broker.core import BrokerCore
-    from delay_scheduler import VirtualClock
+    from rocketmq_emulator.broker.core import BrokerCore
+    from rocketmq_emulator.delay_scheduler import VirtualClock
 
     from ...support.remoting import ServerThread
     core = BrokerCore.open(tmp_path / "s", VirtualClock())
@@ -161,9 +161,9 @@ def test_a_real_clock_server_delivers_due_messages_and_expires_holds_on_its_own(
     """The server's one timer, armed at the core's next deadline, fires with no request
     in between: a delayed message (level 1 = 200 ms here) reaches a pull held for it,
     and a hold with nothing to wake it ends PULL_NOT_FOUND at its suspend timeout."""
-    from broker.config import BrokerConfig
-    from broker.core import BrokerCore
-    from delay_scheduler import SystemClock
+    from rocketmq_emulator.broker.config import BrokerConfig
+    from rocketmq_emulator.broker.core import BrokerCore
+    from rocketmq_emulator.delay_scheduler import SystemClock
 
     from ...support.remoting import ServerThread
     core = BrokerCore.open(tmp_path / "s", SystemClock(), BrokerConfig(message_delay_level="200ms 400ms"))

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from client_sdk import RemoteBroker
+from rocketmq_emulator.client_sdk import RemoteBroker
 from tests.support.processes import EmulatorProcess
 
 _names = itertools.count(1)

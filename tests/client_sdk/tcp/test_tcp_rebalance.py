@@ -10,8 +10,8 @@ the broker may deliver it again: at-least-once on rebalance, since with no offse
 stored the 4.x broker answers 0."""
 from __future__ import annotations
 
-from broker.protocol import RequestCode
-from client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer
+from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer
 
 
 def test_second_consumer_joins_and_the_first_gives_up_half_its_queues(remote, unique):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, Message, MQBrokerError, Producer, PushConsumer
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, Message, MQBrokerError, Producer, PushConsumer
 from tests.support.processes import EmulatorProcess
 
 # messageDelayLevel 3..18: what the n-th retry waits (broker default levels).
@@ -18,7 +18,7 @@ LADDER = ["10s", "30s", "1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m", "9m", "1
 
 def clock_advance_cli(address, duration):
     """`rocketmq-emulator clock advance DURATION --server HOST:PORT`, as a user types it."""
-    done = subprocess.run([sys.executable, "-m", "broker.cli", "clock", "advance", duration, "--server", address],
+    done = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker.cli", "clock", "advance", duration, "--server", address],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from client_sdk import (CONSUME_SUCCESS, Message, MQClientError, Producer, PushConsumer, RemoteBroker,
+from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, Message, MQClientError, Producer, PushConsumer, RemoteBroker,
                         RemotingConnectError, SendStatus)
-from client_sdk.api import BrokerAPI
+from rocketmq_emulator.client_sdk.api import BrokerAPI
 from tests.support.processes import free_port, wait_for
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from client_sdk import (CONSUME_SUCCESS, EmbeddedBroker, Message, MQClientError, Producer, PushConsumer,
+from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, EmbeddedBroker, Message, MQClientError, Producer, PushConsumer,
                         RemoteBroker, RemotingConnectError, SendStatus)
 
 

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from broker.protocol import RemotingCommand, RequestCode, ResponseCode
-from client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, MQClientError, Producer, PushConsumer,
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, MQClientError, Producer, PushConsumer,
                         RemoteBroker, RemotingConnectError, RemotingTimeoutError)
-from client_sdk.api import BrokerAPI
+from rocketmq_emulator.client_sdk.api import BrokerAPI
 from tests.support.processes import EmulatorProcess
 
 from .name_server_stub import NameServerStub
