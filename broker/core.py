@@ -277,7 +277,8 @@ class BrokerCore:
         """Move a VirtualClock forward by ``ms``, ticking at every deadline on the way,
         so everything due by then has been re-stored and waiting pulls answered."""
         if not isinstance(self.clock, VirtualClock) and not getattr(self.clock, "is_virtual", False):
-            raise ClockError("this broker runs on the real clock; start it with --clock virtual to move time")
+            raise ClockError("this server runs on the real clock; restart it with `rocketmq-emulator serve --clock virtual` "
+                             "(or `./dev serve --clock virtual`) to move its time")
         if ms < 0:
             raise ValueError(f"cannot move the clock backwards ({ms} ms)")
         target = self.clock.now_ms() + ms

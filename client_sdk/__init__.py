@@ -40,6 +40,7 @@ _EXPORTS = {
     "decode_uniq_key": "uniq_key",
     "MQClientError": "errors",
     "MQBrokerError": "errors",
+    "ServerClockError": "errors",
     "RemotingError": "errors",
     "RemotingTimeoutError": "errors",
     "RemotingConnectError": "errors",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "MQClientError",
-    "MQBrokerError",
+    "MQBrokerError", "ServerClockError",
     "RemotingError",
     "RemotingTimeoutError",
     "RemotingConnectError",
@@ -38,9 +38,22 @@ class MQBrokerError(MQClientError):
         self.remark = remark
         self.broker_addr = broker_addr
         self.code_name = _code_name(code)
-        where = f" from {broker_addr}" if broker_addr else ""
-        what = f" to {request}" if request else ""
-        super().__init__(f"CODE: {code} ({self.code_name}) DESC: {remark}{where}{what}", code)
+        context = ", ".join(part for part in (f"broker {broker_addr}" if broker_addr else "",
+                                              f"request {request}" if request else "") if part)
+        super().__init__(f"CODE: {code} ({self.code_name}) DESC: {remark}" + (f" ({context})" if context else ""),
+                         code)
+
+
+class ServerClockError(MQBrokerError):
+    """``advance_server_clock`` on a server whose time is not ours to move: it runs on
+    the real clock (``serve`` without ``--clock virtual``)."""
+
+    def __init__(self, code: int, remark: str | None, broker_addr: str) -> None:
+        MQBrokerError.__init__(self, code, remark, broker_addr, "EMULATOR_CLOCK_ADVANCE")
+        self.args = (f"cannot move the clock of {broker_addr}: {remark}", code)
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class RemotingError(MQClientError):

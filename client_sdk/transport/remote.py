@@ -25,7 +25,7 @@ from typing import Callable
 from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode
 from rocketmq_emulator.delay_scheduler import SystemClock
 
-from ..errors import MQBrokerError, MQClientError, RemotingTimeoutError
+from ..errors import MQClientError, RemotingTimeoutError, ServerClockError
 from ..runtime import ClientRuntime, to_millis
 from .base import Connector
 from .tcp import TcpTransport, parse_addresses
@@ -81,8 +81,8 @@ class RemoteBroker(Connector):
     def advance_server_clock(self, duration: int | str, timeout_ms: int = 60000) -> int:
         """Move a virtual-clock ``rocketmq-emulator serve`` forward by ``duration``
         ("10s", "2h", ms); returns the server's new time in ms once everything due by
-        then has been re-stored and written to waiting pulls. MQBrokerError if the
-        server runs on the real clock."""
+        then has been re-stored and written to waiting pulls. ServerClockError (an
+        MQBrokerError) if the server runs on the real clock."""
         ms = to_millis(duration)
         if self._admin is None or self._admin.closed:
             self._admin = self.connect()
@@ -90,7 +90,7 @@ class RemoteBroker(Connector):
         # The name server connection: `serve` is name server and broker on one port.
         reply = self._admin._call(self._admin._connect_name_server(), cmd, timeout_ms)
         if reply.code != ResponseCode.SUCCESS:
-            raise MQBrokerError(reply.code, reply.remark, self.namesrv_addr, "EMULATOR_CLOCK_ADVANCE")
+            raise ServerClockError(reply.code, reply.remark, self.namesrv_addr)
         return reply.header_int("nowMillis")
 
     # -- the loop ---------------------------------------------------------------------------------

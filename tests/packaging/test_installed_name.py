@@ -1,0 +1,75 @@
+"""A real, non-editable install beside a user project that has its own ``store`` and
+``broker`` packages (common names): ours live under ``rocketmq_emulator``, so the
+project's imports and our pytest plugin both work. Builds the wheel and a fresh venv, as
+a user's ``pip install rocketmq-emulator`` would (its dependencies come from the package
+registry, or pip's cache)."""
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+import venv
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def run(cmd, cwd=None, timeout=600):
+    done = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{cmd}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """A venv with the built wheel of this checkout (not editable) and pytest."""
+    work = tmp_path_factory.mktemp("install")
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--disable-pip-version-check",
+         "-w", work / "dist", ROOT])
+    wheel, = (work / "dist").glob("rocketmq_emulator-*.whl")
+    venv.EnvBuilder(with_pip=True).create(work / "venv")
+    python = work / "venv" / "bin" / "python"
+    run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel, "pytest"])
+    return python
+
+
+def user_project(root: pathlib.Path) -> pathlib.Path:
+    (root / "store").mkdir(parents=True)
+    (root / "store" / "__init__.py").write_text("def save(order):\n    return f'saved {order}'\n")
+    (root / "broker").mkdir()
+    (root / "broker" / "__init__.py").write_text("NAME = 'the user project broker'\n")
+    (root / "tests").mkdir()
+    readme = (ROOT / "README.md").read_text()
+    example = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "def test_" in b)
+    (root / "tests" / "test_readme.py").write_text(example)
+    (root / "tests" / "test_own_packages.py").write_text(textwrap.dedent("""\
+        import broker
+        import store
+
+        from rocketmq_emulator.client_sdk import EmbeddedBroker
+
+
+        def test_the_projects_own_packages_are_its_own(rocketmq_broker):
+            assert store.save("o-1") == "saved o-1"
+            assert broker.NAME == "the user project broker"
+            assert isinstance(rocketmq_broker, EmbeddedBroker)
+        """))
+    return root
+
+
+def test_a_user_project_with_its_own_store_and_broker_packages(installed, tmp_path):
+    project = user_project(tmp_path / "project")
+    done = run([installed, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=project)
+    assert re.search(r"^2 passed", done.stdout, re.M), done.stdout
+
+
+def test_the_wheel_holds_one_top_level_name(installed):
+    site = run([installed, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    ours = {p.name for p in pathlib.Path(site).iterdir()} & {"broker", "store", "delay_scheduler", "client_sdk",
+                                                             "spark_analytics"}
+    assert not ours
+    cli = run([installed.parent / "rocketmq-emulator", "--help"])
+    assert "serve" in cli.stdout
