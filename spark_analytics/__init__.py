@@ -1,8 +1,10 @@
 """Spark analytics over commit-log snapshots.
 
     snapshot.take_snapshot(data_dir, out_dir) -> Manifest       consistent copy of a store, live or stopped
+                                                                (standard library only: segments.walk_buffer)
     spark.read.format("rocketmq-commitlog").load(dir)           the PySpark data source (datasource.py)
-    session.build_session(master=None)                          the SparkSession, loopback only, source registered
+    session.build_session(master=None)                          the SparkSession, loopback only, source registered;
+                                                                preflight checks the extra, master, Java first
     accounting.account(records, offsets) / account_store(dir)   THE definition of produced / succeeded /
                                                                 dead_lettered / send_backs (no pyspark)
     jobs.analyze(spark, dir, offsets)                           the analyses as DataFrames
@@ -10,7 +12,7 @@
     cli.snapshot_main / cli.analyze_main                        the two rocketmq-emulator subcommands
 
 Importing this package imports nothing heavy: pyspark is loaded only by the modules
-that need it (datasource, session, jobs, report).
+that need it (datasource, session, jobs, report), numpy by commitlog and columnar.
 """
 __all__ = ["accounting", "charts", "cli", "columnar", "commitlog", "datasource", "errors", "jobs", "layout",
-           "report", "session", "snapshot"]
+           "preflight", "report", "segments", "session", "snapshot"]

@@ -12,21 +12,23 @@ exact way (``store.records.decode_record``) and the walk resumes. The result is 
 as a plain walk from the segment start: it stops at EOF, at a BLANK, or at the first torn
 (incomplete) or corrupt record, which it describes in a ``Damage``.
 
-Nothing here imports pyspark: the snapshot command, the data source and the accounting
-share it.
+Nothing here imports pyspark. The per-record rule and the exact step are shared with
+``segments.walk_buffer``, the numpy-free walk of the snapshot command.
 """
 from __future__ import annotations
 
 import mmap
 import os
-import re
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from rocketmq_emulator.store.records import BLANK_MAGIC_CODE, MAGIC_CODE, RecordError, decode_record, peek_header
+from rocketmq_emulator.store.records import MAGIC_CODE
+
+from .segments import MIN_RECORD as _MIN_RECORD
+from .segments import Damage, Segment, exact_step, list_segments
 
 __all__ = [
     "Segment",
@@ -41,35 +43,9 @@ __all__ = [
     "record_layout",
 ]
 
-_SEGMENT_NAME = re.compile(r"^\d{20}$")
 _MAGIC = MAGIC_CODE.to_bytes(4, "big")
-_MIN_RECORD = 91            # IPv4 record with empty body, topic and properties
 _WINDOW = 1 << 20         # bytes per numpy pass (see _candidates)
 _CHUNK = 1 << 16          # records per numpy pass
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    base: int               # physical offset of the segment's first byte
-    path: str
-    size: int               # bytes on disk when listed (a live segment keeps growing)
-
-
-@dataclass(frozen=True, slots=True)
-class Damage:
-    """A record that stops a walk: ``torn`` = incomplete at the end of the data (a write
-    in progress or a crash), ``corrupt`` = bytes that are not a record with data after."""
-
-    offset: int             # physical offset of the bad record
-    segment: int            # base of its segment
-    kind: str               # "torn" | "corrupt"
-    detail: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def describe(self) -> str:
-        return f"{self.kind} record at commit-log offset {self.offset} (segment {self.segment:020d}): {self.detail}"
 
 
 @dataclass(slots=True)
@@ -84,17 +60,6 @@ class SegmentScan:
     @property
     def count(self) -> int:
         return int(self.starts.size)
-
-
-def list_segments(commitlog_dir: str | os.PathLike) -> list[Segment]:
-    """The segment files of a commit-log directory, by start offset. Other names are
-    ignored (a snapshot may hold a README, an editor may leave a swap file)."""
-    out = []
-    for entry in os.scandir(commitlog_dir):
-        if entry.is_file() and _SEGMENT_NAME.match(entry.name):
-            out.append(Segment(int(entry.name), entry.path, entry.stat().st_size))
-    out.sort(key=lambda s: s.base)
-    return out
 
 
 def open_segment(path: str | os.PathLike, limit: int | None = None) -> tuple[np.ndarray, memoryview]:
@@ -231,27 +196,8 @@ def scan_buffer(b: np.ndarray, mv: memoryview | bytes, base: int, *, check_crc: 
             pos = int(p[last] + tot[last])
             continue
         # One exact step: BLANK, a record the fast check could not place, or damage.
-        if n - pos < 8:
-            damage = Damage(base + pos, base, "torn", f"{n - pos} bytes left, less than a record header")
-            break
-        size, magic = peek_header(mv, pos)
-        if magic == BLANK_MAGIC_CODE:
-            sealed = True
-            break
-        if magic != MAGIC_CODE:
-            damage = Damage(base + pos, base, "corrupt", f"bad magic code 0x{magic:08X}")
-            break
-        try:
-            rec = decode_record(mv, pos, check_crc=False, with_body=False)
-        except RecordError as exc:
-            if size < 0 or pos + size > n:
-                damage = Damage(base + pos, base, "torn", f"record size {size}, only {n - pos} bytes written")
-            else:
-                damage = Damage(base + pos, base, "corrupt", str(exc).replace(f" at {pos}", ""))
-            break
-        if rec.commit_log_offset != base + pos:
-            damage = Damage(base + pos, base, "corrupt",
-                            f"PHYSICALOFFSET field says {rec.commit_log_offset}, the record is at {base + pos}")
+        size, sealed, damage = exact_step(mv, pos, n, base)
+        if not size:
             break
         singles.append((pos, size))
         pos += size

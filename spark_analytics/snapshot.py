@@ -7,8 +7,8 @@ from validating the copy, not the original:
 1. config/*.json first. Offsets and delay offsets only ever name records already in
    the log, so offsets copied before the log never point past the copied log.
 2. The commit-log segments, listed once; the last one is copied as it is at that
-   moment (it may be mid-append). Then the *copies* are walked (``commitlog.
-   scan_buffer``; the last segment with body CRCs too): the cut is the end of the last
+   moment (it may be mid-append). Then the *copies* are walked (``segments.
+   walk_buffer``; the last segment with body CRCs too): the cut is the end of the last
    complete record before EOF, a BLANK, or the first torn / corrupt record. A torn or
    corrupt record is reported in the manifest; the copy is truncated at the cut and
    later segments are dropped.
@@ -18,7 +18,8 @@ from validating the copy, not the original:
    directory either is complete or does not exist.
 
 The snapshot has the store's own layout, so the data source (and MessageStore) read it
-like a store; the manifest bounds what is read to the cut.
+like a store; the manifest bounds what is read to the cut. Only the standard library
+is used (no numpy): ``snapshot`` runs on the base install.
 """
 from __future__ import annotations
 
@@ -30,9 +31,9 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .commitlog import Damage, list_segments, open_segment, scan_buffer
 from .errors import SnapshotError
 from .layout import FORMAT_NAME, FORMAT_VERSION, MANIFEST_NAME, resolve_store
+from .segments import Damage, list_segments, map_file, walk_buffer
 
 __all__ = ["Manifest", "take_snapshot", "load_manifest"]
 
@@ -118,12 +119,12 @@ def _copy_commitlog(src: Path, dst: Path) -> tuple[dict, Damage | None]:
     for i, seg in enumerate(segs):
         out = dst / Path(seg.path).name
         size = _copy_file(Path(seg.path), out)
-        b, mv = open_segment(out)
-        scan = scan_buffer(b, mv, seg.base, check_crc=(i == len(segs) - 1))
-        del b, mv
+        mv = map_file(out)
+        scan = walk_buffer(mv, seg.base, check_crc=(i == len(segs) - 1))
+        mv.release()
         records += scan.count
         if scan.count:
-            last_ts = _store_timestamp(out, int(scan.starts[-1]))
+            last_ts = _store_timestamp(out, scan.last_start)
         cut = seg.base + scan.end
         kept.append({"name": out.name, "base": seg.base, "bytes": scan.end, "records": scan.count,
                      "sealed": scan.sealed})
