@@ -21,13 +21,14 @@ from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
 from rocketmq_emulator.store.records import MessageRecord, Prop, parse_host, tags_code
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
+from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
 from .errors import ClockError
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from .long_polling import PullHoldService
 from .processors import build_processor_table
-from .protocol import HeaderError, RemotingCommand, RequestCode, ResponseCode
+from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
 from .topics import TopicManager
 
@@ -50,6 +51,7 @@ class BrokerCore:
         self.store_host = (self.config.broker_ip, self.config.listen_port)
         self.topics = TopicManager(self.config, store.load_config("topics"))
         self.groups = GroupManager(self.config, store.load_config("subscriptionGroup"))
+        self.configs = ConfigWriter(store, self.topics, self.groups)
         self.consumers = ConsumerManager()
         self.producers: dict[str, dict[Channel, str]] = {}
         self.locks = LockManager(self.config.rebalance_lock_max_live_time)
@@ -115,13 +117,14 @@ class BrokerCore:
                                     f" request type {request.code} not supported")
         try:
             response = fn(self, request, channel)
-        except HeaderError as exc:
-            response = request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        except RequestRefused as exc:   # the peer's mistake: one line, no traceback
+            log.warning("refused request %s from %s: %.300s", request.code, channel.remote, exc)
+            response = request.response(exc.code, str(exc))
         except Exception as exc:  # a bug must not take the broker down; answer and log it
             log.exception("request %s failed", request.code)
             response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
         if self.topics.dirty or self.groups.dirty:
-            self.save_configs()
+            self.configs.save_changes()     # a failure is logged; this reply stands (see ConfigWriter)
         if request.is_oneway:
             return None
         return response
@@ -298,15 +301,11 @@ class BrokerCore:
         if self._persistent and self._flush_due is None:
             self._flush_due = now + self.config.flush_interval_commit_log
 
-    def save_configs(self) -> None:
+    def save_configs(self) -> Exception | None:
         """Topic and group configs are written when they change (rare), as RocketMQ
-        does, so a crash never leaves stored messages in a topic the broker forgot."""
-        if self.topics.dirty:
-            self.store.save_config("topics", self.topics.to_json())
-            self.topics.dirty = False
-        if self.groups.dirty:
-            self.store.save_config("subscriptionGroup", self.groups.to_json())
-            self.groups.dirty = False
+        does, so a crash never leaves stored messages in a topic the broker forgot.
+        Returns the write's failure (already logged) instead of raising it."""
+        return self.configs.save()
 
     def flush(self) -> None:
         """Persist the log, offsets, delay offsets and changed topic/group configs."""
@@ -326,9 +325,10 @@ class BrokerCore:
     def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,
                      order: bool = False):
         """UPDATE_AND_CREATE_TOPIC from Python."""
-        from .topics import TopicConfig, validate_topic_name
+        from .topics import TopicConfig, check_topic_settings, validate_topic_name
 
         validate_topic_name(topic)
+        check_topic_settings(queue_nums, queue_nums, perm)
         return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
 
     def born_host_of(self, channel: Channel):

@@ -4,18 +4,59 @@
 retryQueueNums 1); ``ConsumerManager`` holds what heartbeats registered (channels,
 client ids, subscriptions with their tag hash codes and subVersion); ``LockManager``
 is RebalanceLockManager (locks expire after 60 s without renewal).
+
+Group names follow develop's TopicValidator.validateGroup (4.9.8's broker checks none):
+the topic charset ``^[%|a-zA-Z0-9_-]+$`` and at most 120 characters, so ``%RETRY%<group>``
+and ``%DLQ%<group>`` are always legal topic names (127 at most) and a name can never
+walk out of a directory (``../``) or split an offset key.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_emulator.store.records import tags_code
 
 from .config import BrokerConfig
+from .protocol import RequestRefused
 
 __all__ = ["SubscriptionGroupConfig", "GroupManager", "SubscriptionData", "ConsumerGroupInfo",
-           "ConsumerManager", "LockManager", "parse_tag_expression"]
+           "ConsumerManager", "LockManager", "parse_tag_expression", "GroupNameError", "validate_group_name",
+           "GROUP_MAX_LENGTH"]
+
+GROUP_MAX_LENGTH = 120
+_LEGAL = re.compile(r"[%|a-zA-Z0-9_-]+")
+
+
+class GroupNameError(RequestRefused):
+    """An illegal group name; the message is develop's TopicValidator remark."""
+
+
+def validate_group_name(group) -> str:
+    """Returns ``group`` if it is a legal group name, else raises GroupNameError."""
+    if group in _VALIDATED:           # most requests name one of a few groups
+        return group
+    if not isinstance(group, str) or not group.strip():
+        raise GroupNameError("The specified group is blank.")
+    if not _LEGAL.fullmatch(group):
+        raise GroupNameError(f"The specified group: {_shown(group)}, contains illegal characters, "
+                             f"allowing only ^[%|a-zA-Z0-9_-]+$")
+    if len(group) > GROUP_MAX_LENGTH:
+        raise GroupNameError(f"The specified group: {_shown(group)}, is longer than group max length: "
+                             f"{GROUP_MAX_LENGTH}")
+    if len(_VALIDATED) < _VALIDATED_MAX:
+        _VALIDATED.add(group)
+    return group
+
+
+_VALIDATED: set[str] = set()
+_VALIDATED_MAX = 1 << 16
+
+
+def _shown(name: str) -> str:
+    """A name as a remark quotes it: whole up to 130 characters (every legal one)."""
+    return name if len(name) <= 130 else f"{name[:120]}...({len(name)} chars)"
 
 
 @dataclass(slots=True)
@@ -63,6 +104,10 @@ class GroupManager:
         g = self.table.get(group)
         if g is None and auto_create and (self.config.auto_create_subscription_group
                                           or group.startswith("CID_RMQ_SYS_")):
+            try:
+                validate_group_name(group)
+            except GroupNameError:      # as develop: never auto-created, so "does not exist"
+                return None
             g = self.put(SubscriptionGroupConfig(group))
         return g
 
@@ -98,10 +143,19 @@ class SubscriptionData:
 
     @classmethod
     def from_json(cls, d: dict) -> "SubscriptionData":
-        sub = d.get("subString") or "*"
+        """From a heartbeat's subscriptionDataSet entry; ValueError names a bad field."""
+        topic, sub = d.get("topic"), d.get("subString") or "*"
+        expression_type = d.get("expressionType") or "TAG"
+        for name, v in (("topic", topic), ("subString", sub), ("expressionType", expression_type)):
+            if not isinstance(v, str):
+                raise ValueError(f"<{name}> must be a string, got {v!r:.60}")
+        try:
+            sub_version = int(d.get("subVersion") or 0)
+        except (TypeError, ValueError):
+            raise ValueError(f"<subVersion> must be an integer, got {d.get('subVersion')!r:.60}") from None
         tags, codes = parse_tag_expression(sub)
-        return cls(topic=d["topic"], sub_string=sub, tags_set=tags, code_set=codes,
-                   sub_version=int(d.get("subVersion") or 0), expression_type=d.get("expressionType") or "TAG")
+        return cls(topic=topic, sub_string=sub, tags_set=tags, code_set=codes, sub_version=sub_version,
+                   expression_type=expression_type)
 
 
 @dataclass(slots=True)

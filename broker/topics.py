@@ -4,13 +4,19 @@ Mirrors RocketMQ's TopicConfigManager: TBW102 is the template producers fall bac
 when a topic has no route (present only when autoCreateTopicEnable); ``%RETRY%<group>``
 topics are created with the group's retryQueueNums and ``%DLQ%<group>`` with one queue,
 both perm RW (6), as in 4.9.2+.
+
+System topics (4.9.8's TopicValidator set, the ``rmq_sys_`` prefix and the names a
+broker registers for itself: its cluster name, its broker name, <cluster>_REPLY_TOPIC)
+are the broker's own, so UPDATE_AND_CREATE_TOPIC refuses them; the emulator also counts
+the RMQ_SYS_ prefix and the %RETRY%/%DLQ% topics it creates for groups among them.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
 
-from .config import PERM_INHERIT, PERM_READ, PERM_WRITE, BrokerConfig
+from .config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
+from .protocol import RequestRefused
 
 __all__ = [
     "TopicConfig",
@@ -24,6 +30,9 @@ __all__ = [
     "dlq_topic",
     "validate_topic_name",
     "is_system_topic",
+    "TopicSettingsError",
+    "check_topic_settings",
+    "QUEUE_NUMS_MAX",
 ]
 
 AUTO_CREATE_TOPIC_KEY = "TBW102"
@@ -35,6 +44,12 @@ _VALID = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 # Topics a client may never send to (TopicValidator.isNotAllowedSendTopic).
 NOT_ALLOWED_SEND = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
                               "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
+# TopicValidator.SYSTEM_TOPIC_SET (4.9.8)
+SYSTEM_TOPICS = NOT_ALLOWED_SEND | {AUTO_CREATE_TOPIC_KEY, "TRANS_CHECK_MAX_TIME_TOPIC"}
+_SYSTEM_PREFIXES = ("rmq_sys_", "RMQ_SYS_", RETRY_PREFIX, DLQ_PREFIX)
+# No upstream bound: 1024 is its largest built-in topic (BenchmarkTest) and the CLI's
+# limit; every client builds one MessageQueue per queue of a route.
+QUEUE_NUMS_MAX = 1024
 
 
 def retry_topic(group: str) -> str:
@@ -46,12 +61,32 @@ def dlq_topic(group: str) -> str:
 
 
 def is_system_topic(topic: str) -> bool:
-    return (topic.startswith((RETRY_PREFIX, DLQ_PREFIX, "RMQ_SYS_", "rmq_sys_"))
-            or topic in NOT_ALLOWED_SEND or topic == AUTO_CREATE_TOPIC_KEY)
+    """A system topic of any broker (TopicManager.is_system adds this broker's own names)."""
+    return topic in SYSTEM_TOPICS or topic.startswith(_SYSTEM_PREFIXES)
 
 
-class TopicNameError(ValueError):
+class TopicNameError(RequestRefused):
     """An illegal topic name; the message is RocketMQ's TopicValidator remark."""
+
+
+class TopicSettingsError(RequestRefused):
+    """Queue counts or a permission a topic cannot have."""
+
+
+def check_topic_settings(read_queue_nums: int, write_queue_nums: int, perm: int) -> None:
+    """Queue counts 1..QUEUE_NUMS_MAX; perm a PermName value (PermName.isValid: 0..7)."""
+    for name, n in (("readQueueNums", read_queue_nums), ("writeQueueNums", write_queue_nums)):
+        if not 1 <= n <= QUEUE_NUMS_MAX:
+            raise TopicSettingsError(f"{name} {_number(n)} is out of range: a topic has 1 to {QUEUE_NUMS_MAX} "
+                                     f"queues")
+    if not 0 <= perm < PERM_PRIORITY:
+        raise TopicSettingsError(f"perm {_number(perm)} is not a permission: 0 to 7 ({PERM_READ} read + "
+                                 f"{PERM_WRITE} write + {PERM_INHERIT} inherit)")
+
+
+def _number(n: int) -> str:
+    text = str(n)
+    return text if len(text) <= 20 else f"{text[:12]}...({len(text)} digits)"
 
 
 def validate_topic_name(topic: str | None) -> None:
@@ -134,6 +169,12 @@ class TopicManager:
 
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
+
+    def is_system(self, topic: str) -> bool:
+        """A system topic, including the names this broker registers for itself."""
+        c = self.config
+        return is_system_topic(topic) or topic in (c.broker_cluster_name, c.broker_name,
+                                                   f"{c.broker_cluster_name}_REPLY_TOPIC")
 
     def put(self, tc: TopicConfig) -> TopicConfig:
         self.table[tc.topic_name] = tc

@@ -1,13 +1,17 @@
 """HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
-LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)."""
+LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42).
+
+Bodies are checked whole before anything is applied: a body that is not the JSON
+document its code needs, a field of the wrong type or an illegal group name raises
+RequestRefused (an error reply and one WARN line), and nothing of it is registered."""
 from __future__ import annotations
 
 import json
 
 from ..config import PERM_READ, PERM_WRITE
-from ..groups import SubscriptionData
-from ..protocol import ResponseCode as RC
-from ..protocol.headers import loads_fastjson
+from ..groups import SubscriptionData, validate_group_name
+from ..protocol import RequestRefused, ResponseCode as RC
+from ..protocol.fastjson import loads_fastjson
 from ..topics import retry_topic
 
 __all__ = ["heart_beat", "unregister_client", "get_consumer_list_by_group", "lock_batch_mq",
@@ -15,70 +19,130 @@ __all__ = ["heart_beat", "unregister_client", "get_consumer_list_by_group", "loc
 
 
 def parse_json_body(body: bytes):
-    text = body.decode("utf-8")
-    try:
-        return json.loads(text)
-    except ValueError:
-        return loads_fastjson(text)  # fastjson's unquoted numeric keys
+    """Standard JSON or fastjson's dialect (unquoted numeric keys); ValueError if neither."""
+    return loads_fastjson(body)
+
+
+class _Body:
+    """Typed access to one JSON body; every complaint names the request and the field."""
+
+    def __init__(self, body: bytes, what: str) -> None:
+        self.what = what
+        try:
+            self.data = parse_json_body(body)
+        except ValueError as exc:   # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            raise RequestRefused(f"bad {what} body: not a JSON document ({exc})") from None
+        self.object(self.data, "the body")
+
+    def object(self, v, name: str) -> dict:
+        if not isinstance(v, dict):
+            self.refuse(name, "a JSON object", v)
+        return v
+
+    def get(self, obj: dict, name: str, kind: type, *, required: bool = False):
+        v = obj.get(name)
+        if v is None:
+            if required:
+                raise RequestRefused(f"bad {self.what} body: <{name}> is missing")
+            return None
+        if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+            self.refuse(f"<{name}>", _KIND_NAMES[kind], v)
+        return v
+
+    def objects(self, obj: dict, name: str) -> list[dict]:
+        return [self.object(item, f"each of <{name}>") for item in self.get(obj, name, list) or []]
+
+    def integer(self, obj: dict, name: str) -> int:
+        """A Java int or long field: a JSON number, or digits in a string."""
+        v = obj.get(name)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.strip().lstrip("-").isdigit() and len(v) < 24:
+            return int(v)
+        if v is None:
+            raise RequestRefused(f"bad {self.what} body: <{name}> is missing")
+        self.refuse(f"<{name}>", "an integer", v)
+
+    def refuse(self, name: str, expected: str, got) -> None:
+        shown = json.dumps(got, default=str)
+        shown = shown if len(shown) <= 60 else shown[:60] + "..."
+        raise RequestRefused(f"bad {self.what} body: {name} must be {expected}, got {shown}")
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", list: "a JSON array", dict: "a JSON object"}
 
 
 def heart_beat(core, request, channel):
-    try:
-        data = parse_json_body(request.body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return request.response(RC.SYSTEM_ERROR, f"bad heartbeat body: {exc}")
-    client_id = data.get("clientID") or channel.remote
+    body = _Body(request.body, "heartbeat")
+    data = body.data
+    client_id = body.get(data, "clientID", str) or channel.remote
+    consumers = [_consumer_data(body, cd) for cd in body.objects(data, "consumerDataSet")]
+    producers = [validate_group_name(body.get(pd, "groupName", str, required=True))
+                 for pd in body.objects(data, "producerDataSet")]
     channel.client_id = client_id
-    for cd in data.get("consumerDataSet") or []:
-        group = cd.get("groupName")
-        if not group:
-            return request.response(RC.SYSTEM_ERROR, "heartbeat consumer data without groupName")
+    for group, consume_type, model, where, subs in consumers:
         gc = core.groups.find(group)
         if gc is not None and gc.retry_queue_nums > 0:
             core.topics.create_system(retry_topic(group), gc.retry_queue_nums, PERM_READ | PERM_WRITE)
-        subs = [SubscriptionData.from_json(s) for s in cd.get("subscriptionDataSet") or []]
-        changed = core.consumers.register(group, channel, client_id, cd.get("consumeType", "CONSUME_PASSIVELY"),
-                                          cd.get("messageModel", "CLUSTERING"),
-                                          cd.get("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET"), subs)
-        if changed:
+        if core.consumers.register(group, channel, client_id, consume_type, model, where, subs):
             core.notify_consumer_ids_changed(group, exclude=channel)
-    for pd in data.get("producerDataSet") or []:
-        group = pd.get("groupName")
-        if group:
-            core.producers.setdefault(group, {})[channel] = client_id
+    for group in producers:
+        core.producers.setdefault(group, {})[channel] = client_id
     return request.response(RC.SUCCESS)
+
+
+def _consumer_data(body: _Body, cd: dict):
+    group = validate_group_name(body.get(cd, "groupName", str, required=True))
+    subs = []
+    for s in body.objects(cd, "subscriptionDataSet"):
+        body.get(s, "topic", str, required=True)
+        try:
+            subs.append(SubscriptionData.from_json(s))
+        except ValueError as exc:
+            raise RequestRefused(f"bad heartbeat body: subscription of {s['topic']:.130}: {exc}") from None
+    return (group, body.get(cd, "consumeType", str) or "CONSUME_PASSIVELY",
+            body.get(cd, "messageModel", str) or "CLUSTERING",
+            body.get(cd, "consumeFromWhere", str) or "CONSUME_FROM_LAST_OFFSET", subs)
 
 
 def unregister_client(core, request, channel):
     request.header_str("clientID")
+    # both groups are nullable; an empty one means "none", as before
     pgroup, cgroup = request.header("producerGroup"), request.header("consumerGroup")
     if pgroup:
-        core.producers.get(pgroup, {}).pop(channel, None)
-    if cgroup and core.consumers.unregister(cgroup, channel):
+        core.producers.get(validate_group_name(pgroup), {}).pop(channel, None)
+    if cgroup and core.consumers.unregister(validate_group_name(cgroup), channel):
         core.notify_consumer_ids_changed(cgroup)
     return request.response(RC.SUCCESS)
 
 
 def get_consumer_list_by_group(core, request, channel):
-    group = request.header_str("consumerGroup")
+    group = validate_group_name(request.header_str("consumerGroup"))
     info = core.consumers.get(group)
     if info is None or not info.channels:
         return request.response(RC.SYSTEM_ERROR, f"no consumer for this group, {group}")
     return request.response(RC.SUCCESS, body=json.dumps({"consumerIdList": info.client_ids()}).encode())
 
 
-def _mq_set(data) -> list[tuple[str, str, int]]:
-    return [(m["topic"], m.get("brokerName", ""), int(m["queueId"])) for m in data.get("mqSet") or []]
+def _lock_request(request, what: str) -> tuple[str, str, list[tuple[str, str, int]]]:
+    """LockBatchRequestBody / UnlockBatchRequestBody: (group, clientId, queues)."""
+    body = _Body(request.body, what)
+    data = body.data
+    group = validate_group_name(body.get(data, "consumerGroup", str, required=True))
+    client_id = body.get(data, "clientId", str, required=True)
+    mqs = [(body.get(m, "topic", str, required=True), body.get(m, "brokerName", str) or "",
+            body.integer(m, "queueId")) for m in body.objects(data, "mqSet")]
+    return group, client_id, mqs
 
 
 def lock_batch_mq(core, request, channel):
-    data = parse_json_body(request.body)
-    ok = core.locks.try_lock(data["consumerGroup"], _mq_set(data), data["clientId"], core.clock.now_ms())
+    group, client_id, mqs = _lock_request(request, "LOCK_BATCH_MQ")
+    ok = core.locks.try_lock(group, mqs, client_id, core.clock.now_ms())
     body = {"lockOKMQSet": [{"topic": t, "brokerName": b, "queueId": q} for t, b, q in ok]}
     return request.response(RC.SUCCESS, body=json.dumps(body).encode())
 
 
 def unlock_batch_mq(core, request, channel):
-    data = parse_json_body(request.body)
-    core.locks.unlock(data["consumerGroup"], _mq_set(data), data["clientId"])
+    group, client_id, mqs = _lock_request(request, "UNLOCK_BATCH_MQ")
+    core.locks.unlock(group, mqs, client_id)
     return request.response(RC.SUCCESS)

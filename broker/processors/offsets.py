@@ -2,6 +2,7 @@
 GET_MAX/MIN_OFFSET (30/31), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32)."""
 from __future__ import annotations
 
+from ..groups import validate_group_name
 from ..protocol import ResponseCode as RC
 
 __all__ = ["query_consumer_offset", "update_consumer_offset", "get_max_offset", "get_min_offset",
@@ -9,7 +10,7 @@ __all__ = ["query_consumer_offset", "update_consumer_offset", "get_max_offset", 
 
 
 def query_consumer_offset(core, request, channel):
-    group = request.header_str("consumerGroup")
+    group = validate_group_name(request.header_str("consumerGroup"))
     topic = request.header_str("topic")
     queue_id = request.header_int("queueId")
     stored = core.store.query_offset(group, topic, queue_id)
@@ -22,7 +23,7 @@ def query_consumer_offset(core, request, channel):
 
 
 def update_consumer_offset(core, request, channel):
-    group = request.header_str("consumerGroup")
+    group = validate_group_name(request.header_str("consumerGroup"))
     topic = request.header_str("topic")
     queue_id = request.header_int("queueId")
     offset = request.header_int("commitOffset")

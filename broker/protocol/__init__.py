@@ -2,7 +2,7 @@
 from .codec import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, decode, encode, mark_protocol_type
 from .codes import EMULATOR_CLOCK_ADVANCE, LanguageCode, RequestCode, ResponseCode, SerializeType
 from .command import CURRENT_VERSION, HeaderError, RemotingCommand
-from .errors import LocalProtocolError, ProtocolError
+from .errors import LocalProtocolError, ProtocolError, RequestRefused
 
 __all__ = [
     "CURRENT_VERSION",
@@ -15,6 +15,7 @@ __all__ = [
     "ProtocolError",
     "RemotingCommand",
     "RequestCode",
+    "RequestRefused",
     "ResponseCode",
     "SerializeType",
     "decode",

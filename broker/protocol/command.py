@@ -10,6 +10,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from .codes import ResponseCode, SerializeType
+from .errors import RequestRefused
 
 __all__ = ["RemotingCommand", "RPC_TYPE_RESPONSE", "RPC_ONEWAY", "HeaderError", "CURRENT_VERSION"]
 
@@ -21,7 +22,7 @@ CURRENT_VERSION = 409
 _opaque = itertools.count(1)
 
 
-class HeaderError(ValueError):
+class HeaderError(RequestRefused):
     """A required header field is missing or not of its type (the peer's fault)."""
 
 

@@ -4,17 +4,31 @@
 body that is not a valid batch / JSON document). The connection can no longer be trusted
 and should be closed; a ``FrameDecoder`` that raised it stays dead.
 
+``RequestRefused``: the frame was fine but the request is not: a body that is not the
+JSON document its code needs, a field of the wrong type, an illegal group name. The
+broker answers it with an error code and the reason as remark, logs one WARN line, and
+keeps serving the connection.
+
 ``LocalProtocolError``: this process asked the codec to do something it cannot do, such as
 encoding a header longer than 24 bits can describe, or a code that does not fit the
 ROCKETMQ binary header's int16. Nothing was sent; fix the caller.
 """
 from __future__ import annotations
 
-__all__ = ["ProtocolError", "LocalProtocolError"]
+__all__ = ["ProtocolError", "RequestRefused", "LocalProtocolError"]
 
 
 class ProtocolError(Exception):
     """Remote garbage: the peer broke the wire format. Close the connection."""
+
+
+class RequestRefused(ValueError):
+    """The peer's request is malformed or not allowed: answer ``code`` (SYSTEM_ERROR
+    unless said otherwise) with the message as remark; never a traceback."""
+
+    def __init__(self, remark: str, code: int = 1) -> None:
+        super().__init__(remark)
+        self.code = code
 
 
 class LocalProtocolError(Exception):
