@@ -1,7 +1,10 @@
 """``rocketmq-emulator snapshot`` and ``rocketmq-emulator analyze`` (broker/cli.py dispatches here).
 
-Errors the user can fix come out as one line on stderr and exit code 2; pyspark is
-imported only by ``analyze``, so ``snapshot`` works without the analytics extra.
+Importing this module imports nothing heavy. ``snapshot`` uses the standard library
+only, so it works on the base install; ``analyze`` first checks that the analytics
+extra is installed. Exit codes: 0 done; 2 bad usage or input (one line on stderr,
+``rocketmq-emulator <command>: error: ...``), checked before Spark starts where it can
+be; 1 a failure while running (Spark did not start or its master did not take the job).
 """
 from __future__ import annotations
 
@@ -18,20 +21,20 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line (no usage block) and exit 2."""
 
     def error(self, message: str):
-        print(f"{self.prog}: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
 
-def _fail(prog: str, msg: str) -> int:
-    print(f"{prog}: {msg}", file=sys.stderr)
-    return 2
+def _fail(prog: str, msg: str, code: int = 2) -> int:
+    print(f"{prog}: error: {msg}", file=sys.stderr)
+    return code
 
 
 def snapshot_main(argv: list[str]) -> int:
     p = _Parser(prog="rocketmq-emulator snapshot",
                 description="Take a consistent, read-only snapshot of a store (live or stopped).")
     p.add_argument("--data-dir", required=True, help="the store directory (storePathRootDir)")
-    p.add_argument("--out", required=True, help="the snapshot directory to create")
+    p.add_argument("--out", required=True, help="the snapshot directory to create (must not exist, or be empty)")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     try:
         args = p.parse_args(argv)
@@ -42,7 +45,7 @@ def snapshot_main(argv: list[str]) -> int:
     try:
         m = take_snapshot(args.data_dir, args.out)
     except AnalyticsError as exc:
-        return _fail(p.prog, str(exc))
+        return _fail(p.prog, str(exc), exc.exit_code)
     if args.json:
         print(json.dumps(m.to_dict(), indent=2))
         return 0
@@ -58,36 +61,49 @@ def snapshot_main(argv: list[str]) -> int:
 
 
 def analyze_main(argv: list[str]) -> int:
+    from .preflight import (EXTRA_HINT, check_master, check_out_dir, find_java, missing_analytics_module,
+                            probe_master)
+
     p = _Parser(prog="rocketmq-emulator analyze",
-                description="Spark analysis of a snapshot: report.html, summary.json, aggregates/*.parquet.")
+                description="Spark analysis of a snapshot: report.html, summary.json, aggregates/*.parquet. "
+                            "Needs the analytics extra and Java 17+.")
     p.add_argument("snapshot", help="a snapshot directory (or a store directory)")
-    p.add_argument("--out", required=True, help="the report directory")
-    p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--out", required=True, help="the report directory (created if missing)")
+    p.add_argument("--master", default=None,
+                   help="Spark master URL: local[N], local[*], spark://HOST:PORT, yarn, k8s://... (default local[*])")
     p.add_argument("--delay-levels", default=None,
                    help='messageDelayLevel of the broker, e.g. "1s 5s 10s ..." (default: RocketMQ\'s, '
                         "corrected by what the snapshot's schedule queues show)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--quiet", action="store_true", help="no progress lines (errors still go to stderr)")
     try:
         args = p.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    if missing_analytics_module() is not None:
+        return _fail(p.prog, EXTRA_HINT)
     try:
+        from .jobs import parse_delay_levels
         from .layout import resolve_store
-
-        resolve_store(args.snapshot, "snapshot")           # a clear error before Spark starts
+        from .report import Progress, analyze_snapshot
+    except ImportError:                          # installed but broken (a half-removed package)
+        return _fail(p.prog, EXTRA_HINT)
+    try:
+        # Everything that can be checked is checked before Spark starts (seconds of JVM).
+        check_master(args.master)
+        resolve_store(args.snapshot, "snapshot")
+        check_out_dir(args.out)
         if args.delay_levels:
-            from .jobs import parse_delay_levels
             parse_delay_levels(args.delay_levels)
-    except ImportError as exc:
-        return _fail(p.prog, f"needs the analytics extra (pip install 'rocketmq-emulator[analytics]'): {exc}")
-    except (AnalyticsError, ValueError) as exc:
+        find_java()
+        probe_master(args.master)
+    except ValueError as exc:
         return _fail(p.prog, str(exc))
-    from .report import Progress, analyze_snapshot
-
+    except AnalyticsError as exc:
+        return _fail(p.prog, str(exc), exc.exit_code)
     try:
         summary = analyze_snapshot(args.snapshot, args.out, master=args.master, delay_levels=args.delay_levels,
                                    progress=Progress(enabled=not args.quiet))
     except AnalyticsError as exc:
-        return _fail(p.prog, str(exc))
+        return _fail(p.prog, str(exc), exc.exit_code)
     print(json.dumps({k: summary[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")}))
     return 0
