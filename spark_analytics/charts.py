@@ -1,7 +1,11 @@
-"""matplotlib charts for the report, each returned as PNG bytes (Agg backend: no display).
+"""matplotlib charts for the report (Agg backend: no display).
 
 Input is plain rows (lists of dicts, as report.py collects them), so the charts know
-nothing of Spark. Every chart has a title, labelled axes and units in the labels.
+nothing of Spark. Every chart has a title, labelled axes and units in the labels, and
+axes that start at zero. Each function returns the PNG bytes; or, when the rows hold
+nothing to compare (all zero, a single attempt), a sentence saying so, which the report
+shows instead of a chart with a meaningless axis; or None when there are no rows at
+all (the table below it says "(none)").
 """
 from __future__ import annotations
 
@@ -11,9 +15,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator, ScalarFormatter  # noqa: E402
+from matplotlib.ticker import LogLocator, MaxNLocator, ScalarFormatter  # noqa: E402
 
-__all__ = ["outcomes_chart", "funnel_chart", "lateness_chart", "lag_chart", "retried_chart"]
+__all__ = ["outcomes_chart", "funnel_chart", "lateness_chart", "lag_chart", "retried_chart", "Chart"]
+
+Chart = bytes | str | None          # PNG, a sentence instead of a chart, or nothing
 
 _COLORS = {"succeeded": "#2e7d32", "dead_lettered": "#c62828", "in_flight": "#f9a825",
            "p50": "#1565c0", "p99": "#6a1b9a", "max": "#ef6c00", "lag": "#00838f"}
@@ -31,10 +37,12 @@ def _label(r: dict) -> str:
     return f"{r['group']}\n{r['topic']}"
 
 
-def outcomes_chart(per_group: list[dict]) -> bytes | None:
+def outcomes_chart(per_group: list[dict]) -> Chart:
     """Stacked bars per (group, topic): succeeded / dead-lettered / in flight."""
     if not per_group:
         return None
+    if not any(r["produced"] for r in per_group):
+        return "No message has been produced to these groups' topics yet: nothing to chart."
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(per_group) + 2), 3.8))
     labels = [_label(r) for r in per_group]
     bottom = [0] * len(per_group)
@@ -50,10 +58,14 @@ def outcomes_chart(per_group: list[dict]) -> bytes | None:
     return _png(fig)
 
 
-def funnel_chart(funnel: list[dict], max_series: int = 6) -> bytes | None:
+def funnel_chart(funnel: list[dict], max_series: int = 6) -> Chart:
     """Messages delivered at each reconsumeTimes (log scale), one line per group/topic."""
     if not funnel:
         return None
+    if all(r["reconsume_times"] == 0 for r in funnel):
+        n = sum(r["delivered"] for r in funnel)
+        return (f"No message needed a second attempt: all {n:,} deliveries were first deliveries "
+                "(reconsumeTimes 0), so there is no funnel to draw.")
     series: dict[str, list[tuple[int, int]]] = {}
     for r in funnel:
         series.setdefault(f"{r['group']} / {r['topic']}", []).append((r["reconsume_times"], r["delivered"]))
@@ -63,6 +75,8 @@ def funnel_chart(funnel: list[dict], max_series: int = 6) -> bytes | None:
         ax.plot([p[0] for p in pts], [max(p[1], 0.8) for p in pts], marker="o", label=name)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(ScalarFormatter())
+    # labels at 2x and 5x only: all of 2..9 collide with the powers of ten
+    ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
     ax.yaxis.set_minor_formatter(ScalarFormatter())
     ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -74,30 +88,46 @@ def funnel_chart(funnel: list[dict], max_series: int = 6) -> bytes | None:
     return _png(fig)
 
 
-def lateness_chart(by_level: list[dict]) -> bytes | None:
-    """p50 / p99 / max lateness of re-stored delayed messages per delay level, seconds."""
+def lateness_chart(by_level: list[dict]) -> Chart:
+    """p50 / p99 / max lateness of re-stored delayed messages per delay level."""
+    if not by_level:
+        return None
     rows = [r for r in by_level if r.get("delivered")]
     if not rows:
-        return None
+        pending = sum(r.get("pending") or 0 for r in by_level)
+        return (f"None of the {pending:,} scheduled messages has been re-stored yet, so there is no lateness to "
+                "chart. (On a virtual-clock server time moves only with `rocketmq-emulator clock advance`.)")
+    worst = max((r.get("max_ms") or 0) for r in rows)
+    if worst <= 0:
+        n = sum(r["delivered"] for r in rows)
+        return (f"All {n:,} delayed messages were re-stored exactly when due (0 ms late at every level), so there "
+                "is no lateness to chart. That is what a virtual clock gives (a store written by `simulate` or a "
+                "`--clock virtual` server): time jumps to each due time and the message is re-stored at that "
+                "instant. On a real clock the scheduler's tick and load show up here.")
+    unit, scale = ("ms", 1) if worst < 2000 else ("s", 1000)
     fig, ax = plt.subplots(figsize=(7, 3.8))
     x = list(range(len(rows)))
     w = 0.27
     for i, key in enumerate(("p50", "p99", "max")):
-        vals = [(r[f"{key}_ms"] or 0) / 1000 for r in rows]
+        vals = [(r[f"{key}_ms"] or 0) / scale for r in rows]
         ax.bar([v + (i - 1) * w for v in x], vals, width=w, label=key, color=_COLORS[key])
     ax.set_xticks(x, [f"L{r['level']}\n{_fmt_ms(r.get('delay_ms'))}" for r in rows])
+    ax.set_ylim(0, worst / scale * 1.15)
     ax.set_xlabel("delay level (and its delay)")
-    ax.set_ylabel("late by (s)")
+    ax.set_ylabel(f"late by ({unit})")
     ax.set_title("Delivery lateness: re-store time minus due time")
     ax.legend(frameon=False, fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return _png(fig)
 
 
-def lag_chart(lag: list[dict]) -> bytes | None:
+def lag_chart(lag: list[dict]) -> Chart:
     """Consumer lag (max offset - committed) per group / topic / queue, one bar each."""
     if not lag:
         return None
+    if not any(r["lag"] for r in lag):
+        return (f"No consumer lag: on all {len(lag)} queues in the offset table the committed offset is at the "
+                "queue's end.")
     rows = list(reversed(lag))                               # first row on top
     fig, ax = plt.subplots(figsize=(7, max(2.2, 0.32 * len(rows) + 1.2)))
     labels = [f"{r['group']} · {r['topic']} · q{r['queue_id']}" for r in rows]
@@ -105,13 +135,14 @@ def lag_chart(lag: list[dict]) -> bytes | None:
     for bar, r in zip(bars, rows):
         ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {r['lag']}", va="center", fontsize=8)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(0, max(r["lag"] for r in rows) * 1.15)
     ax.set_xlabel("messages behind")
     ax.set_title("Consumer lag per queue (max offset - committed offset)")
     ax.tick_params(axis="y", labelsize=8)
     return _png(fig)
 
 
-def retried_chart(retried: list[dict]) -> bytes | None:
+def retried_chart(retried: list[dict]) -> Chart:
     """How many messages were retried 1, 2, ... n times, per group / topic."""
     if not retried:
         return None
@@ -127,6 +158,7 @@ def retried_chart(retried: list[dict]) -> bytes | None:
     ax.set_xlabel("times retried")
     ax.set_ylabel("messages")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, max(r["messages"] for r in retried) * 1.15)
     ax.set_title("Messages by number of retries")
     ax.legend(frameon=False, fontsize=8)
     return _png(fig)

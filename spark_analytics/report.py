@@ -11,6 +11,7 @@ import base64
 import datetime as _dt
 import html
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -129,7 +130,7 @@ def write_report(analysis, info: dict, out_dir: str, progress=None) -> dict:
         "lag": charts.lag_chart(rows["lag"]),
     }
     for name, png in figs.items():
-        if png:
+        if isinstance(png, bytes):
             (out / "aggregates" / f"{name}.png").write_bytes(png)
     (out / "report.html").write_text(_html(summary, rows, figs, totals))
     progress(f"wrote {out / 'report.html'}, {out / 'summary.json'} and {out / 'aggregates'}/")
@@ -146,7 +147,8 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{margin-top:2em;border-bottom:1px solid
 .damage{background:#fdecea;border:1px solid #c62828;padding:.8em 1em;border-radius:6px}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px} th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}
 th{background:#f5f5f5} td{white-space:nowrap} td.s{text-align:left} img{max-width:100%;margin:.5em 0}
-.wide{overflow-x:auto}
+.wide{overflow-x:auto;max-width:100%} code{overflow-wrap:anywhere}
+.nochart{border-left:3px solid #bbb;background:#fafafa;padding:.6em 1em;max-width:60em}
 .note{color:#666;font-size:12.5px;max-width:60em}
 """
 
@@ -230,9 +232,13 @@ def _table(rows: list[dict], limit: int = 200) -> str:
     return "\n".join(out)
 
 
-def _img(png: bytes | None, alt: str) -> str:
-    if not png:
+def _img(chart: charts.Chart, alt: str) -> str:
+    """The chart as an inline PNG, or the sentence saying why there is none."""
+    if chart is None:
         return ""
+    if isinstance(chart, str):
+        return "<p class=nochart>" + re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(chart)) + "</p>"
+    png = chart
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
 
 

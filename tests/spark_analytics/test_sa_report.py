@@ -1,6 +1,9 @@
 """The report's HTML and charts from plain rows (no Spark): a damaged snapshot says so
-at the top, empty tables render, and every chart is a PNG."""
+at the top, empty tables render, every chart is a PNG, data with nothing to compare
+gets a sentence instead of a chart, and wide content scrolls inside its box."""
 from __future__ import annotations
+
+import re
 
 from rocketmq_emulator.spark_analytics import charts
 from rocketmq_emulator.spark_analytics.jobs import TABLES
@@ -30,4 +33,49 @@ def test_charts_are_pngs():
     for png in (charts.outcomes_chart(pg), charts.funnel_chart(funnel), charts.lateness_chart(late),
                 charts.lag_chart(lag), charts.retried_chart(retried)):
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert charts.lag_chart([]) is None and charts.lateness_chart([{"level": 1, "delivered": 0}]) is None
+    assert charts.lag_chart([]) is None and charts.lateness_chart([]) is None
+
+
+def _level(level, delivered, late_ms):
+    return {"level": level, "scheduled": delivered, "delivered": delivered, "pending": 0, "delay_ms": 1000 * level,
+            "p50_ms": float(late_ms), "p99_ms": float(late_ms), "max_ms": late_ms}
+
+
+def test_nothing_to_compare_gets_a_sentence_not_an_axis_around_zero():
+    # A virtual clock re-stores every delayed message exactly when due: lateness all 0.
+    said = charts.lateness_chart([_level(3, 220, 0), _level(4, 20, 0)])
+    assert isinstance(said, str) and "All 240 delayed messages were re-stored exactly when due" in said
+    assert "virtual clock" in said
+    pending = charts.lateness_chart([{"level": 3, "scheduled": 7, "delivered": 0, "pending": 7}])
+    assert isinstance(pending, str) and "None of the 7 scheduled messages has been re-stored yet" in pending
+    lag = charts.lag_chart([{"group": "g", "topic": "t", "queue_id": q, "lag": 0} for q in range(4)])
+    assert lag == "No consumer lag: on all 4 queues in the offset table the committed offset is at the queue's end."
+    funnel = charts.funnel_chart([{"group": "g", "topic": "t", "reconsume_times": 0, "delivered": 2000}])
+    assert isinstance(funnel, str) and "all 2,000 deliveries were first deliveries" in funnel
+    outcomes = charts.outcomes_chart([{"group": "g", "topic": "t", "produced": 0, "succeeded": 0,
+                                       "dead_lettered": 0, "in_flight": 0}])
+    assert isinstance(outcomes, str) and "No message has been produced" in outcomes
+    # one non-zero value is enough for a chart (its axis starts at zero)
+    assert charts.lateness_chart([_level(3, 2, 0), _level(4, 1, 7)])[:4] == b"\x89PNG"
+    assert charts.lag_chart([{"group": "g", "topic": "t", "queue_id": 0, "lag": 1}])[:4] == b"\x89PNG"
+
+
+def test_a_sentence_stands_where_the_chart_would_be():
+    figs = {"lateness": charts.lateness_chart([_level(3, 5, 0)]), "lag": None}
+    page = _html(_summary(None), {name: [] for name in TABLES}, figs, {})
+    lateness = page[page.index("<h2 id=lateness>"):page.index("<h2 id=time_to_dlq>")]
+    assert "<img" not in lateness and "<p class=nochart>All 5 delayed messages" in lateness
+    assert "<code>simulate</code>" in lateness                  # `simulate` in the sentence
+
+
+def test_wide_content_scrolls_inside_its_box_not_the_page():
+    rows = {name: [] for name in TABLES}
+    rows["poison"] = [{"group": "g", "topic": "t", "uniq_key": "F" * 300, "keys": "k"}]
+    summary = _summary(None)
+    summary["snapshot"]["path"] = "/" + "x" * 300              # a long path has no place to wrap
+    page = _html(summary, rows, {}, {})
+    css = page[page.index("<style>"):page.index("</style>")]
+    assert re.search(r"\.wide\{[^}]*overflow-x:auto", css)
+    assert re.search(r"code\{[^}]*overflow-wrap:anywhere", css)
+    # every table sits directly in a scrolling box
+    assert page.count("<table") == page.count("<div class=wide><table") >= 1
