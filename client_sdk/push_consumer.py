@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import enum
 import logging
-import zlib
 from dataclasses import dataclass, fields
 from typing import Callable
 
-from rocketmq_emulator.store.records import Prop, SysFlag, iter_records
+from rocketmq_emulator.store.records import Prop
 
 from .api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PullStatus
 from .client_instance import ClientInstance
@@ -26,6 +25,7 @@ from .listener import MessageListenerConcurrently, MessageListenerOrderly
 from .message import MessageExt, MessageQueue
 from .offset_store import LocalOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import REBALANCE_LOCK_INTERVAL, ProcessQueue
+from .pull_body import DecodedBody, decode_pull_body
 from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer, ServiceState
 from .rebalance import Rebalancer
 from .subscription import SubscriptionData
@@ -78,6 +78,7 @@ class ConsumerStats:
     dropped: int = 0                # BROADCASTING failures dropped
     expired: int = 0                # consume-timeout send-backs
     dead_lettered: int = 0          # orderly messages republished past max reconsume times
+    undecodable_records: int = 0    # pulled records skipped because they could not be decoded
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -496,8 +497,7 @@ class PushConsumer:
             return
         status = resp.status
         if status is PullStatus.FOUND:
-            pr.next_offset = resp.next_begin_offset
-            msgs = self._decode(resp, sub)
+            msgs = self._decode(pr, resp, sub)
             if msgs:
                 dispatch = pq.put_messages(msgs)
                 self.consume_service.submit(msgs, pq, pr.mq, dispatch)
@@ -528,24 +528,38 @@ class PushConsumer:
             del table[pr.mq]
         self.runtime.call_soon(self.do_rebalance)
 
-    def _decode(self, resp, sub: SubscriptionData) -> list:
-        """processPullResult: decode, inflate, re-filter by tag, add MIN/MAX_OFFSET."""
+    def _decode(self, pr: _PullRequest, resp, sub: SubscriptionData) -> list:
+        """processPullResult: decode, inflate, re-filter by tag, add MIN/MAX_OFFSET, and
+        set where the next pull starts. A record that cannot be decoded is skipped with
+        an error logged (see pull_body); the queue goes on past it."""
+        decoded = decode_pull_body(resp.body, pr.next_offset, resp.next_begin_offset)
+        if decoded.damaged:
+            self._report_damage(pr, decoded)
+            pr.next_offset = resp.next_begin_offset if decoded.resume_offset is None else decoded.resume_offset
+        else:
+            pr.next_offset = resp.next_begin_offset
         tags = sub.tags_set
         min_s = str(resp.min_offset)
         max_s = str(resp.max_offset)
         out = []
         append = out.append
-        for rec in iter_records(resp.body):
+        for rec in decoded.records:
             props = rec.properties
             if tags and props.get(Prop.TAGS) not in tags:
                 continue
-            if rec.sys_flag & SysFlag.COMPRESSED:
-                rec.body = zlib.decompress(rec.body)
             props[Prop.MIN_OFFSET] = min_s
             props[Prop.MAX_OFFSET] = max_s
             rec.__class__ = MessageExt   # same slots: no copy (MessageExt.adopt)
             append(rec)
         return out
+
+    def _report_damage(self, pr: _PullRequest, decoded: DecodedBody) -> None:
+        self.stats.undecodable_records += len(decoded.damaged)
+        for bad in decoded.damaged:
+            where = f"offset {bad.queue_offset}" if bad.queue_offset is not None else "an unreadable offset"
+            log.error("%s: skipped an undecodable record of %s at %s (%s)%s", self.group, pr.mq, where, bad.reason,
+                      f"; pulling again from offset {decoded.resume_offset}"
+                      if decoded.resume_offset is not None and bad is decoded.damaged[-1] else "")
 
     # -- retries -----------------------------------------------------------------------------------
     def send_message_back(self, msg: MessageExt, delay_level: int = 0, broker_name: str | None = None) -> bool:
