@@ -25,6 +25,19 @@ def _fail(msg: str, code: int = 2) -> int:
 
 
 # -- serve ------------------------------------------------------------------------------
+def _limit(kind):
+    """An argparse type: a number >= 0 of ``kind`` (0 turns the limit off)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+        if not value >= 0:
+            raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+        return value
+    return parse
+
+
 def _serve_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rocketmq-emulator serve",
                                 description="Run the name server + broker on one port.")
@@ -36,6 +49,17 @@ def _serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--clock", choices=("real", "virtual"), default="real",
                    help="real wall clock, or a virtual one moved by `rocketmq-emulator clock advance`")
     p.add_argument("--max-frame-size", type=int, default=16 * 1024 * 1024, help="largest accepted frame in bytes")
+    p.add_argument("--max-connections", type=_limit(int), default=1000,
+                   help="connections open at once; one more is closed as it is accepted (default 1000; 0 = no limit)")
+    p.add_argument("--idle-timeout", type=_limit(float), default=None, metavar="SECONDS",
+                   help="close a connection silent this long, one with a held pull excepted (default 120, "
+                        "or serverChannelMaxIdleTimeSeconds from --config; 0 = never)")
+    p.add_argument("--frame-timeout", type=_limit(float), default=30.0, metavar="SECONDS",
+                   help="close a connection whose frame is unfinished this long after its first byte "
+                        "(default 30; 0 = never)")
+    p.add_argument("--max-outgoing-buffer", type=_limit(int), default=16 * 1024 * 1024, metavar="BYTES",
+                   help="unread reply bytes at which a connection's requests wait until it reads "
+                        "(default 16777216; 0 = no limit)")
     p.add_argument("--mqtt", default=None, help="mqtt://[USER[:PASS]@]HOST:PORT of an MQTT broker to bridge to")
     p.add_argument("--mqtt-username", default=None)
     p.add_argument("--mqtt-password", default=None)
@@ -97,7 +121,10 @@ async def _serve(cfg, data_dir: Path, clock, args) -> int:
     except (StoreError, OSError) as exc:
         print(f"rocketmq-emulator: error: cannot open store {data_dir}: {exc}", file=sys.stderr)
         return 2
-    server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size)
+    idle = args.idle_timeout if args.idle_timeout is not None else cfg.server_channel_max_idle_time_seconds
+    server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size,
+                            max_connections=args.max_connections, idle_timeout_s=idle,
+                            frame_timeout_s=args.frame_timeout, max_outgoing_buffer=args.max_outgoing_buffer)
     try:
         await server.start()
     except OSError as exc:

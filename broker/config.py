@@ -50,6 +50,7 @@ _KEYS = {
     "rebalanceLockMaxLiveTime": "rebalance_lock_max_live_time",
     "traceTopicEnable": "trace_topic_enable",
     "regionId": "region_id",
+    "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
 }
 
 
@@ -79,6 +80,7 @@ class BrokerConfig:
     rebalance_lock_max_live_time: int = 60000
     trace_topic_enable: bool = False
     region_id: str = "DefaultRegion"
+    server_channel_max_idle_time_seconds: int = 120     # NettyServerConfig: 0 keeps idle connections
     record_events: bool = True
     fsync: bool = True       # StoreConfig.fsync: False = flushes survive a process crash, not a power loss
     extra: dict[str, str] = field(default_factory=dict)
@@ -93,6 +95,9 @@ class BrokerConfig:
             raise ConfigError(f"brokerPermission must be 0..15, got {self.broker_permission}")
         if self.default_topic_queue_nums < 1:
             raise ConfigError(f"defaultTopicQueueNums must be >= 1, got {self.default_topic_queue_nums}")
+        if self.server_channel_max_idle_time_seconds < 0:
+            raise ConfigError("serverChannelMaxIdleTimeSeconds must be >= 0 (0 = never), "
+                              f"got {self.server_channel_max_idle_time_seconds}")
         if self.max_message_size < 1:
             raise ConfigError(f"maxMessageSize must be >= 1, got {self.max_message_size}")
         try:

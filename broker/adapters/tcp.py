@@ -9,21 +9,48 @@ a virtual clock time moves only by the clock-control request, and held pulls are
 answered after at most ``virtual_hold_limit_s`` to 2x that of real time (clients time
 their pulls out in real time: ali-ons after 30 s, while virtual time may stand still). A connection that sends
 garbage is closed with a log line; every other connection keeps being served.
+
+What one client can make the server hold is bounded (each limit logs one line when it
+acts; 0 turns a limit off):
+
+* ``max_outgoing_buffer``: replies a client leaves unread. Once that many bytes wait in
+  a connection's write buffer, its requests stop being handled and read (TCP pushes
+  back on the client) until it has read down to a quarter of it; nothing is dropped.
+  Replies to requests already taken (held pulls coming due) that find twice that much
+  unread close the connection instead: the client reconnects and pulls again.
+* ``frame_timeout_s``: a frame not complete this long after its first byte closes the
+  connection (its partial bytes are what a stalled client makes the server hold).
+* ``idle_timeout_s``: no byte in either direction for this long closes the connection
+  (RocketMQ's serverChannelMaxIdleTimeSeconds, 120). A connection with a held pull is
+  waiting, not idle; RocketMQ clients heartbeat every 30 s.
+* ``max_connections``: a connection over it is closed as soon as it is accepted.
+
+The timeouts run on the loop's clock, which is real even when the core's is virtual.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+from collections import deque
 
 from ..core import BrokerCore
 from ..protocol import ProtocolError, RemotingCommand
 from ..protocol.codec import FrameDecoder, encode
 
-__all__ = ["RemotingServer", "DEFAULT_MAX_FRAME_SIZE"]
+__all__ = ["RemotingServer", "DEFAULT_MAX_FRAME_SIZE", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_IDLE_TIMEOUT_S",
+           "DEFAULT_FRAME_TIMEOUT_S", "DEFAULT_MAX_OUTGOING_BUFFER"]
 
 log = logging.getLogger("broker.tcp")
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 VIRTUAL_HOLD_LIMIT_S = 5.0
+DEFAULT_MAX_CONNECTIONS = 1000
+DEFAULT_IDLE_TIMEOUT_S = 120.0              # RocketMQ's serverChannelMaxIdleTimeSeconds
+DEFAULT_FRAME_TIMEOUT_S = 30.0
+DEFAULT_MAX_OUTGOING_BUFFER = 16 * 1024 * 1024
+# A flood of refused connections is told in one line per this many seconds, not one per
+# connection: the log must not become what the flood exhausts.
+REFUSAL_LOG_INTERVAL_S = 10.0
 
 
 class _Connection(asyncio.Protocol):
@@ -31,83 +58,235 @@ class _Connection(asyncio.Protocol):
         self.server = server
         self.decoder = FrameDecoder(server.max_frame_size)
         self.transport: asyncio.Transport | None = None
-        self.channel = None
+        self.channel = None                 # None: refused (over max_connections) or not yet made
+        self.last_io = 0.0                  # loop time of the last byte read or reply written
+        self.frame_started: float | None = None   # loop time the unfinished frame began
+        self.awaiting: set[int] = set()     # opaques of requests whose reply comes later (held pulls)
+        self.backlog: deque[RemotingCommand] = deque()   # decoded, not handled: replies wait unread
+        self.writing_paused = False
+        self._pause_logged = False
 
     def connection_made(self, transport) -> None:
         self.transport = transport
+        server = self.server
         peer = transport.get_extra_info("peername") or ("?", 0)
-        self.channel = self.server.core.connect(f"{peer[0]}:{peer[1]}")
-        self.server.connections[self.channel.id] = self
+        remote = f"{peer[0]}:{peer[1]}"
+        if server.max_connections and len(server.connections) >= server.max_connections:
+            server.refuse(remote)
+            transport.abort()
+            return
+        self.last_io = server.loop_time()
+        self.channel = server.core.connect(remote)
+        server.connections[self.channel.id] = self
+        if server.max_outgoing_buffer:
+            transport.set_write_buffer_limits(high=server.max_outgoing_buffer, low=server.max_outgoing_buffer // 4)
         sock = transport.get_extra_info("socket")
         if sock is not None:
-            import socket
-
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
 
     def data_received(self, data: bytes) -> None:
+        if self.channel is None:
+            return
+        now = self.last_io = self.server.loop_time()
         try:
             commands = self.decoder.feed(data)
         except ProtocolError as exc:
             log.warning("closing %s: %s", self.channel.remote, exc)
             self.transport.close()
             return
-        core = self.server.core
-        out = []
-        trace = log.isEnabledFor(logging.DEBUG)     # once per batch: the hot path stays lean
-        for cmd in commands:
-            if cmd.is_response:
-                continue  # replies to our oneway notifications never come; ignore strays
-            reply = core.handle(cmd, self.channel)
-            if trace:
-                log.debug("%s request %d opaque %d %s -> %s", self.channel.remote, cmd.code, cmd.opaque,
-                          cmd.ext_fields, "held/oneway" if reply is None else f"{reply.code} {reply.remark or ''}")
-            if reply is not None:
-                out.append(encode(reply))
-        if out:
-            self.transport.write(b"".join(out))
+        if self.decoder.pending:
+            if commands or self.frame_started is None:
+                self.frame_started = now        # a new frame began in this data
+        else:
+            self.frame_started = None
+        if self.backlog:                        # (reading is paused meanwhile; kept in order regardless)
+            self.backlog.extend(commands)
+        elif commands:
+            self._handle(commands)
         self.server.after_activity()
 
+    def _handle(self, commands) -> None:
+        """Handle requests in order while fewer than ``max_outgoing_buffer`` bytes of
+        replies wait unread; the rest go to the backlog, handled on ``resume_writing``.
+        Replies are written in batches, so the limit is checked once per batch."""
+        core, channel, transport = self.server.core, self.channel, self.transport
+        limit = self.server.max_outgoing_buffer
+        room = limit - transport.get_write_buffer_size() if limit else -1
+        out: list[bytes] = []
+        size = 0
+        trace = log.isEnabledFor(logging.DEBUG)     # once per batch: the hot path stays lean
+        for i, cmd in enumerate(commands):
+            if cmd.is_response:
+                continue  # replies to our oneway notifications never come; ignore strays
+            reply = core.handle(cmd, channel)
+            if trace:
+                log.debug("%s request %d opaque %d %s -> %s", channel.remote, cmd.code, cmd.opaque,
+                          cmd.ext_fields, "held/oneway" if reply is None else f"{reply.code} {reply.remark or ''}")
+            if reply is None:
+                if not cmd.is_oneway:
+                    self.awaiting.add(cmd.opaque)
+                continue
+            frame = encode(reply)
+            out.append(frame)
+            size += len(frame)
+            if 0 <= room <= size:
+                transport.write(b"".join(out))
+                out, size = [], 0
+                if self.writing_paused or transport.is_closing():
+                    self.backlog.extend(commands[i + 1:])
+                    return
+                room = limit - transport.get_write_buffer_size()
+        if out:
+            transport.write(b"".join(out))
+            self.last_io = self.server.loop_time()
+
+    # asyncio calls these when the write buffer crosses the high / low water marks.
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+        self.transport.pause_reading()
+        if not self._pause_logged:
+            self._pause_logged = True
+            log.info("pausing requests from %s: %d bytes of its replies wait to be read (max outgoing buffer %d); "
+                     "said once per connection", self.channel.remote, self.transport.get_write_buffer_size(),
+                     self.server.max_outgoing_buffer)
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        self.last_io = self.server.loop_time()
+        if self.backlog:
+            waiting = list(self.backlog)
+            self.backlog.clear()
+            self._handle(waiting)
+            self.server.after_activity()
+        if not self.writing_paused and not self.transport.is_closing():
+            self.transport.resume_reading()
+
     def connection_lost(self, exc) -> None:
+        if self.channel is None:
+            return
+        self.backlog.clear()
         self.server.connections.pop(self.channel.id, None)
         self.server.core.disconnect(self.channel)
         self.server.after_activity()
 
     def send(self, cmd: RemotingCommand) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(encode(cmd))
+        """Write a command the core produced later (a held pull's reply, a notification)."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if cmd.is_response:
+            self.awaiting.discard(cmd.opaque)
+        limit = self.server.max_outgoing_buffer
+        unread = transport.get_write_buffer_size()
+        if limit and unread >= 2 * limit:
+            log.warning("closing %s: %d bytes of replies unread, twice the max outgoing buffer (%d)",
+                        self.channel.remote, unread, limit)
+            transport.abort()
+            return
+        transport.write(encode(cmd))
+        self.last_io = self.server.loop_time()
+
+    def check_timeouts(self, now: float) -> None:
+        """Close the connection if its frame or its silence has lasted too long."""
+        server = self.server
+        started = self.frame_started
+        if server.frame_timeout_s and started is not None and now - started >= server.frame_timeout_s:
+            log.warning("closing %s: a frame still unfinished %.0f s after its first byte (%d bytes of it "
+                        "received; frame timeout %g s)", self.channel.remote, now - started, self.decoder.pending,
+                        server.frame_timeout_s)
+            self.transport.abort()
+        elif server.idle_timeout_s and not self.awaiting and now - self.last_io >= server.idle_timeout_s:
+            log.warning("closing %s: idle for %.0f s (serverChannelMaxIdleTimeSeconds %g)", self.channel.remote,
+                        now - self.last_io, server.idle_timeout_s)
+            if self.transport.get_write_buffer_size():
+                self.transport.abort()          # close() would wait for a reader that is not there
+            else:
+                self.transport.close()
 
 
 class RemotingServer:
     def __init__(self, core: BrokerCore, host: str = "127.0.0.1", port: int = 9876, *,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-                 virtual_hold_limit_s: float = VIRTUAL_HOLD_LIMIT_S) -> None:
+                 virtual_hold_limit_s: float = VIRTUAL_HOLD_LIMIT_S,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS,
+                 idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+                 frame_timeout_s: float = DEFAULT_FRAME_TIMEOUT_S,
+                 max_outgoing_buffer: int = DEFAULT_MAX_OUTGOING_BUFFER) -> None:
+        for name, value in (("max_connections", max_connections), ("idle_timeout_s", idle_timeout_s),
+                            ("frame_timeout_s", frame_timeout_s), ("max_outgoing_buffer", max_outgoing_buffer)):
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0 (0 = no limit), got {value}")
         self.core = core
         self.host = host
         self.port = port
         self.max_frame_size = max_frame_size
+        self.max_connections = max_connections
+        self.idle_timeout_s = idle_timeout_s
+        self.frame_timeout_s = frame_timeout_s
+        self.max_outgoing_buffer = max_outgoing_buffer
         self.connections: dict[int, _Connection] = {}
         self._server: asyncio.base_events.Server | None = None
         self._virtual = bool(getattr(core.clock, "is_virtual", False))
         self._timer: asyncio.TimerHandle | None = None
         self._armed_at: int | None = None
         self._hold_bound: asyncio.Task | None = None
+        self._watch: asyncio.Task | None = None
+        self._refused_unlogged = 0
+        self._refusal_logged_at: float | None = None
         self.virtual_hold_limit_s = virtual_hold_limit_s
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        self.loop_time = loop.time
         self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         if self._virtual:
             self._hold_bound = asyncio.create_task(self._bound_holds_in_real_time())
         else:
             self._arm()     # messages the store already holds may be due
+        timeouts = [t for t in (self.idle_timeout_s, self.frame_timeout_s) if t]
+        if timeouts or self.max_connections:
+            # A quarter of the shortest timeout: a connection is closed at most 25 % late.
+            self._watch = asyncio.create_task(self._watch_connections(min([*timeouts, 4.0]) / 4))
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def refuse(self, remote: str) -> None:
+        """Log a connection closed for being over ``max_connections``: the first of a
+        burst at once, the rest counted into one line per REFUSAL_LOG_INTERVAL_S."""
+        now = self.loop_time()
+        if self._refusal_logged_at is not None and now - self._refusal_logged_at < REFUSAL_LOG_INTERVAL_S:
+            self._refused_unlogged += 1
+            return
+        self._refusal_logged_at = now
+        log.warning("refusing connection from %s: %d connections open, the maximum (max connections); "
+                    "further refusals are counted, one line per %.0f s", remote, len(self.connections),
+                    REFUSAL_LOG_INTERVAL_S)
+
+    def _log_refusal_count(self, now: float) -> None:
+        if self._refused_unlogged and now - self._refusal_logged_at >= REFUSAL_LOG_INTERVAL_S:
+            log.warning("%d more connections over the maximum of %d were closed in the last %.0f s",
+                        self._refused_unlogged, self.max_connections, now - self._refusal_logged_at)
+            self._refused_unlogged = 0
+            self._refusal_logged_at = now
+
+    async def _watch_connections(self, interval: float) -> None:
+        interval = min(max(interval, 0.05), 1.0)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                now = self.loop_time()
+                for conn in list(self.connections.values()):
+                    if not conn.transport.is_closing():
+                        conn.check_timeouts(now)
+                self._log_refusal_count(now)
+            except Exception:       # a bug here must not end the watch for good
+                log.exception("connection watch failed; it goes on")
 
     def after_activity(self) -> None:
         """Write the core's outgoing commands and re-arm the timer."""
@@ -150,11 +329,14 @@ class RemotingServer:
             self.after_activity()
 
     async def stop(self) -> None:
-        for pending in (self._timer, self._hold_bound):
+        for pending in (self._timer, self._hold_bound, self._watch):
             if pending:
                 pending.cancel()
         if self._server:
             self._server.close()
             for conn in list(self.connections.values()):
-                conn.transport.close()
+                if conn.transport.get_write_buffer_size():
+                    conn.transport.abort()      # its client reads no more: close() would wait for ever
+                else:
+                    conn.transport.close()
             await self._server.wait_closed()

@@ -1,0 +1,257 @@
+"""Per-connection limits of the TCP front: what one client can make the server hold.
+
+In-process servers (ServerThread) show each limit acting and the well-behaved client
+served meanwhile; `serve` subprocesses replay the attacks of issue 17 and read the
+server's RSS from /proc. Every wait is bounded; timeouts are configured short.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import time
+
+import pytest
+
+from rocketmq_emulator.broker.config import BrokerConfig
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.processors.pull import FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.protocol.codec import encode
+from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
+
+from ...support.memory import status_mib
+from ...support.processes import EmulatorProcess, wait_for
+from ...support.remoting import RawClient, ServerThread
+
+MiB = 1024 * 1024
+
+
+def send_request(topic: str, body: bytes, queue_id: int = 0) -> RemotingCommand:
+    return RemotingCommand.request(RQ.SEND_MESSAGE_V2, {
+        "a": "PG", "b": topic, "c": "TBW102", "d": 1, "e": queue_id, "f": 0, "g": 1, "h": 0, "i": ""}, body)
+
+
+def pull_request(topic: str, offset: int = 0, *, suspend_ms: int = 0) -> RemotingCommand:
+    flags = FLAG_SUBSCRIPTION | (FLAG_SUSPEND if suspend_ms else 0)
+    return RemotingCommand.request(RQ.PULL_MESSAGE, {
+        "consumerGroup": "G", "topic": topic, "queueId": 0, "queueOffset": offset, "maxMsgNums": 1,
+        "sysFlag": flags, "commitOffset": 0, "suspendTimeoutMillis": suspend_ms, "subVersion": 0,
+        "subscription": "*"})
+
+
+def route_request(topic: str = "TBW102") -> RemotingCommand:
+    return RemotingCommand.request(RQ.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+
+
+def half_frame(total: int) -> bytes:
+    """The first half of a frame of ``total`` bytes (after its length field)."""
+    header = b'{"code":310,"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON","version":409}'
+    head = struct.pack(">ii", total, len(header)) + header
+    return head + b"x" * (total // 2 - len(head))
+
+
+def served(port: int) -> bool:
+    """A fresh client gets a route reply: the server is answering."""
+    c = RawClient(port, timeout=10)
+    try:
+        return c.call(route_request()).code == RC.SUCCESS
+    finally:
+        c.close()
+
+
+def closed_soon(client: RawClient, timeout: float) -> bool:
+    """True once the server closes ``client`` (EOF or reset) within ``timeout`` seconds."""
+    client.sock.settimeout(timeout)
+    try:
+        while True:
+            data = client.sock.recv(65536)
+            if not data:
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def limit_lines(caplog, word: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "broker.tcp" and word in r.getMessage()]
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    made = []
+
+    def start(clock=None, **limits) -> ServerThread:
+        core = BrokerCore.open(tmp_path / f"store{len(made)}", clock or SystemClock(), BrokerConfig())
+        srv = ServerThread(core, **limits)
+        made.append(srv)
+        return srv
+    yield start
+    for srv in made:
+        srv.stop()
+        srv.core.close()
+
+
+# -- in process: each limit acts, and logs one line ------------------------------------
+def test_unread_replies_stop_the_reading_of_that_connection_only(start_server, caplog):
+    caplog.set_level(logging.INFO, logger="broker.tcp")
+    srv = start_server(max_outgoing_buffer=2 * MiB)
+    producer = RawClient(srv.port)
+    assert producer.call(send_request("Big", b"b" * MiB)).code == RC.SUCCESS
+    greedy = RawClient(srv.port)
+    greedy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    pulls = [pull_request("Big") for _ in range(200)]
+    greedy.send_bytes(b"".join(encode(p) for p in pulls))          # and reads nothing yet
+
+    assert served(srv.port)                                        # everyone else is served meanwhile
+
+    def unread():
+        conn = max(srv.server.connections.values(), key=lambda c: c.transport.get_write_buffer_size())
+        return conn.transport.get_write_buffer_size()
+    # Replies stop being made once 2 MiB wait unread: at most the limit plus one reply.
+    assert srv.call_in_loop(unread) <= 2 * MiB + MiB + 4096
+    assert len(limit_lines(caplog, "pausing")) == 1
+    # Nothing was dropped: reading, the client gets all 200 replies, in order.
+    greedy.sock.settimeout(30)
+    got = [greedy.recv() for _ in range(200)]
+    assert [r.opaque for r in got] == [p.opaque for p in pulls]
+    assert all(r.code == RC.SUCCESS and len(r.body) > MiB for r in got)
+    greedy.close()
+    producer.close()
+
+
+def test_held_replies_past_twice_the_buffer_close_the_connection(start_server, caplog):
+    srv = start_server(max_outgoing_buffer=MiB)
+    producer = RawClient(srv.port)
+    assert producer.call(send_request("Held", b"0")).code == RC.SUCCESS
+    greedy = RawClient(srv.port)
+    greedy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    # 40 pulls parked at the end of the queue: their replies are tiny until a message comes.
+    greedy.send_bytes(b"".join(encode(pull_request("Held", 1, suspend_ms=60_000)) for _ in range(40)))
+    wait_for(lambda: srv.call_in_loop(lambda: len(srv.core.holds)) == 40)
+    assert producer.call(send_request("Held", b"h" * 512 * 1024)).code == RC.SUCCESS   # 40 x 512 KiB due at once
+    assert closed_soon(greedy, 10)
+    assert len(limit_lines(caplog, "unread")) == 1
+    assert served(srv.port)
+    producer.close()
+
+
+def test_a_stalled_frame_is_dropped_in_real_time_on_a_virtual_clock(start_server, caplog):
+    srv = start_server(VirtualClock(), frame_timeout_s=0.3)
+    stalled = RawClient(srv.port)
+    stalled.send_bytes(half_frame(1 * MiB))
+    assert served(srv.port)
+    assert closed_soon(stalled, 10)
+    assert len(limit_lines(caplog, "unfinished")) == 1
+    assert srv.call_in_loop(lambda: len(srv.server.connections)) == 0
+
+
+def test_an_idle_connection_is_closed_but_not_one_with_a_held_pull(start_server, caplog):
+    srv = start_server(idle_timeout_s=0.5)
+    quiet = RawClient(srv.port)
+    assert quiet.call(send_request("Idle", b"x")).code == RC.SUCCESS
+    waiting = RawClient(srv.port, timeout=10)
+    waiting.send(pull_request("Idle", 1, suspend_ms=2000))          # held 2 s: four idle timeouts
+    assert closed_soon(quiet, 10)
+    reply = waiting.recv()                                          # answered when the hold ends, not closed
+    assert reply.code == RC.PULL_NOT_FOUND
+    assert closed_soon(waiting, 10)                                 # then idle like any other
+    assert len(limit_lines(caplog, "idle")) == 2
+
+
+def test_connections_over_the_maximum_are_closed_at_once(start_server, caplog):
+    srv = start_server(max_connections=3)
+    good = RawClient(srv.port)
+    assert good.call(route_request()).code == RC.SUCCESS
+    others = [RawClient(srv.port) for _ in range(10)]
+    kept, refused = others[:2], others[2:]
+    assert all(closed_soon(c, 10) for c in refused)
+    assert all(c.call(route_request()).code == RC.SUCCESS for c in kept)
+    assert good.call(route_request()).code == RC.SUCCESS
+    assert len(limit_lines(caplog, "refus")) == 1                   # one line for the burst
+    for c in kept:
+        c.close()
+    wait_for(lambda: srv.call_in_loop(lambda: len(srv.server.connections)) == 1)
+    assert served(srv.port)                                         # freed slots are usable again
+    good.close()
+
+
+# -- the attacks of issue 17 against `serve`, RSS from /proc --------------------------------
+@pytest.fixture
+def serve(tmp_path):
+    procs = []
+
+    def start(*args: str) -> EmulatorProcess:
+        p = EmulatorProcess(tmp_path / f"store{len(procs)}", *args).start()
+        procs.append(p)
+        return p
+    yield start
+    for p in procs:
+        p.stop()
+
+
+def test_attack_unread_pulls_of_a_4_mib_message(serve):
+    server = serve()
+    producer = RawClient(server.port)
+    assert producer.call(send_request("Big", b"b" * (4 * MiB))).code == RC.SUCCESS
+    assert served(server.port)
+    before = status_mib(server.proc.pid)
+    greedy = socket.create_connection(("127.0.0.1", server.port))
+    greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    greedy.sendall(b"".join(encode(pull_request("Big")) for _ in range(400)))   # never read
+    assert served(server.port)
+    assert served(server.port)
+    grown = status_mib(server.proc.pid) - before
+    print(f"unread pulls: server RSS {before:.0f} MiB -> +{grown:.0f} MiB")
+    assert grown < 120, f"the server grew {grown:.0f} MiB for one connection's unread replies"
+    greedy.close()
+    producer.close()
+
+
+def test_attack_stalled_half_frames_are_freed_after_the_frame_timeout(serve):
+    server = serve("--frame-timeout", "2")
+    assert served(server.port)
+    before = status_mib(server.proc.pid)
+    stalled = [RawClient(server.port, timeout=30) for _ in range(40)]
+    for c in stalled:
+        c.send_bytes(half_frame(15 * MiB))
+    assert served(server.port)                                      # served while they stall
+    peak = status_mib(server.proc.pid) - before
+    assert all(closed_soon(c, 30) for c in stalled)
+    assert served(server.port)
+    after = status_mib(server.proc.pid) - before
+    print(f"stalled half frames: server RSS {before:.0f} MiB, +{peak:.0f} MiB while held, +{after:.0f} MiB after")
+    assert after < 40, f"{after:.0f} MiB still held after the stalled connections were dropped"
+    server.stop()
+    assert server.proc.stderr.read().count("unfinished") == 40
+
+
+def test_attack_connection_flood_over_the_maximum(serve):
+    server = serve("--max-connections", "50")
+    good = RawClient(server.port, timeout=10)
+    assert good.call(route_request()).code == RC.SUCCESS
+    before = status_mib(server.proc.pid)
+    started = time.monotonic()
+    flood = []
+    for _ in range(600):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        flood.append(s)
+    assert good.call(route_request()).code == RC.SUCCESS            # still served during the flood
+
+    def refused(s):
+        try:
+            s.settimeout(10)
+            return s.recv(1) == b""
+        except ConnectionResetError:
+            return True
+    assert sum(refused(s) for s in flood[49:]) == len(flood) - 49
+    grown = status_mib(server.proc.pid) - before
+    print(f"connection flood: server RSS {before:.0f} MiB -> +{grown:.0f} MiB")
+    for s in flood:
+        s.close()
+    assert good.call(route_request()).code == RC.SUCCESS
+    server.stop()
+    # One line for the burst, and one more per 10 s it lasts (a loaded machine may be slow).
+    lines = server.proc.stderr.read().count("refusing")
+    assert 1 <= lines <= 1 + (time.monotonic() - started) // 10
