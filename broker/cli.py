@@ -81,7 +81,9 @@ def serve_main(argv: list[str]) -> int:
 
     try:
         cfg = load_broker_conf(args.config) if args.config else BrokerConfig()
-        overrides = {"broker_ip": args.host}
+        # No event record is kept: nothing in a serve process reads one, and it would grow
+        # with every message; the MQTT bridge subscribes to the kinds it publishes.
+        overrides = {"broker_ip": args.host, "record_events": False}
         if args.message_delay_level:
             overrides["message_delay_level"] = args.message_delay_level
         cfg = cfg.replace(**overrides)

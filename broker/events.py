@@ -4,7 +4,9 @@ Kinds: ``stored`` (accepted into a topic), ``delayed`` (diverted to a delay leve
 ``redelivered`` (re-stored into its real topic when due), ``sent_back`` (CONSUMER_SEND_MSG_BACK
 chose a level), ``dead_lettered`` (stored into %DLQ%<group>), ``offset_committed``.
 Tests, the simulator and the analytics read it; subscribers (the MQTT event feed) get
-each event as it happens. The log is in memory; ``capacity`` bounds it for long runs.
+each event as it happens. The log is in memory, ~0.5 KiB an event: ``capacity`` makes
+it a ring of the newest events, ``enabled = False`` keeps none (what ``serve`` does:
+nothing there reads the record, and its consumers subscribe to the kinds they need).
 """
 from __future__ import annotations
 
@@ -54,10 +56,19 @@ class EventLog:
     the core builds an event only for those, as it runs on every put."""
 
     def __init__(self, capacity: int | None = None) -> None:
-        self._events: deque[Event] = deque(maxlen=capacity)
+        self._events: deque[Event] = deque(maxlen=_checked_capacity(capacity))
         self._subscribers: list[tuple[Callable[[Event], None], frozenset[str]]] = []
         self._enabled = True
         self.wanted: frozenset[str] = ALL_KINDS
+
+    @property
+    def capacity(self) -> int | None:
+        """How many events are kept, the newest (None: all)."""
+        return self._events.maxlen
+
+    @capacity.setter
+    def capacity(self, n: int | None) -> None:
+        self._events = deque(self._events, maxlen=_checked_capacity(n))
 
     @property
     def enabled(self) -> bool:
@@ -115,3 +126,9 @@ class EventLog:
 
     def __getitem__(self, i: int) -> Event:
         return self._events[i]
+
+
+def _checked_capacity(n):
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise ValueError(f"event log capacity must be None or an int >= 0, got {n!r}")
+    return n
