@@ -10,17 +10,21 @@ of the unused rest, u32 0xCBD43194) is appended, the segment is *sealed*, and th
 one starts at base + segment_size. Every record says where it is (PHYSICALOFFSET =
 base + position), which recovery uses to tell a real record from stray bytes.
 
-*Durability.* ASYNC_FLUSH: a put appends to the active segment's pending buffer; it is
-handed to the OS in ~1 MiB writes and fsync'd by ``flush()`` (the broker's tick;
-``fsync=False`` skips the fsync, for stores that only need to survive a process crash).
-SYNC_FLUSH: each put is written and fsync'd before it returns. After the data is
-durable, ``flush()`` writes the checkpoint: per segment its length, the CRC32 of its
-last MiB and its sealed flag, and the log end. The checkpoint is only ever *behind* the durable log.
+*Durability.* Every append is written to its segment file before it returns (one
+``pwrite``), so an acknowledged record is in the OS page cache: a killed process loses
+nothing it acknowledged (RocketMQ's ASYNC_FLUSH gets the same by appending through an
+mmap). ASYNC_FLUSH: ``flush()`` (the broker's tick, every flushIntervalCommitLog) fsyncs;
+a power loss can lose what was appended since the last flush. SYNC_FLUSH: each put is
+fsync'd before it returns. ``fsync=False`` skips the fsyncs, for stores that only need
+to survive a process crash. Creating a segment fsyncs the commitlog directory, so the
+file itself survives a power loss. After the data is durable, ``flush()`` writes the
+checkpoint: per segment its length, the CRC32 of its last MiB and its sealed flag, and
+the log end. The checkpoint is only ever *behind* the durable log.
 
 *The put path.* MessageStore.put does the plain case of ``append`` inline (the record
-fits the active segment and needs no fsync: a list append to ``tail``), so ``active``,
-``tail``, ``write_chunk`` and ``fast_limit`` follow every change of the last segment
-(``_activate``).
+fits the active segment and needs no fsync), so ``active``, ``write`` (the active file
+segment's ``append``; None in memory), ``tail`` (the active MemorySegment) and
+``fast_limit`` follow every change of the last segment (``_activate``).
 
 *Recovery* finds the longest prefix of the log made of whole, valid records, cuts
 everything after it, and logs what it cut:
@@ -87,6 +91,7 @@ class LogRecovery:
     records_walked: int = 0
     notes: list[str] = field(default_factory=list)
     doubted: bool = False         # some checkpointed segment was shorter or its CRC differed
+    reach: int = 0                # past the nominal end of every segment file found (before any cut)
 
 
 class CommitLog:
@@ -99,13 +104,14 @@ class CommitLog:
         self.bases: list[int] = []
         self.end = 0                  # where the next record goes (the log's max offset)
         self._to_sync: list[FileSegment] = []   # sealed segments awaiting their fsync
-        # For MessageStore.put's inlined append: the active segment, the RecordList an
-        # append goes to (a MemorySegment itself, a FileSegment's pending list), when to
-        # call active.write_out(), and the log end a record may reach through a plain
-        # append (room left for the BLANK; -1 with SYNC_FLUSH: always through ``append``).
+        # For MessageStore.put's inlined append: the active segment, its ``append`` when
+        # it is a file (None in memory), the RecordList an in-memory append goes to (the
+        # MemorySegment itself; None for a file), and the log end a record may reach
+        # through a plain append (room left for the BLANK; -1 with SYNC_FLUSH: always
+        # through ``append``).
         self.active: MemorySegment | FileSegment | None = None
+        self.write = None
         self.tail: RecordList | None = None
-        self.write_chunk = 0
         self.fast_limit = -1
         if directory is None:
             self._add_segment(0)
@@ -169,6 +175,14 @@ class CommitLog:
         if isinstance(seg, FileSegment) and not self.sync_each:
             self._to_sync.append(seg)
 
+    def skip_past(self, floor: int) -> None:
+        """Continue the log in a new segment whose base is at least ``floor``: the
+        active segment is sealed (and empty ones after it, if ``floor`` is further).
+        After a possible power loss this keeps every physical offset — and so every
+        offsetMsgId — a client may have been given from going to another record."""
+        while self.end < floor:
+            self._roll(self.segments[-1])
+
     def _add_segment(self, base: int):
         if self.dir is None:
             seg = MemorySegment(base)
@@ -183,8 +197,9 @@ class CommitLog:
     def _activate(self) -> None:
         """Point ``active`` and the rest at the last segment (after any change of it)."""
         seg = self.active = self.segments[-1]
-        self.tail = seg.pending if isinstance(seg, FileSegment) else seg
-        self.write_chunk = seg.write_chunk
+        on_file = isinstance(seg, FileSegment)
+        self.write = seg.append if on_file else None
+        self.tail = None if on_file else seg
         self.fast_limit = -1 if self.sync_each else seg.base + self.segment_size - BLANK_SIZE
 
     # -- reading -------------------------------------------------------------------------
@@ -266,6 +281,7 @@ class CommitLog:
             else:
                 rep.notes.append(f"ignored {p.name!r} in commitlog/ (not a segment)")
         segs = [FileSegment(int(n), self.dir / n, create=False, fsync=self.fsync) for n in names]
+        rep.reach = max((s.base + max(self.segment_size, s.written) for s in segs), default=0)
         marks = {m.base: m for m in ckpt.segments} if ckpt else {}
         verify = {s.base for s in segs if s.base in marks}
         verify = set(sorted(verify)[-VERIFY_LAST:])

@@ -1,5 +1,5 @@
 """Small file-system helpers: atomic replacement, in-place overwrite, directory fsync, the
-root lock."""
+root lock, and the boot id that tells a killed process from a machine that lost power."""
 from __future__ import annotations
 
 import errno
@@ -9,7 +9,21 @@ from pathlib import Path
 
 from .errors import StoreError
 
-__all__ = ["atomic_write", "overwrite_in_place", "fsync_dir", "RootLock"]
+__all__ = ["atomic_write", "overwrite_in_place", "fsync_dir", "RootLock", "boot_id"]
+
+_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_id() -> str | None:
+    """This boot of the machine (Linux: a random id drawn at every boot), None when the
+    system does not say. Pages a killed process wrote are still in the page cache on
+    the same boot; after another boot (a power loss, an OS crash) only what was fsync'd
+    is certain."""
+    try:
+        with open(_BOOT_ID, encoding="ascii") as f:
+            return f.read().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def fsync_dir(path: Path) -> None:

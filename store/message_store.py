@@ -26,7 +26,8 @@ from .config import StoreConfig
 from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, SCHEDULE_TOPIC_FIELD, ConsumeQueue, entry_tags_code,
                             list_queue_dirs, load_queue, valid_topic_dir, write_queue)
 from .errors import StoreError
-from .fsutil import RootLock
+from . import fsutil
+from .fsutil import RootLock, atomic_write
 from .index import KeyIndex
 from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_json_document
 from .record_view import TX_SKIPPED, RecordHead, check_record, fields, head, prop_value, store_timestamp
@@ -40,7 +41,10 @@ __all__ = ["MessageStore"]
 log = logging.getLogger("store")
 
 # What a store root may contain; a non-empty directory holding none of it is foreign.
-_OURS = {"commitlog", "consumequeue", "config", "checkpoint", "lock"}
+_OURS = {"commitlog", "consumequeue", "config", "checkpoint", "lock", "abort"}
+# Present while a store is open (upstream's name): found at open, the last run did not
+# close. It holds the boot id of the machine it was opened on (fsutil.boot_id).
+_RUNNING_MARKER = "abort"
 _RESERVED_CONFIGS = {"consumerOffset", "delayOffset"}
 _TX_MASK = SysFlag.TRANSACTION_MASK
 _pack_entry = ENTRY.pack
@@ -123,6 +127,7 @@ class MessageStore:
             qnotes, dropped, rebuilt, walked = self._recover_queues(None if lrep.doubted else ckpt)
             self._offsets.load(root / "config")
             self._delay.load(root / "config")
+            qnotes += self._skip_unsure_offsets(root, ckpt, lrep)
         except BaseException:
             if getattr(self, "_log", None) is not None and self._log.segments:
                 for seg in self._log.segments:
@@ -141,6 +146,36 @@ class MessageStore:
         if ckpt is not None and ckpt == self._current_checkpoint():
             self._checkpointed = self._checkpoint_state()     # nothing to rewrite
         self.flush()        # persist repairs (cut queue files, new entries) and a fresh checkpoint
+
+    def _skip_unsure_offsets(self, root: Path, ckpt: Checkpoint | None, lrep: LogRecovery) -> list[str]:
+        """After an unclean shutdown that may have lost acknowledged records — the
+        machine restarted since (power loss, OS crash: only fsync'd bytes are certain) or
+        bytes the checkpoint had recorded are gone — continue the log past every
+        segment it had, so no offset a client was given (its offsetMsgId) goes to
+        another record. A killed process on the same boot lost nothing it handed to the
+        OS: the log continues where it ends. Then mark the store running."""
+        marker = root / _RUNNING_MARKER
+        try:
+            last_boot: str | None = marker.read_text(encoding="ascii", errors="replace").strip()
+        except FileNotFoundError:
+            last_boot = None                     # closed cleanly (or a new store)
+        except OSError as exc:
+            raise StoreError(f"cannot read {str(marker)!r}: {exc.strerror}") from exc
+        boot = fsutil.boot_id()
+        notes = []
+        if last_boot is not None:
+            other_boot = not last_boot or boot is None or last_boot != boot
+            lost_flushed = ckpt is not None and lrep.truncated_at is not None and lrep.truncated_at < ckpt.log_end
+            end = self._log.end
+            if (other_boot or lost_flushed) and end < lrep.reach:
+                self._log.skip_past(lrep.reach)
+                why = ("on another boot of the machine (a power loss or an OS crash?)" if other_boot
+                       else "and records it had flushed are gone")
+                notes.append(f"the last run did not shut down cleanly {why}: the log continues at offset "
+                             f"{self._log.end} instead of {end}, so no offsetMsgId a client may have been given "
+                             f"goes to another message")
+        atomic_write(marker, (boot or "").encode("ascii", "replace") + b"\n", durable=self.config.fsync)
+        return notes
 
     def _report(self, lrep: LogRecovery) -> None:
         rec = self.recovery
@@ -248,7 +283,8 @@ class MessageStore:
         store_timestamp and the fields encode_record fills are set on success; on any
         failure ``rec`` is left as it was and nothing is stored.
 
-        This is the hot path: no file-system calls (ASYNC_FLUSH), no copies of the log,
+        This is the hot path: one ``pwrite`` (on disk; none in memory), no fsync
+        (ASYNC_FLUSH), no copies of the log,
         the key index is built lazily. The usual record — an existing queue of an
         ordinary topic or of SCHEDULE_TOPIC_XXXX (tagsCode = delivery time), IPv4 hosts
         seen before, a dispatched (non-prepared, non-rollback)
@@ -298,20 +334,19 @@ class MessageStore:
             pass
         if not usual:
             return self._put_general(rec, now_ms)
-        # CommitLog.append + segment append, inlined when the record fits the active
-        # segment (no roll) and needs no fsync
+        # CommitLog.append, inlined when the record fits the active segment (no roll)
+        # and needs no fsync: a file segment writes it to the OS before this returns
         if phys + total <= lg.fast_limit:
-            p = lg.tail
-            size = p.size
-            p.starts.append(size)
-            p.chunks.append(data)
-            p.size = size = size + total
-            if size >= lg.write_chunk:
-                seg = lg.active
+            write = lg.write
+            if write is None:                   # in memory: RecordList.append, inlined
+                p = lg.tail
+                p.starts.append(p.size)
+                p.chunks.append(data)
+                p.size += total
+            else:
                 try:
-                    seg.write_out()
-                except OSError as exc:          # handing the buffer to the OS failed
-                    seg.rollback_to(phys - seg.base)
+                    write(data)
+                except OSError as exc:          # nothing of it stays in the file
                     return self._put_failed(rec, exc)
             lg.end = phys + total
             at = phys
@@ -709,8 +744,10 @@ class MessageStore:
         with SERVICE_NOT_AVAILABLE and raises StoreError for everything else."""
         if self._closed:
             return
+        clean = False
         try:
             self.flush()
+            clean = True
         finally:
             self._closed = True
             if self._root is not None:
@@ -718,29 +755,32 @@ class MessageStore:
                     try:
                         seg.close()
                     except OSError as exc:
+                        clean = False
                         log.error("store %s: closing segment %d: %s", self._root, seg.base, exc)
                 if self._lock is not None:
+                    if clean:           # everything is durable: the next open need not doubt it
+                        try:
+                            (self._root / _RUNNING_MARKER).unlink(missing_ok=True)
+                        except OSError as exc:
+                            log.error("store %s: cannot remove %s: %s", self._root, _RUNNING_MARKER, exc)
                     self._lock.release()
 
     def crash(self) -> None:
         """Stop the way a killed broker process stops (for simulations and tests).
 
-        RocketMQ appends through an mmap, so what a killed broker had appended is in
-        the OS page cache and survives; everything it had not persisted yet — consumer
-        and delay offsets, consume-queue files, the checkpoint — is lost. So: hand the
-        log's pending bytes to the OS (no fsync), write nothing else, release the
-        directory. Reopening then runs the unclean-shutdown recovery."""
+        Every acknowledged put is already in the files (``put`` writes it to the OS
+        before it returns, as RocketMQ's mmap appends are), so a killed process loses
+        none; everything it had not persisted yet — consumer and delay offsets,
+        consume-queue files, the checkpoint — is lost. So: write nothing, sync nothing,
+        close the files, release the directory. Reopening then runs the unclean-shutdown
+        recovery."""
         if self._closed:
             return
         self._closed = True
         if self._root is None:
             return
         for seg in self._log.segments:
-            seg.write_out()
-            if getattr(seg, "fd", None) is not None:
-                os.close(seg.fd)
-                seg.fd = None
-            seg.mm = None
+            seg.abandon()
         if self._lock is not None:
             self._lock.release()
 
@@ -764,7 +804,8 @@ class MessageStore:
         assert lg.bases == [s.base for s in lg.segments], "segment index out of date"
         assert lg.bases == sorted(set(lg.bases)), "segments not in order"
         active = lg.segments[-1]
-        assert lg.active is active and lg.tail is getattr(active, "pending", active), "put's append target is stale"
+        assert lg.active is active, "put's append target is stale"
+        assert (lg.tail, lg.write) == ((None, active.append) if self._root is not None else (active, None))
         assert lg.fast_limit == (-1 if lg.sync_each else active.base + lg.segment_size - 8)
         expected: dict[tuple[str, int], list[bytes]] = {}
         for i, seg in enumerate(lg.segments):

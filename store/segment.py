@@ -7,11 +7,12 @@ on disk:
   appended (and the position of each). Appending is two list appends — no copying of a
   growing buffer — and reading a whole record hands back the very object appended, so
   a pull copies nothing. ``view()`` joins them when a caller wants one buffer.
-* FileSegment keeps records appended since the last write in the same kind of list
-  (``pending``), hands them to the OS in one write per ~1 MiB (never one per put), and
-  reads what the file holds through a read-only mmap, remapped only when a read reaches
-  past the mapped length. ``sync()`` makes what was written durable. Sealed segments
-  keep only their mmap (no file descriptor), so many small test segments cost no fds.
+* FileSegment writes every append to its file before returning (one ``pwrite``: the
+  bytes are in the OS page cache, where a killed process cannot lose them — RocketMQ
+  gets the same from appending through an mmap), keeps the latest ones in a list too
+  (``recent``), so reading fresh records copies nothing, and reads older ones through a
+  read-only mmap. ``sync()`` makes what was written durable. Sealed segments keep only
+  their mmap (no file descriptor), so many small test segments cost no fds.
 
 Reads return immutable ``bytes``, never views of something that may change or be
 unmapped.
@@ -19,18 +20,21 @@ unmapped.
 from __future__ import annotations
 
 import bisect
+import errno
 import mmap
 import os
 import struct
 import zlib
 from pathlib import Path
 
-__all__ = ["MemorySegment", "FileSegment", "RecordList", "segment_name", "WRITE_CHUNK", "CRC_WINDOW", "window_crc",
+from .fsutil import fsync_dir
+
+__all__ = ["MemorySegment", "FileSegment", "RecordList", "segment_name", "RECENT_LIMIT", "CRC_WINDOW", "window_crc",
            "window_start"]
 
-# Pending bytes are handed to the OS once they reach this size: large enough that the
-# syscall cost vanishes per record, small enough that little waits in the process.
-WRITE_CHUNK = 1 << 20
+# A file segment keeps its latest appended chunks in memory up to about this many bytes
+# (then reads of them go through the mmap, remapped once per this much growth).
+RECENT_LIMIT = 1 << 20
 # The checkpoint vouches for a segment by the CRC32 of its tail: from ``window_start`` —
 # the CRC_WINDOW boundary at least CRC_WINDOW before the end — to the end, so between 1
 # and 2 MiB (all of a shorter segment). What a crash can tear is the tail, and checking
@@ -38,9 +42,8 @@ WRITE_CHUNK = 1 << 20
 # start moves once per CRC_WINDOW of growth, so each flush continues the last CRC over
 # the bytes appended since instead of reading a whole window again.
 CRC_WINDOW = 1 << 20
-_IOV_MAX = 1024
-
 _I32 = struct.Struct(">i")
+_pwrite = os.pwrite
 
 
 def window_start(length: int) -> int:
@@ -126,9 +129,6 @@ class MemorySegment(RecordList):
 
     __slots__ = ("base", "sealed")
 
-    # Where MessageStore.put's inlined append calls ``write_out``: never, in memory.
-    write_chunk = 1 << 62
-
     def __init__(self, base: int) -> None:
         super().__init__()
         self.base = base
@@ -143,9 +143,6 @@ class MemorySegment(RecordList):
     def tail_crc(self) -> int:
         return window_crc(self.joined(), self.size)
 
-    def write_out(self) -> None:
-        pass
-
     def sync(self) -> None:
         pass
 
@@ -155,17 +152,24 @@ class MemorySegment(RecordList):
     def close(self) -> None:
         pass
 
+    def abandon(self) -> None:
+        pass
+
     def remove(self) -> None:
         RecordList.__init__(self)
 
 
 class FileSegment:
-    __slots__ = ("base", "path", "fd", "written", "pending", "mm", "sealed", "unsynced", "_tail", "fsync")
+    """A segment file. Every append is written to the file (one ``pwrite``) before it
+    returns, so what the store acknowledged is in the OS page cache and survives the
+    process being killed; ``sync()`` makes it survive a power loss too (fsync). The
+    latest chunks stay in ``recent`` (up to RECENT_LIMIT bytes) so reads of fresh records
+    — a consumer keeping up — neither copy nor remap; older bytes are read through a
+    read-only mmap, remapped only when a read reaches past the mapped length. Sealed
+    segments keep only their mmap (no file descriptor), so many small test segments cost
+    no fds."""
 
-    # MessageStore.put appends to ``pending`` itself (as ``append`` does) and calls
-    # ``write_out`` once it holds this many bytes. ``pending`` is one RecordList for the
-    # segment's life (cleared, never replaced), so the commit log can hold on to it.
-    write_chunk = WRITE_CHUNK
+    __slots__ = ("base", "path", "fd", "written", "synced", "recent", "recent_base", "mm", "sealed", "_tail", "fsync")
 
     def __init__(self, base: int, path: Path, *, create: bool, fsync: bool = True) -> None:
         self.base = base
@@ -173,80 +177,94 @@ class FileSegment:
         self.path = path
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         self.fd: int | None = os.open(path, flags, 0o644)
-        self.written = os.fstat(self.fd).st_size     # bytes the file holds
-        self.pending = RecordList()                  # appended, not yet handed to the OS
+        if create and fsync:
+            try:
+                fsync_dir(path.parent)   # the new file's entry survives a power loss
+            except OSError:
+                os.close(self.fd)
+                path.unlink(missing_ok=True)
+                raise
+        self.written = os.fstat(self.fd).st_size     # bytes the file holds (handed to the OS)
+        self.synced = 0 if create else self.written  # bytes known to be on disk
+        self.recent = RecordList()                   # the latest chunks, from recent_base
+        self.recent_base = self.written
         self.mm: mmap.mmap | None = None
         self.sealed = False
-        self.unsynced = create   # written since the last fsync (a new file's entry too)
         self._tail: tuple[int, int] | None = None    # (length, window CRC) last computed
 
     @property
     def size(self) -> int:
-        return self.written + self.pending.size
+        return self.written
 
     # -- writing ----------------------------------------------------------------------
     def append(self, data: bytes) -> None:
-        p = self.pending                 # RecordList.append, inlined: this is the put path
-        p.starts.append(p.size)
-        p.chunks.append(data)
-        p.size += len(data)
-        if p.size >= WRITE_CHUNK:
-            self.write_out()
-
-    def rollback_to(self, size: int) -> None:
-        """Forget everything from ``size`` on (a put that failed half way), whether it
-        is still pending or already in the file."""
-        if size >= self.written:
-            self.pending.rollback_to(size - self.written)
-            return
-        self.pending.clear()
-        self.mm = None                       # a map past the new end would fault
-        self._tail = None                    # it covered bytes that are gone
-        os.ftruncate(self.fd, size)
-        self.written = size
-
-    def write_out(self) -> None:
-        """Hand pending bytes to the OS (pwritev, no joining copy). On an error the file
-        is cut back to what it held before and the pending bytes stay pending, so the
-        segment is unchanged."""
-        pending = self.pending
-        if not pending.size:
-            return
-        chunks = pending.chunks
+        """Write ``data`` at the end of the file before returning. On an OSError (disk
+        full, I/O error) whatever part of it reached the file is cut off again, so the
+        segment is unchanged, and the error is raised."""
         at = self.written
         try:
-            for i in range(0, len(chunks), _IOV_MAX):
-                batch = chunks[i:i + _IOV_MAX]
-                want = sum(map(len, batch))
-                done = os.pwritev(self.fd, batch, at)
-                if done < want:          # short write (rare): finish it the plain way
-                    rest = memoryview(b"".join(batch))[done:]
-                    while rest:
-                        n = os.pwrite(self.fd, rest, at + done)
-                        rest, done = rest[n:], done + n
-                at += want
+            done = _pwrite(self.fd, data, at)
+            if done != len(data):        # short write (a nearly full disk): finish or fail
+                self._write_rest(data, done, at)
         except OSError:
-            try:
-                os.ftruncate(self.fd, self.written)
-            except OSError:
-                pass
+            self._cut_back(at)
             raise
-        self.written = at
-        pending.clear()
-        self.unsynced = True
+        self.written = at + len(data)
+        r = self.recent                  # RecordList.append, inlined: this is the put path
+        r.starts.append(r.size)
+        r.chunks.append(data)
+        r.size += len(data)
+        if r.size >= RECENT_LIMIT:
+            self._forget_recent()
+
+    def _write_rest(self, data: bytes, done: int, at: int) -> None:
+        view = memoryview(data)
+        while done < len(data):
+            n = _pwrite(self.fd, view[done:], at + done)
+            if n == 0:
+                raise OSError(errno.ENOSPC, "No space left on device (short write)")
+            done += n
+
+    def _cut_back(self, size: int) -> None:
+        """Cut the file back to ``size`` after a failed write (best effort: if even this
+        fails, recovery cuts the torn record at the next open)."""
+        try:
+            os.ftruncate(self.fd, size)
+        except OSError:
+            pass
+
+    def _forget_recent(self) -> None:
+        """Read the chunks so far through the mmap from now on (bounded memory)."""
+        self.recent.clear()
+        self.recent_base = self.written
+
+    def rollback_to(self, size: int) -> None:
+        """Forget everything from ``size`` on (a put that failed half way): the file is
+        cut back there."""
+        if size >= self.recent_base:
+            self.recent.rollback_to(size - self.recent_base)
+        else:
+            self.recent.clear()
+            self.recent_base = size
+        if size < self.written:
+            self.mm = None                   # a map past the new end would fault
+            self._tail = None                # it covered bytes that are gone
+            os.ftruncate(self.fd, size)
+            self.written = size
+            self.synced = min(self.synced, size)
 
     def sync(self) -> None:
-        self.write_out()
-        if self.unsynced and self.fd is not None:
+        """Make what was written durable (fsync, unless ``fsync`` is off); a sealed
+        segment then gives up its descriptor."""
+        if self.synced < self.written and self.fd is not None:
             if self.fsync:
                 os.fsync(self.fd)
-            self.unsynced = False
+            self.synced = self.written
         if self.sealed and self.fd is not None:
             os.close(self.fd)       # a sealed, durable segment only needs its mmap
             self.fd = None
 
     def seal(self) -> None:
-        self.write_out()
         self.sealed = True
 
     # -- reading ----------------------------------------------------------------------
@@ -266,35 +284,36 @@ class FileSegment:
         return mm
 
     def read(self, pos: int, n: int) -> bytes:
-        written = self.written
-        if pos >= written:
-            return self.pending.read(pos - written, n)
-        mm = self._map()
-        end = pos + n
-        if end <= written:
+        rb = self.recent_base
+        if pos >= rb:
+            return self.recent.read(pos - rb, n)
+        end = min(pos + n, self.written)
+        mm = self.mm
+        if mm is None or len(mm) < min(end, rb):
+            mm = self._map()
+        if end <= rb:
             return mm[pos:end]
-        return mm[pos:written] + self.pending.read(0, end - written)
+        return mm[pos:rb] + self.recent.read(0, end - rb)
 
     def walk(self, pos: int, stop: int):
         """(buffer, offset in it, segment position) for each record or BLANK starting in
         [pos, stop); ``pos`` must be a record boundary."""
-        written = self.written
-        if pos < written:
+        rb = self.recent_base
+        if pos < rb:
             mm = self._map()
-            end = min(stop, written)
-            while pos < end and pos + 8 <= written:
+            end = min(stop, rb)
+            while pos < end and pos + 8 <= rb:
                 yield mm, pos, pos
                 total = _I32.unpack_from(mm, pos)[0]
                 if total < 8:
                     return
                 pos += total
-        if pos >= written:
-            for chunk, off, p in self.pending.walk(pos - written, stop - written):
-                yield chunk, off, p + written
+        if pos >= rb:
+            for chunk, off, p in self.recent.walk(pos - rb, stop - rb):
+                yield chunk, off, p + rb
 
     def view(self):
-        """A buffer over [0, size) for walking records; pending bytes are written first."""
-        self.write_out()
+        """A buffer over [0, size) for walking records."""
         mm = self._map()
         return mm if mm is not None else b""
 
@@ -303,9 +322,8 @@ class FileSegment:
         self._tail = (length, crc)
 
     def tail_crc(self) -> int:
-        """``window_crc`` of the written bytes (pending ones are written first): the
-        last one continued over the bytes since, while the window's start stays."""
-        self.write_out()
+        """``window_crc`` of the written bytes: the last one continued over the bytes
+        since, while the window's start stays."""
         n = self.written
         tail = self._tail
         if tail is not None and tail[0] == n:
@@ -320,10 +338,10 @@ class FileSegment:
 
     # -- repair and shutdown ------------------------------------------------------------
     def truncate(self, size: int) -> None:
-        """Cut the file to ``size`` bytes, durably (recovery; nothing pending)."""
-        self.write_out()
+        """Cut the file to ``size`` bytes, durably (recovery)."""
         self.mm = None
         self._tail = None
+        self.recent.clear()
         fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDWR)
         try:
             os.ftruncate(fd, size)
@@ -331,22 +349,22 @@ class FileSegment:
         finally:
             if fd is not self.fd:
                 os.close(fd)
-        self.written = size
-        self.unsynced = False
+        self.written = self.synced = self.recent_base = size
 
     def close(self) -> None:
         try:
             self.sync()
         finally:
-            if self.fd is not None:
-                os.close(self.fd)
-                self.fd = None
-            self.mm = None
+            self.abandon()
 
-    def remove(self) -> None:
+    def abandon(self) -> None:
+        """Let go of the file as a killed process does: write nothing, sync nothing."""
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
         self.mm = None
-        self.pending.clear()
+
+    def remove(self) -> None:
+        self.abandon()
+        self.recent.clear()
         self.path.unlink(missing_ok=True)

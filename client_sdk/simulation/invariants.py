@@ -8,6 +8,10 @@ Invariants (each failure is a Violation with the step, the virtual time and the 
 
   lost              every accepted message ends, in every group, consumed successfully
                     or in %DLQ%<group> (checked once the run has settled)
+  durable           after every crash and restart, each accepted message is still at the
+                    commit-log offset its send result named (its offsetMsgId), with its
+                    UNIQ_KEY: nothing acknowledged was lost, and no offset a producer was
+                    given went to another message
   attempts          concurrent groups: a dead-lettered message failed in exactly
                     maxReconsumeTimes + 1 copies the broker stored (reconsumeTimes 0..max,
                     each once; after a crash a repeat is allowed — at-least-once — but no
@@ -177,6 +181,20 @@ class InvariantChecker:
         if queue_offset > book.low:
             self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} delivered offset {queue_offset} "
                                        f"while offset {book.low} is not consumed yet")
+
+    def recovered(self, store, now_ms: int) -> None:
+        """After a crash and restart: every accepted message is where its send result
+        said it was stored (the offset inside its offsetMsgId), with its UNIQ_KEY (looked
+        for as the property's bytes: a 32-hex-digit id found nowhere else)."""
+        self.step += 1
+        read = store.read
+        for number, (uniq, offset_id) in enumerate(zip(self.uniq, self.offset_id)):
+            phys = int(offset_id[-16:], 16)
+            raw = read(phys)
+            if raw is None or b"UNIQ_KEY\x01" + uniq.encode() not in raw:
+                what = "is gone" if raw is None else "holds another message"
+                self.fail("durable", now_ms, f"message #{number} ({uniq}) was accepted at offset {phys} "
+                                             f"(offsetMsgId {offset_id}); after the restart that offset {what}")
 
     # -- what the broker records --------------------------------------------------------------
     def offset_committed(self, group: str, topic: str, queue_id: int, offset: int, now_ms: int) -> None:

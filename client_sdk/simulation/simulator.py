@@ -15,10 +15,13 @@ time keeps moving, in one-minute steps, until every accepted message has ended i
 every group (consumed, or dead-lettered) or ``settle`` runs out.
 
 A crash is the emulator's process dying: the store stops as a killed broker stops
-(``MessageStore.crash``: appended records survive, unpersisted offsets do not), every
-client and the client loop are dropped, and all of it is started again from the store
-— consumers resume from the offsets the broker had persisted, so some messages are
-delivered again (RocketMQ is at-least-once; the invariants allow that after a crash).
+(``MessageStore.crash`` writes and syncs nothing: what the store had handed to the OS
+survives — every acknowledged put is, before its result is returned — and nothing else
+does: unpersisted offsets, queue files and checkpoint are gone), every client and the
+client loop are dropped, and all of it is started again from the store — consumers
+resume from the offsets the broker had persisted, so some messages are delivered again
+(RocketMQ is at-least-once; the invariants allow that after a crash). After each
+restart the checker reads every accepted message back at its offsetMsgId (``durable``).
 """
 from __future__ import annotations
 
@@ -275,6 +278,7 @@ class Simulation:
         self.embedded = None
         self.consumers = {}
         self._boot()
+        self.checker.recovered(self.core.store, self.clock.now_ms())
 
     def set_writeable(self, writeable: bool) -> None:
         self.checker.step += 1

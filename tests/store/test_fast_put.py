@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
 from rocketmq_emulator.store.records import MessageRecord, create_offset_msg_id, encode_record
-from rocketmq_emulator.store.segment import FileSegment
+from rocketmq_emulator.store import segment
 from store_testkit import bodies, reference_encode
 
 SEP1, SEP2 = "\u0001", "\u0002"
@@ -142,9 +142,9 @@ def test_schedule_topic_puts_take_the_inlined_path_with_the_delivery_time_as_tag
 @pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
 def test_file_stores_match_byte_for_byte(tmp_path, monkeypatch, flush):
     """Same records through put and through the general path into two directories: the
-    segment files and queue files are identical. A small write chunk makes the inlined
-    append hand its buffer to the OS many times."""
-    monkeypatch.setattr(FileSegment, "write_chunk", 3000)
+    segment files and queue files are identical. A small RECENT_LIMIT makes the file
+    segments move their fresh records to the mmap many times."""
+    monkeypatch.setattr(segment, "RECENT_LIMIT", 3000)
     cfg = StoreConfig(segment_size=16 * 1024, flush_disk_type=flush, consume_queue_entries_per_file=16)
     fast, ref = MessageStore(tmp_path / "fast", cfg), MessageStore(tmp_path / "ref", cfg)
     for i in range(300):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
+from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, segment
 from rocketmq_emulator.store.record_view import check_record, prop_value
 from rocketmq_emulator.store.records import MessageRecord, RecordError, decode_record, encode_record, string_to_properties, tags_code
 from store_testkit import bodies, rec
@@ -39,24 +39,20 @@ def test_sync_flush_put_that_cannot_fsync_stores_nothing(tmp_path, monkeypatch):
 
 def test_async_put_whose_write_fails_stores_nothing(tmp_path, monkeypatch):
     s = MessageStore(tmp_path, StoreConfig(segment_size=8 << 20))
-    big = bytes(100_000)
-    n = 0
-    while True:                                # fill the pending buffer up to just below 1 MiB
-        if s._log.segments[-1].pending.size + 100_200 >= 1 << 20:
-            break
-        assert s.put(rec("T", big), n).ok
-        n += 1
+    for i in range(5):
+        assert s.put(rec("T", b"ok-%d" % i), i).ok
     end = s.commit_log_max_offset
-    monkeypatch.setattr(os, "pwritev", _enospc)
-    res = s.put(rec("T", big), 99)             # this one makes the buffer go to the OS: it fails
+    monkeypatch.setattr(segment, "_pwrite", _enospc)
+    res = s.put(rec("T", b"lost"), 99)
     monkeypatch.undo()
-    assert res.status is PutStatus.UNKNOWN_ERROR
-    assert s.commit_log_max_offset == end and s.max_offset("T", 0) == n
-    s.flush()
+    assert not res.ok and "No space" in res.remark
+    assert s.commit_log_max_offset == end and s.max_offset("T", 0) == 5
+    assert os.path.getsize(tmp_path / "commitlog" / f"{0:020d}") == end
     s._check()
+    assert s.put(rec("T", b"ok-5"), 100).ok
     s.close()
     with MessageStore(tmp_path, StoreConfig(segment_size=8 << 20)) as again:
-        assert again.max_offset("T", 0) == n and again.recovery.clean
+        assert bodies(again, "T", 0) == [b"ok-%d" % i for i in range(6)] and again.recovery.clean
 
 
 def test_a_failing_roll_leaves_the_log_as_it_was(tmp_path, monkeypatch):
@@ -65,8 +61,8 @@ def test_a_failing_roll_leaves_the_log_as_it_was(tmp_path, monkeypatch):
     for i in range(2):                          # two 342-byte records: a third does not fit
         assert s.put(rec("T", bytes(250)), i).ok
     end, n_files = s.commit_log_max_offset, len(os.listdir(tmp_path / "commitlog"))
-    monkeypatch.setattr(os, "pwritev", _enospc)             # sealing writes the segment out
-    assert s.put(rec("T", bytes(250)), 3).status is PutStatus.UNKNOWN_ERROR
+    monkeypatch.setattr(segment, "_pwrite", _enospc)        # the BLANK that seals the segment
+    assert not s.put(rec("T", bytes(250)), 3).ok
     monkeypatch.undo()
     assert s.commit_log_max_offset == end and len(os.listdir(tmp_path / "commitlog")) == n_files
     assert s.put(rec("T", bytes(250)), 4).commit_log_offset == 1000

@@ -207,18 +207,18 @@ def test_27_34_a_log_trimmed_past_offset_zero(tmp_path):
         assert s.put(rec("T", b"new"), 1).queue_offset == 20
 
 
-def test_crash_image_keeps_what_was_flushed(tmp_path):
-    """ASYNC_FLUSH: what a crash leaves (the files as they are) holds everything up to
-    the last flush; later puts may be lost, and the store is consistent either way."""
+def test_crash_image_keeps_every_acknowledged_put(tmp_path):
+    """ASYNC_FLUSH: what a killed process leaves (the files as they are) holds every put
+    that returned, flushed or not, and the store opens consistent."""
     root = tmp_path / "live"
     s = MessageStore(root, SMALL)
     fill(s, 10)
     s.flush()
-    s.put(rec("T", b"unflushed"), 1)
+    assert s.put(rec("T", b"unflushed"), 1).ok
     shutil.copytree(root, tmp_path / "crash")
     s.close()
     with MessageStore(tmp_path / "crash", SMALL) as c:
-        assert bodies(c, "T", 0) == [f"body-{i}".encode() for i in range(10)]
+        assert bodies(c, "T", 0) == [f"body-{i}".encode() for i in range(10)] + [b"unflushed"]
         c._check()
 
 
