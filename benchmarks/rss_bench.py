@@ -11,10 +11,11 @@ and RssFile (pages of the commit log it has mapped, which the kernel can take ba
                   --every messages produced and consumed, one line of the server's RSS
   --attack NAME   unread-pulls: one connection pipelines 400 PULL_MESSAGEs of a 4 MiB
                   message and reads no reply; half-frames: 40 connections each send
-                  half of a 15 MiB frame and stall (RSS read again after --wait s);
+                  half of a 15 MiB frame and stall (RSS read again --wait s later);
                   flood: --flood connections opened and held. Each prints the server's
                   RSS before and at its peak, and how long a well-behaved client's
-                  request (GET_ROUTEINFO_BY_TOPIC on its own connection) took meanwhile
+                  request (GET_ROUTEINFO_BY_TOPIC on a connection made before the attack)
+                  took meanwhile
 
 --rev REV (repeatable) runs the server from that git revision instead of this work
 tree (extracted with `git archive`; WORKTREE names the work tree), one after the
@@ -157,18 +158,26 @@ def produce_consume(server: Server, n: int, every: int, window: int) -> None:
 
 
 # -- the attacks -------------------------------------------------------------------------------------
-def call(port: int, cmd: RemotingCommand, timeout: float = 120.0) -> tuple[RemotingCommand, float]:
-    """One request on a fresh connection: (reply, seconds it took)."""
-    t0 = time.perf_counter()
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(encode(cmd))
-        dec = FrameDecoder()
+class Client:
+    """A well-behaved client: one connection, made before the attack, one request at a time."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+        self.decoder = FrameDecoder()
+
+    def call(self, cmd: RemotingCommand) -> tuple[RemotingCommand, float]:
+        """(the reply, seconds it took)."""
+        t0 = time.perf_counter()
+        self.sock.sendall(encode(cmd))
         while True:
-            data = s.recv(1 << 20)
+            data = self.sock.recv(1 << 20)
             if not data:
                 raise ConnectionError("closed by the server")
-            for reply in dec.feed(data):
+            for reply in self.decoder.feed(data):
                 return reply, time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 def route() -> RemotingCommand:
@@ -197,7 +206,8 @@ def peer_closed(s: socket.socket, timeout: float) -> bool:
 def unread_pulls(server: Server, args) -> dict:
     send = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {
         "a": "PG", "b": "Big", "c": "TBW102", "d": 1, "e": 0, "f": 0, "g": 1, "h": 0, "i": ""}, b"b" * (4 * MiB))
-    reply, _ = call(server.port, send)
+    client = Client(server.port)
+    reply, _ = client.call(send)
     assert reply.code == 0, reply
     base = server.rss()
     greedy = socket.create_connection(("127.0.0.1", server.port))
@@ -206,13 +216,15 @@ def unread_pulls(server: Server, args) -> dict:
             "sysFlag": FLAG_SUBSCRIPTION, "commitOffset": 0, "suspendTimeoutMillis": 0, "subVersion": 0,
             "subscription": "*"}
     greedy.sendall(b"".join(encode(RemotingCommand.request(RequestCode.PULL_MESSAGE, pull)) for _ in range(400)))
-    _, latency = call(server.port, route())
+    _, latency = client.call(route())
     peak = peak_rss(server, args.wait)
     greedy.close()
+    client.close()
     return {"base": base, "peak": peak, "route_s": latency}
 
 
 def half_frames(server: Server, args) -> dict:
+    client = Client(server.port)
     base = server.rss()
     header = b'{"code":310,"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON","version":409}'
     total = 15 * MiB
@@ -223,24 +235,28 @@ def half_frames(server: Server, args) -> dict:
         s = socket.create_connection(("127.0.0.1", server.port))
         s.sendall(half)
         socks.append(s)
-    _, latency = call(server.port, route())
+    _, latency = client.call(route())
     peak = peak_rss(server, 1)
-    later = peak_rss(server, args.wait)
+    time.sleep(args.wait)
+    later = server.rss()
     closed = sum(peer_closed(s, 0.2) for s in socks)
     for s in socks:
         s.close()
+    client.close()
     return {"base": base, "peak": peak, f"after {args.wait:g} s": later, "closed by the server": closed,
             "route_s": latency}
 
 
 def flood(server: Server, args) -> dict:
+    client = Client(server.port)
     base = server.rss()
     socks = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(args.flood)]
-    _, latency = call(server.port, route())
+    _, latency = client.call(route())
     peak = peak_rss(server, 1)
     held = sum(not peer_closed(s, 0.05) for s in socks)
     for s in socks:
         s.close()
+    client.close()
     return {"base": base, "peak": peak, "held open": held, "route_s": latency}
 
 
