@@ -8,7 +8,8 @@ both perm RW (6), as in 4.9.2+.
 System topics (4.9.8's TopicValidator set, the ``rmq_sys_`` prefix and the names a
 broker registers for itself: its cluster name, its broker name, <cluster>_REPLY_TOPIC)
 are the broker's own, so UPDATE_AND_CREATE_TOPIC refuses them; the emulator also counts
-the RMQ_SYS_ prefix and the %RETRY%/%DLQ% topics it creates for groups among them.
+the RMQ_SYS_ prefix among them. %RETRY%<group> and %DLQ%<group> stay updatable, as
+upstream: operators raise a DLQ's permission to read it (mqadmin updateTopic -p 6).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ NOT_ALLOWED_SEND = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_S
                               "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
 # TopicValidator.SYSTEM_TOPIC_SET (4.9.8)
 SYSTEM_TOPICS = NOT_ALLOWED_SEND | {AUTO_CREATE_TOPIC_KEY, "TRANS_CHECK_MAX_TIME_TOPIC"}
-_SYSTEM_PREFIXES = ("rmq_sys_", "RMQ_SYS_", RETRY_PREFIX, DLQ_PREFIX)
+_SYSTEM_PREFIXES = ("rmq_sys_", "RMQ_SYS_")
 # No upstream bound: 1024 is its largest built-in topic (BenchmarkTest) and the CLI's
 # limit; every client builds one MessageQueue per queue of a route.
 QUEUE_NUMS_MAX = 1024

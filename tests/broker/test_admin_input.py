@@ -13,8 +13,7 @@ from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as
 
 SYSTEM_TOPICS = ["TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC",
                  "rmq_sys_anything", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC",
-                 "TRANS_CHECK_MAX_TIME_TOPIC", "DefaultCluster", "broker-a", "DefaultCluster_REPLY_TOPIC",
-                 "%RETRY%billing", "%DLQ%billing"]
+                 "TRANS_CHECK_MAX_TIME_TOPIC", "DefaultCluster", "broker-a", "DefaultCluster_REPLY_TOPIC"]
 
 
 def create_topic(client, topic, **fields):
@@ -30,6 +29,14 @@ def test_system_topics_cannot_be_created_or_changed_over_the_wire(core, client, 
     resp = create_topic(client, topic, perm=2, readQueueNums=1, writeQueueNums=1)
     assert (resp.code, resp.remark) == (RC.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
     assert core.topics.get(topic) == before
+
+
+@pytest.mark.parametrize("topic", ["%RETRY%billing", "%DLQ%billing"])
+def test_retry_and_dlq_topics_stay_updatable_as_upstream(core, client, topic):
+    """Operators make a DLQ readable with `mqadmin updateTopic -t %DLQ%g -p 6`."""
+    resp = create_topic(client, topic, perm=6, readQueueNums=1, writeQueueNums=1)
+    assert resp.code == RC.SUCCESS, resp.remark
+    assert core.topics.get(topic).perm == 6
 
 
 def test_an_attempt_on_tbw102_leaves_auto_creation_working(client):
