@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Callable
 
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
-from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
+from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, StoreError
 from rocketmq_emulator.store.records import MessageRecord, Prop, parse_host, tags_code
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
@@ -64,7 +64,9 @@ class BrokerCore:
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
         self._flush_due: int | None = None
+        self._flush_error: str | None = None            # why the last flush failed (until one works)
         self._schedule_retry_at = 0
+        self._schedule_failing = False                   # re-stores of due delayed messages fail
         self._processors = build_processor_table()
         self._closed = False
 
@@ -258,9 +260,15 @@ class BrokerCore:
                 continue
             res = self.put_message(rec, kind=EventKind.REDELIVERED)
             if res.status is not PutStatus.PUT_OK:
-                log.warning("re-store of delayed message failed (%s); retrying", res.status.name)
+                if not self._schedule_failing:      # one line per failure streak, not one per retry
+                    log.warning("re-store of a due delayed message failed (%s: %s); retrying every %d ms",
+                                res.status.name, res.remark, _SCHEDULE_RETRY_MS)
+                    self._schedule_failing = True
                 self._schedule_retry_at = now + _SCHEDULE_RETRY_MS
                 break
+            if self._schedule_failing:
+                log.warning("due delayed messages are re-stored again")
+                self._schedule_failing = False
             sched.delivered(level, offset)
             moved = True
         if moved:
@@ -308,18 +316,40 @@ class BrokerCore:
         return self.configs.save()
 
     def flush(self) -> None:
-        """Persist the log, offsets, delay offsets and changed topic/group configs."""
+        """Persist the log, offsets, delay offsets and changed topic/group configs. A
+        flush the disk refuses (full, read-only) takes nothing down: it is logged once
+        per failure streak, everything stays in memory, and the next one comes a flush
+        interval later (not at every tick)."""
         self.save_configs()
         self.store.set_delay_offsets(self.schedule.scheduler.offsets())
-        self.store.flush()
+        try:
+            self.store.flush()
+        except StoreError as exc:
+            if self._flush_error is None:
+                log.error("flush of the store failed: %s; the broker goes on serving and tries again every %d ms "
+                          "(said once until a flush works)", exc, self.config.flush_interval_commit_log)
+            self._flush_error = str(exc)      # (not the exception: its traceback would keep frames alive)
+            self._flush_due = self.clock.now_ms() + self.config.flush_interval_commit_log
+            return
+        if self._flush_error is not None:
+            log.warning("the store flushes again (the last flushes had failed: %s)", self._flush_error)
+            self._flush_error = None
         self._flush_due = None
 
-    def close(self) -> None:
+    def close(self) -> str | None:
+        """Flush and close the store. A failure to persist is logged and returned (why),
+        not raised: what could not be written is lost with the process."""
         if self._closed:
-            return
-        self.flush()
-        self.store.close()
+            return None
         self._closed = True
+        self.flush()
+        error = self._flush_error
+        try:
+            self.store.close()
+        except StoreError as exc:
+            log.error("closing the store: %s; what was not written is lost", exc)
+            error = str(exc)
+        return error
 
     # -- conveniences for embedding programs and tests -----------------------------------
     def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,

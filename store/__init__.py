@@ -3,7 +3,7 @@
 ``store`` imports nothing of the project and never reads a clock.
 """
 from .config import ASYNC_FLUSH, DEFAULT_DELAY_LEVELS_MS, SYNC_FLUSH, StoreConfig
-from .errors import StoreError
+from .errors import StoreError, StoreWriteError
 from .message_store import MessageStore
 from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery
 
@@ -11,6 +11,7 @@ __all__ = [
     "MessageStore",
     "StoreConfig",
     "StoreError",
+    "StoreWriteError",
     "PutStatus",
     "GetStatus",
     "PutResult",

@@ -237,13 +237,18 @@ def write_queue(root: Path, cq: ConsumeQueue, entries_per_file: int) -> None:
         n = min(cq.max_offset - off, (file_start + file_bytes - byte_off) // ENTRY_SIZE)
         i = (off - cq.base) * ENTRY_SIZE
         fd = os.open(qdir / f"{file_start:020d}", os.O_WRONLY | os.O_CREAT, 0o644)
+        # The view is released even when a write fails (disk full): while it lives, the
+        # queue's bytearray cannot grow, and every later put to the queue would fail.
         try:
-            view = memoryview(cq.buf)[i:i + n * ENTRY_SIZE]
-            pos = byte_off - file_start
-            while view:
-                w = os.pwrite(fd, view, pos)
-                view, pos = view[w:], pos + w
-            view.release()
+            with memoryview(cq.buf) as whole:
+                view = whole[i:i + n * ENTRY_SIZE]
+                pos = byte_off - file_start
+                try:
+                    while view:
+                        w = os.pwrite(fd, view, pos)
+                        view, pos = view[w:], pos + w
+                finally:
+                    view.release()
         finally:
             os.close(fd)
         off += n

@@ -48,14 +48,25 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        _write_all(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            _write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        _unlink_quietly(tmp)      # a half-written temporary file must not stay behind
+        raise
     if durable:
         fsync_dir(path.parent)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def overwrite_in_place(path: Path, data: bytes) -> None:

@@ -25,7 +25,7 @@ from .commit_log import CommitLog, LogRecovery, RecordTooLarge
 from .config import StoreConfig
 from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, SCHEDULE_TOPIC_FIELD, ConsumeQueue, entry_tags_code,
                             list_queue_dirs, load_queue, valid_topic_dir, write_queue)
-from .errors import StoreError
+from .errors import StoreError, StoreWriteError
 from . import fsutil
 from .fsutil import RootLock, atomic_write
 from .index import KeyIndex
@@ -93,6 +93,7 @@ class MessageStore:
         self._delays = config.delay_levels_ms
         self._max_body = config.max_message_size
         self._checkpointed: tuple[int, int] | None = None   # (log end, entries) at the last checkpoint
+        self._write_error: OSError | None = None    # the last commit-log write failed (until one works)
         if self._root is None:
             self._log = CommitLog(None, config.segment_size)
             self.recovery = Recovery()
@@ -355,6 +356,8 @@ class MessageStore:
                 at = lg.append(data)
             except Exception as exc:
                 return self._put_failed(rec, exc)
+            if self._write_error is not None:
+                self._writes_work_again()
         rec.queue_offset = queue_offset
         rec.commit_log_offset = at
         rec.store_timestamp = now_ms
@@ -425,6 +428,8 @@ class MessageStore:
             return self._put_failed(rec, exc)
         if at != phys:                      # rolled over to a new segment
             rec.commit_log_offset = at
+        if self._write_error is not None:
+            self._writes_work_again()
         size = rec.store_size
         if dispatch:
             text = rec.properties_text
@@ -463,6 +468,22 @@ class MessageStore:
         return put_failed(PutStatus.MESSAGE_ILLEGAL, f"the message body size {len(body)} is over the "
                           f"max value {self._max_body}")
 
+    def _write_failed(self, exc: OSError) -> None:
+        """A commit-log write failed (disk full, I/O error): nothing of it stays in the
+        log and the put is refused. Logged once until a write works again; meanwhile
+        puts take the general path, which notices that (the inlined one cannot)."""
+        if self._write_error is None:
+            log.error("store %s: cannot write the commit log (%s); puts are refused with SERVICE_NOT_AVAILABLE "
+                      "until a write succeeds (said once)", self._root, exc.strerror or exc)
+        self._write_error = exc
+        self._log.fast_limit = -1
+
+    def _writes_work_again(self) -> None:
+        log.warning("store %s: commit-log writes succeed again (they had failed: %s)", self._root,
+                    self._write_error.strerror or self._write_error)
+        self._write_error = None
+        self._log._activate()               # the inlined put path again
+
     @staticmethod
     def _refuse_new_queue(topic, queue_id) -> str | None:
         """Why a first put to (topic, queue_id) is refused, or None. Checked once per
@@ -477,8 +498,9 @@ class MessageStore:
         if isinstance(exc, RecordTooLarge):
             return put_failed(PutStatus.MESSAGE_ILLEGAL, str(exc))
         if isinstance(exc, OSError):
-            log.error("store %s: append failed: %s", self._root, exc)
-            return put_failed(PutStatus.UNKNOWN_ERROR, f"append failed: {exc}")
+            self._write_failed(exc)
+            return put_failed(PutStatus.SERVICE_NOT_AVAILABLE,
+                              f"the message store cannot write its commit log: {exc.strerror or exc}")
         if isinstance(exc, RecordError):
             try:
                 too_long = len(rec.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
@@ -681,14 +703,20 @@ class MessageStore:
         return dict(self._delay.table)
 
     def save_config(self, name: str, obj) -> None:
-        """Store a JSON document as config/<name>.json (atomically replaced)."""
+        """Store a JSON document as config/<name>.json (atomically replaced). A write
+        that fails raises StoreWriteError (an OSError too) and leaves the old file."""
         self._live()
         self._config_name(name)
         text = json.dumps(obj)              # fails here, not at flush, if obj is not JSON
         if self._root is None:
             self._configs[name] = text
-        else:
-            dump_json_document(self._root / "config" / f"{name}.json", obj, durable=self.config.fsync)
+            return
+        path = self._root / "config" / f"{name}.json"
+        try:
+            dump_json_document(path, obj, durable=self.config.fsync)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write {str(path)!r}: {exc.strerror or exc}; the previous version "
+                                  f"is kept", exc) from exc
 
     def load_config(self, name: str):
         """The document saved under ``name`` (a fresh object), None if there is none."""
@@ -729,7 +757,7 @@ class MessageStore:
                 save_checkpoint(self._root / "checkpoint", self._current_checkpoint())
                 self._checkpointed = state
         except OSError as exc:
-            raise StoreError(f"flush of store {str(self._root)!r} failed: {exc}") from exc
+            raise StoreWriteError(f"flush of store {str(self._root)!r} failed: {exc.strerror or exc}", exc) from exc
 
     def _checkpoint_state(self) -> tuple[int, int, int]:
         """Cheap summary of what a checkpoint would say (changes whenever it would)."""
@@ -806,7 +834,7 @@ class MessageStore:
         active = lg.segments[-1]
         assert lg.active is active, "put's append target is stale"
         assert (lg.tail, lg.write) == ((None, active.append) if self._root is not None else (active, None))
-        assert lg.fast_limit == (-1 if lg.sync_each else active.base + lg.segment_size - 8)
+        assert lg.fast_limit == (-1 if lg.sync_each or self._write_error else active.base + lg.segment_size - 8)
         expected: dict[tuple[str, int], list[bytes]] = {}
         for i, seg in enumerate(lg.segments):
             last = i == len(lg.segments) - 1

@@ -28,7 +28,7 @@ def test_sync_flush_put_that_cannot_fsync_stores_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "fsync", _enospc)
     res = s.put(rec("T", b"lost"), 9)
     monkeypatch.undo()
-    assert res.status is PutStatus.UNKNOWN_ERROR and "No space" in res.remark
+    assert res.status is PutStatus.SERVICE_NOT_AVAILABLE and "No space" in res.remark
     assert s.commit_log_max_offset == end and s.max_offset("T", 0) == 3
     assert s.put(rec("T", b"ok-3"), 10).ok
     s._check()

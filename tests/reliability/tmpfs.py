@@ -1,0 +1,27 @@
+"""A small tmpfs for disk-full tests: mounted for a test, unmounted after; the test is
+skipped (with the reason) where this process may not mount."""
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+__all__ = ["small_tmpfs"]
+
+
+def small_tmpfs(where: Path, size: str = "2m"):
+    """Generator for a fixture: mount a ``size`` tmpfs at ``where``, yield it, unmount."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (the disk-full paths are also tested by injection)")
+    where.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", f"tmpfs-{uuid.uuid4().hex[:8]}", str(where)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip() or proc.returncode}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
