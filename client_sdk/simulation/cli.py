@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from rocketmq_emulator.broker.cli_common import CommandParser, UsageError, fail
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from .scenario import ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_restart, parse_window
@@ -20,38 +21,35 @@ from .scenario import ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_re
 __all__ = ["simulate_main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):          # one line and exit 2, like every other command
-        raise ScenarioError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="rocketmq-emulator simulate",
-                description="Run a deterministic simulation on a virtual clock and check its invariants.")
-    p.add_argument("--seed", type=int, default=0, help="the seed: same seed, same run, same bytes (default 0)")
-    p.add_argument("--messages", type=int, help="messages to produce (default 1000)")
-    p.add_argument("--duration", help="virtual time to run, like 6h or 90m (default 6h)")
-    p.add_argument("--settle", help="extra virtual time allowed for retries to end (default 6h)")
+    # Options left out take the scenario's value (its file's, or the default named here).
+    p = CommandParser(prog="rocketmq-emulator simulate",
+                      description="Run a deterministic simulation on a virtual clock and check its invariants.")
+    p.add_argument("--seed", type=int, default=0, help="the seed: same seed, same run, same bytes")
+    p.add_argument("--messages", type=int, help="messages to produce (default: 1000)")
+    p.add_argument("--duration", help="virtual time to run, like 6h or 90m; faults must start within it "
+                                      "(default: 6h)")
+    p.add_argument("--settle", help="extra virtual time allowed for retries to end (default: 6h)")
     p.add_argument("--out", required=True, help="directory for the store the run leaves (must be new or empty)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the readable summary")
     p.add_argument("--scenario", help="a JSON scenario file; options given here override it")
-    p.add_argument("--rate", type=float, help="messages per virtual second (default 100)")
-    p.add_argument("--body-size", type=int, help="message body bytes (default 100)")
-    p.add_argument("--queues", type=int, help="queues of the topic (default 4)")
+    p.add_argument("--rate", type=float, help="messages per virtual second (default: 100)")
+    p.add_argument("--body-size", type=int, help="message body bytes (default: 100)")
+    p.add_argument("--queues", type=int, help="queues of the topic (default: 4)")
     p.add_argument("--pattern", choices=("w1", "none"),
                    help="w1: every 100th message is poison, every 10th (i %% 10 == 5) fails once")
     p.add_argument("--fail-probability", type=float, help="any other delivery fails with this probability")
     p.add_argument("--slow-probability", type=float, help="a delivery overruns consumeTimeout with this probability")
     p.add_argument("--batch-size", type=int, help="consumeMessageBatchMaxSize (failures use ackIndex)")
     p.add_argument("--orderly", action="store_true", help="consume orderly (give --max-reconsume-times too)")
-    p.add_argument("--max-reconsume-times", type=int, help="the consumer's maxReconsumeTimes (default 16)")
-    p.add_argument("--consumers", type=int, help="consumer instances in the group (default 1)")
+    p.add_argument("--max-reconsume-times", type=int, help="the consumer's maxReconsumeTimes (default: 16)")
+    p.add_argument("--consumers", type=int, help="consumer instances in the group (default: 1)")
     p.add_argument("--crash-at", action="append", default=[], metavar="T",
                    help="crash the broker at virtual time T and restart it from its store (repeatable)")
     p.add_argument("--write-off", action="append", default=[], metavar="START..END",
                    help="switch the broker's write permission off between START and END (repeatable)")
     p.add_argument("--restart-consumer", action="append", default=[], metavar="GROUP@AT[+DOWN]",
-                   help="stop GROUP's consumers at AT, start them DOWN later (default 30s; repeatable)")
+                   help="stop GROUP's consumers at AT, start them DOWN later (DOWN default: 30s; repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--no-idle-skip", action="store_true",
                    help="run every periodic client request (pull timeouts, offset and heartbeat timers) instead "
@@ -60,8 +58,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _fail(msg: str, code: int = 2) -> int:
-    print(f"rocketmq-emulator simulate: {msg}", file=sys.stderr)
-    return code
+    return fail("simulate", msg, code)
 
 
 def build_scenario(args) -> Scenario:
@@ -119,6 +116,9 @@ def simulate_main(argv: list[str]) -> int:
     try:
         args = _parser().parse_args(argv)
         scenario = build_scenario(args)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     except ScenarioError as exc:
         return _fail(str(exc))
     out = Path(args.out)
@@ -127,14 +127,20 @@ def simulate_main(argv: list[str]) -> int:
     from .simulator import run_simulation
 
     # The run provokes refusals, failed send-backs and crash recoveries on purpose; the
-    # clients' and store's warnings about them would bury the summary.
-    for name in ("client_sdk", "broker", "store"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    # clients' and store's warnings about them would bury the summary. (Put back after
+    # the run: a caller's own logging stays as it was.)
+    quieted = {name: logging.getLogger(name) for name in ("client_sdk", "broker", "store")}
+    levels = {name: logger.level for name, logger in quieted.items()}
+    for logger in quieted.values():
+        logger.setLevel(logging.ERROR)
     progress = None if args.quiet else _Progress(scenario)
     try:
         result = run_simulation(scenario, out, progress=progress, skip_idle=not args.no_idle_skip)
     except OSError as exc:
         return _fail(f"cannot write the store in {str(out)!r}: {exc.strerror or exc}", 1)
+    finally:
+        for name, logger in quieted.items():
+            logger.setLevel(levels[name])
     if progress:
         progress.done()
     summary = result.summary()

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
+from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
            "ScenarioError", "w1_scenario"]
@@ -196,22 +196,34 @@ def _validate(s: Scenario) -> None:
         if g.orderly and g.max_reconsume_times == -1 and (g.poison_every or g.fail_probability == 1):
             raise ScenarioError(f"group {g.name}: an orderly group retries forever by default; "
                                 f"give it max_reconsume_times to let poison messages reach the DLQ")
+    # A fault that starts after the duration would never happen (the run only settles
+    # then): refused rather than silently left out. An end past it is fine.
     for t in s.crashes_ms:
         _int("crash time", t, lo=0)
+        _within(s, t, f"a crash at {format_duration(t)} is")
     for w in s.write_off:
         if not 0 <= w.start_ms < w.end_ms:
             raise ScenarioError(f"write_off window must have 0 <= start < end, got {w.start_ms}..{w.end_ms} ms")
+        _within(s, w.start_ms, f"a write_off window {format_duration(w.start_ms)}..{format_duration(w.end_ms)} starts")
     for r in s.consumer_restarts:
         if r.group not in names:
             raise ScenarioError(f"consumer restart names unknown group {r.group!r}")
         _int("consumer restart time", r.at_ms, lo=0)
         _int("consumer restart down time", r.down_ms, lo=0)
+        _within(s, r.at_ms, f"a restart of group {r.group} at {format_duration(r.at_ms)} is")
     if s.message_delay_level is not None:
         from rocketmq_emulator.delay_scheduler import DelayLevels
         try:
             DelayLevels.parse(s.message_delay_level)
         except DelayLevelError as exc:
             raise ScenarioError(f"message_delay_level: {exc}") from None
+
+
+def _within(s: Scenario, at_ms: int, what: str) -> None:
+    if at_ms > s.duration_ms:
+        raise ScenarioError(f"{what} after the end of the run (duration {format_duration(s.duration_ms)}), so it "
+                            f"would never happen; move it to {format_duration(s.duration_ms)} or earlier, "
+                            f"or run longer")
 
 
 def _int(what: str, v, lo: int | None = None, hi: int | None = None) -> None:
