@@ -8,20 +8,33 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
+import shutil
 import signal
 import socket
 import sys
 from pathlib import Path
 
+from .cli_common import CommandParser, UsageError, fail, int_in_range, missing_extra, positive_float, version_text
+
 __all__ = ["main"]
 
 DEFAULT_DATA_DIR = Path.home() / ".rocketmq-emulator" / "store"
+DEFAULT_DATA_DIR_TEXT = "~/.rocketmq-emulator/store"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# A frame holds a message of up to maxMessageSize (4 MiB) plus its header; below 64 KiB
+# ordinary requests would be refused, and the length field is a signed 32-bit int.
+FRAME_SIZE_RANGE = (64 * 1024, 1024 ** 3)
+log = logging.getLogger("broker.serve")
 
 
 def _fail(msg: str, code: int = 2) -> int:
-    print(f"rocketmq-emulator: error: {msg}", file=sys.stderr)
-    return code
+    """An error of the top-level command (no sub-command known)."""
+    return fail("", msg, code)
+
+
+def _usage_error(exc: UsageError) -> int:
+    print(exc, file=sys.stderr)
+    return 2
 
 
 # -- serve ------------------------------------------------------------------------------
@@ -39,46 +52,68 @@ def _limit(kind):
 
 
 def _serve_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rocketmq-emulator serve",
-                                description="Run the name server + broker on one port.")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind and advertise (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=9876, help="port (default 9876; 0 picks a free one)")
-    p.add_argument("--data-dir", default=None, help=f"store directory (default {DEFAULT_DATA_DIR})")
+    from .adapters.mqtt_bridge import MqttSettings
+
+    mqtt_defaults = MqttSettings()
+    p = CommandParser(prog="rocketmq-emulator serve",
+                      description="Run the name server + broker on one port. The store lives in --data-dir "
+                                  f"(default {DEFAULT_DATA_DIR_TEXT}) and is kept between runs; --in-memory "
+                                  "keeps nothing on disk.")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind and advertise")
+    p.add_argument("--port", type=int_in_range(0, 65535, "a port number"), default=9876,
+                   help="one port for name-server and broker requests; 0 picks a free one (stdout says which "
+                        "in a line `listening HOST:PORT remoting`)")
+    p.add_argument("--data-dir", default=None,
+                   help=f"store directory (default: {DEFAULT_DATA_DIR_TEXT}, here {DEFAULT_DATA_DIR}, "
+                        "or storePathRootDir from --config)")
+    p.add_argument("--in-memory", action="store_true",
+                   help="keep the store in memory: nothing is written to disk, all is gone when the server stops")
     p.add_argument("--config", default=None, help="a RocketMQ broker.conf whose keys are honoured")
-    p.add_argument("--message-delay-level", default=None, help='delay table, e.g. "1s 5s 10s" (messageDelayLevel)')
+    p.add_argument("--message-delay-level", default=None,
+                   help='delay table, e.g. "1s 5s 10s" (messageDelayLevel; default: the 18 levels 1s ... 2h)')
     p.add_argument("--clock", choices=("real", "virtual"), default="real",
-                   help="real wall clock, or a virtual one moved by `rocketmq-emulator clock advance`")
-    p.add_argument("--max-frame-size", type=int, default=16 * 1024 * 1024, help="largest accepted frame in bytes")
+                   help="real wall clock, or a virtual one moved by `rocketmq-emulator clock advance` "
+                        "(kept in the store across restarts)")
+    lo, hi = FRAME_SIZE_RANGE
+    p.add_argument("--max-frame-size", type=int_in_range(lo, hi, "a number of bytes"), default=16 * 1024 * 1024,
+                   metavar="BYTES", help=f"largest accepted frame, {lo} to {hi} bytes; a larger one closes its "
+                                         "connection")
     p.add_argument("--max-connections", type=_limit(int), default=1000,
-                   help="connections open at once; one more is closed as it is accepted (default 1000; 0 = no limit)")
+                   help="connections open at once; one more is closed as it is accepted (0 = no limit)")
     p.add_argument("--idle-timeout", type=_limit(float), default=None, metavar="SECONDS",
-                   help="close a connection silent this long, one with a held pull excepted (default 120, "
+                   help="close a connection silent this long, one with a held pull excepted (default: 120, "
                         "or serverChannelMaxIdleTimeSeconds from --config; 0 = never)")
     p.add_argument("--frame-timeout", type=_limit(float), default=30.0, metavar="SECONDS",
-                   help="close a connection whose frame is unfinished this long after its first byte "
-                        "(default 30; 0 = never)")
+                   help="close a connection whose frame is unfinished this long after its first byte (0 = never)")
     p.add_argument("--max-outgoing-buffer", type=_limit(int), default=16 * 1024 * 1024, metavar="BYTES",
-                   help="unread reply bytes at which a connection's requests wait until it reads "
-                        "(default 16777216; 0 = no limit)")
-    p.add_argument("--mqtt", default=None, help="mqtt://[USER[:PASS]@]HOST:PORT of an MQTT broker to bridge to")
-    p.add_argument("--mqtt-username", default=None)
-    p.add_argument("--mqtt-password", default=None)
-    p.add_argument("--mqtt-client-id", default=None, help="MQTT client identifier (default rocketmq-emulator)")
-    p.add_argument("--mqtt-prefix", default=None, help="ingress topic prefix (default rocketmq)")
+                   help="unread reply bytes at which a connection's requests wait until it reads (0 = no limit)")
+    p.add_argument("--mqtt", default=None, metavar="URL",
+                   help="mqtt://[USER[:PASS]@]HOST[:PORT] of an MQTT broker to bridge to (port 1883 if left out; "
+                        "needs the mqtt extra)")
+    p.add_argument("--mqtt-username", default=None, help="MQTT user name (or USER in the --mqtt URL)")
+    p.add_argument("--mqtt-password", default=None, help="MQTT password (or PASS in the --mqtt URL)")
+    p.add_argument("--mqtt-client-id", default=mqtt_defaults.client_id,
+                   help="MQTT client identifier (a persistent session: QoS 1 publishes survive a reconnect)")
+    p.add_argument("--mqtt-prefix", default=mqtt_defaults.topic_prefix,
+                   help="ingress topic prefix: PREFIX/TOPIC[/TAG] is stored in TOPIC")
     p.add_argument("--mqtt-egress", action="append", default=[], metavar="TOPIC",
-                   help="forward TOPIC to rocketmq-out/TOPIC (repeatable)")
-    p.add_argument("--log-level", default="INFO")
+                   help=f"forward TOPIC to {mqtt_defaults.out_prefix}/TOPIC (repeatable)")
+    p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
+                   help="least severe log lines shown on stderr (any case)")
     return p
 
 
 def serve_main(argv: list[str]) -> int:
-    args = _serve_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        args = _serve_parser().parse_args(argv)
+    except UsageError as exc:
+        return _usage_error(exc)
     from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
     from .config import BrokerConfig, ConfigError, load_broker_conf
-    from .core import BrokerCore
 
+    if args.in_memory and args.data_dir:
+        return fail("serve", "--in-memory keeps nothing on disk; it cannot be given with --data-dir")
     try:
         cfg = load_broker_conf(args.config) if args.config else BrokerConfig()
         # No event record is kept: nothing in a serve process reads one, and it would grow
@@ -89,8 +124,10 @@ def serve_main(argv: list[str]) -> int:
         cfg = cfg.replace(**overrides)
         cfg.validate()
     except ConfigError as exc:
-        return _fail(str(exc))
-    data_dir = Path(args.data_dir or cfg.store_path_root_dir or DEFAULT_DATA_DIR).expanduser()
+        return fail("serve", str(exc))
+    data_dir = None
+    if not args.in_memory:
+        data_dir = Path(args.data_dir or cfg.store_path_root_dir or DEFAULT_DATA_DIR).expanduser()
     mqtt = None
     if args.mqtt:
         from .adapters.mqtt_bridge import parse_mqtt_url
@@ -100,8 +137,13 @@ def serve_main(argv: list[str]) -> int:
                                   client_id=args.mqtt_client_id, topic_prefix=args.mqtt_prefix,
                                   egress_topics=args.mqtt_egress or None)
         except ValueError as exc:
-            return _fail(str(exc))
+            return fail("serve", str(exc))
+        # Checked here, not when the bridge first connects: a missing extra is a start-up error.
+        missing = missing_extra("mqtt", "aiomqtt", "paho.mqtt.client")
+        if missing:
+            return fail("serve", f"--mqtt {missing}")
     args.mqtt_settings = mqtt
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     clock = VirtualClock() if args.clock == "virtual" else SystemClock()
     try:
         return asyncio.run(_serve(cfg, data_dir, clock, args))
@@ -109,30 +151,96 @@ def serve_main(argv: list[str]) -> int:
         return 0
 
 
-async def _serve(cfg, data_dir: Path, clock, args) -> int:
+class _StoreDir:
+    """The store directory of one start. A start that fails takes back what it created:
+    the directory and any parents it made, or what it put in a directory that was empty.
+    A directory that held anything before is left as it was (the store itself undoes
+    nothing it did not do)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.new_top = next((p for p in reversed([path, *path.parents]) if not p.exists()), None)
+        self.was_empty = path.is_dir() and not any(path.iterdir())
+
+    def take_back(self) -> None:
+        try:
+            if self.new_top is not None:
+                shutil.rmtree(self.new_top)
+            elif self.was_empty:
+                for child in self.path.iterdir():
+                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        except OSError as exc:
+            log.warning("could not remove what the failed start created in %s: %s", self.path, exc)
+
+
+def _open_core(cfg, data_dir: Path | None, clock, port: int):
+    """The broker on its store, and the keeper of a virtual clock's time when the
+    store is on disk (None otherwise). Raises StoreError / OSError."""
     from rocketmq_emulator.store import StoreError
 
-    from .adapters.tcp import RemotingServer
     from .core import BrokerCore
+    from .virtual_time import ClockKeeper
 
-    # Bind first so the advertised address carries the real port (``--port 0``).
-    probe_port = args.port
+    cfg = cfg.replace(listen_port=port)
+    if data_dir is None:
+        return BrokerCore.in_memory(clock, cfg), None
+    data_dir.mkdir(parents=True, exist_ok=True)
+    core = BrokerCore.open(data_dir, clock, cfg)
+    if not clock.is_virtual:
+        return core, None
+    keeper = ClockKeeper(core.store, clock)
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        core = BrokerCore.open(data_dir, clock, cfg.replace(listen_port=probe_port or 0))
+        keeper.resume()
+    except (StoreError, OSError):
+        core.close()
+        raise
+    return core, keeper
+
+
+async def _flush_in_real_time(core, keeper, interval_s: float) -> None:
+    """A virtual-clock server's flush: its core ticks only when time is advanced, so
+    offsets, delay offsets and the clock's time are written every flushIntervalCommitLog
+    of real time instead (a real-clock server's timer does this on its own)."""
+    while True:
+        await asyncio.sleep(interval_s)
+        core.flush()
+        keeper.save()
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
+    from rocketmq_emulator.store import StoreError
+
+    from .adapters.supervisor import Supervisor
+    from .adapters.tcp import RemotingServer
+
+    supervisor = Supervisor()
+    loop = asyncio.get_running_loop()
+    supervisor.install(loop)
+    store_dir = _StoreDir(data_dir) if data_dir is not None else None
+    try:
+        core, keeper = _open_core(cfg, data_dir, clock, args.port or 0)
     except (StoreError, OSError) as exc:
-        print(f"rocketmq-emulator: error: cannot open store {data_dir}: {exc}", file=sys.stderr)
-        return 2
+        if store_dir is not None and not isinstance(exc, StoreError):
+            store_dir.take_back()
+        return fail("serve", f"cannot open store {data_dir}: {exc}")
     idle = args.idle_timeout if args.idle_timeout is not None else cfg.server_channel_max_idle_time_seconds
     server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size,
                             max_connections=args.max_connections, idle_timeout_s=idle,
                             frame_timeout_s=args.frame_timeout, max_outgoing_buffer=args.max_outgoing_buffer)
+    before = asyncio.all_tasks()
     try:
         await server.start()
     except OSError as exc:
         core.close()
-        print(f"rocketmq-emulator: error: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
-        return 2
+        if store_dir is not None:
+            store_dir.take_back()
+        return fail("serve", f"cannot listen on {_host_port(args.host, args.port)}: {exc.strerror or exc}")
+    for task in asyncio.all_tasks() - before:
+        supervisor.watch(task, f"the remoting server's {task.get_coro().__qualname__}")
     core.config.listen_port = server.port
     core.store_host = (core.config.broker_ip, server.port)
     bridge = None
@@ -140,47 +248,100 @@ async def _serve(cfg, data_dir: Path, clock, args) -> int:
         from .adapters.mqtt_bridge import MqttBridge
 
         bridge = MqttBridge(core, args.mqtt_settings, server.after_activity)
-        bridge.start()
-    print(f"rocketmq-emulator listening on {server.address} (name server + broker); "
-          f"store {data_dir}; clock {args.clock}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
+        supervisor.watch(bridge.start(), "the MQTT bridge")
+    flusher = None
+    if keeper is not None:
+        flusher = supervisor.watch(asyncio.create_task(
+            _flush_in_real_time(core, keeper, cfg.flush_interval_commit_log / 1000)), "the store's flush")
+    address = _host_port(args.host, server.port)
+    where = "store in memory" if data_dir is None else f"store {data_dir}"
+    when = f" at {_utc(clock.now_ms())}" if clock.is_virtual else ""
+    print(f"rocketmq-emulator listening on {address} (name server + broker); {where}; clock {args.clock}{when}")
+    print(f"listening {address} remoting", flush=True)      # for scripts: one line per listener
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, supervisor.stop.set)
         except NotImplementedError:
             pass
-    await stop.wait()
+    await supervisor.stop.wait()
     if bridge is not None:
         await bridge.stop()
     await server.stop()
-    core.close()
-    print("rocketmq-emulator stopped; store flushed", flush=True)
+    if flusher is not None:
+        flusher.cancel()
+    try:
+        if keeper is not None:
+            keeper.save()
+        core.close()
+    except Exception as exc:        # logged and said; the run's first failure is the one reported
+        supervisor.fail("closing the store", exc)
+    if supervisor.failure is not None:
+        return fail("serve", supervisor.failure, 1)
+    print("rocketmq-emulator stopped; store flushed" if data_dir is not None else "rocketmq-emulator stopped",
+          flush=True)
     return 0
 
 
+def _utc(ms: int) -> str:
+    """Epoch milliseconds as an ISO-8601 UTC time with milliseconds: 2024-01-01T02:00:00.000Z."""
+    import datetime
+
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
 # -- clock ------------------------------------------------------------------------------
-def clock_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="rocketmq-emulator clock", description="Move a virtual-clock server's time.")
-    sub = p.add_subparsers(dest="action", required=True)
-    adv = sub.add_parser("advance", help="advance the clock by DURATION (500ms, 10s, 2h)")
-    adv.add_argument("duration")
-    adv.add_argument("--server", default="127.0.0.1:9876", help="HOST:PORT of `rocketmq-emulator serve`")
-    adv.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the reply")
-    args = p.parse_args(argv)
+def _server_address(text: str) -> str:
+    """An argparse type: HOST:PORT with a port from 1 to 65535."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port from 1 to 65535, got {text!r}")
+    return text
+
+
+def _add_server_options(p: argparse.ArgumentParser, timeout: float) -> None:
+    p.add_argument("--server", type=_server_address, default="127.0.0.1:9876",
+                   help="HOST:PORT of `rocketmq-emulator serve`")
+    p.add_argument("--timeout", type=positive_float, default=timeout, metavar="SECONDS",
+                   help="seconds to wait for the reply")
+
+
+def _duration(text: str) -> str:
+    """An argparse type: a duration like 500ms, 10s, 2h or 1h30m."""
     from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
     try:
-        parse_duration(args.duration)
+        parse_duration(text)
     except DelayLevelError as exc:
-        return _fail(str(exc))
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def clock_main(argv: list[str]) -> int:
+    p = CommandParser(prog="rocketmq-emulator clock", description="Read or move a server's clock.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{advance,now}")
+    adv = sub.add_parser("advance", help="advance a virtual clock by DURATION (500ms, 10s, 2h)",
+                         description="Advance a `serve --clock virtual` server's clock by DURATION; the reply "
+                                     "comes once everything due by then has been delivered.")
+    adv.add_argument("duration", type=_duration, help="how far: 500ms, 10s, 5m, 2h, 1d or 1h30m")
+    _add_server_options(adv, 60.0)
+    now = sub.add_parser("now", help="print a server's clock", description="Print a server's clock (either kind).")
+    _add_server_options(now, 10.0)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as exc:
+        return _usage_error(exc)
     from .protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand
 
-    req = RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, {"duration": args.duration})
-    reply = _call_server(args.server, req, args.timeout)
+    # `now` is an advance of nothing: the one clock request, answered by either clock.
+    header = {"duration": args.duration} if args.action == "advance" else {"millis": 0}
+    reply = _call_server(f"clock {args.action}", args.server, RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, header),
+                         args.timeout)
     if isinstance(reply, int):
         return reply
-    print(f"clock now {reply.header('nowMillis')} ms")
+    ms = int(reply.header("nowMillis"))
+    kind = ", real clock" if reply.header("clock") == "real" else ""
+    print(f"clock now {ms} ms ({_utc(ms)}){kind}")
     return 0
 
 
@@ -189,54 +350,53 @@ def topic_main(argv: list[str]) -> int:
     """``topic create``: UPDATE_AND_CREATE_TOPIC, what ``mqadmin updateTopic`` sends.
     Clients without the Java client's TBW102 fallback (ali-ons) need their topics made
     before they send."""
-    p = argparse.ArgumentParser(prog="rocketmq-emulator topic", description="Create or update a topic on a server.")
-    sub = p.add_subparsers(dest="action", required=True)
-    create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic")
+    p = CommandParser(prog="rocketmq-emulator topic", description="Create or update a topic on a server.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{create}")
+    create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic",
+                            description="Create (or update) TOPIC on a server, as mqadmin updateTopic does.")
     create.add_argument("topic")
-    create.add_argument("--queues", type=int, default=8, help="read and write queue count (default 8)")
+    create.add_argument("--queues", type=int_in_range(1, 1024), default=8, help="read and write queue count")
     create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
     create.add_argument("--order", action="store_true", help="an ordered topic")
-    create.add_argument("--server", default="127.0.0.1:9876", help="HOST:PORT of `rocketmq-emulator serve`")
-    create.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the reply")
-    args = p.parse_args(argv)
-    if not 1 <= args.queues <= 1024:
-        return _fail(f"--queues must be 1..1024, got {args.queues}")
+    _add_server_options(create, 10.0)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as exc:
+        return _usage_error(exc)
     from .protocol import RemotingCommand, RequestCode
 
     req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
         "topic": args.topic, "readQueueNums": args.queues, "writeQueueNums": args.queues,
         "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
-    reply = _call_server(args.server, req, args.timeout)
+    reply = _call_server("topic create", args.server, req, args.timeout)
     if isinstance(reply, int):
         return reply
     print(f"topic {args.topic} created: {args.queues} queues, perm {args.perm}")
     return 0
 
 
-def _call_server(server: str, req, timeout: float):
-    """Send one request to ``server`` (HOST:PORT) and return its successful reply, or
-    the exit code after printing one error line."""
+def _call_server(command: str, server: str, req, timeout: float):
+    """Send one request to ``server`` (HOST:PORT, already checked) and return its
+    successful reply, or the exit code after printing one error line."""
     from .protocol import ProtocolError
     from .protocol.codec import FrameDecoder, encode
 
     host, _, port = server.rpartition(":")
-    if not host or not port.isdigit():
-        return _fail(f"--server must be HOST:PORT, got {server!r}")
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
             sock.sendall(encode(req))
             decoder = FrameDecoder()
             while True:
                 data = sock.recv(65536)
                 if not data:
-                    return _fail(f"{server} closed the connection", 1)
+                    return fail(command, f"{server} closed the connection", 1)
                 for cmd in decoder.feed(data):
                     if cmd.opaque == req.opaque:
                         if cmd.code != 0:
-                            return _fail(cmd.remark or f"refused with code {cmd.code}", 1)
+                            return fail(command, cmd.remark or f"refused with code {cmd.code}", 1)
                         return cmd
     except (OSError, ProtocolError) as exc:
-        return _fail(f"cannot reach {server}: {exc}", 1)
+        return fail(command, f"cannot reach {server}: {exc}", 1)
 
 
 # -- dispatch -----------------------------------------------------------------------------
@@ -244,20 +404,26 @@ _USAGE = """usage: rocketmq-emulator COMMAND [options]
 
 commands:
   serve      run the name server + broker (RocketMQ 4.x remoting protocol)
-  clock      move a virtual-clock server's time: clock advance 2h --server HOST:PORT
+  clock      read or move a server's time: clock now / clock advance 2h --server HOST:PORT
   topic      create a topic on a server (mqadmin updateTopic): topic create NAME --queues 4
   snapshot   take a consistent snapshot of a store: snapshot --data-dir DIR --out SNAP
   analyze    Spark analysis of a snapshot: analyze SNAP --out DIR [--master URL]
   simulate   deterministic simulation run: simulate --seed N --messages M --duration 6h --out DIR
 
-run `rocketmq-emulator COMMAND --help` for a command's options"""
+run `rocketmq-emulator COMMAND --help` for a command's options; --version prints the version"""
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    if not argv:
+        print(_USAGE, file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help", "help"):
         print(_USAGE)
-        return 0 if argv else 2
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(version_text())
+        return 0
     cmd, rest = argv[0], argv[1:]
     if cmd == "serve":
         return serve_main(rest)
@@ -269,13 +435,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             from rocketmq_emulator.spark_analytics import cli as analytics_cli
         except ImportError as exc:
-            return _fail(f"{cmd} needs the analytics extra (pip install 'rocketmq-emulator[analytics]'): {exc}")
+            return fail(cmd, f"needs the analytics extra (pip install 'rocketmq-emulator[analytics]'): {exc}")
         return getattr(analytics_cli, f"{cmd}_main")(rest)
     if cmd == "simulate":
         try:
             from rocketmq_emulator.client_sdk.simulation.cli import simulate_main
         except ImportError:
-            return _fail("simulate is not available in this build yet")
+            return fail("simulate", "is not available in this build")
         return simulate_main(rest)
     return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")
 

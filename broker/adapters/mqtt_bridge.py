@@ -95,17 +95,24 @@ class MqttBridge:
             self._register_egress_consumer()
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run())
+    def start(self) -> asyncio.Task:
+        """Run the bridge; the task ends only by stop() or by a failure that is not a
+        lost connection (a bug, a missing module): whoever started it watches it."""
+        self._task = asyncio.create_task(self._run(), name="MQTT bridge")
+        return self._task
 
     async def stop(self) -> None:
         self._unsubscribe()
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        task = self._task
+        if task is None or task.done():
+            return                      # a failure has been reported by the task's watcher
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("MQTT bridge failed while stopping")
 
     async def _run(self) -> None:
         import aiomqtt
@@ -135,7 +142,9 @@ class MqttBridge:
                             tg.create_task(self._egress(client))
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # aiomqtt.MqttError and friends, also inside the TaskGroup
+            except Exception as exc:  # also inside the TaskGroup (an ExceptionGroup)
+                if not _lost_connection(exc, aiomqtt.MqttError):
+                    raise               # a bug, not the network: retrying would hide it
                 log.warning("MQTT bridge disconnected (%s); retrying in %.1fs", _describe(exc), delay)
             finally:
                 self._client = None
@@ -335,6 +344,14 @@ def _user_properties(message) -> list[tuple[str, str]]:
 
 def _group_of(topic: str) -> str:
     return topic[len(RETRY_PREFIX):] if topic.startswith(RETRY_PREFIX) else "_"
+
+
+def _lost_connection(exc: BaseException, mqtt_error: type) -> bool:
+    """True when ``exc`` (every exception of a group) is the MQTT connection failing:
+    aiomqtt's errors, socket errors and timeouts (OSError covers both)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_lost_connection(e, mqtt_error) for e in exc.exceptions)
+    return isinstance(exc, (mqtt_error, OSError))
 
 
 def _describe(exc: BaseException) -> str:

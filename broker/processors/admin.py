@@ -38,14 +38,18 @@ def update_and_create_topic(core, request, channel):
 
 def clock_advance(core, request, channel):
     """Header ``duration`` ("500ms", "10s", "2h") or ``millis``. Replies once every
-    message due by the new time has been re-stored and waiting pulls answered."""
+    message due by the new time has been re-stored and waiting pulls answered, with
+    ``nowMillis`` and ``clock`` (virtual, or real for an advance of 0 on a real clock)."""
     text = request.header("duration")
     try:
         ms = parse_duration(text) if text else request.header_int("millis")
     except DelayLevelError as exc:
         return request.response(RC.SYSTEM_ERROR, str(exc))
+    if ms == 0 and not getattr(core.clock, "is_virtual", False):
+        # An advance of nothing only reads the clock (`clock now`): a real clock answers too.
+        return request.response(RC.SUCCESS, None, {"nowMillis": core.clock.now_ms(), "clock": "real"})
     try:
         now = core.advance_clock(ms)
     except ClockError as exc:
         return request.response(RC.SYSTEM_ERROR, str(exc))
-    return request.response(RC.SUCCESS, None, {"nowMillis": now})
+    return request.response(RC.SUCCESS, None, {"nowMillis": now, "clock": "virtual"})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
+import select
 import shutil
 import signal
 import socket
@@ -72,8 +74,41 @@ class Mosquitto:
         self.proc = None
 
 
+LISTENING = re.compile(r"^listening (\S+):(\d+) (\w+)$")
+
+
+def read_listening(proc: subprocess.Popen, timeout: float = 20.0) -> dict[str, tuple[str, int]]:
+    """Read `serve`'s stdout up to its first machine-readable ``listening HOST:PORT KIND``
+    line, bounded by ``timeout``: {kind: (host, port)}. Reads the pipe's bytes directly
+    (a text wrapper's buffer would hide a second line from select); the lines before it
+    are kept in ``proc.lines_before`` (the human start line)."""
+    fd = proc.stdout.fileno()
+    buf, before, found = b"", [], {}
+    deadline = time.monotonic() + timeout
+    while not found:
+        while b"\n" not in buf:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(fd, 4096) if ready else None
+            if not chunk:
+                if chunk is not None:                 # end of output: serve exited
+                    proc.wait(10)
+                err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
+                raise RuntimeError(f"serve printed no `listening` line within {timeout} s: "
+                                   f"{before!r} {buf!r} {err}")
+            buf += chunk
+        raw, buf = buf.split(b"\n", 1)
+        line = raw.decode()
+        m = LISTENING.match(line)
+        if m:
+            found[m.group(3)] = (m.group(1), int(m.group(2)))
+        else:
+            before.append(line)
+    proc.lines_before = before
+    return found
+
+
 class EmulatorProcess:
-    """`rocketmq-emulator serve` in its own process, port read from its first line."""
+    """`rocketmq-emulator serve` in its own process, port read from its `listening` line."""
 
     def __init__(self, data_dir: Path, *args: str):
         self.data_dir = data_dir
@@ -85,11 +120,7 @@ class EmulatorProcess:
         cmd = [sys.executable, "-m", "rocketmq_emulator.broker.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir),
                "--log-level", "WARNING", *self.args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if "listening on" not in line:
-            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
-            raise RuntimeError(f"serve did not start: {line!r} {err}")
-        self.port = int(line.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
+        self.port = read_listening(self.proc)["remoting"][1]
         return self
 
     @property
