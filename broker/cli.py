@@ -194,17 +194,17 @@ def _open_core(cfg, data_dir: Path | None, clock, port: int):
     except (StoreError, OSError):
         core.close()
         raise
+    core.flush_hooks.append(keeper.save)        # every flush (and close) writes the clock's time
     return core, keeper
 
 
-async def _flush_in_real_time(core, keeper, interval_s: float) -> None:
+async def _flush_in_real_time(core, interval_s: float) -> None:
     """A virtual-clock server's flush: its core ticks only when time is advanced, so
     offsets, delay offsets and the clock's time are written every flushIntervalCommitLog
     of real time instead (a real-clock server's timer does this on its own)."""
     while True:
         await asyncio.sleep(interval_s)
         core.flush()
-        keeper.save()
 
 
 def _host_port(host: str, port: int) -> str:
@@ -252,7 +252,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     flusher = None
     if keeper is not None:
         flusher = supervisor.watch(asyncio.create_task(
-            _flush_in_real_time(core, keeper, cfg.flush_interval_commit_log / 1000)), "the store's flush")
+            _flush_in_real_time(core, cfg.flush_interval_commit_log / 1000)), "the store's flush")
     address = _host_port(args.host, server.port)
     where = "store in memory" if data_dir is None else f"store {data_dir}"
     when = f" at {_utc(clock.now_ms())}" if clock.is_virtual else ""
@@ -270,11 +270,12 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     if flusher is not None:
         flusher.cancel()
     try:
-        if keeper is not None:
-            keeper.save()
-        core.close()
+        unsaved = core.close()      # a store that could not be written says why (logged)
     except Exception as exc:        # logged and said; the run's first failure is the one reported
         supervisor.fail("closing the store", exc)
+    else:
+        if unsaved is not None and supervisor.failure is None:
+            supervisor.failure = f"stopped, but the store could not be flushed: {unsaved}"
     if supervisor.failure is not None:
         return fail("serve", supervisor.failure, 1)
     print("rocketmq-emulator stopped; store flushed" if data_dir is not None else "rocketmq-emulator stopped",

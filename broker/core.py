@@ -69,6 +69,8 @@ class BrokerCore:
         self._schedule_failing = False                   # re-stores of due delayed messages fail
         self._processors = build_processor_table()
         self._closed = False
+        # Called at every flush, before the store's (serve keeps a virtual clock's time so).
+        self.flush_hooks: list[Callable[[], None]] = []
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
@@ -322,6 +324,8 @@ class BrokerCore:
         interval later (not at every tick)."""
         self.save_configs()
         self.store.set_delay_offsets(self.schedule.scheduler.offsets())
+        for hook in self.flush_hooks:
+            hook()
         try:
             self.store.flush()
         except StoreError as exc:

@@ -10,9 +10,13 @@ saves. Only the store's public API is used.
 """
 from __future__ import annotations
 
+import logging
+
 from rocketmq_emulator.store import StoreError
 
 __all__ = ["CLOCK_DOCUMENT", "ClockKeeper", "newest_store_timestamp"]
+
+log = logging.getLogger("broker.clock")
 
 CLOCK_DOCUMENT = "virtualClock"
 
@@ -40,6 +44,7 @@ class ClockKeeper:
         self.store = store
         self.clock = clock
         self._saved: int | None = None
+        self._failing = False
 
     def resume(self) -> int:
         """Move the clock forward to the saved time or the newest stored timestamp,
@@ -55,11 +60,21 @@ class ClockKeeper:
         return self.clock.advance_to(max(candidates))
 
     def save(self) -> None:
-        """Save the clock's time if it moved since the last save (cheap when it did not)."""
+        """Save the clock's time if it moved since the last save (cheap when it did not).
+        A disk that refuses it (full, read-only) is the flush's to report, as for the
+        rest of the store: logged once, tried again at the next flush."""
         now = self.clock.now_ms()
-        if now != self._saved:
+        if now == self._saved:
+            return
+        try:
             self.store.save_config(CLOCK_DOCUMENT, {"nowMillis": now})
-            self._saved = now
+        except (StoreError, OSError) as exc:
+            if not self._failing:
+                log.error("saving the virtual clock's time failed: %s; tried again at every flush", exc)
+            self._failing = True
+            return
+        self._saved = now
+        self._failing = False
 
     def _load(self) -> int | None:
         # A damaged document stops the start (StoreError), as a damaged topics.json does.
