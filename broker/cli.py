@@ -110,7 +110,8 @@ def serve_main(argv: list[str]) -> int:
         return _usage_error(exc)
     from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
-    from .config import BrokerConfig, ConfigError, load_broker_conf
+    from .adapters.advertise import advertised_ip
+    from .config import BrokerConfig, ConfigError, load_broker_conf, parse_properties
 
     if args.in_memory and args.data_dir:
         return fail("serve", "--in-memory keeps nothing on disk; it cannot be given with --data-dir")
@@ -118,12 +119,17 @@ def serve_main(argv: list[str]) -> int:
         cfg = load_broker_conf(args.config) if args.config else BrokerConfig()
         # No event record is kept: nothing in a serve process reads one, and it would grow
         # with every message; the MQTT bridge subscribes to the kinds it publishes.
-        overrides = {"broker_ip": args.host, "record_events": False}
+        # Routes and offsetMsgIds advertise brokerIP1 when broker.conf sets it, else the
+        # bind address — never a wildcard such as 0.0.0.0 (clients would dial themselves).
+        ip1 = None
+        if args.config and "brokerIP1" in parse_properties(Path(args.config).read_text(encoding="utf-8")):
+            ip1 = cfg.broker_ip
+        overrides = {"broker_ip": advertised_ip(args.host, ip1), "record_events": False}
         if args.message_delay_level:
             overrides["message_delay_level"] = args.message_delay_level
         cfg = cfg.replace(**overrides)
         cfg.validate()
-    except ConfigError as exc:
+    except (ConfigError, ValueError) as exc:
         return fail("serve", str(exc))
     data_dir = None
     if not args.in_memory:
