@@ -3,10 +3,12 @@
 It is a hint, never the truth — the log is the truth. A missing, unreadable or stale
 checkpoint only makes opening slower (more records walked), never wrong.
 
-Contents: the log end at that flush; per segment its length, the CRC32 of its tail
-(``segment.window_crc``) and whether it was sealed with a BLANK; and per consume queue
-its entry count (so a queue whose files are missing or short is known to need entries
-from the log).
+Contents: the log end at that flush; per segment its length, the CRC32 of all those
+bytes (``FileSegment.prefix_crc``, continued by each flush over its new bytes) and
+whether it was sealed with a BLANK; the damaged ranges recovery found in them (so a
+reopen that trusts the CRC still skips them); and per consume queue its entry count,
+first offset and the CRC32 of those entries (so damaged or stale queue files are found
+without reading the log).
 
 The file is one header line, ``<crc32 of the document, 8 hex digits> <its length>``, then
 the JSON document. Because the header vouches for the document, the file is rewritten
@@ -24,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .fsutil import overwrite_in_place
-from .segment import CRC_WINDOW
 
-__all__ = ["Checkpoint", "SegmentMark", "load_checkpoint", "save_checkpoint", "CHECKPOINT_FORMAT"]
+__all__ = ["Checkpoint", "SegmentMark", "QueueMark", "Damage", "load_checkpoint", "save_checkpoint",
+           "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "rocketmq-emulator-checkpoint"
-_VERSION = 2          # 2: the header line; tails from a CRC_WINDOW boundary
+_VERSION = 3          # 2: the header line; 3: whole-segment CRCs, damage, queue CRCs
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +43,27 @@ class SegmentMark:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueMark:
+    count: int           # max offset: entries [base, count)
+    base: int
+    crc: int             # CRC32 of those entries' 20-byte records
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """Bytes [start, end) of the log that are not whole, valid records, with records
+    after them: skipped, never served."""
+    start: int
+    end: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     log_end: int
     segments: tuple[SegmentMark, ...]
-    queues: dict[tuple[str, int], int]
+    queues: dict[tuple[str, int], QueueMark]
+    damage: tuple[Damage, ...] = ()
 
     def segment(self, base: int) -> SegmentMark | None:
         for m in self.segments:
@@ -54,12 +73,13 @@ class Checkpoint:
 
 
 def save_checkpoint(path: Path, ckpt: Checkpoint) -> None:
-    queues: dict[str, dict[str, int]] = {}
-    for (topic, qid), count in sorted(ckpt.queues.items()):
-        queues.setdefault(topic, {})[str(qid)] = count
+    queues: dict[str, dict[str, list[int]]] = {}
+    for (topic, qid), m in sorted(ckpt.queues.items()):
+        queues.setdefault(topic, {})[str(qid)] = [m.count, m.base, m.crc]
     doc = {
-        "format": CHECKPOINT_FORMAT, "version": _VERSION, "crcWindow": CRC_WINDOW, "logEnd": ckpt.log_end,
+        "format": CHECKPOINT_FORMAT, "version": _VERSION, "logEnd": ckpt.log_end,
         "segments": [[m.base, m.length, m.crc, m.sealed] for m in ckpt.segments],
+        "damage": [[d.start, d.end, d.reason] for d in ckpt.damage],
         "queues": queues,
     }
     body = json.dumps(doc, separators=(",", ":")).encode()
@@ -91,11 +111,10 @@ def load_checkpoint(path: Path) -> tuple[Checkpoint | None, str | None]:
     try:
         if doc.get("format") != CHECKPOINT_FORMAT or doc.get("version") != _VERSION:
             return None, "checkpoint of an unknown format"
-        if doc.get("crcWindow") != CRC_WINDOW:
-            return None, "checkpoint made with another CRC window"
         segments = tuple(SegmentMark(int(b), int(n), int(c), bool(s)) for b, n, c, s in doc["segments"])
-        queues = {(topic, int(qid)): int(count)
-                  for topic, per in doc["queues"].items() for qid, count in per.items()}
-        return Checkpoint(int(doc["logEnd"]), segments, queues), None
+        damage = tuple(Damage(int(a), int(b), str(why)) for a, b, why in doc["damage"])
+        queues = {(topic, int(qid)): QueueMark(int(count), int(base), int(crc))
+                  for topic, per in doc["queues"].items() for qid, (count, base, crc) in per.items()}
+        return Checkpoint(int(doc["logEnd"]), segments, queues, damage), None
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         return None, f"checkpoint malformed ({exc!r})"

@@ -27,7 +27,10 @@ class StoreConfig:
     and bytes (the first record always fits), as upstream caps a pull from memory.
     ``fsync=False``: a flush (and a SYNC_FLUSH put) hands everything to the OS but does
     not wait for the disk — what is written survives the process dying, not the machine
-    losing power; for simulations and tests, whose crashes are process crashes."""
+    losing power; for simulations and tests, whose crashes are process crashes.
+    ``prop_crc`` = upstream 5.x's enabledAppendPropCRC: every record ends its properties
+    with ``__CRC32#``, a CRC of all its bytes but the last 20 (records.py), so damage to
+    the header or properties is found, not only damage to the body; on by default."""
 
     segment_size: int = 1 << 30
     max_message_size: int = 4 << 20
@@ -37,6 +40,7 @@ class StoreConfig:
     max_transfer_count: int = 32
     max_transfer_bytes: int = 256 * 1024
     fsync: bool = True
+    prop_crc: bool = True
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in (ASYNC_FLUSH, SYNC_FLUSH):

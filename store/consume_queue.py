@@ -7,10 +7,11 @@ An entry is 20 bytes, big-endian: i64 physical offset, i32 record size, i64 tags
 as upstream names them.
 
 Queues are derived data: everything here can be rebuilt from the commit log, so files
-are written at flush without fsync, and whatever a crash leaves (a short file, a zeroed
-tail, a missing directory) is repaired on open by ``load_queue`` + a log walk (see
-MessageStore._recover_queues): entries that point past the log end are dropped, a
-queue whose last entry does not match its record is rebuilt from scratch.
+are written at flush without fsync, and whatever a crash or damage leaves (a short
+file, a zeroed tail, flipped bytes, a missing directory) is repaired on open by
+``load_queue`` + a log walk (see MessageStore._recover_queues): entries that point past
+the log end are dropped, and a queue whose files do not start with exactly the entries
+the checkpoint recorded (their CRC32, ``entries_crc``) is rebuilt from the log.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import os
 import re
 import shutil
 import struct
+import zlib
 from pathlib import Path
 
 from .record_view import prop_value
@@ -75,7 +77,8 @@ class ConsumeQueue:
     """Entries [base, max_offset) of one queue. ``min_offset`` >= base is the first
     entry whose record is still in the log; ``flushed`` how many are in the files."""
 
-    __slots__ = ("topic", "queue_id", "base", "buf", "max_offset", "min_offset", "flushed", "cut", "topic_field")
+    __slots__ = ("topic", "queue_id", "base", "buf", "max_offset", "min_offset", "flushed", "cut", "topic_field",
+                 "_crc")
 
     def __init__(self, topic: str, queue_id: int, base: int = 0, buf: bytearray | None = None) -> None:
         self.topic = topic
@@ -90,6 +93,37 @@ class ConsumeQueue:
         # puts of this queue through the general path (a topic that cannot be encoded).
         # The schedule topic's is SCHEDULE_TOPIC_FIELD, by which put knows its tagsCode is a time.
         self.topic_field = _put_topic_field(topic)
+        self._crc = (base, 0)       # (offset, CRC32 of the entries [base, offset)) last computed
+
+    def entries_crc(self) -> int:
+        """CRC32 of the entries [base, max_offset): the last one continued over the
+        entries since (a checkpoint records it; opening compares the files against it)."""
+        upto, crc = self._crc
+        if upto > self.max_offset or upto < self.base:
+            upto, crc = self.base, 0
+        if upto < self.max_offset:
+            with memoryview(self.buf) as v:
+                crc = zlib.crc32(v[(upto - self.base) * ENTRY_SIZE:], crc)
+        self._crc = (self.max_offset, crc)
+        return crc
+
+    def prime_crc(self, count: int, crc: int) -> bool:
+        """Whether the entries [base, count) have this CRC32; if so it is kept as the
+        start of the running one."""
+        with memoryview(self.buf) as v:
+            if zlib.crc32(v[:(count - self.base) * ENTRY_SIZE]) != crc:
+                return False
+        self._crc = (count, crc)
+        return True
+
+    def replace(self, offset: int, phys: int, size: int, tags: int) -> None:
+        """Overwrite the entry at ``offset`` (a repair): the files are rewritten from it."""
+        ENTRY.pack_into(self.buf, (offset - self.base) * ENTRY_SIZE, phys, size, tags)
+        if offset < self.flushed:
+            self.flushed = offset
+            self.cut = True
+        if offset < self._crc[0]:
+            self._crc = (self.base, 0)
 
     def append(self, phys: int, size: int, tags: int) -> None:
         self.buf += ENTRY.pack(phys, size, tags)
@@ -118,6 +152,7 @@ class ConsumeQueue:
         self.min_offset = min(self.min_offset, max_offset)
         self.flushed = min(self.flushed, max_offset)
         self.cut = True
+        self._crc = (self.base, 0)
 
     def reset(self, base: int) -> None:
         """Empty the queue, its first entry to be ``base``."""
@@ -125,6 +160,7 @@ class ConsumeQueue:
         self.base = self.max_offset = self.min_offset = base
         self.flushed = base
         self.cut = True
+        self._crc = (base, 0)
 
     def count_below(self, log_end: int) -> int:
         """Logical offset of the first entry whose record does not end by ``log_end``

@@ -42,9 +42,11 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, *, durable: bool = True, backup: Path | None = None) -> None:
     """Replace ``path`` with ``data`` so a reader (or a crash) sees the old or the new
-    content, never a mix: write a temporary file beside it, then rename over."""
+    content, never a mix: write a temporary file beside it, then rename over. With
+    ``backup``, the old content becomes that file first (a hard link: no copy, and
+    ``path`` exists at every moment), as upstream keeps ``<config>.json.bak``."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -54,6 +56,11 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        if backup is not None and path.exists():
+            linked = backup.with_name(backup.name + ".tmp")
+            _unlink_quietly(linked)
+            os.link(path, linked)
+            os.replace(linked, backup)
         os.replace(tmp, path)
     except OSError:
         _unlink_quietly(tmp)      # a half-written temporary file must not stay behind

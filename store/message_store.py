@@ -17,23 +17,25 @@ import logging
 import os
 import struct
 import zlib
+from bisect import bisect_right
 from pathlib import Path
 from typing import Iterator
 
-from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from . import fsutil
+from .checkpoint import Checkpoint, QueueMark, load_checkpoint, save_checkpoint
 from .commit_log import CommitLog, LogRecovery, RecordTooLarge
 from .config import StoreConfig
 from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, SCHEDULE_TOPIC_FIELD, ConsumeQueue, entry_tags_code,
                             list_queue_dirs, load_queue, valid_topic_dir, write_queue)
 from .errors import StoreError, StoreWriteError
-from . import fsutil
 from .fsutil import RootLock, atomic_write
 from .index import KeyIndex
 from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_json_document
 from .record_view import TX_SKIPPED, RecordHead, check_record, fields, head, prop_value, store_timestamp
-from .records import (_FIXED_V4, IPV4_PACKED, MAGIC_CODE, MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, MessageRecord,
-                      RecordError, SysFlag, create_offset_msg_id, decode_record, encode_record, properties_to_string,
-                      tags_code)
+from .records import (_FIXED_V4, IPV4_PACKED, MAGIC_CODE, MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, PROP_CRC_NAME,
+                      PROP_CRC_ONLY, MessageRecord, RecordError, SysFlag, create_offset_msg_id, decode_record,
+                      encode_record, properties_to_string, tags_code, without_prop_crc)
+from .segment import segment_name
 from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery, put_failed, put_ok
 
 __all__ = ["MessageStore"]
@@ -60,6 +62,7 @@ _NOT_V6 = ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
 _pack_msg_id = struct.Struct(">4siq").pack
 _new_tuple = tuple.__new__
 _PUT_OK = PutStatus.PUT_OK
+_PROP_CRC_NAME, _PROP_CRC_ONLY = PROP_CRC_NAME, PROP_CRC_ONLY
 # TAGS value -> tagsCode, a dict lookup on the put path (bounded)
 _tag_codes: dict[str, int] = {}
 
@@ -69,6 +72,16 @@ def _tag_code(value: str) -> int:
         _tag_codes.clear()
     code = _tag_codes[value] = tags_code(value)
     return code
+def _vouched_queue(cq: ConsumeQueue, mark) -> bool:
+    """Whether the queue loaded from its files starts with the entries the checkpoint
+    recorded (same first offset, at least as many, same CRC32: one C call). Entries
+    after them were written by a flush whose checkpoint was not: the log walk from the
+    checkpoint's end checks them."""
+    if mark is None or cq.base != mark.base or cq.max_offset < mark.count:
+        return False
+    return cq.prime_crc(mark.count, mark.crc)
+
+
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
 _MIN_FILTER_SCAN = 800
@@ -94,6 +107,7 @@ class MessageStore:
         self._max_body = config.max_message_size
         self._checkpointed: tuple[int, int] | None = None   # (log end, entries) at the last checkpoint
         self._write_error: OSError | None = None    # the last commit-log write failed (until one works)
+        self._prop_crc = config.prop_crc
         if self._root is None:
             self._log = CommitLog(None, config.segment_size)
             self.recovery = Recovery()
@@ -142,7 +156,9 @@ class MessageStore:
             truncated_at=lrep.truncated_at, bytes_cut=lrep.bytes_cut, reason=lrep.reason,
             removed_segments=tuple(lrep.removed_segments), dropped_entries=dropped,
             rebuilt_queues=tuple(sorted(rebuilt)), records_walked=lrep.records_walked + walked,
-            used_checkpoint=ckpt is not None, notes=tuple(notes))
+            used_checkpoint=ckpt is not None, notes=tuple(notes),
+            damaged=tuple((d.start, d.end - d.start, segment_name(self._log.bases[bisect_right(self._log.bases, d.start) - 1]),
+                           d.reason) for d in self._log.damage.ranges))
         self._report(lrep)
         if ckpt is not None and ckpt == self._current_checkpoint():
             self._checkpointed = self._checkpoint_state()     # nothing to rewrite
@@ -180,6 +196,9 @@ class MessageStore:
 
     def _report(self, lrep: LogRecovery) -> None:
         rec = self.recovery
+        for offset, length, segment, reason in rec.damaged:
+            log.warning("store %s: damaged record(s) at offset %d in segment %s (%d bytes: %s); skipped, the "
+                        "records after them are kept", self._root, offset, segment, length, reason)
         if rec.truncated_at is not None:
             log.warning("store %s: commit log cut at offset %d (%s); %d bytes removed, records before it kept",
                         self._root, rec.truncated_at, rec.reason, rec.bytes_cut)
@@ -195,15 +214,19 @@ class MessageStore:
             log.warning("store %s: %s", self._root, note)
 
     def _recover_queues(self, ckpt: Checkpoint | None) -> tuple[list[str], int, set, int]:
-        """Load the queue files, drop entries past the log end, reset queues whose last
-        entry is not its record, then walk the log from the earliest point some queue
-        is missing entries from and append what is missing.
+        """Load the queue files and keep the queues the checkpoint vouches for (the CRC32
+        of their entries is the one it recorded); rebuild every other one from the log
+        (damaged or stale files, no checkpoint). Drop entries past the log end, then walk
+        the log from the earliest point some queue needs and append what is missing,
+        checking every entry met on the way against its record.
         Returns (notes, entries dropped, queues given entries, records walked)."""
         lg = self._log
         end, lmin = lg.end, lg.min_offset
         epf = self.config.consume_queue_entries_per_file
         found, notes = list_queue_dirs(self._root / "consumequeue")
+        marks = ckpt.queues if ckpt is not None else {}
         dropped = 0
+        start = min(ckpt.log_end, end) if ckpt is not None else lmin
         for topic, qid, qdir in found:
             cq, more = load_queue(qdir, topic, qid, epf)
             notes += more
@@ -211,47 +234,29 @@ class MessageStore:
             if keep < cq.max_offset:
                 dropped += cq.max_offset - keep
                 cq.truncate(keep)
-            if cq.max_offset > cq.base and not self._entry_matches(cq, cq.max_offset - 1):
-                notes.append(f"{topic}/{qid}: last entry does not match its record; rebuilding the queue")
+            mark = marks.get((topic, qid))
+            if not _vouched_queue(cq, mark):
+                if cq.max_offset > cq.base and mark is not None:
+                    notes.append(f"{topic}/{qid}: its files differ from the entries the checkpoint recorded; "
+                                 f"rebuilding the queue from the log")
                 cq.reset(0)
-            elif cq.base > 0:
-                # Its first files are gone (the store never deletes them): the log may
-                # still hold the records they listed, and entries are only appended.
-                notes.append(f"{topic}/{qid}: files before offset {cq.base} are missing; rebuilding the queue")
-                cq.reset(0)
+                start = lmin
             if lmin > 0 and cq.max_offset > cq.base:
                 cq.min_offset = cq.first_at_or_after(lmin)
             self._queues[(topic, qid)] = cq
-        if ckpt is None:
-            start = lmin
-        else:
-            start = min(ckpt.log_end, end)
-            for key, count in ckpt.queues.items():
-                cq = self._queues.get(key)
-                if cq is None or cq.max_offset < count:
-                    last = cq.last_end() if cq is not None else None
-                    start = min(start, last if last is not None else lmin)
+        if any(key not in self._queues for key in marks):
+            start = lmin                    # a queue's files are gone: rebuilt from the log
         rebuilt, walked = self._dispatch_from(max(start, lmin), notes)
         return notes, dropped, rebuilt, walked
 
-    def _entry_matches(self, cq: ConsumeQueue, offset: int) -> bool:
-        phys, size, tags = cq.entry(offset) or (0, 0, 0)
-        raw = self._log.read(phys, size)
-        if raw is None or size < 91:
-            return False
-        try:
-            check_record(raw, 0, size, phys)
-        except ValueError:
-            return False
-        f = fields(raw, 0)
-        return (f.topic == cq.topic and f.queue_id == cq.queue_id and f.queue_offset == offset
-                and entry_tags_code(f.topic, f.properties, f.store_timestamp, self._delays) == tags)
-
     def _dispatch_from(self, start: int, notes: list[str]) -> tuple[set, int]:
-        """Append to the queues the entries of records from ``start`` they lack."""
+        """Give the queues the entries of the records from ``start``: append those they
+        lack, repair those that differ. Queue offsets lost in damaged records (a gap
+        before a record's offset, with damage in between) get entries pointing at the
+        damage, which reads skip, so the queue's offsets stay those of its records."""
         queues = self._queues
         rebuilt: set[tuple[str, int]] = set()
-        walked = 0
+        walked = repaired = 0
         for buf, pos, phys in self._log.records(start):
             walked += 1
             f = fields(buf, pos)
@@ -266,17 +271,39 @@ class MessageStore:
                     continue
                 cq = queues[key] = ConsumeQueue(f.topic, f.queue_id, f.queue_offset)
                 cq.cut = True           # whatever files exist for it are stale
-            if f.queue_offset < cq.max_offset:
-                continue                # already there
-            if f.queue_offset > cq.max_offset:
-                if cq.max_offset != cq.base:
-                    notes.append(f"{f.topic}/{f.queue_id}: record at {phys} has queue offset {f.queue_offset} "
-                                 f"but the queue ends at {cq.max_offset}; not dispatched")
-                    continue
-                cq.reset(f.queue_offset)    # the log begins after this queue's first records
-            cq.append(phys, f.size, entry_tags_code(f.topic, f.properties, f.store_timestamp, self._delays))
+            qoff = f.queue_offset
+            tags = entry_tags_code(f.topic, f.properties, f.store_timestamp, self._delays)
+            if qoff < cq.max_offset:
+                if qoff >= cq.base and ENTRY.unpack_from(cq.buf, (qoff - cq.base) * ENTRY_SIZE) != (phys, f.size, tags):
+                    cq.replace(qoff, phys, f.size, tags)
+                    repaired += 1
+                    rebuilt.add(key)
+                continue
+            if qoff > cq.max_offset:
+                if cq.max_offset == cq.base:
+                    cq.reset(qoff)          # the log begins after this queue's first records
+                else:
+                    hole = self._damage_between(cq.last_end(), phys)
+                    if hole is None:
+                        notes.append(f"{f.topic}/{f.queue_id}: record at {phys} has queue offset {qoff} "
+                                     f"but the queue ends at {cq.max_offset}; not dispatched")
+                        continue
+                    notes.append(f"{f.topic}/{f.queue_id}: offsets {cq.max_offset}..{qoff - 1} were in the damaged "
+                                 f"bytes at {hole.start}; pulls skip them")
+                    while cq.max_offset < qoff:
+                        cq.append(hole.start, hole.end - hole.start, 0)
+            cq.append(phys, f.size, tags)
             rebuilt.add(key)
+        if repaired:
+            notes.append(f"{repaired} consume-queue entries did not match their records; repaired from the log")
         return rebuilt, walked
+
+    def _damage_between(self, after: int | None, before: int):
+        """The first damaged range starting in [after, before), or None."""
+        for d in self._log.damage.ranges:
+            if (after is None or d.start >= after) and d.start < before:
+                return d
+        return None
 
     # -- writing -----------------------------------------------------------------------------
     def put(self, rec: MessageRecord, now_ms: int):
@@ -307,15 +334,18 @@ class MessageStore:
             text = rec.properties_text
             if text is None:
                 text = properties_to_string(rec.properties)
+            if "__CRC32#" in text:                  # a stored record's string, stored again
+                text = without_prop_crc(text)
             props_b = text.encode()
-            props_len = len(props_b)
+            crc_name = _PROP_CRC_NAME if props_b else _PROP_CRC_ONLY
+            props_len = len(props_b) + len(crc_name) + 10
             born_ip, born_port = rec.born_host
             store_ip, store_port = rec.store_host
             born_raw = _IPV4[born_ip]               # KeyError: not a known IPv4 address text
             store_raw = _IPV4[store_ip]
             # (bit 0x4 is set in exactly the prepared and rollback transaction types)
             if not (topic_f is None or body_len > self._max_body or sys_flag & 0x4
-                    or props_len > MAX_PROPERTIES_LENGTH):
+                    or props_len > MAX_PROPERTIES_LENGTH or not self._prop_crc):
                 try:
                     props_len_f = _props_len_fields[props_len]
                 except KeyError:
@@ -330,6 +360,9 @@ class MessageStore:
                                          sys_flag, rec.born_timestamp, born_raw, born_port, now_ms, store_raw,
                                          store_port, rec.reconsume_times, rec.prepared_transaction_offset, body_len),
                               body, topic_f, props_len_f, props_b))
+                # the CRC property (records.prop_crc_digits, inlined): every byte so far
+                digits = (b"%d" % (_crc32(data) & 0x7FFFFFFF))[::-1].ljust(10, b"0")
+                data = _join((data, crc_name, digits))
                 usual = True
         except Exception:
             pass
@@ -364,7 +397,9 @@ class MessageStore:
         rec.sys_flag = sys_flag
         rec.body_crc = crc
         rec.store_size = total
-        rec.properties_text = text
+        if at != phys:                          # moved to the next segment: its CRC was redone
+            digits = lg.read(at + total - 10, 10)
+        rec.properties_text = text + crc_name.decode() + digits.decode()
         if topic_f is SCHEDULE_TOPIC_FIELD:
             tags = entry_tags_code(SCHEDULE_TOPIC, text, now_ms, self._delays)    # the delivery time
         else:
@@ -420,7 +455,7 @@ class MessageStore:
         rec.commit_log_offset = phys = lg.end
         rec.store_timestamp = now_ms
         try:
-            data = encode_record(rec)
+            data = encode_record(rec, prop_crc=self._prop_crc)
             at = lg.append(data)
         except Exception as exc:           # bad input of any kind is a status, not an exception
             (rec.queue_offset, rec.commit_log_offset, rec.store_timestamp, rec.properties_text,
@@ -428,6 +463,8 @@ class MessageStore:
             return self._put_failed(rec, exc)
         if at != phys:                      # rolled over to a new segment
             rec.commit_log_offset = at
+            if self._prop_crc:              # (its CRC property was redone there)
+                rec.properties_text = rec.properties_text[:-10] + lg.read(at + rec.store_size - 10, 10).decode()
         if self._write_error is not None:
             self._writes_work_again()
         size = rec.store_size
@@ -765,7 +802,8 @@ class MessageStore:
 
     def _current_checkpoint(self) -> Checkpoint:
         return Checkpoint(self._log.end, self._log.marks(),
-                          {key: cq.max_offset for key, cq in self._queues.items()})
+                          {key: QueueMark(cq.max_offset, cq.base, cq.entries_crc()) for key, cq in self._queues.items()},
+                          tuple(self._log.damage.ranges))
 
     def close(self) -> None:
         """Flush and release the directory. Idempotent; a closed store answers puts
@@ -826,8 +864,9 @@ class MessageStore:
     # -- invariants ----------------------------------------------------------------------------
     def _check(self) -> None:
         """Assert the store's invariants (for randomized tests; reads everything):
-        the log is a chain of valid records and BLANK-sealed segments; every queue is
-        exactly what dispatching the log would build; offsets are ints."""
+        the log is a chain of valid records, known damaged ranges and BLANK-sealed
+        segments; every queue is exactly what dispatching the log would build (an entry
+        may point at damage instead); offsets are ints."""
         lg = self._log
         assert lg.bases == [s.base for s in lg.segments], "segment index out of date"
         assert lg.bases == sorted(set(lg.bases)), "segments not in order"
@@ -835,12 +874,16 @@ class MessageStore:
         assert lg.active is active, "put's append target is stale"
         assert (lg.tail, lg.write) == ((None, active.append) if self._root is not None else (active, None))
         assert lg.fast_limit == (-1 if lg.sync_each or self._write_error else active.base + lg.segment_size - 8)
-        expected: dict[tuple[str, int], list[bytes]] = {}
+        expected: dict[tuple[str, int], dict[int, bytes]] = {}
         for i, seg in enumerate(lg.segments):
             last = i == len(lg.segments) - 1
             buf = seg.view()
             pos, size = 0, seg.size
+            skips = lg.damage.skips(seg.base, seg.base + size) or {}
             while pos < size:
+                if pos in skips:
+                    pos = skips[pos]
+                    continue
                 total, magic = struct.unpack_from(">iI", buf, pos)
                 if magic != MAGIC_CODE:
                     assert not last and pos + 8 == size, f"BLANK at {seg.base + pos} is not the segment's end"
@@ -851,12 +894,9 @@ class MessageStore:
                 f = fields(buf, pos)
                 if f.sys_flag & _TX_MASK not in TX_SKIPPED:
                     tags = entry_tags_code(f.topic, f.properties, f.store_timestamp, self._delays)
-                    entries = expected.setdefault((f.topic, f.queue_id), [])
-                    cq = self._queues.get((f.topic, f.queue_id))
-                    first = cq.min_offset if cq is not None else 0
-                    assert f.queue_offset == first + len(entries), \
-                        f"record at {seg.base + pos} has queue offset {f.queue_offset}, expected {first + len(entries)}"
-                    entries.append(ENTRY.pack(seg.base + pos, total, tags))
+                    entries = expected.setdefault((f.topic, f.queue_id), {})
+                    assert f.queue_offset not in entries, f"queue offset {f.queue_offset} twice in the log"
+                    entries[f.queue_offset] = ENTRY.pack(seg.base + pos, total, tags)
                 else:
                     assert f.queue_offset == 0
                 pos += total
@@ -864,9 +904,15 @@ class MessageStore:
                 assert last, f"segment {seg.base} has no BLANK but is not the last one"
         assert lg.end == lg.segments[-1].base + lg.segments[-1].size
         for key, cq in self._queues.items():
-            want = b"".join(expected.get(key, []))
-            live = bytes(cq.buf[(cq.min_offset - cq.base) * ENTRY_SIZE:])
-            assert live == want, f"queue {key} differs from the log"
+            want = expected.get(key, {})
+            for qoff in range(cq.min_offset, cq.max_offset):
+                entry = cq.buf[(qoff - cq.base) * ENTRY_SIZE:(qoff - cq.base + 1) * ENTRY_SIZE]
+                if qoff in want:
+                    assert entry == want.pop(qoff), f"queue {key} offset {qoff} differs from the log"
+                else:
+                    phys, size, _ = ENTRY.unpack(entry)
+                    assert lg.damage.hits(phys, size), f"queue {key} offset {qoff} has no record in the log"
+            assert not [q for q in want if q >= cq.min_offset], f"queue {key} lacks entries of the log"
             if cq.min_offset > cq.base:        # entries kept for records before the log start
                 assert cq.phys_at(cq.min_offset - 1) < lg.min_offset
             assert cq.max_offset == cq.base + len(cq.buf) // ENTRY_SIZE

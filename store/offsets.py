@@ -1,53 +1,95 @@
-"""Consumer offsets (config/consumerOffset.json) and delay offsets (config/delayOffset.json).
+"""Consumer offsets (config/consumerOffset.json) and delay offsets (config/delayOffset.json),
+and the JSON documents every config file is.
 
-Both are small tables kept in memory and written whole, atomically (temporary file +
+Both tables are small, kept in memory and written whole, atomically (temporary file +
 rename), at flush when they changed. The documents are upstream's:
     {"offsetTable": {"topic@group": {"0": 12, "1": 4}}}
     {"offsetTable": {"1": 0, "3": 7}}
 Upstream writes them with fastjson, which leaves integer keys unquoted ({1:0}); that is
 not JSON, so the loader also accepts it, and a real broker's files can be read.
+
+Every write keeps the previous version as ``<name>.json.bak`` (upstream's
+ConfigManager does the same). Loading a file that is missing, empty or unreadable —
+not JSON, or not the shape its reader expects — falls back to the .bak with one
+WARNING; when the .bak is no better, StoreError says what is wrong with both.
 """
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
+from typing import Callable
 
 from .errors import StoreError
 from .fsutil import atomic_write
 
 __all__ = ["ConsumerOffsets", "DelayOffsets", "load_json_document", "dump_json_document"]
 
+log = logging.getLogger("store")
+
 # an unquoted integer key after "{" or ",": fastjson's map keys
 _BARE_INT_KEY = re.compile(r'([{,]\s*)(-?\d+)(\s*:)')
+_BAD_DOCUMENT = (ValueError, TypeError, AttributeError, KeyError, UnicodeDecodeError)
 
 
-def load_json_document(path: Path):
-    """The JSON document at ``path``, None if absent. Raises StoreError if unreadable."""
+def _backup(path: Path) -> Path:
+    return path.with_name(path.name + ".bak")
+
+
+def _read_json(path: Path):
+    """The document at ``path``; None when absent or empty. Raises OSError or ValueError."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StoreError(f"cannot read {str(path)!r}: {exc}") from exc
+    if not text.strip():
+        return None
     try:
         return json.loads(text)
     except ValueError:
+        return json.loads(_BARE_INT_KEY.sub(r'\1"\2"\3', text))
+
+
+def load_json_document(path: Path, convert: Callable = lambda doc: doc):
+    """``convert`` of the JSON document at ``path`` (None if neither it nor its .bak
+    exists). A document that cannot be read, parsed or converted (``convert`` raising
+    ValueError, TypeError, AttributeError or KeyError) is replaced by its .bak, said in
+    one WARNING; if that fails too, StoreError names both problems."""
+    problems = []
+    for candidate in (path, _backup(path)):
         try:
-            return json.loads(_BARE_INT_KEY.sub(r'\1"\2"\3', text))
-        except ValueError as exc:
-            raise StoreError(f"{str(path)!r} is not valid JSON ({exc}); fix or remove it") from None
+            doc = _read_json(candidate)
+            if doc is None:
+                continue
+            value = convert(doc)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problems.append(f"{str(candidate)!r} cannot be read ({exc.strerror or exc})")
+            continue
+        except _BAD_DOCUMENT as exc:
+            problems.append(f"{str(candidate)!r} is not a valid document ({exc})")
+            continue
+        if candidate != path:
+            why = problems[0] if problems else f"{str(path)!r} is missing or empty"
+            log.warning("%s; using its backup %s", why, candidate.name)
+        return value
+    if problems:
+        raise StoreError("; ".join(problems) + ("" if len(problems) > 1 else " and it has no usable backup") +
+                         "; fix or remove it")
+    return None
 
 
 def dump_json_document(path: Path, obj, *, durable: bool = True) -> None:
-    atomic_write(path, json.dumps(obj, indent=2, sort_keys=False).encode("utf-8") + b"\n", durable=durable)
+    """Write ``obj`` to ``path`` atomically, the previous version kept as the .bak."""
+    atomic_write(path, json.dumps(obj, indent=2, sort_keys=False).encode("utf-8") + b"\n", durable=durable,
+                 backup=_backup(path))
 
 
-def _table(doc, path: Path) -> dict:
-    if doc is None:
-        return {}
+def _table(doc) -> dict:
     if not isinstance(doc, dict) or not isinstance(doc.get("offsetTable", {}), dict):
-        raise StoreError(f"{str(path)!r} has no offsetTable object")
+        raise ValueError("it has no offsetTable object")
     return doc.get("offsetTable", {})
 
 
@@ -76,12 +118,9 @@ class ConsumerOffsets:
         return {key: dict(per) for key, per in self.table.items()}
 
     def load(self, config_dir: Path) -> None:
-        path = config_dir / self.FILE
-        try:
-            self.table = {str(key): {int(q): int(o) for q, o in per.items()}
-                          for key, per in _table(load_json_document(path), path).items()}
-        except (AttributeError, TypeError, ValueError) as exc:
-            raise StoreError(f"{str(path)!r}: bad offsetTable ({exc})") from None
+        table = load_json_document(config_dir / self.FILE, lambda doc: {
+            str(key): {int(q): int(o) for q, o in per.items()} for key, per in _table(doc).items()})
+        self.table = table or {}
         self.dirty = False
 
     def save(self, config_dir: Path, *, durable: bool = True) -> None:
@@ -107,12 +146,9 @@ class DelayOffsets:
             self.dirty = True
 
     def load(self, config_dir: Path) -> None:
-        path = config_dir / self.FILE
-        try:
-            self.table = {int(level): int(offset)
-                          for level, offset in _table(load_json_document(path), path).items()}
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"{str(path)!r}: bad offsetTable ({exc})") from None
+        table = load_json_document(config_dir / self.FILE, lambda doc: {
+            int(level): int(offset) for level, offset in _table(doc).items()})
+        self.table = table or {}
         self.dirty = False
 
     def save(self, config_dir: Path, *, durable: bool = True) -> None:

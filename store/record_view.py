@@ -13,7 +13,7 @@ import zlib
 from typing import NamedTuple
 
 from .records import (_V6_BITS, MAGIC_CODE, MAX_TOPIC_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
-                      RecordError, SysFlag)
+                      RecordError, SysFlag, prop_crc_check)
 
 __all__ = ["RecordFields", "RecordHead", "check_record", "fields", "head", "store_timestamp", "prop_value",
            "TX_SKIPPED"]
@@ -44,8 +44,9 @@ def check_record(buf, pos: int, limit: int, phys: int) -> int:
 
     ``limit`` is where readable bytes end; ``phys`` the log offset the record must say it
     is at (a record copied or shifted from elsewhere is as wrong as a torn one). Raises
-    ValueError with the reason: short read, bad magic, bad length, bad body CRC, or a
-    record whose inner lengths do not add up.
+    ValueError with the reason: short read, bad magic, bad length, bad body CRC, a record
+    whose inner lengths do not add up, or a CRC property (``__CRC32#``, records.py) that
+    does not match the record's other bytes.
     """
     if limit - pos < 8:
         raise ValueError(f"short read: {limit - pos} bytes where a record header should be")
@@ -77,6 +78,8 @@ def check_record(buf, pos: int, limit: int, phys: int) -> int:
         raise ValueError("bad body CRC")
     if rec_phys != phys:
         raise ValueError(f"record says it is at offset {rec_phys}")
+    if prop_crc_check(buf, pos, end, end - props_len) is False:
+        raise ValueError("bad CRC property (__CRC32#): the header or properties are damaged")
     return total
 
 

@@ -7,6 +7,16 @@ STORETIMESTAMP i64, STOREHOST 4+4 (or 16+4 with 0x20), RECONSUMETIMES i32,
 PREPAREDTRANSACTIONOFFSET i64, BODY i32 len + bytes, TOPIC i8 len + bytes,
 PROPERTIES i16 len + bytes. With IPv4 hosts the size is 91 + body + topic + properties.
 
+The store ends the properties of every record it writes with RocketMQ 5.x's CRC
+property (MessageConst.PROPERTY_CRC32, ``enabledAppendPropCRC``): ``__CRC32#`` = the CRC32
+(& 0x7FFFFFFF) of every byte of the record before its last 20 — header, body, topic and
+properties alike — as 10 decimal digits, least significant first. The body CRC of the
+4.x format leaves the header and properties unchecked; this covers them in a format any
+RocketMQ reader parses (a property is a property). Upstream writes ``k\x01v\x02`` pairs
+and reserves ``__CRC32#\x01dddddddddd\x02``; this project writes no trailing separator,
+so the same 20 bytes are ``\x02__CRC32#\x01dddddddddd`` (19, without the separator, when it
+is the only property) — the CRC covers the same bytes as upstream's.
+
 The same bytes are a PULL_MESSAGE / VIEW_MESSAGE_BY_ID / QUERY_MESSAGE body, so the
 store hands records out unchanged and clients decode them with ``decode_record``.
 This module is the only format contract between store, broker, client_sdk and
@@ -46,6 +56,11 @@ __all__ = [
     "parse_host",
     "blank_record",
     "peek_header",
+    "PROP_CRC",
+    "without_prop_crc",
+    "prop_crc_digits",
+    "prop_crc_check",
+    "relocated",
 ]
 
 MAGIC_CODE = 0xDAA320A7          # -626843481 as a signed int32
@@ -54,6 +69,9 @@ NAME_VALUE_SEPARATOR = "\u0001"
 PROPERTY_SEPARATOR = "\u0002"
 MAX_TOPIC_LENGTH = 127           # the topic length is a signed byte
 MAX_PROPERTIES_LENGTH = 32767    # the properties length is a signed int16
+PROP_CRC = "__CRC32#"             # MessageConst.PROPERTY_CRC32 (RocketMQ 5.x)
+PROP_CRC_NAME = b"\x02__CRC32#\x01"    # what precedes the 10 digits after other properties
+PROP_CRC_ONLY = b"__CRC32#\x01"         # ... when it is the only property
 
 
 class SysFlag:
@@ -107,6 +125,7 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _U32 = struct.Struct(">I")
 _BLANK = struct.Struct(">iI")
+_Q64 = struct.Struct(">q")
 
 
 class RecordError(ValueError):
@@ -189,6 +208,64 @@ def string_to_properties(text: str | None) -> dict[str, str]:
         if k and v:
             out[k] = v
     return out
+
+
+def prop_crc_digits(crc: int) -> bytes:
+    """The CRC property's value: ``crc & 0x7FFFFFFF`` as 10 decimal digits, least
+    significant first, padded with '0' (upstream's MessageDecoder.createCrc32)."""
+    return (b"%d" % (crc & 0x7FFFFFFF))[::-1].ljust(10, b"0")
+
+
+def without_prop_crc(text: str) -> str:
+    """``text`` without its ``__CRC32#`` property: the stored string of a record, ready to
+    be stored again (a retry, a delayed message due) with a CRC of its own."""
+    if len(text) >= 19 and text[-19:-10] == "__CRC32#\u0001":      # where the store puts it
+        cut = text[:-19]
+        if cut.endswith(PROPERTY_SEPARATOR):
+            cut = cut[:-1]
+        if PROP_CRC not in cut:
+            return cut
+    props = string_to_properties(text)                 # anywhere else: set by a client
+    props.pop(PROP_CRC, None)
+    return properties_to_string(props)
+
+
+def prop_crc_check(buf, pos: int, end: int, props_at: int) -> bool | None:
+    """For a well-formed record at [pos, end) whose properties start at ``props_at``:
+    None when they do not end with a CRC property (a record of another writer), else
+    whether its CRC matches the record's bytes."""
+    name_at = end - 19
+    if name_at < props_at or buf[name_at:end - 10] != PROP_CRC_ONLY:
+        return None
+    if name_at > props_at and buf[name_at - 1] != 2:
+        return None                     # "__CRC32#" inside another property's value
+    digits = bytes(buf[end - 10:end])
+    if not digits.isdigit():
+        return False
+    covered = name_at - 1 if name_at > props_at else name_at
+    with memoryview(buf) as v:
+        got = zlib.crc32(v[pos:covered]) & 0x7FFFFFFF
+    return int(digits[::-1]) == got
+
+
+def _props_at(data: bytes) -> int:
+    """Where the properties of the (well-formed) encoded record ``data`` start."""
+    sys_flag = _I32.unpack_from(data, 36)[0]
+    body_len_at = 84 + (12 if sys_flag & SysFlag.BORNHOST_V6 else 0) + (12 if sys_flag & SysFlag.STOREHOST_V6 else 0)
+    topic_at = body_len_at + 4 + _I32.unpack_from(data, body_len_at)[0]
+    return topic_at + 3 + data[topic_at]
+
+
+def relocated(data: bytes, phys: int) -> bytes:
+    """An encoded record with PHYSICALOFFSET set to ``phys`` (the commit log moves a
+    record that does not fit a segment to the next one) and its CRC property redone."""
+    out = b"".join((data[:28], _Q64.pack(phys), data[36:]))
+    props_at = _props_at(out)
+    if prop_crc_check(out, 0, len(out), props_at) is None:
+        return out
+    name_at = len(out) - 19
+    covered = name_at - 1 if name_at > props_at else name_at
+    return out[:-10] + prop_crc_digits(zlib.crc32(memoryview(out)[:covered]))
 
 
 def create_offset_msg_id(store_host: Host, phys_offset: int) -> str:
@@ -297,17 +374,28 @@ def _topic_field(topic: str) -> bytes:
     return bytes((len(raw),)) + raw
 
 
-def encode_record(rec: MessageRecord) -> bytes:
+def encode_record(rec: MessageRecord, *, prop_crc: bool = False) -> bytes:
     """Encode ``rec`` as stored; fills ``body_crc``, ``store_size``, ``properties_text``
     and the V6 flags — only when encoding succeeds, so a rejected record is unchanged.
+    ``prop_crc``: end the properties with the ``__CRC32#`` property (module doc), after
+    dropping any the text had; ``properties_text`` is then the string with it.
 
     Raises RecordError when the topic exceeds 127 bytes or the properties 32767 bytes
     (struct.error / ValueError for out-of-range numbers or an unparsable host).
     """
     topic_f = _topic_field(rec.topic)
     text = rec.properties_text if rec.properties_text is not None else properties_to_string(rec.properties)
+    crc_name = b""
+    if prop_crc and PROP_CRC in text:
+        text = without_prop_crc(text)
     props_b = text.encode("utf-8")
     props_len = len(props_b)
+    if prop_crc:
+        crc_name = PROP_CRC_NAME if props_b else PROP_CRC_ONLY
+        if props_len + len(crc_name) + 10 <= MAX_PROPERTIES_LENGTH:
+            props_len += len(crc_name) + 10
+        else:       # 4.x's limit is on the client's properties: no room, no CRC property
+            prop_crc = False
     if props_len > MAX_PROPERTIES_LENGTH:
         raise RecordError(f"properties are {props_len} bytes; the limit is {MAX_PROPERTIES_LENGTH}")
     born_ip, born_port = rec.born_host
@@ -347,6 +435,10 @@ def encode_record(rec: MessageRecord) -> bytes:
             _I32.pack(body_len),
         ))
     out = b"".join((head, body, topic_f, _I16.pack(props_len), props_b))
+    if prop_crc:
+        digits = prop_crc_digits(zlib.crc32(out))
+        out = b"".join((out, crc_name, digits))
+        text = text + crc_name.decode() + digits.decode()
     rec.sys_flag = sys_flag
     rec.body_crc = crc
     rec.store_size = total

@@ -29,34 +29,14 @@ from pathlib import Path
 
 from .fsutil import fsync_dir
 
-__all__ = ["MemorySegment", "FileSegment", "RecordList", "segment_name", "RECENT_LIMIT", "CRC_WINDOW", "window_crc",
-           "window_start"]
+__all__ = ["MemorySegment", "FileSegment", "RecordList", "segment_name", "RECENT_LIMIT"]
 
 # A file segment keeps its latest appended chunks in memory up to about this many bytes
 # (then reads of them go through the mmap, remapped once per this much growth).
 RECENT_LIMIT = 1 << 20
-# The checkpoint vouches for a segment by the CRC32 of its tail: from ``window_start`` —
-# the CRC_WINDOW boundary at least CRC_WINDOW before the end — to the end, so between 1
-# and 2 MiB (all of a shorter segment). What a crash can tear is the tail, and checking
-# only the tail keeps both the put path and opening free of whole-segment CRCs. The
-# start moves once per CRC_WINDOW of growth, so each flush continues the last CRC over
-# the bytes appended since instead of reading a whole window again.
-CRC_WINDOW = 1 << 20
+
 _I32 = struct.Struct(">i")
 _pwrite = os.pwrite
-
-
-def window_start(length: int) -> int:
-    """Where the checkpointed tail of a segment ``length`` bytes long starts."""
-    return max(0, (length - 1) // CRC_WINDOW * CRC_WINDOW - CRC_WINDOW) if length > 0 else 0
-
-
-def window_crc(buf, length: int) -> int:
-    """CRC32 of ``buf[window_start(length):length]``, the tail a checkpoint vouches for."""
-    if not length:
-        return 0
-    with memoryview(buf) as v:
-        return zlib.crc32(v[window_start(length):length])
 
 
 def segment_name(base: int) -> str:
@@ -140,8 +120,8 @@ class MemorySegment(RecordList):
         """The whole segment as one buffer (a copy; for checks and tests)."""
         return self.joined()
 
-    def tail_crc(self) -> int:
-        return window_crc(self.joined(), self.size)
+    def prefix_crc(self) -> int:
+        return zlib.crc32(self.joined())
 
     def sync(self) -> None:
         pass
@@ -169,7 +149,7 @@ class FileSegment:
     segments keep only their mmap (no file descriptor), so many small test segments cost
     no fds."""
 
-    __slots__ = ("base", "path", "fd", "written", "synced", "recent", "recent_base", "mm", "sealed", "_tail", "fsync")
+    __slots__ = ("base", "path", "fd", "written", "synced", "recent", "recent_base", "mm", "sealed", "_crc", "fsync")
 
     def __init__(self, base: int, path: Path, *, create: bool, fsync: bool = True) -> None:
         self.base = base
@@ -190,7 +170,7 @@ class FileSegment:
         self.recent_base = self.written
         self.mm: mmap.mmap | None = None
         self.sealed = False
-        self._tail: tuple[int, int] | None = None    # (length, window CRC) last computed
+        self._crc: tuple[int, int] = (0, 0)        # (length, CRC32 of [0, length)) last computed
 
     @property
     def size(self) -> int:
@@ -248,7 +228,8 @@ class FileSegment:
             self.recent_base = size
         if size < self.written:
             self.mm = None                   # a map past the new end would fault
-            self._tail = None                # it covered bytes that are gone
+            if self._crc[0] > size:          # it covered bytes that are gone
+                self._crc = (0, 0)
             os.ftruncate(self.fd, size)
             self.written = size
             self.synced = min(self.synced, size)
@@ -295,14 +276,18 @@ class FileSegment:
             return mm[pos:end]
         return mm[pos:rb] + self.recent.read(0, end - rb)
 
-    def walk(self, pos: int, stop: int):
+    def walk(self, pos: int, stop: int, skips: dict[int, int] | None = None):
         """(buffer, offset in it, segment position) for each record or BLANK starting in
-        [pos, stop); ``pos`` must be a record boundary."""
+        [pos, stop); ``pos`` must be a record boundary. ``skips``: damaged ranges
+        {start: end} stepped over (they lie in what was on disk when the store opened)."""
         rb = self.recent_base
         if pos < rb:
             mm = self._map()
             end = min(stop, rb)
             while pos < end and pos + 8 <= rb:
+                if skips and pos in skips:
+                    pos = skips[pos]
+                    continue
                 yield mm, pos, pos
                 total = _I32.unpack_from(mm, pos)[0]
                 if total < 8:
@@ -317,30 +302,29 @@ class FileSegment:
         mm = self._map()
         return mm if mm is not None else b""
 
-    def prime_tail(self, length: int, crc: int) -> None:
-        """Remember a known window CRC (from the checkpoint), so it is not recomputed."""
-        self._tail = (length, crc)
+    def prime_crc(self, length: int, crc: int) -> None:
+        """Remember a known CRC of [0, length) (checked on open), so it is not recomputed."""
+        self._crc = (length, crc)
 
-    def tail_crc(self) -> int:
-        """``window_crc`` of the written bytes: the last one continued over the bytes
-        since, while the window's start stays."""
+    def prefix_crc(self) -> int:
+        """CRC32 of the whole segment as written: the last one continued over the bytes
+        written since (each flush pays only for its new bytes)."""
         n = self.written
-        tail = self._tail
-        if tail is not None and tail[0] == n:
-            return tail[1]
-        if tail is not None and tail[0] < n and window_start(tail[0]) == window_start(n):
+        done, crc = self._crc
+        if done > n:
+            done, crc = 0, 0
+        if done < n:
             with memoryview(self._map()) as v:
-                crc = zlib.crc32(v[tail[0]:n], tail[1])
-        else:
-            crc = window_crc(self._map(), n)
-        self._tail = (n, crc)
+                crc = zlib.crc32(v[done:n], crc)
+        self._crc = (n, crc)
         return crc
 
     # -- repair and shutdown ------------------------------------------------------------
     def truncate(self, size: int) -> None:
         """Cut the file to ``size`` bytes, durably (recovery)."""
         self.mm = None
-        self._tail = None
+        if self._crc[0] > size:
+            self._crc = (0, 0)
         self.recent.clear()
         fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDWR)
         try:

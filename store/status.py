@@ -105,7 +105,10 @@ class Recovery:
     records_walked: int = 0                  # records read one by one (0 after a clean close)
     used_checkpoint: bool = False
     notes: tuple[str, ...] = field(default=())          # anything else worth a warning
+    # (log offset, length, segment file, reason) of each damaged range: skipped, never served
+    damaged: tuple[tuple[int, int, str, str], ...] = ()
 
     @property
     def clean(self) -> bool:
-        return self.truncated_at is None and not self.removed_segments and not self.dropped_entries
+        return (self.truncated_at is None and not self.removed_segments and not self.dropped_entries
+                and not self.damaged)

@@ -98,5 +98,15 @@ def reference_encode(topic: bytes, body: bytes, props: bytes, *, queue_id=0, fla
     return struct.pack(">i", 4 + len(rest)) + rest
 
 
+def reference_encode_with_crc(topic: bytes, body: bytes, props: bytes, **fields) -> bytes:
+    """``reference_encode`` plus RocketMQ 5.x's CRC property as the store appends it: the
+    CRC32 & 0x7FFFFFFF of all but the last 20 bytes ("\x02__CRC32#\x01" and 10 digits,
+    least significant first; 19 bytes when no other property precedes)."""
+    name = b"\x02__CRC32#\x01" if props else b"__CRC32#\x01"
+    provisional = reference_encode(topic, body, props + name + b"0" * 10, **fields)
+    crc = zlib.crc32(provisional[:-len(name) - 10]) & 0x7FFFFFFF
+    return provisional[:-10] + str(crc)[::-1].ljust(10, "0").encode()
+
+
 __all__ = ["SMALL", "rec", "fill", "bodies", "snapshot", "segment_files", "file_pos",
-           "patch", "reference_encode", "iter_records"]
+           "patch", "reference_encode", "reference_encode_with_crc", "iter_records"]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
 from rocketmq_emulator.store.records import MessageRecord, create_offset_msg_id, encode_record
 from rocketmq_emulator.store import segment
-from store_testkit import bodies, reference_encode
+from store_testkit import bodies, reference_encode_with_crc
 
 SEP1, SEP2 = "\u0001", "\u0002"
 TOPICS = ["T", "Topic-B", "SCHEDULE_TOPIC_XXXX", "t\u00fcpic"]
@@ -111,7 +111,7 @@ def test_the_usual_record_takes_the_inlined_path_and_matches_an_independent_enco
         assert res.msg_id == create_offset_msg_id(("10.0.0.1", 10911), res.commit_log_offset)
         r = _usual(i)
         text = f"UNIQ_KEY{SEP1}{r.properties['UNIQ_KEY']}{SEP2}TAGS{SEP1}Tag{i % 3}{SEP2}KEYS{SEP1}{r.properties['KEYS']}"
-        want = reference_encode(b"OrderTopic", r.body, text.encode(), queue_id=i % 4, flag=i, queue_offset=i // 4,
+        want = reference_encode_with_crc(b"OrderTopic", r.body, text.encode(), queue_id=i % 4, flag=i, queue_offset=i // 4,
                                 phys=res.commit_log_offset, born_ts=r.born_timestamp, born=(bytes([10, 0, 0, 7]), 51234),
                                 store_ts=5_000 + i, store=(bytes([10, 0, 0, 1]), 10911), reconsume=i % 3,
                                 prepared=i * 7)

@@ -92,9 +92,9 @@ def test_filtering_scans_a_bounded_window(store):
 
 
 def test_transfer_caps(tmp_path):
-    s = MessageStore(None, StoreConfig(max_transfer_count=4, max_transfer_bytes=1000))
+    s = MessageStore(None, StoreConfig(max_transfer_count=4, max_transfer_bytes=1100))
     for i in range(10):
-        s.put(rec("T", bytes(150)), i)                              # 243-byte records
+        s.put(rec("T", bytes(150)), i)                              # 263-byte records (20: the CRC property)
     res = s.get_message("T", 0, 0, 32)
     assert len(res.records) == 4 and res.next_begin_offset == 4
     s2 = MessageStore(None, StoreConfig(max_transfer_bytes=300))

@@ -128,23 +128,27 @@ def test_a_whole_record_after_the_checkpoint_is_kept_and_queued(closed_store):
         s._check()
 
 
-def test_corruption_in_an_earlier_segment_ends_the_log_there(closed_store, caplog):
-    """The log is a prefix: a bad record in segment k cuts it there and removes the
-    segments after it (nothing after a hole could be trusted to follow it)."""
+def test_a_damaged_record_in_an_earlier_segment_is_skipped_and_the_rest_kept(closed_store, caplog):
+    """Damage is not the end of the log: a bad record in segment k is skipped and
+    reported (offset, segment, reason); every record after it, in its segment and in
+    the later ones, stays served (issue 17: one bad record used to delete them all)."""
     root, results = closed_store
     victim = next(i for i, r in enumerate(results) if r.commit_log_offset >= SMALL.segment_size) + 2
     path, pos = file_pos(root, results[victim].commit_log_offset, SMALL.segment_size)
     patch(path, pos + 88, b"#")
     n_files = len(segment_files(root))
-    # delete the checkpoint so the earlier segment is walked too, not just the last three
-    (root / "checkpoint").unlink()
     caplog.set_level(logging.WARNING, logger="store")
     with MessageStore(root, SMALL) as s:
-        assert s.recovery.truncated_at == results[victim].commit_log_offset
-        assert len(s.recovery.removed_segments) == n_files - 1 - victim_segment(results, victim)
-        assert bodies(s, "T", 0) == [f"body-{i}".encode() for i in range(victim)]
+        assert s.recovery.truncated_at is None and not s.recovery.removed_segments
+        assert s.recovery.damaged == ((results[victim].commit_log_offset, results[victim].store_size, path.name,
+                                       "bad body CRC"),)
+        assert bodies(s, "T", 0) == [f"body-{i}".encode() for i in range(len(results)) if i != victim]
+        assert s.max_offset("T", 0) == len(results)           # the lost offset is skipped, not reused
+        assert s.read(results[victim].commit_log_offset) is None
+        assert len(segment_files(root)) >= n_files
         s._check()
-    assert any("removed commit-log segment" in r.getMessage() for r in caplog.records)
+    warned = [r.getMessage() for r in caplog.records if "damaged record" in r.getMessage()]
+    assert len(warned) == 1 and str(results[victim].commit_log_offset) in warned[0] and path.name in warned[0]
 
 
 def victim_segment(results, i):
@@ -156,8 +160,10 @@ def test_checkpointed_segments_are_verified_by_crc(closed_store):
     path, pos = file_pos(root, results[-3].commit_log_offset, SMALL.segment_size)
     patch(path, pos + 90, b"!")
     with MessageStore(root, SMALL) as s:
-        assert s.recovery.truncated_at == results[-3].commit_log_offset
-        assert any("CRC of its last" in n for n in s.recovery.notes)
+        assert any("differ from the checkpoint's CRC" in n for n in s.recovery.notes)
+        assert [d[0] for d in s.recovery.damaged] == [results[-3].commit_log_offset]
+        assert s.recovery.truncated_at is None and s.max_offset("T", 0) == len(results)
+        s._check()
 
 
 def test_a_missing_middle_segment_is_refused(closed_store):
