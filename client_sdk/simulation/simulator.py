@@ -12,7 +12,9 @@ number order), so sends, pulls, retries and offset commits interleave as they wo
 on a real clock. The driver moves time from one timeline action (crash, write
 permission off/on, consumer stop/start) to the next, then lets the run settle:
 time keeps moving, in one-minute steps, until every accepted message has ended in
-every group (consumed, or dead-lettered) or ``settle`` runs out.
+every group (consumed, or dead-lettered) or ``settle`` runs out. A listener that
+overruns consumeTimeout moves time itself, through the same timeline: the world goes
+on while it runs, each fault at its time (a crash kills the process inside it).
 
 A crash is the emulator's process dying: the store stops as a killed broker stops
 (``MessageStore.crash`` writes and syncs nothing: what the store had handed to the OS
@@ -139,6 +141,10 @@ class Simulation:
         self._stop_events: Callable[[], None] | None = None
         self._wall0 = 0.0
         self._carried_before = 0          # by the hubs of earlier boots
+        # Fault actions still to come, (ms after the start, action), in time order: run
+        # by whoever moves time past them, a listener's overrun included (``advance_to``).
+        self._timeline: list[tuple[int, Callable[[Simulation], None]]] = []
+        self._overrunning = 0             # listeners in an overrun on the stack
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -164,7 +170,7 @@ class Simulation:
             if spec.name not in self.down_groups:
                 self._start_group(spec)
         self._arm_pump()
-        self.embedded.run_until_idle()
+        self._run_clients(self.embedded.run_until_idle)
 
     def _start_group(self, spec: GroupSpec) -> None:
         made = []
@@ -227,23 +233,13 @@ class Simulation:
 
     def _run(self) -> SimulationResult:
         s = self.scenario
-        self.start()
         end = s.duration_ms + s.settle_ms
-        late_ends = []
-        for at, action in _timeline(s):
-            if at > s.duration_ms:
-                # Only a fault's end can be past the duration (_timeline leaves out the
-                # faults that start after it); it ends on time even while the run
-                # settles (a broker left read-only for good could never let it settle).
-                if at <= end:
-                    late_ends.append((at, action))
-                continue
-            self.advance_to(at)
-            action(self)
-        self.advance_to(s.duration_ms)
-        for at, action in late_ends:
-            self.advance_to(at)
-            action(self)
+        # Only a fault's end can be past the duration (_timeline leaves out the faults
+        # that start after it); it ends on time even while the run settles (a broker
+        # left read-only for good could never let it settle).
+        self._timeline = [(at, action) for at, action in _timeline(s) if at <= end]
+        self.start()
+        self.advance_to(max([s.duration_ms] + [at for at, _ in self._timeline]))
         while (self.checker.pending or self.next_number < s.messages) and self.elapsed_ms < end:
             self.advance_to(min(self.elapsed_ms + SETTLE_STEP_MS, end))
         return self.finish()
@@ -256,15 +252,41 @@ class Simulation:
         self.advance_to(self.elapsed_ms + ms)
 
     def advance_to(self, elapsed_ms: int) -> None:
-        """Move virtual time to START + ``elapsed_ms``, in steps of 10 minutes so
-        progress shows on long runs."""
-        target = START_MS + elapsed_ms
-        rt = self.embedded.runtime
+        """Move virtual time to START + ``elapsed_ms``, running each fault action of
+        the timeline at its time on the way. A listener's overrun moves time through
+        here too, so a fault comes at its time while a listener runs long; a crash then
+        kills the process inside the listener (``_ProcessDied``)."""
+        timeline = self._timeline
+        while timeline and timeline[0][0] <= elapsed_ms:
+            item = timeline[0]
+            self._advance_clients_to(START_MS + item[0])
+            if timeline and timeline[0] is item:        # not run yet by an overrun on the way
+                del timeline[0]
+                if self._overrunning and item[1] is Simulation.crash:
+                    raise _ProcessDied()
+                item[1](self)
+        self._advance_clients_to(START_MS + elapsed_ms)
+
+    def _advance_clients_to(self, target: int) -> None:
+        """Move the client loop (and the broker with it) to ``target``, in steps of 10
+        minutes so progress shows on long runs."""
         while self.clock.now_ms() < target:
-            rt.advance_to(min(target, self.clock.now_ms() + 600_000))
+            # read at each step: a crash inside a step starts another loop
+            self._run_clients(self.embedded.runtime.advance_to, min(target, self.clock.now_ms() + 600_000))
             if self.progress:
                 self.progress(self.elapsed_ms, self.scenario.duration_ms, self.next_number)
-        rt.run_until_idle()
+        self._run_clients(self.embedded.runtime.run_until_idle)
+
+    def _run_clients(self, run: Callable, *args) -> None:
+        """Call into the client loop. When a crash comes while a listener overruns,
+        ``_ProcessDied`` unwinds every frame of the dying process (listener, SDK, loop)
+        up to the outermost such call, which crashes the process there and then."""
+        try:
+            run(*args)
+        except _ProcessDied:
+            if self._overrunning:
+                raise
+            self.crash()
 
     # -- faults ----------------------------------------------------------------------------
     def crash(self) -> None:
@@ -295,7 +317,7 @@ class Simulation:
         self.down_groups.discard(group)
         if group not in self.consumers:
             self._start_group(self.scenario.group(group))
-        self.embedded.run_until_idle()
+        self._run_clients(self.embedded.run_until_idle)
 
     # -- producing -------------------------------------------------------------------------------
     def send_now(self) -> bool:
@@ -406,7 +428,12 @@ class Simulation:
                 self.checker.failed(spec, fate, m, now, expired=True)
             self.checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False)
         # Two timeout periods: the periodic expiry check runs every consumeTimeout minutes.
-        self.embedded.runtime.advance((2 * spec.consume_timeout_minutes + 1) * 60_000)
+        # Meanwhile the world goes on: timers, other listeners, faults at their time.
+        self._overrunning += 1
+        try:
+            self.advance((2 * spec.consume_timeout_minutes + 1) * 60_000)
+        finally:
+            self._overrunning -= 1
         return _OK
 
     def _settle_orderly(self, spec, msgs, fates, mq, now, success: bool, max_times: int):
@@ -433,6 +460,12 @@ class Simulation:
         elif e.kind == EventKind.DEAD_LETTERED:
             group = e.group or e.topic[len("%DLQ%"):]
             self.checker.dead_lettered(group, e.msg_id, e.time_ms)
+
+
+class _ProcessDied(BaseException):
+    """A crash on the timeline came while a listener overran: the simulated process
+    dies inside the listener. A BaseException, so neither the SDK (which retries a
+    listener's Exception) nor the client loop (which logs a task's) stops it."""
 
 
 def run_simulation(scenario: Scenario, store_dir: str | Path, **kwargs) -> SimulationResult:
