@@ -252,30 +252,35 @@ class Simulation:
         self.advance_to(self.elapsed_ms + ms)
 
     def advance_to(self, elapsed_ms: int) -> None:
-        """Move virtual time to START + ``elapsed_ms``, running each fault action of
-        the timeline at its time on the way. A listener's overrun moves time through
-        here too, so a fault comes at its time while a listener runs long; a crash then
-        kills the process inside the listener (``_ProcessDied``)."""
+        """Move virtual time to START + ``elapsed_ms`` (in steps of 10 minutes, so
+        progress shows on long runs), running each fault action of the timeline at its
+        time on the way. A listener's overrun moves time through here too, so faults
+        come at their time while it runs; a crash then kills the process inside the
+        listener (``_ProcessDied``). Overruns nest, so the path from here back to a
+        listener is kept short (Python's recursion limit)."""
         timeline = self._timeline
-        while timeline and timeline[0][0] <= elapsed_ms:
-            item = timeline[0]
-            self._advance_clients_to(START_MS + item[0])
+        while True:
+            item = timeline[0] if timeline and timeline[0][0] <= elapsed_ms else None
+            stop = START_MS + (elapsed_ms if item is None else item[0])
+            now = self.clock.now_ms()
+            if now < stop:
+                try:    # the loop is looked up at each step: a crash starts another
+                    self.embedded.runtime.advance(min(stop - now, 600_000))
+                except _ProcessDied:
+                    if self._overrunning:
+                        raise
+                    self.crash()
+                if self.progress:
+                    self.progress(self.elapsed_ms, self.scenario.duration_ms, self.next_number)
+                continue
+            self._run_clients(self.embedded.runtime.run_until_idle)
+            if item is None:
+                return
             if timeline and timeline[0] is item:        # not run yet by an overrun on the way
                 del timeline[0]
                 if self._overrunning and item[1] is Simulation.crash:
                     raise _ProcessDied()
                 item[1](self)
-        self._advance_clients_to(START_MS + elapsed_ms)
-
-    def _advance_clients_to(self, target: int) -> None:
-        """Move the client loop (and the broker with it) to ``target``, in steps of 10
-        minutes so progress shows on long runs."""
-        while self.clock.now_ms() < target:
-            # read at each step: a crash inside a step starts another loop
-            self._run_clients(self.embedded.runtime.advance_to, min(target, self.clock.now_ms() + 600_000))
-            if self.progress:
-                self.progress(self.elapsed_ms, self.scenario.duration_ms, self.next_number)
-        self._run_clients(self.embedded.runtime.run_until_idle)
 
     def _run_clients(self, run: Callable, *args) -> None:
         """Call into the client loop. When a crash comes while a listener overruns,
@@ -309,6 +314,12 @@ class Simulation:
     def stop_group(self, group: str) -> None:
         self.checker.step += 1
         for c in self.consumers.pop(group, []):
+            if any(pq.msg_count for pq in c.process_queues.values()):
+                # A message still in flight (its listener overrunning, its local retry
+                # waiting) holds the committed offset: it and whatever followed it are
+                # delivered again on restart. At-least-once, as after a crash, so the
+                # checker allows the repeated attempts a crash allows.
+                self.checker.crashed = True
             c.shutdown()
         self.down_groups.add(group)
 
@@ -399,7 +410,7 @@ class Simulation:
                     first_fail = j
                     break
             if not orderly and spec.slow_probability and self.rng.random() < spec.slow_probability:
-                return self._overrun(spec, msgs, fates, mq, now)
+                return self._overrun(spec, msgs, numbers, fates, ctx, now, first_fail)
             if orderly:
                 return self._settle_orderly(spec, msgs, fates, mq, now, first_fail is None, max_orderly)
             ok_upto = len(msgs) if first_fail is None else first_fail
@@ -411,30 +422,56 @@ class Simulation:
                     else:
                         checker.failed(spec, fate, m, now)
                 checker.finished(spec.name, pulled, mq.queue_id, m.queue_offset, now, False)
-            if first_fail is None:
-                return _OK
-            if first_fail == 0:
-                return _LATER
-            ctx.ack_index = first_fail - 1       # ack the ones before, send back the rest
-            return _OK
+            return _verdict(ctx, first_fail)
 
         return on_messages
 
-    def _overrun(self, spec, msgs, fates, mq, now):
-        """A listener that takes longer than consumeTimeout: the consumer's expiry check
-        sends the batch back (level 3) while it still runs; its late success is moot."""
+    def _overrun(self, spec, msgs, numbers, fates, ctx, now, first_fail):
+        """A listener that takes longer than consumeTimeout. While it runs, the
+        consumer's expiry check sends the batch back (level 3) and drops it from the
+        ProcessQueue; a message it could not send back (the broker read-only, say) stays
+        in flight, and the listener's own late verdict decides it, as upstream."""
+        checker = self.checker
+        mq = ctx.message_queue
+        pq = self._process_queue(spec.name, mq, msgs[0])
+        # Recorded as the expiry will settle it, so its retry (which may come while the
+        # listener still runs) is checked against level 3; withdrawn below if it did not.
+        expected = []
         for m, fate in zip(msgs, fates):
             if fate is not None:
-                self.checker.failed(spec, fate, m, now, expired=True)
-            self.checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False)
+                checker.failed(spec, fate, m, now, expired=True)
+                expected.append(fate.failures[-1])
+            else:
+                expected.append(None)
+            checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False)
         # Two timeout periods: the periodic expiry check runs every consumeTimeout minutes.
         # Meanwhile the world goes on: timers, other listeners, faults at their time.
         self._overrunning += 1
         try:
-            self.advance((2 * spec.consume_timeout_minutes + 1) * 60_000)
+            self.advance_to(self.elapsed_ms + (2 * spec.consume_timeout_minutes + 1) * 60_000)
         finally:
             self._overrunning -= 1
-        return _OK
+        late = self.clock.now_ms()
+        ok_upto = len(msgs) if first_fail is None else first_fail
+        for j, (m, fate) in enumerate(zip(msgs, fates)):
+            if fate is None or pq is None or pq.msg_tree.get(m.queue_offset) is not m:
+                continue    # the expiry sent it back, as recorded
+            fate.failures.remove(expected[j])
+            if pq.dropped:
+                continue    # the queue left this consumer: it is delivered again from the committed offset
+            if j < ok_upto:
+                checker.succeeded(spec, numbers[j], fate)
+            else:
+                checker.failed(spec, fate, m, late)
+        return _verdict(ctx, first_fail)
+
+    def _process_queue(self, group: str, mq, msg):
+        """The ProcessQueue of ``group`` that holds ``msg`` in flight (None: none does)."""
+        for c in self.consumers.get(group, ()):
+            pq = c.process_queues.get(mq)
+            if pq is not None and pq.msg_tree.get(msg.queue_offset) is msg:
+                return pq
+        return None
 
     def _settle_orderly(self, spec, msgs, fates, mq, now, success: bool, max_times: int):
         checker = self.checker
@@ -460,6 +497,16 @@ class Simulation:
         elif e.kind == EventKind.DEAD_LETTERED:
             group = e.group or e.topic[len("%DLQ%"):]
             self.checker.dead_lettered(group, e.msg_id, e.time_ms)
+
+
+def _verdict(ctx, first_fail: int | None) -> ConsumeConcurrentlyStatus:
+    """A concurrent listener's answer when its first failing message is ``first_fail``."""
+    if first_fail is None:
+        return _OK
+    if first_fail == 0:
+        return _LATER
+    ctx.ack_index = first_fail - 1       # ack the ones before, send back the rest
+    return _OK
 
 
 class _ProcessDied(BaseException):

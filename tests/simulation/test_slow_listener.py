@@ -5,7 +5,8 @@ scan sends the batch back when it can; when it cannot (broker read-only), the me
 stays in flight and the listener's own late verdict decides it."""
 from __future__ import annotations
 
-from rocketmq_emulator.client_sdk.simulation import GroupSpec, Scenario, Simulation, WriteOffWindow, run_simulation
+from rocketmq_emulator.client_sdk.simulation import (ConsumerRestart, GroupSpec, Scenario, Simulation, WriteOffWindow,
+                                                    run_simulation)
 from rocketmq_emulator.client_sdk.simulation.scenario import ProducerSpec, TopicSpec
 
 from .conftest import commit_log_bytes
@@ -67,6 +68,33 @@ def test_runs_with_overruns_and_faults_stay_deterministic(tmp_path):
     assert commit_log_bytes(tmp_path / "a") == commit_log_bytes(tmp_path / "b")
 
 
+def test_an_overrun_the_expiry_could_not_send_back_is_decided_by_the_listener(store_dir):
+    # Message #0 is poison and every delivery overruns. Its first overrun (0..31 min)
+    # meets the expiry scan at 30 min inside a read-only window: the send-back fails and
+    # the message stays in flight, so the listener's late RECONSUME_LATER counts (a local
+    # retry 5 s later, still read-only); that second overrun is sent back at 60 min and
+    # dead-lettered (maxReconsumeTimes 0).
+    poison = GroupSpec(name="Slow", max_reconsume_times=0, slow_probability=1.0, poison_every=100)
+    scenario = one_queue(messages=1, groups=(poison,), duration_ms=30 * MINUTE,
+                         write_off=(WriteOffWindow(29 * MINUTE, 32 * MINUTE),))
+    sim = Recording(scenario, store_dir)
+    result = sim.run()
+    assert sim.actions == [("read-only", 29 * MINUTE), ("writeable", 32 * MINUTE)]
+    assert result.ok, [str(v) for v in result.violations]
+    assert result.settled and result.deliveries == 2 and result.summary()["dead_lettered"] == 1
+
+
+def test_a_late_success_the_expiry_could_not_send_back_counts_as_consumed(store_dir):
+    # Same, but the listener's late verdict is success: the consumer acks the message
+    # (upstream does the same), and the checker must count it consumed, not lost.
+    scenario = one_queue(messages=1, duration_ms=30 * MINUTE, write_off=(WriteOffWindow(29 * MINUTE, 32 * MINUTE),))
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    assert result.settled and result.deliveries == 1
+    s = result.summary()
+    assert s["dead_lettered"] == 0 and s["succeeded"] == 1
+
+
 def test_seed_0_slow_poison_with_a_long_write_off_window_loses_nothing(store_dir):
     """The hypothesis-found scenario: message #0 of SimGroup0 is poison; a local retry at
     30 s (the broker read-only from 2.9 s to 102.9 s) overran consumeTimeout. Its listener
@@ -83,3 +111,33 @@ def test_seed_0_slow_poison_with_a_long_write_off_window_loses_nothing(store_dir
     assert result.ok, [str(v) for v in result.violations]
     assert result.settled and result.accepted == 43
     assert sim.actions == [("read-only", 0), ("writeable", 1), ("read-only", 2915), ("writeable", 102916)]
+
+
+def test_a_group_stopped_while_its_listener_overruns_gets_the_rest_again(store_dir):
+    # Found by exploring: message #18 overruns from 18 ms; the group stops and starts at
+    # 27 ms, on time now, inside that overrun. #18 still holds the committed offset, so
+    # the new consumer gets #18..#20 again; poison #20 had already been sent back once,
+    # so it climbs the retry ladder twice. At-least-once, as after a crash: allowed.
+    g0 = GroupSpec(name="SimGroup0", poison_every=10, fail_probability=0.05, slow_probability=0.1)
+    g1 = GroupSpec(name="SimGroup1", orderly=True, max_reconsume_times=0)
+    scenario = Scenario(seed=0, messages=21, duration_ms=MINUTE, topics=(TopicSpec(queues=1),),
+                        producers=(ProducerSpec(rate=1000.0, body_size=9),), groups=(g0, g1),
+                        consumer_restarts=(ConsumerRestart("SimGroup0", 27, 0),))
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    # poison #0, #10 and #20, and #20's second climb
+    assert result.settled and result.per_group["SimGroup0"]["dead_lettered"] == 4
+
+
+def test_the_retry_of_an_expired_overrun_may_come_before_the_listener_returns(store_dir):
+    # Two crashes at 0 leave message #0 (poison) in several lineages; overruns nest, and
+    # the expiry's level-3 retry of one comes while its listener still runs. The checker
+    # must already know that failure (it records it when the overrun starts, and takes it
+    # back only if the expiry could not send the message back).
+    scenario = Scenario(seed=0, messages=1, duration_ms=MINUTE, topics=(TopicSpec(queues=1),),
+                        producers=(ProducerSpec(rate=10.0, body_size=9),),
+                        groups=(GroupSpec(name="SimGroup0", poison_every=10, slow_probability=0.1),),
+                        crashes_ms=(0, 0))
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    assert result.settled and result.crashes == 2 and result.deliveries == 50
