@@ -12,7 +12,9 @@ order the producers send them):
   fail_once_every N    i % N == fail_once_remainder fails its first delivery only (W1: 10, 5)
   fail_probability p   any other delivery fails with probability p (from the seed)
   slow_probability p   a delivery overruns consumeTimeout (the listener "sleeps" on the
-                       virtual clock), so the consumer sends it back as expired
+                       virtual clock while the rest of the run, faults included, goes on);
+                       the consumer's expiry scan sends it back, or, when it cannot, the
+                       listener's late verdict decides
 """
 from __future__ import annotations
 
