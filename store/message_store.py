@@ -25,8 +25,8 @@ from . import fsutil
 from .checkpoint import Checkpoint, QueueMark, load_checkpoint, save_checkpoint
 from .commit_log import CommitLog, LogRecovery, RecordTooLarge
 from .config import StoreConfig
-from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, SCHEDULE_TOPIC_FIELD, ConsumeQueue, entry_tags_code,
-                            list_queue_dirs, load_queue, valid_topic_dir, write_queue)
+from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, SCHEDULE_TOPIC_FIELD, ConsumeQueue, QueueFiles,
+                            entry_tags_code, list_queue_dirs, load_queue, queue_dir, valid_topic_dir, write_queue)
 from .errors import StoreError, StoreWriteError
 from .fsutil import RootLock, atomic_write
 from .index import KeyIndex
@@ -247,7 +247,17 @@ class MessageStore:
         if any(key not in self._queues for key in marks):
             start = lmin                    # a queue's files are gone: rebuilt from the log
         rebuilt, walked = self._dispatch_from(max(start, lmin), notes)
+        for cq in self._queues.values():
+            cq.files.forget()           # the pages recovery read
         return notes, dropped, rebuilt, walked
+
+    def _new_queue(self, topic: str, queue_id: int, base: int = 0) -> ConsumeQueue:
+        """An empty queue; a file store's reads its written entries back from its files."""
+        files = None
+        if self._root is not None:
+            files = QueueFiles(queue_dir(self._root / "consumequeue", topic, queue_id),
+                               self.config.consume_queue_entries_per_file)
+        return ConsumeQueue(topic, queue_id, base, files=files)
 
     def _dispatch_from(self, start: int, notes: list[str]) -> tuple[set, int]:
         """Give the queues the entries of the records from ``start``: append those they
@@ -269,12 +279,12 @@ class MessageStore:
                     notes.append(f"record at {phys} has topic {f.topic!r} queue {f.queue_id}, which cannot "
                                  f"have a consume queue; not dispatched")
                     continue
-                cq = queues[key] = ConsumeQueue(f.topic, f.queue_id, f.queue_offset)
+                cq = queues[key] = self._new_queue(f.topic, f.queue_id, f.queue_offset)
                 cq.cut = True           # whatever files exist for it are stale
             qoff = f.queue_offset
             tags = entry_tags_code(f.topic, f.properties, f.store_timestamp, self._delays)
             if qoff < cq.max_offset:
-                if qoff >= cq.base and ENTRY.unpack_from(cq.buf, (qoff - cq.base) * ENTRY_SIZE) != (phys, f.size, tags):
+                if qoff >= cq.base and cq.at(qoff) != (phys, f.size, tags):
                     cq.replace(qoff, phys, f.size, tags)
                     repaired += 1
                     rebuilt.add(key)
@@ -486,7 +496,7 @@ class MessageStore:
                     else:
                         tags = tags_code(prop_value(text, "TAGS"))
             if cq is None:
-                cq = self._queues[key] = ConsumeQueue(topic, rec.queue_id)
+                cq = self._queues[key] = self._new_queue(topic, rec.queue_id)
             cq.buf += _pack_entry(at, size, tags)      # ConsumeQueue.append, inlined
             cq.max_offset += 1
             if cq.topic_field is not None:      # the next put to this queue may take the inlined path
@@ -576,7 +586,10 @@ class MessageStore:
         stop = min(hi, offset + max(_MIN_FILTER_SCAN, max_msgs))
         records: list[bytes] = []
         total = 0
-        buf, base = cq.buf, cq.base
+        if offset >= cq.mem_base:
+            buf, base = cq.buf, cq.mem_base
+        else:                           # older entries: from the queue's files
+            buf, base = cq.read(offset, stop), offset
         read = self._log.read
         unpack = ENTRY.unpack_from
         status = GetStatus.NO_MATCHED_MESSAGE
@@ -784,6 +797,8 @@ class MessageStore:
             for cq in self._queues.values():
                 if cq.flushed != cq.max_offset or cq.cut:
                     write_queue(qroot, cq, epf)
+                else:
+                    cq.files.forget()       # the pages reads mapped since the last flush
             cdir = self._root / "config"
             if self._offsets.dirty:
                 self._offsets.save(cdir, durable=self.config.fsync)
@@ -906,7 +921,7 @@ class MessageStore:
         for key, cq in self._queues.items():
             want = expected.get(key, {})
             for qoff in range(cq.min_offset, cq.max_offset):
-                entry = cq.buf[(qoff - cq.base) * ENTRY_SIZE:(qoff - cq.base + 1) * ENTRY_SIZE]
+                entry = cq.read(qoff, qoff + 1)
                 if qoff in want:
                     assert entry == want.pop(qoff), f"queue {key} offset {qoff} differs from the log"
                 else:
@@ -915,8 +930,8 @@ class MessageStore:
             assert not [q for q in want if q >= cq.min_offset], f"queue {key} lacks entries of the log"
             if cq.min_offset > cq.base:        # entries kept for records before the log start
                 assert cq.phys_at(cq.min_offset - 1) < lg.min_offset
-            assert cq.max_offset == cq.base + len(cq.buf) // ENTRY_SIZE
-            assert cq.base <= cq.min_offset <= cq.max_offset
+            cq.check()
+            assert (cq.files is not None) == (self._root is not None)
         missing = set(expected) - set(self._queues)
         assert not missing, f"records without a queue: {sorted(missing)[:5]}"
         for key, per in self._offsets.table.items():

@@ -31,7 +31,7 @@ def log_bytes(s: MessageStore) -> bytes:
 
 
 def queue_bytes(s: MessageStore) -> dict:
-    return {key: (cq.base, cq.max_offset, bytes(cq.buf)) for key, cq in s._queues.items()}
+    return {key: (cq.base, cq.max_offset, cq.read(cq.base, cq.max_offset)) for key, cq in s._queues.items()}
 
 
 def count_general(s: MessageStore) -> list[int]:
