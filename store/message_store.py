@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import struct
-import zlib
 from bisect import bisect_right
 from pathlib import Path
 from typing import Iterator
@@ -25,18 +23,17 @@ from . import fsutil
 from .checkpoint import Checkpoint, QueueMark, load_checkpoint, save_checkpoint
 from .commit_log import CommitLog, LogRecovery, RecordTooLarge
 from .config import StoreConfig
-from .consume_queue import (ENTRY, ENTRY_SIZE, SCHEDULE_TOPIC, SCHEDULE_TOPIC_FIELD, ConsumeQueue, QueueFiles,
-                            entry_tags_code, list_queue_dirs, load_queue, queue_dir, valid_topic_dir, write_queue)
+from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, entry_tags_code, list_queue_dirs, load_queue,
+                            queue_dir, valid_topic_dir, write_queue)
 from .errors import StoreError, StoreWriteError
 from .fsutil import RootLock, atomic_write
 from .index import KeyIndex
 from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_json_document
-from .record_view import TX_SKIPPED, RecordHead, check_record, fields, head, prop_value, store_timestamp
-from .records import (_FIXED_V4, IPV4_PACKED, MAGIC_CODE, MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, PROP_CRC_NAME,
-                      PROP_CRC_ONLY, MessageRecord, RecordError, SysFlag, create_offset_msg_id, decode_record,
-                      encode_record, properties_to_string, tags_code, without_prop_crc)
+from .record_view import TX_SKIPPED, RecordHead, check_record, fields, head, store_timestamp
+from .records import (MAGIC_CODE, MAX_TOPIC_LENGTH, MessageRecord, RecordError, SysFlag, create_offset_msg_id,
+                      decode_record)
 from .segment import segment_name
-from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery, put_failed, put_ok
+from .status import GetResult, GetStatus, PutStatus, Recovery, put_failed, put_ok
 
 __all__ = ["MessageStore"]
 
@@ -51,27 +48,6 @@ _RESERVED_CONFIGS = {"consumerOffset", "delayOffset"}
 _TX_MASK = SysFlag.TRANSACTION_MASK
 _pack_entry = ENTRY.pack
 _TX_PREPARED, _TX_ROLLBACK = TX_SKIPPED
-# put's inlined encoder (records.encode_record for IPv4 hosts) and result
-_IPV4 = IPV4_PACKED
-_crc32 = zlib.crc32
-_join = b"".join
-_pack_head = _FIXED_V4.pack
-_pack_i16 = struct.Struct(">h").pack
-_props_len_fields: dict[int, bytes] = {}      # properties length -> its i16 field (<= 32768 entries)
-_NOT_V6 = ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
-_pack_msg_id = struct.Struct(">4siq").pack
-_new_tuple = tuple.__new__
-_PUT_OK = PutStatus.PUT_OK
-_PROP_CRC_NAME, _PROP_CRC_ONLY = PROP_CRC_NAME, PROP_CRC_ONLY
-# TAGS value -> tagsCode, a dict lookup on the put path (bounded)
-_tag_codes: dict[str, int] = {}
-
-
-def _tag_code(value: str) -> int:
-    if len(_tag_codes) >= 4096:
-        _tag_codes.clear()
-    code = _tag_codes[value] = tags_code(value)
-    return code
 def _vouched_queue(cq: ConsumeQueue, mark) -> bool:
     """Whether the queue loaded from its files starts with the entries the checkpoint
     recorded (same first offset, at least as many, same CRC32: one C call). Entries
@@ -321,134 +297,25 @@ class MessageStore:
         store_timestamp and the fields encode_record fills are set on success; on any
         failure ``rec`` is left as it was and nothing is stored.
 
-        This is the hot path: one ``pwrite`` (on disk; none in memory), no fsync
-        (ASYNC_FLUSH), no copies of the log,
-        the key index is built lazily. The usual record — an existing queue of an
-        ordinary topic or of SCHEDULE_TOPIC_XXXX (tagsCode = delivery time), IPv4 hosts
-        seen before, a dispatched (non-prepared, non-rollback)
-        record that fits the active segment — is encoded and appended inline here, byte
-        for byte what ``encode_record`` + ``CommitLog.append`` produce (see
-        tests/store/test_fast_put.py); everything else, and any input the inline code
-        cannot take, goes through ``_put_general``, which is the reference."""
-        if self._closed:
-            return put_failed(PutStatus.SERVICE_NOT_AVAILABLE, "the store is closed")
-        # Everything up to the append only reads: whatever fails here, or is not the
-        # usual case, is redone from scratch by the general path.
-        usual = False
-        try:
-            cq = self._fast_queues[rec.topic][rec.queue_id]
-            topic_f = cq.topic_field
-            body = rec.body
-            body_len = len(body)
-            sys_flag = rec.sys_flag
-            text = rec.properties_text
-            if text is None:
-                text = properties_to_string(rec.properties)
-            if "__CRC32#" in text:                  # a stored record's string, stored again
-                text = without_prop_crc(text)
-            props_b = text.encode()
-            crc_name = _PROP_CRC_NAME if props_b else _PROP_CRC_ONLY
-            props_len = len(props_b) + len(crc_name) + 10
-            born_ip, born_port = rec.born_host
-            store_ip, store_port = rec.store_host
-            born_raw = _IPV4[born_ip]               # KeyError: not a known IPv4 address text
-            store_raw = _IPV4[store_ip]
-            # (bit 0x4 is set in exactly the prepared and rollback transaction types)
-            if not (topic_f is None or body_len > self._max_body or sys_flag & 0x4
-                    or props_len > MAX_PROPERTIES_LENGTH or not self._prop_crc):
-                try:
-                    props_len_f = _props_len_fields[props_len]
-                except KeyError:
-                    props_len_f = _props_len_fields[props_len] = _pack_i16(props_len)
-                lg = self._log
-                phys = lg.end
-                queue_offset = cq.max_offset
-                crc = _crc32(body)
-                sys_flag &= _NOT_V6
-                total = 90 + body_len + len(topic_f) + props_len
-                data = _join((_pack_head(total, MAGIC_CODE, crc, rec.queue_id, rec.flag, queue_offset, phys,
-                                         sys_flag, rec.born_timestamp, born_raw, born_port, now_ms, store_raw,
-                                         store_port, rec.reconsume_times, rec.prepared_transaction_offset, body_len),
-                              body, topic_f, props_len_f, props_b))
-                # the CRC property (records.prop_crc_digits, inlined): every byte so far
-                digits = (b"%d" % (_crc32(data) & 0x7FFFFFFF))[::-1].ljust(10, b"0")
-                data = _join((data, crc_name, digits))
-                usual = True
-        except Exception:
-            pass
-        if not usual:
-            return self._put_general(rec, now_ms)
-        # CommitLog.append, inlined when the record fits the active segment (no roll)
-        # and needs no fsync: a file segment writes it to the OS before this returns
-        if phys + total <= lg.fast_limit:
-            write = lg.write
-            if write is None:                   # in memory: RecordList.append, inlined
-                p = lg.tail
-                p.starts.append(p.size)
-                p.chunks.append(data)
-                p.size += total
-            else:
-                try:
-                    write(data)
-                except OSError as exc:          # nothing of it stays in the file
-                    return self._put_failed(rec, exc)
-            lg.end = phys + total
-            at = phys
-        else:
-            try:
-                at = lg.append(data)
-            except Exception as exc:
-                return self._put_failed(rec, exc)
-            if self._write_error is not None:
-                self._writes_work_again()
-        rec.queue_offset = queue_offset
-        rec.commit_log_offset = at
-        rec.store_timestamp = now_ms
-        rec.sys_flag = sys_flag
-        rec.body_crc = crc
-        rec.store_size = total
-        if at != phys:                          # moved to the next segment: its CRC was redone
-            digits = lg.read(at + total - 10, 10)
-        rec.properties_text = text + crc_name.decode() + digits.decode()
-        if topic_f is SCHEDULE_TOPIC_FIELD:
-            tags = entry_tags_code(SCHEDULE_TOPIC, text, now_ms, self._delays)    # the delivery time
-        else:
-            # tagsCode = tags_code(prop_value(text, "TAGS")), inlined for the usual case:
-            # the last segment that starts "TAGS\x01" has a value. A TAGS segment is either
-            # the first one (the client's usual place for it) or follows a "\x02".
-            # (partition, not find: str.find parses its arguments the slow way)
-            _, sep, value = text.rpartition("\x02TAGS\x01")
-            if not sep and text.startswith("TAGS\x01"):
-                sep, value = True, text[5:]         # the first segment, and the only TAGS one
-            if sep:
-                value = value.partition("\x02")[0]
-                if value:
-                    try:
-                        tags = _tag_codes[value]
-                    except KeyError:
-                        tags = _tag_code(value)
-                else:                               # an empty last TAGS: an earlier one counts
-                    tags = tags_code(prop_value(text, "TAGS"))
-            else:
-                tags = 0
-        cq.buf += _pack_entry(at, total, tags)      # ConsumeQueue.append, inlined
-        cq.max_offset = queue_offset + 1
-        # msg_id: create_offset_msg_id(rec.store_host, at) for an IPv4 store host
-        return _new_tuple(PutResult, (_PUT_OK, at, queue_offset, now_ms, total,
-                                      _pack_msg_id(store_raw, store_port, at).hex().upper(), None))
-
-    def _put_general(self, rec: MessageRecord, now_ms: int):
-        """``put`` for any record: the reference path (encode_record + CommitLog.append)."""
+        Cost: O(record size): one encode, one ``pwrite`` on disk (none in memory), no
+        fsync (ASYNC_FLUSH; SYNC_FLUSH adds one), one 20-byte queue entry; the key
+        index is built lazily, at the first query. The speed tricks live with the data
+        they concern: the known queues in two dicts here, the encoding and append in
+        ``CommitLog.append_record``, the tagsCode in ``entry_tags_code``."""
         if self._closed:
             return put_failed(PutStatus.SERVICE_NOT_AVAILABLE, "the store is closed")
         topic = rec.topic
-        key = (topic, rec.queue_id)
         try:
-            cq = self._queues.get(key)
-        except TypeError:                   # an unhashable topic or queue id
+            cq = self._fast_queues[topic][rec.queue_id]        # a known queue: no checks to redo
+        except (KeyError, TypeError):
             cq = None
-        if cq is None and (bad := self._refuse_new_queue(topic, rec.queue_id)):
-            return put_failed(PutStatus.MESSAGE_ILLEGAL, bad)
+        if cq is None:
+            try:
+                cq = self._queues.get((topic, rec.queue_id))
+            except TypeError:               # an unhashable topic or queue id
+                cq = None
+            if cq is None and (bad := self._refuse_new_queue(topic, rec.queue_id)):
+                return put_failed(PutStatus.MESSAGE_ILLEGAL, bad)
         try:
             too_big = len(rec.body) > self._max_body
         except TypeError:
@@ -457,57 +324,31 @@ class MessageStore:
             return self._body_refused(rec.body)
         tx = rec.sys_flag & 0xC
         dispatch = tx != _TX_PREPARED and tx != _TX_ROLLBACK
-        queue_offset = cq.max_offset if cq is not None and dispatch else 0
-        lg = self._log
-        saved = (rec.queue_offset, rec.commit_log_offset, rec.store_timestamp, rec.properties_text,
-                 rec.sys_flag, rec.body_crc, rec.store_size)
-        rec.queue_offset = queue_offset
-        rec.commit_log_offset = phys = lg.end
-        rec.store_timestamp = now_ms
         try:
-            data = encode_record(rec, prop_crc=self._prop_crc)
-            at = lg.append(data)
+            if dispatch and cq is not None:
+                at = self._log.append_record(rec, cq.max_offset, now_ms, prop_crc=self._prop_crc,
+                                             topic_field=cq.topic_field)
+            else:
+                at = self._log.append_record(rec, 0, now_ms, prop_crc=self._prop_crc)
         except Exception as exc:           # bad input of any kind is a status, not an exception
-            (rec.queue_offset, rec.commit_log_offset, rec.store_timestamp, rec.properties_text,
-             rec.sys_flag, rec.body_crc, rec.store_size) = saved
             return self._put_failed(rec, exc)
-        if at != phys:                      # rolled over to a new segment
-            rec.commit_log_offset = at
-            if self._prop_crc:              # (its CRC property was redone there)
-                rec.properties_text = rec.properties_text[:-10] + lg.read(at + rec.store_size - 10, 10).decode()
         if self._write_error is not None:
             self._writes_work_again()
         size = rec.store_size
         if dispatch:
-            text = rec.properties_text
-            if topic == SCHEDULE_TOPIC:
-                tags = entry_tags_code(topic, text, now_ms, self._delays)
-            else:
-                # prop_value(text, "TAGS") inlined for the usual case: the last
-                # "TAGS\x01" starts a segment and has a value (else the exact slow path)
-                i = text.rfind("TAGS\x01")
-                if i < 0:
-                    tags = 0
-                else:
-                    j = text.find("\x02", i + 5)
-                    value = text[i + 5:] if j < 0 else text[i + 5:j]
-                    if value and (i == 0 or text[i - 1] == "\x02"):
-                        tags = tags_code(value)
-                    else:
-                        tags = tags_code(prop_value(text, "TAGS"))
             if cq is None:
-                cq = self._queues[key] = self._new_queue(topic, rec.queue_id)
-            cq.buf += _pack_entry(at, size, tags)      # ConsumeQueue.append, inlined
-            cq.max_offset += 1
-            if cq.topic_field is not None:      # the next put to this queue may take the inlined path
+                cq = self._queues[(topic, rec.queue_id)] = self._new_queue(topic, rec.queue_id)
+            if cq.topic_field is not None:  # a queue with a usual topic: the next put finds it quickly
                 self._fast_queues.setdefault(topic, {})[rec.queue_id] = cq
+            cq.buf += _pack_entry(at, size, entry_tags_code(topic, rec.properties_text, now_ms, self._delays))
+            cq.max_offset += 1              # (ConsumeQueue.append, inlined: the put path)
         try:
             prefix = self._host_prefix[rec.store_host]
         except (KeyError, TypeError):       # first put from this host (or a list, not a tuple)
             prefix = create_offset_msg_id(tuple(rec.store_host), 0)[:-16]
             if isinstance(rec.store_host, tuple):
                 self._host_prefix[rec.store_host] = prefix
-        return put_ok(at, queue_offset, now_ms, size, prefix + "%016X" % at)
+        return put_ok(at, rec.queue_offset, now_ms, size, prefix + "%016X" % at)
 
     def _body_refused(self, body):
         if not hasattr(body, "__len__"):
@@ -517,19 +358,17 @@ class MessageStore:
 
     def _write_failed(self, exc: OSError) -> None:
         """A commit-log write failed (disk full, I/O error): nothing of it stays in the
-        log and the put is refused. Logged once until a write works again; meanwhile
-        puts take the general path, which notices that (the inlined one cannot)."""
+        log and the put is refused. Logged once until a write works again (``put``
+        checks after every append)."""
         if self._write_error is None:
             log.error("store %s: cannot write the commit log (%s); puts are refused with SERVICE_NOT_AVAILABLE "
                       "until a write succeeds (said once)", self._root, exc.strerror or exc)
         self._write_error = exc
-        self._log.fast_limit = -1
 
     def _writes_work_again(self) -> None:
         log.warning("store %s: commit-log writes succeed again (they had failed: %s)", self._root,
                     self._write_error.strerror or self._write_error)
         self._write_error = None
-        self._log._activate()               # the inlined put path again
 
     @staticmethod
     def _refuse_new_queue(topic, queue_id) -> str | None:
@@ -888,7 +727,7 @@ class MessageStore:
         active = lg.segments[-1]
         assert lg.active is active, "put's append target is stale"
         assert (lg.tail, lg.write) == ((None, active.append) if self._root is not None else (active, None))
-        assert lg.fast_limit == (-1 if lg.sync_each or self._write_error else active.base + lg.segment_size - 8)
+        assert lg.fast_limit == (-1 if lg.sync_each else active.base + lg.segment_size - 8)
         expected: dict[tuple[str, int], dict[int, bytes]] = {}
         for i, seg in enumerate(lg.segments):
             last = i == len(lg.segments) - 1

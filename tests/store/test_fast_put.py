@@ -1,7 +1,8 @@
-"""MessageStore.put encodes, appends and dispatches the usual record inline; everything
-else goes through ``_put_general`` (encode_record + CommitLog.append), the reference.
-These tests hold the inlined path to the reference byte for byte: the same log bytes,
-consume-queue entries, results, record fields and failures, on random records."""
+"""CommitLog.append_record encodes the usual record with records.encode_usual and
+appends it inline; everything else goes through encode_record + CommitLog.append, the
+reference. These tests hold the quick path to the reference byte for byte: the same
+log bytes, consume-queue entries, results, record fields and failures, on random
+records. The reference store is one whose log never takes the quick path."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
-from rocketmq_emulator.store.records import MessageRecord, create_offset_msg_id, encode_record
-from rocketmq_emulator.store import segment
+from rocketmq_emulator.store.consume_queue import entry_tags_code
+from rocketmq_emulator.store.record_view import prop_value
+from rocketmq_emulator.store.records import MessageRecord, create_offset_msg_id, encode_record, tags_code
+from rocketmq_emulator.store import commit_log, segment
 from store_testkit import bodies, reference_encode_with_crc
 
 SEP1, SEP2 = "\u0001", "\u0002"
@@ -34,15 +37,24 @@ def queue_bytes(s: MessageStore) -> dict:
     return {key: (cq.base, cq.max_offset, cq.read(cq.base, cq.max_offset)) for key, cq in s._queues.items()}
 
 
-def count_general(s: MessageStore) -> list[int]:
-    """Count the puts that take the general path (the instance attribute shadows the method)."""
-    calls = [0]
-    general = s._put_general
+def reference_store(root, cfg=StoreConfig()) -> MessageStore:
+    s = MessageStore(root, cfg)
+    append = s._log.append_record
 
-    def counted(rec, now_ms):
+    def reference_append(rec, queue_offset, now_ms, *, prop_crc, topic_field=None):
+        return append(rec, queue_offset, now_ms, prop_crc=prop_crc)
+    s._log.append_record = reference_append
+    return s
+
+
+def count_general(s: MessageStore, monkeypatch) -> list[int]:
+    """Count the appends that take the reference encoder."""
+    calls = [0]
+
+    def counted(rec, **kw):
         calls[0] += 1
-        return general(rec, now_ms)
-    s._put_general = counted
+        return encode_record(rec, **kw)
+    monkeypatch.setattr(commit_log, "encode_record", counted)
     return calls
 
 
@@ -77,13 +89,13 @@ _records = st.builds(
 @given(st.lists(_records, min_size=1, max_size=30), st.sampled_from([1024, 4096, 1 << 20]))
 def test_inlined_put_writes_what_the_general_path_writes(records, segment_size):
     cfg = StoreConfig(segment_size=segment_size, max_message_size=280)
-    fast, ref = MessageStore(None, cfg), MessageStore(None, cfg)
+    fast, ref = MessageStore(None, cfg), reference_store(None, cfg)
     for topic in TOPICS:                                # queues exist: most puts can take the inlined path
         for qid in (0, 1):
-            assert fast.put(MessageRecord(topic, b"w", qid), 1) == ref._put_general(MessageRecord(topic, b"w", qid), 1)
+            assert fast.put(MessageRecord(topic, b"w", qid), 1) == ref.put(MessageRecord(topic, b"w", qid), 1)
     for i, r in enumerate(records):
         a, b = clone(r), clone(r)
-        res_a, res_b = fast.put(a, 1_000 + i), ref._put_general(b, 1_000 + i)
+        res_a, res_b = fast.put(a, 1_000 + i), ref.put(b, 1_000 + i)
         assert res_a == res_b
         assert a == b                                  # the fields put assigns, or none on a failure
         if res_a.ok:
@@ -101,9 +113,9 @@ def _usual(i: int, **kw) -> MessageRecord:
     return MessageRecord(**fields)
 
 
-def test_the_usual_record_takes_the_inlined_path_and_matches_an_independent_encoder(tmp_path):
+def test_the_usual_record_takes_the_inlined_path_and_matches_an_independent_encoder(tmp_path, monkeypatch):
     s = MessageStore(tmp_path, StoreConfig(segment_size=64 * 1024))
-    calls = count_general(s)
+    calls = count_general(s, monkeypatch)
     results = [s.put(_usual(i), 5_000 + i) for i in range(400)]
     assert calls[0] == 4                               # the first put to each queue only
     for i, res in enumerate(results):
@@ -124,11 +136,11 @@ def test_the_usual_record_takes_the_inlined_path_and_matches_an_independent_enco
         again._check()
 
 
-def test_schedule_topic_puts_take_the_inlined_path_with_the_delivery_time_as_tags_code():
+def test_schedule_topic_puts_take_the_inlined_path_with_the_delivery_time_as_tags_code(monkeypatch):
     # Every send-back is parked in SCHEDULE_TOPIC_XXXX: its entries' tagsCode is the
     # store time + the level's delay (3 = 10 s; 99 is clamped to the last level, 2 h).
     s = MessageStore(None, StoreConfig())
-    calls = count_general(s)
+    calls = count_general(s, monkeypatch)
     levels = [3, 3, 99, 3]
     results = [s.put(_usual(i, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, properties={"DELAY": str(lv)}),
                      1_000 * i) for i, lv in enumerate(levels)]
@@ -146,10 +158,10 @@ def test_file_stores_match_byte_for_byte(tmp_path, monkeypatch, flush):
     segments move their fresh records to the mmap many times."""
     monkeypatch.setattr(segment, "RECENT_LIMIT", 3000)
     cfg = StoreConfig(segment_size=16 * 1024, flush_disk_type=flush, consume_queue_entries_per_file=16)
-    fast, ref = MessageStore(tmp_path / "fast", cfg), MessageStore(tmp_path / "ref", cfg)
+    fast, ref = MessageStore(tmp_path / "fast", cfg), reference_store(tmp_path / "ref", cfg)
     for i in range(300):
         kw = {"topic": "SCHEDULE_TOPIC_XXXX", "properties": {"DELAY": "3"}} if i % 50 == 7 else {}
-        assert fast.put(_usual(i, **kw), i) == ref._put_general(_usual(i, **kw), i)
+        assert fast.put(_usual(i, **kw), i) == ref.put(_usual(i, **kw), i)
     assert_same_store(fast, ref)
     fast.close()
     ref.close()
@@ -178,13 +190,13 @@ def test_file_stores_match_byte_for_byte(tmp_path, monkeypatch, flush):
 ])
 def test_bad_input_on_a_known_queue_fails_as_the_general_path_does(change):
     cfg = StoreConfig(max_message_size=4096)
-    fast, ref = MessageStore(None, cfg), MessageStore(None, cfg)
+    fast, ref = MessageStore(None, cfg), reference_store(None, cfg)
     for s in (fast, ref):
         for i in range(3):
             assert s.put(_usual(i), i).ok                # queues 0..2 exist, the hosts are known
     bad_a, bad_b = _usual(5, **change), _usual(5, **change)
     try:
-        res_b = ref._put_general(bad_b, 10)
+        res_b = ref.put(bad_b, 10)
     except Exception as exc:                            # (a str sys_flag raises, as it always has)
         with pytest.raises(type(exc)):
             fast.put(bad_a, 10)
@@ -209,18 +221,27 @@ def test_hosts_given_as_lists_and_new_hosts(tmp_path):
     s._check()
 
 
+_AWKWARD = ["", "TAGS\u0001a", f"x{SEP1}1{SEP2}TAGS{SEP1}b", f"TAGS{SEP1}a{SEP2}TAGS{SEP1}",
+            f"TAGS{SEP1}a{SEP2}TAGS{SEP1}b", f"{SEP2}TAGS{SEP1}c", f"xTAGS{SEP1}d", f"{SEP1}TAGS{SEP1}e",
+            f"TAGS{SEP1}{SEP1}", f"a{SEP2}TAGS{SEP1}f{SEP2}", f"TAGS{SEP1}g{SEP2}KEYS{SEP1}k", f"TAGS{SEP1}{SEP2}x{SEP1}1",
+            f"TAGS{SEP1}h{SEP1}i{SEP2}x{SEP1}1", f"TAGS{SEP1}j{SEP2}xTAGS{SEP1}k", f"TAGSx{SEP1}l"]
+
+
+@given(st.one_of(st.sampled_from(_AWKWARD), _prop_text))
+def test_the_quick_tags_scan_is_the_java_hash_of_the_tags_property(text):
+    """entry_tags_code's quick scan against its definition, on awkward strings, with and
+    without the CRC property the store appends."""
+    for stored in (text, text + ("\u0002" if text else "") + "__CRC32#\u00010123456789"):
+        assert entry_tags_code("T", stored, 0, ()) == tags_code(prop_value(stored, "TAGS"))
+
+
 def test_tags_codes_of_awkward_properties_strings():
-    """The inlined TAGS scan against the queue entries of the general path."""
-    texts = ["", "TAGS\u0001a", f"x{SEP1}1{SEP2}TAGS{SEP1}b", f"TAGS{SEP1}a{SEP2}TAGS{SEP1}", f"TAGS{SEP1}a{SEP2}TAGS{SEP1}b",
-             f"{SEP2}TAGS{SEP1}c", f"xTAGS{SEP1}d", f"{SEP1}TAGS{SEP1}e", f"TAGS{SEP1}{SEP1}", f"a{SEP2}TAGS{SEP1}f{SEP2}",
-             f"TAGS{SEP1}g{SEP2}KEYS{SEP1}k", f"TAGS{SEP1}{SEP2}x{SEP1}1", f"TAGS{SEP1}h{SEP1}i{SEP2}x{SEP1}1",
-             f"TAGS{SEP1}j{SEP2}xTAGS{SEP1}k", f"TAGSx{SEP1}l"]
-    fast, ref = MessageStore(None), MessageStore(None)
-    for i, text in enumerate(texts * 2):
+    fast, ref = MessageStore(None), reference_store(None)
+    for i, text in enumerate(_AWKWARD * 2):
         r = MessageRecord(topic="T", body=b"b", properties_text=text)
-        assert fast.put(clone(r), i) == ref._put_general(clone(r), i)
+        assert fast.put(clone(r), i) == ref.put(clone(r), i)
     assert_same_store(fast, ref)
-    assert bodies(fast, "T", 0) == [b"b"] * 2 * len(texts)
+    assert bodies(fast, "T", 0) == [b"b"] * 2 * len(_AWKWARD)
 
 
 def test_a_crc_is_computed_per_record():
