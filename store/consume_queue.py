@@ -9,7 +9,7 @@ as upstream names them.
 Queues are derived data: everything here can be rebuilt from the commit log, so files
 are written at flush without fsync, and whatever a crash or damage leaves (a short
 file, a zeroed tail, flipped bytes, a missing directory) is repaired on open by
-``load_queue`` + a log walk (see MessageStore._recover_queues): entries that point past
+``load_queue`` + a log walk (see opening.recover_queues): entries that point past
 the log end are dropped, and a queue whose files do not start with exactly the entries
 the checkpoint recorded (their CRC32, ``entries_crc``) is rebuilt from the log.
 """
@@ -24,15 +24,22 @@ from pathlib import Path
 
 from .errors import StoreError
 from .record_view import prop_value
-from .records import RecordError, _topic_field, tags_code
+from .records import RecordError, SysFlag, _topic_field, tags_code
 
-__all__ = ["ConsumeQueue", "QueueFiles", "ENTRY", "ENTRY_SIZE", "SCHEDULE_TOPIC", "entry_tags_code", "load_queue",
+__all__ = ["ConsumeQueue", "QueueFiles", "ENTRY", "ENTRY_SIZE", "SCHEDULE_TOPIC", "dispatched", "entry_tags_code", "load_queue",
            "write_queue", "list_queue_dirs", "valid_topic_dir"]
 
 ENTRY = struct.Struct(">qiq")
 ENTRY_SIZE = 20
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _FILE_NAME = re.compile(r"^\d{20}$")
+
+
+def dispatched(sys_flag: int) -> bool:
+    """Whether a record with this sysFlag gets a consume-queue entry: every record but
+    prepared and rollback transaction halves (upstream's DispatchRequest rule), for
+    puts, recovery and the invariant check alike."""
+    return sys_flag & 0xC not in (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
 
 
 def entry_tags_code(topic: str, properties_text: str, store_timestamp: int, delays_ms: tuple[int, ...]) -> int:
