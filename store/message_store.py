@@ -193,7 +193,7 @@ class MessageStore:
         With ``tag_codes``, entries whose tagsCode is not in it are skipped (and
         counted in next_begin_offset); at most max(800, max_msgs) entries are scanned.
         Cost: O(entries scanned) plus one log read per record returned (no copy for
-        fresh records); entries already written are read from the queue's files.""")
+        fresh records); entries already written are read from the queue's files."""
         self._live()
         cq = self._queues.get((topic, queue_id))
         if cq is None:
