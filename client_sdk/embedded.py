@@ -28,8 +28,11 @@ from .push_consumer import PushConsumer
 from .runtime import ClientRuntime
 from .transport.base import Connector
 from .transport.inprocess import InProcessBroker, InProcessTransport
+from .transport.loopback import LoopbackBroker
 
 __all__ = ["EmbeddedBroker"]
+
+_HUBS = {"inprocess": InProcessBroker, "loopback": LoopbackBroker}
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -45,11 +48,18 @@ class EmbeddedBroker(Connector):
     raises ListenerResultError from ``advance`` / ``run_until_idle``. ``skip_idle``
     (default True): ``advance`` carries settled periodic client work forward instead of
     running each request (``transport.idle_skip``; same results, far less wall time).
+    ``transport``: ``"inprocess"`` (default: commands are handed to the core as objects)
+    or ``"loopback"`` (every command is encoded into a frame and decoded again, as over
+    TCP; ``transport.loopback``).
     """
 
     def __init__(self, core: BrokerCore | None = None, *, clock: Clock | None = None,
                  config: BrokerConfig | None = None, seed: int = 0, pid: int | None = None,
-                 strict: bool = True, skip_idle: bool = True, **broker_conf) -> None:
+                 strict: bool = True, skip_idle: bool = True, transport: str = "inprocess",
+                 **broker_conf) -> None:
+        hub_class = _HUBS.get(transport)
+        if hub_class is None:
+            raise ValueError(f"transport {transport!r} is not one of {', '.join(sorted(_HUBS))}")
         if core is None:
             if broker_conf:
                 config = BrokerConfig.from_properties({k: _conf_str(v) for k, v in broker_conf.items()}, config)
@@ -59,7 +69,7 @@ class EmbeddedBroker(Connector):
         self.core = core
         self.clock = core.clock
         self.runtime = ClientRuntime(core.clock, pid=pid)
-        self.hub = InProcessBroker(core, self.runtime, skip_idle=skip_idle)
+        self.hub = hub_class(core, self.runtime, skip_idle=skip_idle)
         self.strict = strict
         self._clients: list = []
 

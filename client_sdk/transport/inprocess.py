@@ -94,7 +94,12 @@ class InProcessBroker(Connector):
         for channel, cmd in self.core.take_outgoing():
             t = self._transports.get(channel)
             if t is not None:
-                t._deliver(cmd)
+                self.deliver(t, cmd)
+
+    def deliver(self, transport: "InProcessTransport", cmd: RemotingCommand) -> None:
+        """Hand what the core sent later (a held pull's reply, a notification) to the
+        client's transport (the loopback transport encodes it first)."""
+        transport._deliver(cmd)
 
     def _forget(self, transport: "InProcessTransport") -> None:
         self._transports.pop(transport.channel, None)
