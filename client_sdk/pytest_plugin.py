@@ -12,6 +12,10 @@ Fixtures (each test gets its own broker on a VirtualClock with an in-memory stor
                         orderly=False, **options) -> a started PushConsumer
     time_travel         time_travel("10s"): advance the virtual clock, delivering what is due
     rocketmq_clock      the VirtualClock
+    rocketmq_transport  how clients reach the broker: "inprocess" (default) or "loopback"
+                        (every command through the real codec); set it for a run with
+                        ``--rocketmq-transport=loopback``, or override this fixture
+                        (e.g. parametrized) in a conftest or test module
 
 Configure the broker with RocketMQ's broker.conf names through a marker:
 
@@ -26,7 +30,15 @@ from __future__ import annotations
 import pytest
 
 __all__ = ["rocketmq_broker", "rocketmq_producer", "rocketmq_consumer", "time_travel", "rocketmq_clock",
-           "pytest_configure"]
+           "rocketmq_transport", "pytest_addoption", "pytest_configure"]
+
+TRANSPORTS = ("inprocess", "loopback")
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--rocketmq-transport", choices=TRANSPORTS, default="inprocess",
+                     help="how the rocketmq_broker fixture's clients reach it: inprocess (default) or loopback "
+                          "(every command encoded and decoded by the real codec)")
 
 
 def pytest_configure(config) -> None:
@@ -36,14 +48,20 @@ def pytest_configure(config) -> None:
 
 
 @pytest.fixture
-def rocketmq_broker(request):
+def rocketmq_transport(request) -> str:
+    """The transport of the rocketmq_broker fixture's clients (``--rocketmq-transport``)."""
+    return request.config.getoption("rocketmq_transport")
+
+
+@pytest.fixture
+def rocketmq_broker(request, rocketmq_transport):
     """An EmbeddedBroker on a VirtualClock with the in-memory store."""
     from .embedded import EmbeddedBroker
 
     conf = {}
     for marker in reversed(list(request.node.iter_markers("rocketmq_broker"))):
         conf.update(marker.kwargs)
-    broker = EmbeddedBroker(**conf)
+    broker = EmbeddedBroker(transport=rocketmq_transport, **conf)
     yield broker
     broker.close()
 

@@ -179,3 +179,10 @@ def test_send_batch_puts_messages_in_one_queue_in_order(rocketmq_broker, rocketm
         producer.send_batch([Message("Orders", b"x", delay_time_level=2)])
     with pytest.raises(MQClientError, match="at least one"):
         producer.send_batch([])
+
+
+@pytest.fixture(params=["inprocess", "loopback"])
+def rocketmq_transport(request):
+    """Every test here runs twice: clients in process, and over the loopback transport
+    (every command through the real codec)."""
+    return request.param

@@ -269,3 +269,10 @@ def test_unsubscribe_drops_the_topics_queues(rocketmq_broker, rocketmq_consumer)
     assert c.assigned_queues("B") == [] and len(c.assigned_queues("A")) == 2
     subs = rocketmq_broker.core.consumers.get("g").subscriptions
     assert "B" not in subs and "A" in subs
+
+
+@pytest.fixture(params=["inprocess", "loopback"])
+def rocketmq_transport(request):
+    """Every test here runs twice: clients in process, and over the loopback transport
+    (every command through the real codec)."""
+    return request.param

@@ -1,6 +1,8 @@
 """Seed 004, concurrently: ackIndex, whole-batch RECONSUME_LATER, the 16-retry ladder,
 send-back fallback, and the broker's write permission switched off and on — all through
 the real broker core on a virtual clock, written the way a user writes tests."""
+import pytest
+
 from rocketmq_emulator.broker.protocol import RequestCode
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, ConsumeConcurrentlyStatus, Message
 
@@ -277,3 +279,10 @@ def test_a_listener_stuck_past_consume_timeout_gets_its_message_sent_back(
     assert calls == [(t0, 0), (t0 + 30 * 60_000 + 10_000, 1)]      # re-delivered 10 s later
     time_travel("10s")
     assert rocketmq_broker.committed_offset("g", "Orders", 0) == 1
+
+
+@pytest.fixture(params=["inprocess", "loopback"])
+def rocketmq_transport(request):
+    """Every test here runs twice: clients in process, and over the loopback transport
+    (every command through the real codec)."""
+    return request.param

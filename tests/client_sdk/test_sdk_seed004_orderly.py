@@ -166,3 +166,10 @@ def test_two_orderly_consumers_each_lock_their_own_queues(rocketmq_broker, rocke
     time_travel("2m")    # locks are renewed every 20 s; broker locks would expire after 60 s
     assert all(locks.holder("matcher", (mq.topic, mq.broker_name, mq.queue_id), rocketmq_broker.now_ms)
                == c1.client_id for mq in q1)
+
+
+@pytest.fixture(params=["inprocess", "loopback"])
+def rocketmq_transport(request):
+    """Every test here runs twice: clients in process, and over the loopback transport
+    (every command through the real codec)."""
+    return request.param
