@@ -8,6 +8,8 @@ client runs on real time and only the server's clock jumps (``advance``)."""
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 
 import pytest
 
@@ -180,3 +182,23 @@ def test_batches_and_async_sends_arrive_whole(harness):
     harness.consumer(topic, collecting(found))
     assert harness.wait(lambda: len(found) == 7)
     assert [m.body for m in found if m.queue_id == queue.queue_id][:6] == [b"first"] + [m.body for m in batch]
+
+
+def test_the_pytest_option_runs_a_users_tests_over_loopback(tmp_path):
+    """`pytest --rocketmq-transport=loopback` (the README's pytest guide) gives the
+    user's rocketmq_broker fixture the loopback hub; a bad choice is one usage line."""
+    (tmp_path / "test_user.py").write_text(
+        "from rocketmq_emulator.client_sdk import Message\n"
+        "def test_kind(rocketmq_broker, rocketmq_producer):\n"
+        "    rocketmq_producer().send(Message('T', b'x'))\n"
+        "    print('HUB', type(rocketmq_broker.hub).__name__)\n")
+    run = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "no:randomly",
+           str(tmp_path / "test_user.py")]
+    for option, hub in (([], "InProcessBroker"), (["--rocketmq-transport=loopback"], "LoopbackBroker")):
+        done = subprocess.run(run + option, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"HUB {hub}" in done.stdout
+    done = subprocess.run(run + ["--rocketmq-transport=tcp"], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 4
+    assert "argument --rocketmq-transport: invalid choice: 'tcp' (choose from 'inprocess', 'loopback')" in done.stderr
