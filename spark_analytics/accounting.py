@@ -226,13 +226,40 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
     """The counts for records and a consumer offset table. A record is a
     ``store.record_view.RecordHead`` or anything with topic, properties (a mapping),
     sys_flag, queue_id, queue_offset, reconsume_times, commit_log_offset and
-    offset_msg_id (``store.records.MessageRecord``)."""
+    offset_msg_id (``store.records.MessageRecord``).
+
+    One pass, in log order, keeping per message a few small values and nothing of the
+    records: a copy is resolved to its message when met, since its message (an
+    original, or the delayed delivery) is always stored before it (a send-back follows
+    a delivery, and ORIGIN_MESSAGE_ID / the fallback's UNIQ_KEY name that earlier
+    record). Memory: O(messages); a 10,000-message ladder of 340,000 records used to
+    hold every copy's head until the end."""
     offsets = normalize_offsets(offset_table)
     by_offset_id: dict[str, tuple[str, str]] = {}    # offsetMsgId -> (key, topic)
+    by_uniq: dict[str, tuple[str, str]] = {}         # UNIQ_KEY -> (key, topic) of its first original
     produced: dict[str, int] = defaultdict(int)
-    # (key, topic, qid, qoff, phys, properties text or mapping)
-    originals: list[tuple[str, str, int, int, int, object]] = []
-    copies = []                                       # (kind, group, rec, props)
+    originals: list[tuple[str, str, int, int]] = []  # (key, topic, qid, qoff)
+    subscribed: set[tuple[str, str]] = {(t, g) for (t, g) in offsets if is_business_topic(t)}
+    consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)    # (group, key) -> consumed attempts
+    send_backs: dict[tuple[str, str], set[int]] = defaultdict(set)     # (group, key) -> send-back attempts
+    retries: dict[tuple[str, str], set[int]] = defaultdict(set)
+    dead: set[tuple[str, str]] = set()
+    topic_of: dict[tuple[str, str], str] = {}
+    sb_records: dict[tuple[str, str], int] = defaultdict(int)          # (group, topic) -> records
+
+    def committed(topic: str, group: str, qid: int) -> int:
+        return offsets.get((topic, group), {}).get(qid, -1)
+
+    def resolve(rec, props) -> tuple[str, str]:
+        origin = props.get(Prop.ORIGIN_MESSAGE_ID)
+        if origin and origin in by_offset_id:
+            return by_offset_id[origin]
+        uniq = props.get(Prop.UNIQ_KEY)
+        for k in (origin, uniq):
+            if k and k in by_uniq:
+                return by_uniq[k]
+        return "?" + (origin or uniq or rec.offset_msg_id), props.get(Prop.RETRY_TOPIC, "")
+
     for rec in records:
         # a RecordHead's properties are looked up one by one, not parsed (most records
         # need one or two values); most records (the originals) have no REAL_TOPIC at all
@@ -250,63 +277,27 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
                 produced[topic] += 1
             key = rec.offset_msg_id
             by_offset_id[key] = (key, topic)
-            originals.append((key, topic, rec.queue_id, rec.queue_offset, rec.commit_log_offset,
-                              text if props is None else props))
+            uniq = prop_value(text, Prop.UNIQ_KEY) if props is None else props.get(Prop.UNIQ_KEY)
+            if uniq and uniq not in by_uniq:        # the first one in log order: the lowest offset
+                by_uniq[uniq] = (key, topic)
+            originals.append((key, topic, rec.queue_id, rec.queue_offset))
         elif kind is _DELAYED_ORIGINAL:
             produced[real] += 1
         elif kind is not _OTHER:                                      # SEND_BACK_ or RETRY_COPY_KINDS
-            copies.append((kind, _group(kind, topic, real), rec, _TextProps(text) if props is None else props))
-
-    by_uniq: dict[str, tuple[int, str, str]] | None = None    # UNIQ_KEY -> (phys, key, topic), lowest phys
-
-    def uniq_index() -> dict[str, tuple[int, str, str]]:
-        # Only the client's fallback copies need it (a broker copy's ORIGIN_MESSAGE_ID
-        # is an original's offsetMsgId), so it is built on the first such copy.
-        nonlocal by_uniq
-        if by_uniq is None:
-            by_uniq = {}
-            for key, topic, _, _, phys, source in originals:
-                uniq = prop_value(source, Prop.UNIQ_KEY) if source.__class__ is str else source.get(Prop.UNIQ_KEY)
-                if uniq and (uniq not in by_uniq or phys < by_uniq[uniq][0]):
-                    by_uniq[uniq] = (phys, key, topic)
-        return by_uniq
-
-    def resolve(rec, props) -> tuple[str, str]:
-        origin = props.get(Prop.ORIGIN_MESSAGE_ID)
-        if origin and origin in by_offset_id:
-            return by_offset_id[origin]
-        index = uniq_index()
-        uniq = props.get(Prop.UNIQ_KEY)
-        for k in (origin, uniq):
-            if k and k in index:
-                return index[k][1:]
-        return "?" + (origin or uniq or rec.offset_msg_id), props.get(Prop.RETRY_TOPIC, "")
-
-    subscribed: set[tuple[str, str]] = {(t, g) for (t, g) in offsets if is_business_topic(t)}
-    consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)    # (group, key) -> consumed attempts
-    send_backs: dict[tuple[str, str], set[int]] = defaultdict(set)     # (group, key) -> send-back attempts
-    retries: dict[tuple[str, str], set[int]] = defaultdict(set)
-    dead: set[tuple[str, str]] = set()
-    topic_of: dict[tuple[str, str], str] = {}
-    sb_records: dict[tuple[str, str], int] = defaultdict(int)          # (group, topic) -> records
-
-    def committed(topic: str, group: str, qid: int) -> int:
-        return offsets.get((topic, group), {}).get(qid, -1)
-
-    for kind, group, rec, props in copies:
-        key, topic = resolve(rec, props)
-        gk = (group, key)
-        topic_of[gk] = topic
-        subscribed.add((topic, group))
-        if kind in SEND_BACK_KINDS:
-            send_backs[gk].add(rec.reconsume_times)
-            sb_records[(group, topic)] += 1
-            if kind is _DEAD_LETTER:
-                dead.add(gk)
-            else:
-                retries[gk].add(rec.reconsume_times)
-        if kind in RETRY_COPY_KINDS and committed(rec.topic, group, rec.queue_id) > rec.queue_offset:
-            consumed_ok[gk].add(rec.reconsume_times)
+            group = _group(kind, topic, real)
+            key, message_topic = resolve(rec, _TextProps(text) if props is None else props)
+            gk = (group, key)
+            topic_of[gk] = message_topic
+            subscribed.add((message_topic, group))
+            if kind in SEND_BACK_KINDS:
+                send_backs[gk].add(rec.reconsume_times)
+                sb_records[(group, message_topic)] += 1
+                if kind is _DEAD_LETTER:
+                    dead.add(gk)
+                else:
+                    retries[gk].add(rec.reconsume_times)
+            if kind in RETRY_COPY_KINDS and committed(topic, group, rec.queue_id) > rec.queue_offset:
+                consumed_ok[gk].add(rec.reconsume_times)
     # topic -> [(group, that group's committed offsets of the topic)]: one look-up per
     # original and group (this loop sees every message)
     groups_of_topic: dict[str, list[tuple[str, dict[int, int]]]] = defaultdict(list)
@@ -315,7 +306,7 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
     # Attempt 0 consumed, per (group, message) -> the message's topic: kept apart from the
     # copies' attempts because it is nearly every message and, mostly, its only attempt.
     first_ok: dict[tuple[str, str], str] = {}
-    for key, topic, qid, qoff, _, _ in originals:
+    for key, topic, qid, qoff in originals:
         for group, queue_offsets in groups_of_topic.get(topic, ()):
             if queue_offsets.get(qid, -1) > qoff:
                 first_ok[(group, key)] = topic

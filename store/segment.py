@@ -29,11 +29,26 @@ from pathlib import Path
 
 from .fsutil import fsync_dir
 
-__all__ = ["MemorySegment", "FileSegment", "RecordList", "segment_name", "RECENT_LIMIT"]
+__all__ = ["MemorySegment", "FileSegment", "RecordList", "segment_name", "RECENT_LIMIT", "WALK_RELEASE"]
 
 # A file segment keeps its latest appended chunks in memory up to about this many bytes
 # (then reads of them go through the mmap, remapped once per this much growth).
 RECENT_LIMIT = 1 << 20
+# A walk over a segment's mmap (recovery, whole-store accounting) gives back the pages it
+# has passed every this many bytes: they stay in the page cache, but not in this
+# process's RSS, so walking a large log costs no more resident memory than this.
+WALK_RELEASE = 16 << 20
+_PAGE = mmap.PAGESIZE
+
+
+def _release(mm: mmap.mmap, start: int, upto: int) -> int:
+    """Drop this process's mapping of the whole pages in [start, upto) of ``mm`` (a
+    read-only shared file map: the bytes are read again from the page cache if needed);
+    returns where the next release starts."""
+    end = upto - upto % _PAGE
+    if end > start:
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+    return end
 
 _I32 = struct.Struct(">i")
 _pwrite = os.pwrite
@@ -284,6 +299,7 @@ class FileSegment:
         if pos < rb:
             mm = self._map()
             end = min(stop, rb)
+            released = pos - pos % _PAGE          # pages before this are not the walk's
             while pos < end and pos + 8 <= rb:
                 if skips and pos in skips:
                     pos = skips[pos]
@@ -293,6 +309,8 @@ class FileSegment:
                 if total < 8:
                     return
                 pos += total
+                if pos - released >= WALK_RELEASE:
+                    released = _release(mm, released, pos)
         if pos >= rb:
             for chunk, off, p in self.recent.walk(pos - rb, stop - rb):
                 yield chunk, off, p + rb
