@@ -26,7 +26,9 @@ from .core_types import Channel, ConsumeMessageContext
 from .errors import ClockError
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
+from . import pulling
 from .long_polling import PullHoldService
+from .operations import PullRequest, PullResult
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
@@ -181,6 +183,11 @@ class BrokerCore:
             for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, tags_code(props.get(Prop.TAGS))):
                 self._answer_held(held)
         return res
+
+    # -- typed operations (broker/operations.py) ---------------------------------------
+    def pull(self, request: PullRequest, channel: Channel) -> PullResult:
+        """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
+        return pulling.pull(self, request, channel)
 
     def _answer_held(self, held) -> None:
         from .processors.pull import run_pull

@@ -1,0 +1,81 @@
+"""The core's pull operation (``BrokerCore.pull``): 4.9.8's checks in order, the read,
+the piggy-backed commit. No wire format here: the 4.x front (processors/pull.py) maps
+the outcome to its response codes and holds a pull that found nothing."""
+from __future__ import annotations
+
+from rocketmq_emulator.store import GetStatus
+
+from .groups import parse_tag_expression
+from .operations import PullOutcome as O, PullRequest, PullResult
+
+__all__ = ["pull"]
+
+_FROM_STORE = {
+    GetStatus.FOUND: O.FOUND,
+    GetStatus.NO_MATCHED_MESSAGE: O.RETRY_IMMEDIATELY,
+    GetStatus.MESSAGE_WAS_REMOVING: O.RETRY_IMMEDIATELY,
+    GetStatus.OFFSET_FOUND_NULL: O.NO_NEW_MESSAGE,
+    GetStatus.OFFSET_OVERFLOW_ONE: O.NO_NEW_MESSAGE,
+    GetStatus.OFFSET_OVERFLOW_BADLY: O.OFFSET_MOVED,
+    GetStatus.OFFSET_TOO_SMALL: O.OFFSET_MOVED,
+}
+
+
+def _refused(core, req: PullRequest, outcome: O, remark: str) -> PullResult:
+    store, topic = core.store, req.topic
+    return PullResult(outcome, (), 0, store.min_offset(topic, req.queue_id) if topic else 0,
+                      store.max_offset(topic, req.queue_id) if topic else 0, remark)
+
+
+def pull(core, req: PullRequest, channel) -> PullResult:
+    """Cost: the checks are dict look-ups; the read is ``MessageStore.get_message``."""
+    group, topic, queue_id = req.group, req.topic, req.queue_id
+    if not core.readable:
+        return _refused(core, req, O.BROKER_NOT_READABLE, f"the broker[{core.config.broker_ip}] pulling message is forbidden")
+    gc = core.groups.find(group)
+    if gc is None:
+        return _refused(core, req, O.GROUP_NOT_EXIST, f"subscription group [{group}] does not exist")
+    if not gc.consume_enable:
+        return _refused(core, req, O.GROUP_NOT_CONSUMABLE, f"subscription group no permission, {group}")
+    tc = core.topics.get(topic)
+    if tc is None:
+        return _refused(core, req, O.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+    if not tc.readable:
+        return _refused(core, req, O.TOPIC_NOT_READABLE, f"the topic[{topic}] pulling message is forbidden")
+    if queue_id < 0 or queue_id >= tc.read_queue_nums:
+        return _refused(core, req, O.QUEUE_ILLEGAL,
+                        f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                        f"[{tc.read_queue_nums}] consumer:[{channel.remote}]")
+    if req.subscription is not None:
+        try:
+            _, code_set = parse_tag_expression(req.subscription)
+        except ValueError:
+            return _refused(core, req, O.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+        expression_type = req.expression_type
+    else:
+        info = core.consumers.get(group)
+        if info is None:
+            return _refused(core, req, O.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
+        if info.message_model == "BROADCASTING" and not gc.consume_broadcast_enable:
+            return _refused(core, req, O.BROADCAST_FORBIDDEN,
+                            f"the consumer group[{group}] can not consume by broadcast way")
+        sub = info.subscriptions.get(topic)
+        if sub is None:
+            return _refused(core, req, O.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
+        if sub.sub_version < req.sub_version:
+            return _refused(core, req, O.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        code_set, expression_type = sub.code_set, sub.expression_type
+    if expression_type != "TAG":
+        return _refused(core, req, O.FILTER_UNSUPPORTED,
+                        "The broker does not support consumer to filter message by " + expression_type)
+
+    res = core.store.get_message(topic, queue_id, req.offset, req.max_msgs, code_set)
+    status = res.status
+    if status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
+        outcome = O.OFFSET_MOVED if req.offset != 0 else O.NO_NEW_MESSAGE
+    else:
+        outcome = _FROM_STORE.get(status, O.NO_NEW_MESSAGE)
+    if req.commit_offset is not None:
+        core.record_offset_commit(group, topic, queue_id, req.commit_offset)
+    return PullResult(outcome, res.records if outcome is O.FOUND else (), res.next_begin_offset, res.min_offset,
+                      res.max_offset, None, code_set, status.name)
