@@ -28,7 +28,7 @@ from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling
 from .long_polling import PullHoldService
-from .operations import PullRequest, PullResult
+from .operations import CommitOutcome, OffsetCommit, PullRequest, PullResult
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
@@ -188,6 +188,39 @@ class BrokerCore:
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
         return pulling.pull(self, request, channel)
+
+    def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        """Where ``group`` resumes reading the queue: its stored offset, else 0 while
+        the queue still holds offset 0 (an empty queue counts), else None (4.x's
+        QUERY_NOT_FOUND: the client falls back to its consume-from-where)."""
+        stored = self.store.query_offset(group, topic, queue_id)
+        if stored >= 0:
+            return stored
+        return 0 if self.store.min_offset(topic, queue_id) <= 0 else None
+
+    def commit_offset(self, commit: OffsetCommit) -> CommitOutcome:
+        """Store a group's offset, if the topic and the group exist (checked as 5.x
+        does, so a typo is an error rather than a silent row)."""
+        if self.topics.get(commit.topic) is None:
+            return CommitOutcome.TOPIC_NOT_EXIST
+        if self.groups.find(commit.group, auto_create=False) is None:
+            return CommitOutcome.GROUP_NOT_EXIST
+        self.record_offset_commit(commit.group, commit.topic, commit.queue_id, commit.offset)
+        return CommitOutcome.COMMITTED
+
+    def queue_bounds(self, topic: str, queue_id: int) -> tuple[int, int]:
+        """(min, max) logical offsets of a queue; (0, 0) for one that does not exist."""
+        return self.store.min_offset(topic, queue_id), self.store.max_offset(topic, queue_id)
+
+    def offset_at_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The queue offset stored closest to ``timestamp_ms`` (MessageStore.offset_by_time)."""
+        return self.store.offset_by_time(topic, queue_id, timestamp_ms)
+
+    def earliest_store_time(self, topic: str, queue_id: int) -> int:
+        """The store time of the queue's first message still held, -1 if none."""
+        entry = self.store.queue_entry(topic, queue_id, self.store.min_offset(topic, queue_id))
+        rec = self.store.look_message_by_offset(entry[0]) if entry else None
+        return rec.store_timestamp if rec else -1
 
     def _answer_held(self, held) -> None:
         from .processors.pull import run_pull

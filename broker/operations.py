@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["PullOutcome", "PullRequest", "PullResult"]
+__all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome"]
 
 
 class PullOutcome(enum.Enum):
@@ -76,3 +76,19 @@ class PullResult:
     remark: str | None = None
     tag_codes: frozenset[int] | None = None
     store_status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    """A group's consumed offset of one queue (the next offset it will read)."""
+
+    group: str
+    topic: str
+    queue_id: int
+    offset: int
+
+
+class CommitOutcome(enum.Enum):
+    COMMITTED = "committed"
+    TOPIC_NOT_EXIST = "topic does not exist"
+    GROUP_NOT_EXIST = "group does not exist"
