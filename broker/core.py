@@ -28,11 +28,11 @@ from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling
 from .long_polling import PullHoldService
-from .operations import CommitOutcome, OffsetCommit, PullRequest, PullResult
+from .operations import CommitOutcome, OffsetCommit, PullRequest, PullResult, Registration
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
-from .topics import TopicManager
+from .topics import TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
 
@@ -221,6 +221,44 @@ class BrokerCore:
         entry = self.store.queue_entry(topic, queue_id, self.store.min_offset(topic, queue_id))
         rec = self.store.look_message_by_offset(entry[0]) if entry else None
         return rec.store_timestamp if rec else -1
+
+    def register(self, reg: Registration, channel: Channel) -> None:
+        """A client's groups, on this connection: a consumer group gets its retry topic
+        (when its config has retry queues), and its other members are told when its
+        membership or subscriptions change."""
+        channel.client_id = reg.client_id
+        for c in reg.consumers:
+            gc = self.groups.find(c.group)
+            if gc is not None and gc.retry_queue_nums > 0:
+                self.topics.create_system(retry_topic(c.group), gc.retry_queue_nums, PERM_READ | PERM_WRITE)
+            if self.consumers.register(c.group, channel, reg.client_id, c.consume_type, c.message_model,
+                                       c.consume_from_where, list(c.subscriptions)):
+                self.notify_consumer_ids_changed(c.group, exclude=channel)
+        for group in reg.producers:
+            self.producers.setdefault(group, {})[channel] = reg.client_id
+
+    def unregister(self, channel: Channel, *, producer_group: str | None = None,
+                   consumer_group: str | None = None) -> None:
+        """This connection's client leaves a producer group and/or a consumer group."""
+        if producer_group:
+            self.producers.get(producer_group, {}).pop(channel, None)
+        if consumer_group and self.consumers.unregister(consumer_group, channel):
+            self.notify_consumer_ids_changed(consumer_group)
+
+    def consumer_ids(self, group: str) -> list[str] | None:
+        """The client ids of a consumer group's live members; None when it has none."""
+        info = self.consumers.get(group)
+        if info is None or not info.channels:
+            return None
+        return info.client_ids()
+
+    def lock_queues(self, group: str, client_id: str, queues) -> list:
+        """Lock (topic, broker name, queue id) queues for an orderly consumer; returns
+        those it now holds (held by another live client: not granted)."""
+        return self.locks.try_lock(group, queues, client_id, self.clock.now_ms())
+
+    def unlock_queues(self, group: str, client_id: str, queues) -> None:
+        self.locks.unlock(group, queues, client_id)
 
     def _answer_held(self, held) -> None:
         from .processors.pull import run_pull

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome"]
+__all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
+           "Registration"]
 
 
 class PullOutcome(enum.Enum):
@@ -92,3 +94,25 @@ class CommitOutcome(enum.Enum):
     COMMITTED = "committed"
     TOPIC_NOT_EXIST = "topic does not exist"
     GROUP_NOT_EXIST = "group does not exist"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRegistration:
+    """One consumer group a client runs: how it consumes and what it subscribes to
+    (``subscriptions``: broker.groups.SubscriptionData, one per topic)."""
+
+    group: str
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    subscriptions: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """What a client says it is (a 4.x heartbeat): its id, its consumer groups and its
+    producer groups. Registering again with the same content changes nothing."""
+
+    client_id: str
+    consumers: tuple[ConsumerRegistration, ...] = ()
+    producers: tuple[str, ...] = ()

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 
-from ..config import PERM_READ, PERM_WRITE
 from ..groups import SubscriptionData, validate_group_name
+from ..operations import ConsumerRegistration, Registration
 from ..protocol import RequestRefused, ResponseCode as RC
 from ..protocol.fastjson import loads_fastjson
-from ..topics import retry_topic
 
 __all__ = ["heart_beat", "unregister_client", "get_consumer_list_by_group", "lock_batch_mq",
            "unlock_batch_mq", "parse_json_body"]
@@ -73,25 +72,18 @@ _KIND_NAMES = {str: "a string", int: "an integer", list: "a JSON array", dict: "
 
 
 def heart_beat(core, request, channel):
+    """The heartbeat body as the core's Registration (checked whole first)."""
     body = _Body(request.body, "heartbeat")
     data = body.data
     client_id = body.get(data, "clientID", str) or channel.remote
-    consumers = [_consumer_data(body, cd) for cd in body.objects(data, "consumerDataSet")]
-    producers = [validate_group_name(body.get(pd, "groupName", str, required=True))
-                 for pd in body.objects(data, "producerDataSet")]
-    channel.client_id = client_id
-    for group, consume_type, model, where, subs in consumers:
-        gc = core.groups.find(group)
-        if gc is not None and gc.retry_queue_nums > 0:
-            core.topics.create_system(retry_topic(group), gc.retry_queue_nums, PERM_READ | PERM_WRITE)
-        if core.consumers.register(group, channel, client_id, consume_type, model, where, subs):
-            core.notify_consumer_ids_changed(group, exclude=channel)
-    for group in producers:
-        core.producers.setdefault(group, {})[channel] = client_id
+    consumers = tuple(_consumer_data(body, cd) for cd in body.objects(data, "consumerDataSet"))
+    producers = tuple(validate_group_name(body.get(pd, "groupName", str, required=True))
+                      for pd in body.objects(data, "producerDataSet"))
+    core.register(Registration(client_id, consumers, producers), channel)
     return request.response(RC.SUCCESS)
 
 
-def _consumer_data(body: _Body, cd: dict):
+def _consumer_data(body: _Body, cd: dict) -> ConsumerRegistration:
     group = validate_group_name(body.get(cd, "groupName", str, required=True))
     subs = []
     for s in body.objects(cd, "subscriptionDataSet"):
@@ -100,28 +92,26 @@ def _consumer_data(body: _Body, cd: dict):
             subs.append(SubscriptionData.from_json(s))
         except ValueError as exc:
             raise RequestRefused(f"bad heartbeat body: subscription of {s['topic']:.130}: {exc}") from None
-    return (group, body.get(cd, "consumeType", str) or "CONSUME_PASSIVELY",
-            body.get(cd, "messageModel", str) or "CLUSTERING",
-            body.get(cd, "consumeFromWhere", str) or "CONSUME_FROM_LAST_OFFSET", subs)
+    return ConsumerRegistration(group, body.get(cd, "consumeType", str) or "CONSUME_PASSIVELY",
+                                body.get(cd, "messageModel", str) or "CLUSTERING",
+                                body.get(cd, "consumeFromWhere", str) or "CONSUME_FROM_LAST_OFFSET", tuple(subs))
 
 
 def unregister_client(core, request, channel):
     request.header_str("clientID")
     # both groups are nullable; an empty one means "none", as before
     pgroup, cgroup = request.header("producerGroup"), request.header("consumerGroup")
-    if pgroup:
-        core.producers.get(validate_group_name(pgroup), {}).pop(channel, None)
-    if cgroup and core.consumers.unregister(validate_group_name(cgroup), channel):
-        core.notify_consumer_ids_changed(cgroup)
+    core.unregister(channel, producer_group=validate_group_name(pgroup) if pgroup else None,
+                    consumer_group=validate_group_name(cgroup) if cgroup else None)
     return request.response(RC.SUCCESS)
 
 
 def get_consumer_list_by_group(core, request, channel):
     group = validate_group_name(request.header_str("consumerGroup"))
-    info = core.consumers.get(group)
-    if info is None or not info.channels:
+    ids = core.consumer_ids(group)
+    if ids is None:
         return request.response(RC.SYSTEM_ERROR, f"no consumer for this group, {group}")
-    return request.response(RC.SUCCESS, body=json.dumps({"consumerIdList": info.client_ids()}).encode())
+    return request.response(RC.SUCCESS, body=json.dumps({"consumerIdList": ids}).encode())
 
 
 def _lock_request(request, what: str) -> tuple[str, str, list[tuple[str, str, int]]]:
@@ -137,12 +127,12 @@ def _lock_request(request, what: str) -> tuple[str, str, list[tuple[str, str, in
 
 def lock_batch_mq(core, request, channel):
     group, client_id, mqs = _lock_request(request, "LOCK_BATCH_MQ")
-    ok = core.locks.try_lock(group, mqs, client_id, core.clock.now_ms())
+    ok = core.lock_queues(group, client_id, mqs)
     body = {"lockOKMQSet": [{"topic": t, "brokerName": b, "queueId": q} for t, b, q in ok]}
     return request.response(RC.SUCCESS, body=json.dumps(body).encode())
 
 
 def unlock_batch_mq(core, request, channel):
     group, client_id, mqs = _lock_request(request, "UNLOCK_BATCH_MQ")
-    core.locks.unlock(group, mqs, client_id)
+    core.unlock_queues(group, client_id, mqs)
     return request.response(RC.SUCCESS)
