@@ -28,7 +28,8 @@ from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling
 from .long_polling import PullHoldService
-from .operations import CommitOutcome, OffsetCommit, PullRequest, PullResult, Registration
+from .operations import (BrokerRoute, CommitOutcome, OffsetCommit, PullRequest, PullResult, QueueRoute,
+                         Registration, TopicRoute)
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
@@ -259,6 +260,29 @@ class BrokerCore:
 
     def unlock_queues(self, group: str, client_id: str, queues) -> None:
         self.locks.unlock(group, queues, client_id)
+
+    def brokers(self) -> tuple[BrokerRoute, ...]:
+        """The brokers this name server knows: this one."""
+        c = self.config
+        return (BrokerRoute(c.broker_cluster_name, c.broker_name, self.addr),)
+
+    def route(self, topic: str) -> TopicRoute | None:
+        """The topic's route (every queue on this broker), None for an unknown topic."""
+        tc = self.topics.get(topic)
+        if tc is None:
+            return None
+        c = self.config
+        return TopicRoute((QueueRoute(c.broker_name, tc.read_queue_nums, tc.write_queue_nums,
+                                      tc.perm & c.broker_permission, tc.topic_sys_flag),), self.brokers())
+
+    def message_at(self, commit_log_offset: int) -> bytes | None:
+        """The stored record at a commit-log offset (an offsetMsgId's), None if none starts there."""
+        return self.store.read(commit_log_offset)
+
+    def messages_by_key(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[bytes]:
+        """Stored records of ``topic`` with ``key`` in KEYS or UNIQ_KEY, stored within
+        [begin_ms, end_ms], newest first, at most ``max_num``."""
+        return self.store.query_by_key(topic, key, max_num, begin_ms, end_ms)
 
     def _answer_held(self, held) -> None:
         from .processors.pull import run_pull

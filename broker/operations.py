@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
-           "Registration"]
+           "Registration", "QueueRoute", "BrokerRoute", "TopicRoute"]
 
 
 class PullOutcome(enum.Enum):
@@ -116,3 +116,30 @@ class Registration:
     client_id: str
     consumers: tuple[ConsumerRegistration, ...] = ()
     producers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRoute:
+    """A topic's queues on one broker, and what may be done with them there (perm is
+    the topic's, masked by the broker's own permission)."""
+
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    sys_flag: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRoute:
+    cluster: str
+    broker_name: str
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRoute:
+    """Where a topic's queues are: what a client needs to send to and pull from it."""
+
+    queues: tuple[QueueRoute, ...]
+    brokers: tuple[BrokerRoute, ...]

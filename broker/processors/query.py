@@ -8,7 +8,7 @@ __all__ = ["view_message_by_id", "query_message"]
 
 def view_message_by_id(core, request, channel):
     offset = request.header_int("offset")
-    raw = core.store.read(offset)
+    raw = core.message_at(offset)
     if raw is None:
         return request.response(RC.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
     return request.response(RC.SUCCESS, body=raw)
@@ -22,7 +22,7 @@ def query_message(core, request, channel):
         max_num = core.config.default_query_max_num
     begin = request.header_int("beginTimestamp")
     end = request.header_int("endTimestamp")
-    found = core.store.query_by_key(topic, key, max_num, begin, end)
+    found = core.messages_by_key(topic, key, max_num, begin, end)
     if not found:
         return request.response(RC.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
     return request.response(RC.SUCCESS, None, {

@@ -1,5 +1,6 @@
 """Name-server requests answered by the broker itself: every route points at this
-one broker (GET_ROUTEINFO_BY_TOPIC 105, GET_BROKER_CLUSTER_INFO 106)."""
+one broker (GET_ROUTEINFO_BY_TOPIC 105, GET_BROKER_CLUSTER_INFO 106) - the 4.x JSON of
+the core's typed routes (BrokerCore.route, brokers)."""
 from __future__ import annotations
 
 import json
@@ -9,22 +10,21 @@ from ..protocol import ResponseCode as RC
 __all__ = ["get_route_info_by_topic", "get_broker_cluster_info", "topic_route"]
 
 
-def _broker_data(core) -> dict:
-    c = core.config
-    return {"cluster": c.broker_cluster_name, "brokerName": c.broker_name, "brokerAddrs": {"0": core.addr}}
+def _broker_data(broker) -> dict:
+    return {"cluster": broker.cluster, "brokerName": broker.broker_name, "brokerAddrs": {"0": broker.address}}
 
 
 def topic_route(core, topic: str) -> dict | None:
-    tc = core.topics.get(topic)
-    if tc is None:
+    """The core's route of ``topic`` as 4.x's TopicRouteData JSON object (None: unknown)."""
+    route = core.route(topic)
+    if route is None:
         return None
     return {
         "orderTopicConf": None,
-        # A broker registers each topic's perm masked by its own brokerPermission.
-        "queueDatas": [{"brokerName": core.config.broker_name, "readQueueNums": tc.read_queue_nums,
-                        "writeQueueNums": tc.write_queue_nums, "perm": tc.perm & core.config.broker_permission,
-                        "topicSysFlag": tc.topic_sys_flag}],
-        "brokerDatas": [_broker_data(core)],
+        "queueDatas": [{"brokerName": q.broker_name, "readQueueNums": q.read_queue_nums,
+                        "writeQueueNums": q.write_queue_nums, "perm": q.perm, "topicSysFlag": q.sys_flag}
+                       for q in route.queues],
+        "brokerDatas": [_broker_data(b) for b in route.brokers],
         "filterServerTable": {},
     }
 
@@ -38,7 +38,9 @@ def get_route_info_by_topic(core, request, channel):
 
 
 def get_broker_cluster_info(core, request, channel):
-    c = core.config
-    body = {"brokerAddrTable": {c.broker_name: _broker_data(core)},
-            "clusterAddrTable": {c.broker_cluster_name: [c.broker_name]}}
+    brokers = core.brokers()
+    clusters: dict[str, list[str]] = {}
+    for b in brokers:
+        clusters.setdefault(b.cluster, []).append(b.broker_name)
+    body = {"brokerAddrTable": {b.broker_name: _broker_data(b) for b in brokers}, "clusterAddrTable": clusters}
     return request.response(RC.SUCCESS, body=json.dumps(body).encode())

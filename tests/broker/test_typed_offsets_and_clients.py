@@ -46,3 +46,21 @@ def test_registration_without_a_heartbeat_body(core):
     assert core.consumer_ids("G") == ["client-a"]
     core.unregister(a, consumer_group="G", producer_group="PG")
     assert core.consumer_ids("G") is None and core.producers["PG"] == {}
+
+
+def test_routes_and_lookups_without_a_header(core):
+    from rocketmq_emulator.broker.operations import BrokerRoute, QueueRoute, TopicRoute
+
+    c = WireClient(core)
+    sent = c.send("T", b"keyed", keys="order-7")
+    assert core.route("Nope") is None
+    core.set_broker_permission(4)                                  # read only: routes say so
+    route = core.route("T")
+    assert isinstance(route, TopicRoute)
+    assert route.queues == (QueueRoute(core.config.broker_name, 4, 4, 4, 0),)
+    assert route.brokers == core.brokers() == (BrokerRoute(core.config.broker_cluster_name,
+                                                           core.config.broker_name, core.addr),)
+    phys = int(sent.ext_fields["msgId"][-16:], 16)
+    assert core.message_at(phys) is not None and core.message_at(phys + 1) is None
+    [raw] = core.messages_by_key("T", "order-7", 10, 0, core.clock.now_ms())
+    assert raw == core.message_at(phys)
