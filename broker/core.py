@@ -467,6 +467,29 @@ class BrokerCore:
         check_topic_settings(queue_nums, queue_nums, perm)
         return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
 
+    def update_topic(self, tc) -> str | None:
+        """Create or change a topic (``topics.TopicConfig``) as UPDATE_AND_CREATE_TOPIC
+        does: a legal name, not a system topic, queue counts and perm in range (else
+        RequestRefused with upstream's remark, nothing changed); the change is written
+        before this returns. Returns why it could not be written (the old config is
+        then back in place), None when it was."""
+        from .topics import check_topic_settings, validate_topic_name
+
+        validate_topic_name(tc.topic_name)
+        if self.topics.is_system(tc.topic_name):
+            raise RequestRefused(f"The topic[{tc.topic_name}] is conflict with system topic.")
+        check_topic_settings(tc.read_queue_nums, tc.write_queue_nums, tc.perm)
+        previous = self.topics.get(tc.topic_name)
+        self.topics.put(tc)
+        failure = self.save_configs()
+        if failure is None:
+            return None
+        if previous is None:
+            self.topics.delete(tc.topic_name)
+        else:
+            self.topics.put(previous)
+        return str(failure)
+
     def born_host_of(self, channel: Channel):
         return _born_host(channel.remote)
 

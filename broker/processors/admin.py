@@ -4,33 +4,23 @@ from __future__ import annotations
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from ..errors import ClockError
-from ..protocol import RequestRefused, ResponseCode as RC
-from ..topics import TopicConfig, check_topic_settings, validate_topic_name
+from ..protocol import ResponseCode as RC
+from ..topics import TopicConfig, validate_topic_name
 
 __all__ = ["update_and_create_topic", "clock_advance"]
 
 
 def update_and_create_topic(core, request, channel):
-    """4.9.8's checks (a legal name, not a system topic), then queue counts and perm in
-    range. The change is written before the reply: a write that fails (disk full) puts
-    the old config back and answers SYSTEM_ERROR, so SUCCESS always means persisted."""
+    """The header as a TopicConfig for BrokerCore.update_topic (4.9.8's checks, written
+    before the reply: a write that fails answers SYSTEM_ERROR, so SUCCESS always means
+    persisted)."""
     topic = request.header_str("topic")
-    validate_topic_name(topic)
-    if core.topics.is_system(topic):
-        raise RequestRefused(f"The topic[{topic}] is conflict with system topic.")
-    read_nums, write_nums = request.header_int("readQueueNums", 8), request.header_int("writeQueueNums", 8)
-    perm = request.header_int("perm", 6)
-    check_topic_settings(read_nums, write_nums, perm)
-    previous = core.topics.get(topic)
-    core.topics.put(TopicConfig(
-        topic, read_nums, write_nums, perm, request.header("topicFilterType") or "SINGLE_TAG",
-        request.header_int("topicSysFlag", 0), request.header_bool("order")))
-    failure = core.save_configs()
+    validate_topic_name(topic)          # before the other fields, as 4.x reports it
+    config = TopicConfig(topic, request.header_int("readQueueNums", 8), request.header_int("writeQueueNums", 8),
+                         request.header_int("perm", 6), request.header("topicFilterType") or "SINGLE_TAG",
+                         request.header_int("topicSysFlag", 0), request.header_bool("order"))
+    failure = core.update_topic(config)
     if failure is not None:
-        if previous is None:
-            core.topics.delete(topic)
-        else:
-            core.topics.put(previous)
         return request.response(RC.SYSTEM_ERROR, f"the topic[{topic}] was not changed: its config cannot be "
                                                   f"written ({failure})")
     return request.response(RC.SUCCESS)

@@ -64,3 +64,20 @@ def test_routes_and_lookups_without_a_header(core):
     assert core.message_at(phys) is not None and core.message_at(phys + 1) is None
     [raw] = core.messages_by_key("T", "order-7", 10, 0, core.clock.now_ms())
     assert raw == core.message_at(phys)
+
+
+def test_topic_updates_without_a_header(core):
+    import pytest
+
+    from rocketmq_emulator.broker.protocol import RequestRefused
+    from rocketmq_emulator.broker.topics import TopicConfig
+
+    assert core.update_topic(TopicConfig("Orders", 2, 2, 6)) is None
+    assert core.route("Orders").queues[0].read_queue_nums == 2
+    for bad, remark in ((TopicConfig("TBW102", 4, 4, 6), "conflict with system topic"),
+                        (TopicConfig("Orders", 0, 4, 6), "readQueueNums 0 is out of range"),
+                        (TopicConfig("Orders", 4, 4, 8), "perm 8 is not a permission"),
+                        (TopicConfig("bad/name", 4, 4, 6), "illegal characters")):
+        with pytest.raises(RequestRefused, match=remark):
+            core.update_topic(bad)
+    assert core.route("Orders").queues[0].read_queue_nums == 2      # nothing changed
