@@ -18,17 +18,10 @@ from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, SUCC
 from rocketmq_emulator.broker.protocol import codec
 from rocketmq_emulator.client_sdk.transport import loopback
 from rocketmq_emulator.client_sdk.transport.loopback import LoopbackBroker
-from tests.support.processes import EmulatorProcess
+from tests.support.serve_fixtures import server  # noqa: F401  (a fixture)
 
 TRANSPORTS = ["inprocess", "loopback", "tcp"]
 _names = itertools.count(1)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    proc = EmulatorProcess(tmp_path_factory.mktemp("serve") / "store", "--clock", "virtual").start()
-    yield proc
-    proc.stop()
 
 
 class Harness:

@@ -9,16 +9,9 @@ import pytest
 
 from rocketmq_emulator.client_sdk import RemoteBroker
 from tests.support.processes import EmulatorProcess
+from tests.support.serve_fixtures import server  # noqa: F401  (one virtual-clock serve per module)
 
 _names = itertools.count(1)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """One virtual-clock `serve` per test module."""
-    proc = EmulatorProcess(tmp_path_factory.mktemp("serve") / "store", "--clock", "virtual").start()
-    yield proc
-    proc.stop()
 
 
 @pytest.fixture
