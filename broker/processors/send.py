@@ -14,6 +14,7 @@ from ..events import EventKind
 from ..protocol import RemotingCommand, RequestCode, ResponseCode as RC
 from ..protocol.command import RPC_TYPE_RESPONSE
 from ..protocol.headers import decode_batch_body
+from ..retry_lifecycle import rocketmq4_retry_send
 from ..topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, dlq_topic,
                       validate_topic_name)
 
@@ -194,7 +195,7 @@ def _retry_or_dlq(core, request, h: _Header, topic: str, qid: int, props: dict):
     max_times = gc.retry_max_times
     if request.version >= 121 and h.max_reconsume_times is not None:
         max_times = h.max_reconsume_times
-    if h.reconsume_times >= max_times:
+    if rocketmq4_retry_send(group, h.reconsume_times, max_times):
         dlq = dlq_topic(group)
         tc = core.topics.create_system(dlq, 1, PERM_READ | PERM_WRITE)
         if not tc.writeable:

@@ -2,11 +2,10 @@
 
 Order of checks: group (auto-created by default) → broker writeable → retryQueueNums
 <= 0 means success with nothing stored → %RETRY%<group> created/fetched → message
-looked up by commit-log offset → DLQ when reconsumeTimes >= max or delayLevel < 0,
-else level = delayLevel or 3 + reconsumeTimes. The copy keeps body, flag, sysFlag,
-born time/host, store host and every property (TAGS, KEYS, UNIQ_KEY ...), gains
-RETRY_TOPIC (first time only), ORIGIN_MESSAGE_ID (first copy's offsetMsgId, kept ever
-after), WAIT=false, DELAY, and reconsumeTimes + 1.
+looked up by commit-log offset → the retry lifecycle's 4.x decision
+(retry_lifecycle.rocketmq4_send_back: DLQ when reconsumeTimes >= max or delayLevel < 0,
+else level = delayLevel or 3 + reconsumeTimes, and the copy's properties). The copy
+keeps body, flag, sysFlag, born time/host and store host, with reconsumeTimes + 1.
 """
 from __future__ import annotations
 
@@ -17,7 +16,8 @@ from ..config import PERM_READ, PERM_WRITE
 from ..core_types import ConsumeMessageContext
 from ..events import Event, EventKind
 from ..protocol import ResponseCode as RC
-from ..topics import dlq_topic, retry_topic
+from ..retry_lifecycle import rocketmq4_send_back
+from ..topics import retry_topic
 
 __all__ = ["consumer_send_msg_back"]
 
@@ -48,35 +48,23 @@ def consumer_send_msg_back(core, request, channel):
     if old is None:
         return request.response(RC.SYSTEM_ERROR, f"look message by offset failed, {offset}")
 
-    props = dict(old.properties)
-    if not props.get(Prop.RETRY_TOPIC):
-        props[Prop.RETRY_TOPIC] = old.topic
-    props[Prop.WAIT] = "false"
-
     max_times = gc.retry_max_times
     if request.version >= 121 and header_max not in (None, ""):
         max_times = int(header_max)
-
-    to_dlq = old.reconsume_times >= max_times or delay_level < 0
+    decision = rocketmq4_send_back(group, old.properties, old.topic, old.offset_msg_id, old.reconsume_times,
+                                   max_times, delay_level)
+    to_dlq, level, props = decision.dead_letter, decision.delay_level, decision.properties
     if to_dlq:
-        new_topic = dlq_topic(group)
+        new_topic = decision.topic
         queue_id = 0
         tc = core.topics.create_system(new_topic, 1, PERM_READ | PERM_WRITE)
         if not tc.writeable:
             return request.response(RC.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
-        props[Prop.DELAY] = "0"
-        level = 0
-    else:
-        level = delay_level if delay_level > 0 else 3 + old.reconsume_times
-        props[Prop.DELAY] = str(level)
-
-    if not props.get(Prop.ORIGIN_MESSAGE_ID):
-        props[Prop.ORIGIN_MESSAGE_ID] = old.offset_msg_id
 
     # positional (topic, body, queue_id, flag, properties, sys_flag, born_timestamp,
     # born_host, store_timestamp, store_host, reconsume_times), as send_message does
     rec = MessageRecord(new_topic, old.body, queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
-                        old.born_host, 0, old.store_host, old.reconsume_times + 1)
+                        old.born_host, 0, old.store_host, decision.attempt)
     kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.STORED
     res = core.put_message(rec, kind=kind, group=group)
     ok = res.status is PutStatus.PUT_OK

@@ -1,0 +1,114 @@
+"""The retry lifecycle's decisions, table-driven, one table per dialect. Each row cites
+what it implements: rocketmq-4x.md (the 4.x checklist), seed 002 (RocketMQ 5.x
+consumption retry), seeds 000/001/003 (Pulsar retry-letter and dead-letter topics).
+The 4.x rows are also what the wire tests of CONSUMER_SEND_MSG_BACK see; the 5.x and
+Pulsar fronts are later issues, so their rows test the decision alone."""
+import pytest
+
+from rocketmq_emulator.broker.retry_lifecycle import (ROCKETMQ5_UNORDERED_INTERVALS_MS, pulsar_reconsume_later,
+                                                      pulsar_redelivery, rocketmq4_retry_send,
+                                                      rocketmq4_send_back, rocketmq5_after_failure)
+
+S, M, H = 1000, 60_000, 3_600_000
+
+
+# -- RocketMQ 4.x: asyncConsumerSendMsgBack / handleRetryAndDLQ ---------------------------------
+@pytest.mark.parametrize("reconsume, max_times, asked, dead, level, why", [
+    (0, 16, 0, False, 3, "no level asked: 3 + reconsumeTimes (10 s first)"),
+    (5, 16, 0, False, 8, "3 + 5"),
+    (15, 16, 0, False, 18, "the last retry waits level 18 (2 h)"),
+    (16, 16, 0, True, 0, "reconsumeTimes >= maxReconsumeTimes: %DLQ%"),
+    (2, 2, 0, True, 0, "a client's maxReconsumeTimes (version >= 121)"),
+    (0, 16, 5, False, 5, "the client's delayLevel wins"),
+    (0, 16, -1, True, 0, "a negative delayLevel asks for the DLQ at once"),
+])
+def test_rocketmq4_send_back(reconsume, max_times, asked, dead, level, why):
+    d = rocketmq4_send_back("g", {"TAGS": "a", "UNIQ_KEY": "U1"}, "Orders", "OFFSETID", reconsume, max_times, asked)
+    assert (d.dead_letter, d.delay_level, d.attempt) == (dead, level, reconsume + 1), why
+    assert d.topic == ("%DLQ%g" if dead else "%RETRY%g")
+    assert d.delay_ms == 0
+    # the copy keeps the properties and gains these, in this order (the stored string's)
+    assert list(d.properties.items()) == [("TAGS", "a"), ("UNIQ_KEY", "U1"), ("RETRY_TOPIC", "Orders"),
+                                          ("WAIT", "false"), ("DELAY", str(level)), ("ORIGIN_MESSAGE_ID", "OFFSETID")]
+
+
+def test_rocketmq4_later_copies_keep_their_first_retry_topic_and_origin():
+    first = rocketmq4_send_back("g", {}, "Orders", "ID-0", 0, 16, 0)
+    again = rocketmq4_send_back("g", first.properties, "%RETRY%g", "ID-1", 1, 16, 0)
+    assert again.properties["RETRY_TOPIC"] == "Orders" and again.properties["ORIGIN_MESSAGE_ID"] == "ID-0"
+    assert again.delay_level == 4
+
+
+@pytest.mark.parametrize("reconsume, max_times, dead", [(0, 16, False), (15, 16, False), (16, 16, True), (3, 3, True)])
+def test_rocketmq4_a_send_to_the_retry_topic(reconsume, max_times, dead):
+    assert rocketmq4_retry_send("g", reconsume, max_times) is dead
+
+
+# -- RocketMQ 5.x: seed 002 --------------------------------------------------------------------
+def test_rocketmq5_unordered_intervals_are_seed_002s_table():
+    # seed 002, "Retry interval": 1 10 s, 2 30 s, 3 1 min, 4 2 min ... 15 1 h, 16 2 h
+    assert ROCKETMQ5_UNORDERED_INTERVALS_MS == (10 * S, 30 * S, 1 * M, 2 * M, 3 * M, 4 * M, 5 * M, 6 * M, 7 * M,
+                                                8 * M, 9 * M, 10 * M, 20 * M, 30 * M, 1 * H, 2 * H)
+
+
+@pytest.mark.parametrize("attempt, max_retries, fifo, dead, delay, why", [
+    (1, 16, False, False, 10 * S, "retry 1: 10 seconds"),
+    (2, 16, False, False, 30 * S, "retry 2: 30 seconds"),
+    (16, 16, False, False, 2 * H, "retry 16: 2 hours"),
+    (17, 16, False, True, 0, "delivered 1 + 16 times: DLQ"),
+    (17, 20, False, False, 2 * H, "'If the number of retries exceeds 16, ... 2 hours'"),
+    (3, 3, False, False, 1 * M, "three retries: delivered four times ..."),
+    (4, 3, False, True, 0, "... 'one original attempt and three retries'"),
+    (1, 16, True, False, 3000, "FIFO: a fixed interval"),
+    (17, 16, True, True, 0, "FIFO: the same maximum"),
+])
+def test_rocketmq5_after_a_failed_attempt(attempt, max_retries, fifo, dead, delay, why):
+    d = rocketmq5_after_failure("g", "Orders", attempt, max_retries, fifo=fifo)
+    assert (d.dead_letter, d.delay_ms) == (dead, delay), why
+    assert d.topic == ("%DLQ%g" if dead else "Orders")
+    assert d.attempt == (attempt if dead else attempt + 1) and d.delay_level == 0
+
+
+# -- Pulsar: seeds 000, 001, 003 ----------------------------------------------------------------
+def test_pulsar_reconsume_later_goes_to_the_retry_letter_topic_with_seed_000s_properties():
+    t = "persistent://my-property/my-ns/test"
+    d = pulsar_reconsume_later(t, "my-subscription", {"k": "v"}, "314:28:-1", 5000, 16)
+    assert not d.dead_letter and d.topic == t + "-my-subscription-RETRY" and d.delay_ms == 5000
+    # seed 000: REAL_TOPIC, ORIGIN_MESSAGE_ID, RETRY_TOPIC, RECONSUMETIMES
+    assert d.properties == {"k": "v", "REAL_TOPIC": t, "ORIGIN_MESSAGE_ID": "314:28:-1",
+                            "RETRY_TOPIC": t + "-my-subscription-RETRY", "RECONSUMETIMES": "1", "DELAY_TIME": "5000"}
+    again = pulsar_reconsume_later(d.topic, "my-subscription", d.properties, "400:1:-1", 5000, 16)
+    assert again.properties["REAL_TOPIC"] == t and again.properties["ORIGIN_MESSAGE_ID"] == "314:28:-1"
+    assert again.properties["RECONSUMETIMES"] == "2" and again.attempt == 2
+
+
+@pytest.mark.parametrize("times_before, max_count, dead", [
+    (15, 16, False),     # the 16th reconsume still retries
+    (16, 16, True),      # seed 000: "After the retry reaches the upper limit ... the dead letter topic"
+    (0, 0, True),
+])
+def test_pulsar_reconsume_later_dead_letters_past_max_redeliver_count(times_before, max_count, dead):
+    d = pulsar_reconsume_later("T", "sub", {"RECONSUMETIMES": str(times_before)}, "1:2:-1", 1000, max_count)
+    assert d.dead_letter is dead
+    assert d.topic == ("T-sub-DLQ" if dead else "T-sub-RETRY")
+    assert ("DELAY_TIME" in d.properties) is not dead
+
+
+def test_pulsar_custom_retry_and_dead_letter_topics():
+    # seed 000: deadLetterPolicy(...retryLetterTopic("...sub1-retry").deadLetterTopic("...sub1-dlq"))
+    retry, dlq = "persistent://my-property/my-ns/sub1-retry", "persistent://my-property/my-ns/sub1-dlq"
+    assert pulsar_reconsume_later("T", "sub1", {}, "1:1:-1", 0, 3, retry_letter_topic=retry).topic == retry
+    assert pulsar_reconsume_later("T", "sub1", {"RECONSUMETIMES": "3"}, "1:1:-1", 0, 3,
+                                  dead_letter_topic=dlq).topic == dlq
+
+
+@pytest.mark.parametrize("count, max_count, dead, topic", [
+    (0, 3, False, "T"),                 # redelivered in place, count 1
+    (2, 3, False, "T"),
+    (3, 3, True, "T-sub-DLQ"),          # seed 001: generated "with topic name and subscription name and suffix with -DLQ"
+    (50, None, False, "T"),             # no dead-letter policy: redelivered for ever
+])
+def test_pulsar_negative_ack_and_ack_timeout(count, max_count, dead, topic):
+    d = pulsar_redelivery("T", "sub", count, max_count)
+    assert (d.dead_letter, d.topic) == (dead, topic)
+    assert d.attempt == (count if dead else count + 1)
