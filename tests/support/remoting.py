@@ -50,8 +50,16 @@ async def _wrap(fn):
 
 
 class RawClient:
-    def __init__(self, port: int, timeout: float = 5.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port: int, timeout: float = 5.0, *, rcvbuf: int | None = None):
+        """``rcvbuf``: the socket's receive buffer, set before it connects (set after,
+        loopback autotuning may already have offered the server a window of many MiB)."""
+        if rcvbuf is None:
+            self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        else:
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            self.sock.settimeout(timeout)
+            self.sock.connect(("127.0.0.1", port))
         self.decoder = FrameDecoder()
         self.pending: list[RemotingCommand] = []
 

@@ -125,12 +125,15 @@ def test_held_replies_past_twice_the_buffer_close_the_connection(start_server, c
     srv = start_server(max_outgoing_buffer=MiB)
     producer = RawClient(srv.port)
     assert producer.call(send_request("Held", b"0")).code == RC.SUCCESS
-    greedy = RawClient(srv.port)
-    greedy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    greedy = RawClient(srv.port, rcvbuf=64 * 1024)      # (so the kernel cannot take in most of the 20 MiB)
     # 40 pulls parked at the end of the queue: their replies are tiny until a message comes.
     greedy.send_bytes(b"".join(encode(pull_request("Held", 1, suspend_ms=60_000)) for _ in range(40)))
     wait_for(lambda: srv.call_in_loop(lambda: len(srv.core.holds)) == 40)
     assert producer.call(send_request("Held", b"h" * 512 * 1024)).code == RC.SUCCESS   # 40 x 512 KiB due at once
+    # The server writes the 40 replies after (and while) it answers the producer: wait
+    # for it to give up on the connection before reading, or this read would drain the
+    # replies as they come and keep the unread bytes under the limit.
+    wait_for(lambda: limit_lines(caplog, "unread"))
     assert closed_soon(greedy, 10)
     assert len(limit_lines(caplog, "unread")) == 1
     assert served(srv.port)
