@@ -158,10 +158,13 @@ class BrokerCore:
                                                       {"consumerGroup": group}, oneway=True))
 
     # -- the one put path ------------------------------------------------------------
-    def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None):
-        """Store ``rec`` (diverting DELAY > 0 to its level), record the event, wake
-        held pulls. Returns the store's PutResult; ``rec`` is updated in place."""
-        level = self.schedule.divert(rec)
+    def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
+                    delay_level: int | None = None):
+        """Store ``rec`` (delayed by ``delay_level``, or by its DELAY property when that
+        is None), record the events, wake held pulls. Returns the store's PutResult;
+        ``rec`` is updated in place. ``kind`` SENT_BACK (a send-back's retry copy)
+        records SENT_BACK beside DELAYED, with the one due time computed here."""
+        level = self.schedule.divert(rec, delay_level)
         now = self.clock.now_ms()
         res = self.store.put(rec, now)
         if res.status is not PutStatus.PUT_OK:
@@ -175,7 +178,14 @@ class BrokerCore:
                                          res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
                                          rec.reconsume_times, level, due, props.get(Prop.ORIGIN_MESSAGE_ID),
                                          props.get(Prop.REAL_TOPIC)))
+            if kind is EventKind.SENT_BACK and EventKind.SENT_BACK in self.events.wanted:
+                self.events.append(Event(EventKind.SENT_BACK, now, props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID]),
+                                         res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
+                                         rec.reconsume_times, level, due, props[Prop.ORIGIN_MESSAGE_ID],
+                                         props[Prop.RETRY_TOPIC]))
             return res
+        if kind is EventKind.SENT_BACK:
+            kind = EventKind.STORED         # (a send-back that is not delayed: a transaction half)
         if kind in self.events.wanted:
             self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
                                      props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, 0, None,

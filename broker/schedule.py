@@ -41,17 +41,20 @@ class ScheduleService:
                 if entry is not None:
                     self.scheduler.add(level, off, entry[2])
 
-    def divert(self, rec: MessageRecord) -> int:
-        """Rewrite ``rec`` for SCHEDULE_TOPIC_XXXX when it carries DELAY > 0; returns the
-        level used (0 = not delayed). Prepared / rollback transaction halves are never
-        delayed."""
-        raw = rec.properties.get(Prop.DELAY)
-        if not raw:
-            return 0
-        try:
-            level = int(raw)
-        except ValueError:
-            return 0
+    def divert(self, rec: MessageRecord, level: int | None = None) -> int:
+        """Rewrite ``rec`` for SCHEDULE_TOPIC_XXXX when it is delayed: by ``level`` when
+        the caller decided it (a send-back: the retry lifecycle's int, whose DELAY
+        property is already set), else by its DELAY property (a producer's
+        delayTimeLevel); returns the level used (0 = not delayed). Prepared / rollback
+        transaction halves are never delayed."""
+        if level is None:
+            raw = rec.properties.get(Prop.DELAY)
+            if not raw:
+                return 0
+            try:
+                level = int(raw)
+            except ValueError:
+                return 0
         tx = rec.sys_flag & SysFlag.TRANSACTION_MASK
         if level <= 0 or tx in (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK):
             return 0

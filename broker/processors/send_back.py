@@ -14,7 +14,7 @@ from rocketmq_emulator.store.records import MessageRecord, Prop
 
 from ..config import PERM_READ, PERM_WRITE
 from ..core_types import ConsumeMessageContext
-from ..events import Event, EventKind
+from ..events import EventKind
 from ..protocol import ResponseCode as RC
 from ..retry_lifecycle import rocketmq4_send_back
 from ..topics import retry_topic
@@ -65,16 +65,9 @@ def consumer_send_msg_back(core, request, channel):
     # born_host, store_timestamp, store_host, reconsume_times), as send_message does
     rec = MessageRecord(new_topic, old.body, queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
                         old.born_host, 0, old.store_host, decision.attempt)
-    kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.STORED
-    res = core.put_message(rec, kind=kind, group=group)
+    kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.SENT_BACK
+    res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level)
     ok = res.status is PutStatus.PUT_OK
-    if ok and not to_dlq and EventKind.SENT_BACK in core.events.wanted:
-        real_level = core.levels.clamp(level)
-        core.events.append(Event(EventKind.SENT_BACK, res.store_timestamp, retry_topic(group), queue_id,
-                                 res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                 rec.reconsume_times, real_level,
-                                 core.levels.deliver_timestamp(real_level, res.store_timestamp),
-                                 props[Prop.ORIGIN_MESSAGE_ID], props[Prop.RETRY_TOPIC]))
     if core.has_send_back_hooks:
         core.run_send_back_hooks(ConsumeMessageContext(
             group, origin_topic or props.get(Prop.RETRY_TOPIC), origin_msg_id, offset,

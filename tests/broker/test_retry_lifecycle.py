@@ -112,3 +112,25 @@ def test_pulsar_negative_ack_and_ack_timeout(count, max_count, dead, topic):
     d = pulsar_redelivery("T", "sub", count, max_count)
     assert (d.dead_letter, d.topic) == (dead, topic)
     assert d.attempt == (count if dead else count + 1)
+
+
+def test_a_send_back_records_one_sent_back_event_with_the_due_time_of_its_delay(core):
+    """The copy's level goes to the schedule as the decision's int, and the one due
+    time computed there is the one both events report."""
+    from rocketmq_emulator.broker.events import EventKind
+
+    from .wire import WireClient
+
+    client = WireClient(core)
+    stored = client.send("T", b"x", keys="k")
+    assert client.heartbeat("G", ["T"]).code == 0
+    phys = int(stored.ext_fields["msgId"][-16:], 16)
+    assert client.send_back(phys, "G", 0).code == 0
+    assert client.send_back(phys, "G", 7).code == 0                     # a level the client chose
+    delayed = core.events.of_kind(EventKind.DELAYED)
+    sent = core.events.of_kind(EventKind.SENT_BACK)
+    assert [e.delay_level for e in sent] == [3, 7] == [e.delay_level for e in delayed]
+    assert [e.due_ms for e in sent] == [e.due_ms for e in delayed] == [
+        core.clock.now_ms() + 10_000, core.clock.now_ms() + 3 * 60_000]
+    assert [(e.topic, e.queue_id) for e in sent] == [("%RETRY%G", 0)] * 2
+    assert all(type(e.delay_level) is int for e in sent)
