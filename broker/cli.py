@@ -438,19 +438,29 @@ def main(argv: list[str] | None = None) -> int:
         return clock_main(rest)
     if cmd == "topic":
         return topic_main(rest)
-    if cmd in ("snapshot", "analyze"):
-        try:
-            from rocketmq_emulator.spark_analytics import cli as analytics_cli
-        except ImportError as exc:
-            return fail(cmd, f"needs the analytics extra (pip install 'rocketmq-emulator[analytics]'): {exc}")
-        return getattr(analytics_cli, f"{cmd}_main")(rest)
-    if cmd == "simulate":
-        try:
-            from rocketmq_emulator.client_sdk.simulation.cli import simulate_main
-        except ImportError:
-            return fail("simulate", "is not available in this build")
-        return simulate_main(rest)
-    return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")
+    registered = _registered_command(cmd)
+    if registered is None:
+        return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")
+    try:
+        command_main = registered.load()
+    except ImportError as exc:
+        if registered.extras:
+            extra = registered.extras[0]
+            return fail(cmd, f"needs the {extra} extra (pip install 'rocketmq-emulator[{extra}]'): {exc}")
+        return fail(cmd, f"is not available in this build: {exc}")
+    return command_main(rest)
+
+
+# Commands of the packages above the broker (simulate, snapshot, analyze) are registered
+# as entry points of this group (pyproject.toml), so this module names none of them.
+COMMAND_GROUP = "rocketmq_emulator.commands"
+
+
+def _registered_command(name: str):
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=COMMAND_GROUP, name=name)
+    return next(iter(found), None)
 
 
 if __name__ == "__main__":

@@ -49,9 +49,7 @@ def test_foundations_import_nothing_of_the_project(pkg):
 def test_broker_imports_only_store_and_delay_scheduler():
     for path in modules("broker"):
         bad = {n for n in imports_of(path) if top(n) in PROJECT - {"broker", "store", "delay_scheduler"}}
-        # the CLI dispatches to the analytics and simulation commands lazily
-        if path.name == "cli.py":
-            bad = {n for n in bad if top(n) not in {"spark_analytics", "client_sdk"}}
+        # (the CLI finds simulate / snapshot / analyze as registered entry points)
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
