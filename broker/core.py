@@ -136,6 +136,11 @@ class BrokerCore:
             return None
         return response
 
+    @property
+    def has_outgoing(self) -> bool:
+        """Whether commands wait in ``take_outgoing`` (drivers and idle-skipping ask)."""
+        return bool(self._outgoing)
+
     def take_outgoing(self) -> list[tuple[Channel, RemotingCommand]]:
         out, self._outgoing = self._outgoing, []
         return out

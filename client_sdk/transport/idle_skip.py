@@ -89,7 +89,7 @@ class IdleSkipper:
         hub = self.hub
         rt = hub.runtime
         core = hub.core
-        if rt._ready or hub._observers or hub._faults or core._outgoing:
+        if rt._ready or hub._observers or hub._faults or core.has_outgoing:
             return
         now = rt.clock.now_ms()
         for source in rt._sources:      # the core's own deadlines, and any other time source's
