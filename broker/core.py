@@ -33,7 +33,7 @@ from .operations import (BrokerRoute, CommitOutcome, OffsetCommit, PullRequest, 
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
-from .topics import TopicManager, retry_topic
+from .topics import SCHEDULE_TOPIC, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
 
@@ -504,6 +504,29 @@ class BrokerCore:
         else:
             self.topics.put(previous)
         return str(failure)
+
+    def _check(self) -> None:
+        """Assert the core's invariants (for the stateful tests, after every step):
+        the store's own (MessageStore._check); each delay level's next offset lies
+        inside its schedule queue, with no more entries pending than the queue holds;
+        every held pull and registered
+        consumer is on an open connection, held pulls wait on existing topics; topic
+        configs are in range and written (none left dirty after a request)."""
+        self.store._check()
+        sched = self.schedule.scheduler
+        for level, offset in sched.offsets().items():
+            lo, hi = self.queue_bounds(SCHEDULE_TOPIC, level - 1)
+            assert offset <= hi, f"delay level {level} is at offset {offset} past its queue's end {hi}"
+            assert sched.pending_count(level) <= hi - lo, f"level {level} waits for more entries than its queue has"
+        for held in self.holds.waiting(1 << 62):
+            assert not held.channel.closed, f"a pull held for a closed connection {held.channel}"
+            assert self.topics.get(held.topic) is not None, f"a pull held on unknown topic {held.topic}"
+        for group, info in self.consumers.groups.items():
+            assert all(not ch.closed for ch in info.channels), f"group {group} keeps a closed connection"
+        for name, tc in self.topics.table.items():
+            assert 1 <= tc.read_queue_nums <= 1024 and 1 <= tc.write_queue_nums <= 1024, name
+            assert 0 <= tc.perm <= 7, name
+        assert not self.topics.dirty and not self.groups.dirty, "a config change was not written"
 
     def born_host_of(self, channel: Channel):
         return _born_host(channel.remote)

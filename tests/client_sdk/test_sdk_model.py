@@ -61,6 +61,10 @@ class ClientBrokerMachine(RuleBasedStateMachine):
         self.broker.advance(step)
 
     @invariant()
+    def the_broker_core_is_consistent(self):
+        self.broker.core._check()
+
+    @invariant()
     def committed_offset_never_passes_an_unsettled_message(self):
         copies = set()
         for topic in RETRY_COPIES:

@@ -58,6 +58,10 @@ class BrokerAndClients(RuleBasedStateMachine):
         assert self.sim.checker.violations == [], [str(v) for v in self.sim.checker.violations]
 
     @invariant()
+    def the_broker_core_is_consistent(self):
+        self.sim.core._check()          # (the store's invariants included)
+
+    @invariant()
     def only_poison_reaches_the_dlq(self):
         fates = self.sim.checker.fates["SimGroup"]
         for n, fate in enumerate(fates):
