@@ -26,10 +26,10 @@ from .core_types import Channel, ConsumeMessageContext
 from .errors import ClockError
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
-from . import pulling
+from . import pulling, sending
 from .long_polling import PullHoldService
-from .operations import (BrokerRoute, CommitOutcome, OffsetCommit, PullRequest, PullResult, QueueRoute,
-                         Registration, TopicRoute)
+from .operations import (BatchSendRequest, BrokerRoute, CommitOutcome, OffsetCommit, PullRequest, PullResult,
+                         QueueRoute, Registration, SendRequest, SendResult, TopicRoute)
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
@@ -201,6 +201,14 @@ class BrokerCore:
         return res
 
     # -- typed operations (broker/operations.py) ---------------------------------------
+    def send(self, request: SendRequest, channel: Channel) -> SendResult:
+        """Store one message (broker/sending.py)."""
+        return sending.send(self, request, channel)
+
+    def send_batch(self, request: BatchSendRequest, channel: Channel) -> SendResult:
+        """Store a batch of one topic and queue (broker/sending.py)."""
+        return sending.send_batch(self, request, channel)
+
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
         return pulling.pull(self, request, channel)

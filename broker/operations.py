@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
-           "Registration", "QueueRoute", "BrokerRoute", "TopicRoute"]
+           "Registration", "QueueRoute", "BrokerRoute", "TopicRoute", "SendRequest", "SendOutcome", "SendResult",
+           "BatchSendRequest"]
 
 
 class PullOutcome(enum.Enum):
@@ -143,3 +144,71 @@ class TopicRoute:
 
     queues: tuple[QueueRoute, ...]
     brokers: tuple[BrokerRoute, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    """Store one message in ``topic`` (queue ``queue_id``; negative: the broker picks).
+    ``properties`` are the message's (TAGS, KEYS, DELAY level, ...); a send to
+    %RETRY%<group> is the client's fallback send-back, dead-lettered past
+    ``max_reconsume_times`` (None: the group's retryMaxTimes). An unknown topic is
+    created from ``default_topic`` when the broker allows it (autoCreateTopicEnable)."""
+
+    producer_group: str
+    topic: str
+    body: bytes
+    queue_id: int = -1
+    properties: dict[str, str] | None = None
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    reconsume_times: int = 0
+    max_reconsume_times: int | None = None
+    default_topic: str = "TBW102"
+    default_topic_queue_nums: int = 4
+
+
+class SendOutcome(enum.Enum):
+    """What a send came to (the checks of 4.9.8's msgCheck and handleRetryAndDLQ)."""
+
+    STORED = "stored"
+    STORE_REFUSED = "refused by the store"          # see SendResult.put_status
+    BROKER_NOT_WRITEABLE = "broker not writeable"
+    TOPIC_ILLEGAL = "illegal topic name"
+    TOPIC_NOT_ALLOWED = "sending to this topic is forbidden"
+    TOPIC_NOT_EXIST = "topic does not exist"
+    TOPIC_NOT_WRITEABLE = "topic not writeable"
+    QUEUE_ILLEGAL = "queue id out of range"
+    GROUP_NOT_EXIST = "the retry topic's group does not exist"
+    DELAY_ILLEGAL = "DELAY is not a level"
+    MESSAGE_ILLEGAL = "a message the batch cannot carry"
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """``msg_id`` is the stored record's offsetMsgId; ``queue_id`` the queue it went to
+    (after the broker's pick); ``put_status`` the store's status when it refused."""
+
+    outcome: SendOutcome
+    msg_id: str = ""
+    queue_id: int = -1
+    queue_offset: int = -1
+    remark: str | None = None
+    put_status: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSendRequest:
+    """Store several messages of one topic and queue, all or none checked first:
+    ``messages`` are (flag, body, properties); ``batch_properties`` are added to each
+    (the batch's own, e.g. its producer's). No delay, no retry or DLQ topic."""
+
+    producer_group: str
+    topic: str
+    messages: tuple[tuple[int, bytes, dict[str, str]], ...]
+    queue_id: int = -1
+    batch_properties: dict[str, str] | None = None
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    default_topic: str = "TBW102"
+    default_topic_queue_nums: int = 4

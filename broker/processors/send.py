@@ -1,22 +1,17 @@
-"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320).
-
-Follows 4.9.8's SendMessageProcessor: msgCheck (permission, topic name, auto-create from
-TBW102, %RETRY% auto-create, queue id), handleRetryAndDLQ for sends to %RETRY%<group>
-(reconsumeTimes >= max → %DLQ%<group>), then the one put path of the core.
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320): the 4.x front of
+the core's send operations (broker/sending.py: 4.9.8's msgCheck, handleRetryAndDLQ, the
+one put path). Here: the header (V1 long names or V2 short ones) and the batch body
+read into requests, outcomes mapped to 4.x codes.
 """
 from __future__ import annotations
 
 from rocketmq_emulator.store import PutStatus
-from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_string, string_to_properties
+from rocketmq_emulator.store.records import string_to_properties
 
-from ..config import PERM_READ, PERM_WRITE
-from ..events import EventKind
+from ..operations import BatchSendRequest, SendOutcome as O, SendRequest
 from ..protocol import RemotingCommand, RequestCode, ResponseCode as RC
 from ..protocol.command import RPC_TYPE_RESPONSE
 from ..protocol.headers import decode_batch_body
-from ..retry_lifecycle import rocketmq4_retry_send
-from ..topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, dlq_topic,
-                      validate_topic_name)
 
 __all__ = ["send_message", "send_batch_message", "PUT_STATUS_TO_CODE"]
 
@@ -155,137 +150,64 @@ def _int(v, name: str) -> int | None:
         raise HeaderError(f"the custom field <{name}> is not an integer: {v!r}") from None
 
 
-def _check(core, request, h: _Header):
-    """msgCheck. Returns (topic config, queue id) or an error response."""
-    if not core.writeable:
-        # 4.9.8 refuses only order topics here and relies on routes (perm without
-        # write) to steer producers away; a direct send is refused outright so a
-        # read-only broker behaves read-only for every client.
-        return request.response(RC.NO_PERMISSION, f"the broker[{core.config.broker_ip}] sending message is forbidden")
-    try:
-        validate_topic_name(h.topic)
-    except TopicNameError as exc:
-        return request.response(RC.SYSTEM_ERROR, str(exc))
-    if h.topic in NOT_ALLOWED_SEND:
-        return request.response(RC.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
-    tc = core.topics.get(h.topic)
-    if tc is None:
-        tc = core.topics.create_in_send(h.topic, h.default_topic, h.default_topic_queue_nums)
-        if tc is None and h.topic.startswith(RETRY_PREFIX):
-            tc = core.topics.create_system(h.topic, 1, PERM_READ | PERM_WRITE)
-        if tc is None:
-            return request.response(RC.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
-    if not tc.writeable:
-        return request.response(RC.NO_PERMISSION, f"the topic[{h.topic}] sending message is forbidden")
-    qid = h.queue_id
-    if qid >= tc.queue_nums:
-        return request.response(RC.SYSTEM_ERROR, f"request queueId[{qid}] is illegal, topic {h.topic} has "
-                                f"{tc.queue_nums} queues, producer: {h.producer_group}")
-    if qid < 0:
-        qid = core.rng.randrange(99999999) % tc.write_queue_nums
-    return tc, qid
-
-
-def _retry_or_dlq(core, request, h: _Header, topic: str, qid: int, props: dict):
-    """handleRetryAndDLQ: a send to %RETRY%<group> past max reconsume goes to the DLQ."""
-    group = topic[len(RETRY_PREFIX):]
-    gc = core.groups.find(group)
-    if gc is None:
-        return request.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
-    max_times = gc.retry_max_times
-    if request.version >= 121 and h.max_reconsume_times is not None:
-        max_times = h.max_reconsume_times
-    if rocketmq4_retry_send(group, h.reconsume_times, max_times):
-        dlq = dlq_topic(group)
-        tc = core.topics.create_system(dlq, 1, PERM_READ | PERM_WRITE)
-        if not tc.writeable:
-            return request.response(RC.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden")
-        props[Prop.DELAY] = "0"
-        return dlq, 0, group
-    return topic, qid, None
+# The 4.x response code of each outcome of the core's send (STORE_REFUSED: by PutStatus).
+_CODES = {
+    O.BROKER_NOT_WRITEABLE: RC.NO_PERMISSION,
+    O.TOPIC_ILLEGAL: RC.SYSTEM_ERROR,
+    O.TOPIC_NOT_ALLOWED: RC.NO_PERMISSION,
+    O.TOPIC_NOT_EXIST: RC.TOPIC_NOT_EXIST,
+    O.TOPIC_NOT_WRITEABLE: RC.NO_PERMISSION,
+    O.QUEUE_ILLEGAL: RC.SYSTEM_ERROR,
+    O.GROUP_NOT_EXIST: RC.SUBSCRIPTION_GROUP_NOT_EXIST,
+    O.DELAY_ILLEGAL: RC.MESSAGE_ILLEGAL,
+    O.MESSAGE_ILLEGAL: RC.MESSAGE_ILLEGAL,
+}
 
 
 def send_message(core, request, channel):
+    """SEND_MESSAGE / SEND_MESSAGE_V2: the header as the core's SendRequest."""
     h = _Header(request)
     if h.batch:
         return send_batch_message(core, request, channel)
-    checked = _check(core, request, h)
-    if not isinstance(checked, tuple):
-        return checked
-    tc, qid = checked
-    topic = h.topic
-    props = string_to_properties(h.properties)
-    delay = props.get(Prop.DELAY)
-    if delay is not None and not delay.lstrip("-").isdigit():
-        return request.response(RC.MESSAGE_ILLEGAL, f"DELAY property {delay!r} is not an integer delay level")
-    dlq_group = None
-    if topic.startswith(RETRY_PREFIX):
-        routed = _retry_or_dlq(core, request, h, topic, qid, props)
-        if not isinstance(routed, tuple):
-            return routed
-        topic, qid, dlq_group = routed
-    props[Prop.CLUSTER] = core.config.broker_cluster_name
-    # positional, in MessageRecord's field order (topic, body, queue_id, flag, properties,
-    # sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times):
-    # keywords cost about 0.5 µs more, on every send
-    rec = MessageRecord(topic, request.body, qid, h.flag, props, h.sys_flag, h.born_timestamp,
-                        core.born_host_of(channel), 0, core.store_host, h.reconsume_times)
-    # WAIT stays in the map but not in the stored string (the broker strips it).
-    rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
-    kind = EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED
-    res = core.put_message(rec, kind=kind, group=dlq_group)
-    return _put_response(core, request, res, h.queue_id if h.queue_id >= 0 else qid)
+    req = SendRequest(h.producer_group, h.topic, request.body, h.queue_id, string_to_properties(h.properties),
+                      h.flag, h.sys_flag, h.born_timestamp, h.reconsume_times,
+                      # a client's maxReconsumeTimes counts from 4.x V3_4_9 (version 121) on
+                      h.max_reconsume_times if request.version >= 121 else None,
+                      h.default_topic, h.default_topic_queue_nums)
+    return _response(core, request, core.send(req, channel))
 
 
-def _put_response(core, request, res, qid, msg_id=None):
-    code = PUT_STATUS_TO_CODE.get(res.status, RC.SYSTEM_ERROR)
-    if code != RC.SUCCESS:
-        return request.response(code, res.remark or res.status.name)
+def _response(core, request, result):
+    if result.outcome is not O.STORED:
+        if result.outcome is O.STORE_REFUSED:
+            return request.response(PUT_STATUS_TO_CODE.get(result.put_status, RC.SYSTEM_ERROR), result.remark)
+        return request.response(_CODES[result.outcome], result.remark)
     # Built with string values already, positionally (as RemotingCommand.response does):
     # the reply of every send.
     return RemotingCommand(_SUCCESS, {
-        "msgId": msg_id or res.msg_id, "queueId": str(qid), "queueOffset": str(res.queue_offset),
+        "msgId": result.msg_id, "queueId": str(result.queue_id), "queueOffset": str(result.queue_offset),
         "MSG_REGION": core.config.region_id, "TRACE_ON": "true" if core.config.trace_topic_enable else "false",
     }, b"", request.opaque, RPC_TYPE_RESPONSE, None, "JAVA", request.version, request.serialize_type)
 
 
 def send_batch_message(core, request, channel):
-    """A batch: one topic, no delay, not a %RETRY% topic; every inner message stored
-    with the batch-level properties appended; msgId is the comma-joined offsetMsgIds."""
+    """SEND_BATCH_MESSAGE: the batch body decoded into the core's BatchSendRequest."""
     h = _Header(request)
-    checked = _check(core, request, h)
-    if not isinstance(checked, tuple):
-        return checked
-    tc, qid = checked
-    if h.topic.startswith(RETRY_PREFIX) or h.topic.startswith(DLQ_PREFIX):
-        return request.response(RC.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic)
     from ..protocol import ProtocolError
 
     try:
         inner = decode_batch_body(request.body)
     except ProtocolError as exc:
-        return request.response(RC.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
-    if not inner:
-        return request.response(RC.MESSAGE_ILLEGAL, "empty batch")
-    batch_props = string_to_properties(h.properties)
-    batch_props[Prop.CLUSTER] = core.config.broker_cluster_name
-    records = []
-    for flag, body, props_text in inner:
-        props = string_to_properties(props_text)
-        if props.get(Prop.DELAY, "0") not in ("0", ""):
-            return request.response(RC.MESSAGE_ILLEGAL, "a batch message cannot have a delay level")
-        props.update({k: v for k, v in batch_props.items() if k != Prop.WAIT})
-        if len(body) > core.config.max_message_size:
-            return request.response(RC.MESSAGE_ILLEGAL, f"the message body size over max value, MAX: "
-                                    f"{core.config.max_message_size}")
-        records.append(MessageRecord(topic=h.topic, body=body, queue_id=qid, flag=flag, properties=props,
-                                     sys_flag=h.sys_flag, born_timestamp=h.born_timestamp,
-                                     born_host=core.born_host_of(channel), store_host=core.store_host))
-    ids, first = [], None
-    for rec in records:
-        res = core.put_message(rec)
-        if res.status is not PutStatus.PUT_OK:
-            return _put_response(core, request, res, qid)
-        ids.append(res.msg_id)
-        first = first or res
-    return _put_response(core, request, first, qid, msg_id=",".join(ids))
+        # 4.9.8 checks the destination before it reads the body: the core answers for
+        # the destination (nothing stored), and only a good one hears about the body
+        checked = core.send_batch(BatchSendRequest(h.producer_group, h.topic, (), h.queue_id,
+                                                   default_topic=h.default_topic,
+                                                   default_topic_queue_nums=h.default_topic_queue_nums), channel)
+        if checked.outcome is O.MESSAGE_ILLEGAL and checked.remark == "empty batch":
+            return request.response(RC.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
+        return _response(core, request, checked)
+    req = BatchSendRequest(h.producer_group, h.topic,
+                           tuple((flag, body, string_to_properties(text)) for flag, body, text in inner),
+                           h.queue_id, string_to_properties(h.properties), h.sys_flag, h.born_timestamp,
+                           h.default_topic, h.default_topic_queue_nums)
+    return _response(core, request, core.send_batch(req, channel))
