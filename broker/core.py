@@ -29,7 +29,8 @@ from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
 from .long_polling import PullHoldService
 from .operations import (BatchSendRequest, BrokerRoute, CommitOutcome, OffsetCommit, PullRequest, PullResult,
-                         QueueRoute, Registration, SendRequest, SendResult, TopicRoute)
+                         QueueRoute, Registration, SendBack, SendBackResult, SendRequest, SendResult,
+                         TopicRoute)
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
@@ -208,6 +209,11 @@ class BrokerCore:
     def send_batch(self, request: BatchSendRequest, channel: Channel) -> SendResult:
         """Store a batch of one topic and queue (broker/sending.py)."""
         return sending.send_batch(self, request, channel)
+
+    def send_back(self, request: SendBack) -> SendBackResult:
+        """A consumer gives a stored message back: retried later or dead-lettered, as
+        the retry lifecycle decides (broker/sending.py)."""
+        return sending.send_back(self, request)
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""

@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
            "Registration", "QueueRoute", "BrokerRoute", "TopicRoute", "SendRequest", "SendOutcome", "SendResult",
-           "BatchSendRequest"]
+           "BatchSendRequest", "SendBack", "SendBackOutcome", "SendBackResult"]
 
 
 class PullOutcome(enum.Enum):
@@ -212,3 +212,38 @@ class BatchSendRequest:
     born_timestamp: int = 0
     default_topic: str = "TBW102"
     default_topic_queue_nums: int = 4
+
+
+@dataclass(frozen=True, slots=True)
+class SendBack:
+    """A consumer gives a message back (4.x CONSUMER_SEND_MSG_BACK): the stored message
+    at ``commit_log_offset`` failed for ``group``. ``delay_level`` 0 lets the broker pick
+    (3 + reconsumeTimes), a negative one asks for the DLQ; ``max_reconsume_times`` None
+    means the group's retryMaxTimes. ``origin_msg_id`` / ``origin_topic`` are what the
+    client says (for the send-back hooks)."""
+
+    group: str
+    commit_log_offset: int
+    delay_level: int = 0
+    max_reconsume_times: int | None = None
+    origin_msg_id: str | None = None
+    origin_topic: str | None = None
+
+
+class SendBackOutcome(enum.Enum):
+    RETRYING = "stored in the group's retry topic, delayed"
+    DEAD_LETTERED = "stored in the group's dead-letter topic"
+    DROPPED = "the group keeps no retries (retryQueueNums 0): nothing stored"
+    GROUP_NOT_EXIST = "group does not exist"
+    BROKER_NOT_WRITEABLE = "broker not writeable"
+    TOPIC_NOT_WRITEABLE = "retry or dead-letter topic not writeable"
+    MESSAGE_NOT_FOUND = "no message at that offset"
+    STORE_REFUSED = "refused by the store"
+
+
+@dataclass(frozen=True, slots=True)
+class SendBackResult:
+    outcome: SendBackOutcome
+    remark: str | None = None
+    attempt: int = 0             # the copy's reconsume times
+    delay_level: int = 0

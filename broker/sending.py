@@ -1,4 +1,4 @@
-"""The core's send operations (``BrokerCore.send``, ``send_batch``): 4.9.8's msgCheck
+"""The core's send operations (``BrokerCore.send``, ``send_batch``, ``send_back``): 4.9.8's msgCheck
 (permission, topic name, auto-create from TBW102, %RETRY% auto-create, queue id), the
 retry lifecycle for a send to %RETRY%<group>, then the one put path. No wire format:
 the 4.x front (processors/send.py) reads headers into requests and maps outcomes."""
@@ -8,12 +8,15 @@ from rocketmq_emulator.store import PutStatus
 from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_string
 
 from .config import PERM_READ, PERM_WRITE
+from .core_types import ConsumeMessageContext
 from .events import EventKind
-from .operations import BatchSendRequest, SendOutcome as O, SendRequest, SendResult
-from .retry_lifecycle import rocketmq4_retry_send
-from .topics import DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, dlq_topic, validate_topic_name
+from .operations import (BatchSendRequest, SendBack, SendBackOutcome as B, SendBackResult, SendOutcome as O,
+                         SendRequest, SendResult)
+from .retry_lifecycle import rocketmq4_retry_send, rocketmq4_send_back
+from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, dlq_topic, retry_topic,
+                     validate_topic_name)
 
-__all__ = ["send", "send_batch"]
+__all__ = ["send", "send_batch", "send_back"]
 
 
 def _destination(core, topic: str, queue_id: int, producer_group: str, default_topic: str, default_nums: int):
@@ -88,6 +91,55 @@ def send(core, req: SendRequest, channel) -> SendResult:
     rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
     res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED, group=dlq_group)
     return _stored(res, req.queue_id if req.queue_id >= 0 else checked[1])
+
+
+def send_back(core, req: SendBack) -> SendBackResult:
+    """BrokerCore.send_back: 4.9.8's checks, the retry lifecycle's decision, one put.
+    Cost: a look-up and decode of the stored message, one put."""
+    group, offset = req.group, req.commit_log_offset
+    gc = core.groups.find(group)
+    if gc is None:
+        return SendBackResult(B.GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+    if not core.writeable:
+        return SendBackResult(B.BROKER_NOT_WRITEABLE, f"the broker[{core.config.broker_ip}] sending message is forbidden")
+    if gc.retry_queue_nums <= 0:
+        return SendBackResult(B.DROPPED)
+
+    new_topic = retry_topic(group)
+    queue_id = core.rng.randrange(99999999) % gc.retry_queue_nums
+    tc = core.topics.create_system(new_topic, gc.retry_queue_nums, PERM_READ | PERM_WRITE)
+    if not tc.writeable:
+        return SendBackResult(B.TOPIC_NOT_WRITEABLE, f"the topic[{new_topic}] sending message is forbidden")
+
+    old = core.store.look_message_by_offset(offset)
+    if old is None:
+        return SendBackResult(B.MESSAGE_NOT_FOUND, f"look message by offset failed, {offset}")
+
+    max_times = gc.retry_max_times if req.max_reconsume_times is None else req.max_reconsume_times
+    decision = rocketmq4_send_back(group, old.properties, old.topic, old.offset_msg_id, old.reconsume_times,
+                                   max_times, req.delay_level)
+    to_dlq, level, props = decision.dead_letter, decision.delay_level, decision.properties
+    if to_dlq:
+        new_topic = decision.topic
+        queue_id = 0
+        tc = core.topics.create_system(new_topic, 1, PERM_READ | PERM_WRITE)
+        if not tc.writeable:
+            return SendBackResult(B.TOPIC_NOT_WRITEABLE, f"the topic[{new_topic}] sending message is forbidden")
+
+    # positional (topic, body, queue_id, flag, properties, sys_flag, born_timestamp,
+    # born_host, store_timestamp, store_host, reconsume_times), as send_message does
+    rec = MessageRecord(new_topic, old.body, queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
+                        old.born_host, 0, old.store_host, decision.attempt)
+    kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.SENT_BACK
+    res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level)
+    ok = res.status is PutStatus.PUT_OK
+    if core.has_send_back_hooks:
+        core.run_send_back_hooks(ConsumeMessageContext(
+            group, req.origin_topic or props.get(Prop.RETRY_TOPIC), req.origin_msg_id, offset,
+            "SEND_BACK_TO_DLQ" if to_dlq else "SEND_BACK", ok, rec.reconsume_times, level, new_topic))
+    if not ok:
+        return SendBackResult(B.STORE_REFUSED, res.remark or res.status.name, decision.attempt, level)
+    return SendBackResult(B.DEAD_LETTERED if to_dlq else B.RETRYING, None, decision.attempt, level)
 
 
 def send_batch(core, req: BatchSendRequest, channel) -> SendResult:

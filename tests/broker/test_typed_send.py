@@ -78,3 +78,21 @@ def test_a_batch_is_checked_whole_then_stored(core):
 
 def test_every_refusal_has_a_4x_code():
     assert set(_CODES) == set(O) - {O.STORED, O.STORE_REFUSED}
+
+
+def test_send_back_without_a_header(core):
+    from rocketmq_emulator.broker.operations import SendBack, SendBackOutcome as B
+    from rocketmq_emulator.broker.processors.send_back import _CODES as BACK_CODES
+
+    ch = core.connect()
+    stored = core.send(SendRequest("PG", "Orders", b"x", 0), ch)
+    phys = int(stored.msg_id[-16:], 16)
+    first = core.send_back(SendBack("G", phys))
+    assert (first.outcome, first.attempt, first.delay_level) == (B.RETRYING, 1, 3)
+    assert core.send_back(SendBack("G", phys, 5)).delay_level == 5            # the consumer's level
+    dead = core.send_back(SendBack("G", phys, max_reconsume_times=0))
+    assert dead.outcome is B.DEAD_LETTERED and [r.body for r in read_topic(core, "%DLQ%G")] == [b"x"]
+    assert core.send_back(SendBack("G", phys + 1)).outcome is B.MESSAGE_NOT_FOUND
+    core.set_broker_permission(4)
+    assert core.send_back(SendBack("G", phys)).outcome is B.BROKER_NOT_WRITEABLE
+    assert set(BACK_CODES) == set(B) - {B.RETRYING, B.DEAD_LETTERED, B.DROPPED}
