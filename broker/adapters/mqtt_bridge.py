@@ -4,7 +4,9 @@ retry / DLQ lifecycle streams out, chosen topics are forwarded out.
 It translates and decides nothing: ingress becomes an ordinary SEND_MESSAGE handled by
 the core (same validation as any producer), the event feed is the core's event record,
 egress is an ordinary clustering consumer whose failed publish is sent back with
-CONSUMER_SEND_MSG_BACK and so takes the %RETRY% / %DLQ% path.
+CONSUMER_SEND_MSG_BACK and so takes the %RETRY% / %DLQ% path. Egress reads the store
+when the core says a message arrived in a forwarded topic (its STORED / REDELIVERED
+events), never by polling.
 
 Ingress QoS 1 publishes are acknowledged (PUBACK) only after the message is stored and
 the store flushed: paho's manual-ack mode, reached through aiomqtt's wrapped client
@@ -29,6 +31,11 @@ __all__ = ["MqttSettings", "MqttBridge", "PubackWatcher", "parse_mqtt_url"]
 
 log = logging.getLogger("broker.mqtt")
 EVENT_KINDS = (EventKind.SENT_BACK, EventKind.DEAD_LETTERED, EventKind.REDELIVERED)
+# What puts a message where egress reads: a store, or a re-store when a delay ends.
+ARRIVAL_KINDS = (EventKind.STORED, EventKind.REDELIVERED)
+# A message whose forward failed and whose send-back was refused too is tried again
+# after this long (real time), there being nothing else to wake egress for it.
+EGRESS_RETRY_S = 1.0
 BRIDGE_PRODUCER_GROUP = "MQTT_BRIDGE_PRODUCER"
 BRIDGE_CONSUMER_GROUP = "MQTT_BRIDGE_EGRESS"
 
@@ -91,8 +98,14 @@ class MqttBridge:
         self.connected = asyncio.Event()
         self._unsubscribe = core.events.subscribe(self._on_event, kinds=EVENT_KINDS)
         self._task: asyncio.Task | None = None
+        # Egress is woken by the core when a message is stored in a forwarded topic (or
+        # re-stored there when its delay ends), not by polling the store.
+        self._egress_ready = asyncio.Event()
+        self._egress_topics = frozenset(settings.egress_topics) | {RETRY_PREFIX + BRIDGE_CONSUMER_GROUP}
+        self._unsubscribe_egress = lambda: None
         if settings.egress_topics:
             self._register_egress_consumer()
+            self._unsubscribe_egress = core.events.subscribe(self._on_arrival, kinds=ARRIVAL_KINDS)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> asyncio.Task:
@@ -103,6 +116,7 @@ class MqttBridge:
 
     async def stop(self) -> None:
         self._unsubscribe()
+        self._unsubscribe_egress()
         task = self._task
         if task is None or task.done():
             return                      # a failure has been reported by the task's watcher
@@ -228,6 +242,10 @@ class MqttBridge:
                 self.stats.events_published += 1
 
     # -- egress ------------------------------------------------------------------------------
+    def _on_arrival(self, event: Event) -> None:
+        if event.topic in self._egress_topics:
+            self._egress_ready.set()
+
     def _register_egress_consumer(self) -> None:
         subs = [{"topic": t, "subString": "*", "subVersion": 1} for t in self.settings.egress_topics]
         subs.append({"topic": RETRY_PREFIX + BRIDGE_CONSUMER_GROUP, "subString": "*", "subVersion": 1})
@@ -243,7 +261,8 @@ class MqttBridge:
         pubacks = PubackWatcher(client)
         topics = list(self.settings.egress_topics) + [RETRY_PREFIX + BRIDGE_CONSUMER_GROUP]
         while True:
-            moved = False
+            self._egress_ready.clear()          # (before the scan: an arrival during it wakes the next)
+            moved = stuck = False
             for topic in topics:
                 tc = self.core.topics.get(topic)
                 for qid in range(tc.read_queue_nums if tc else 0):
@@ -268,12 +287,20 @@ class MqttBridge:
                             log.warning("egress publish of %s to %s/%s refused by the MQTT broker (%s); sent back",
                                         rec.msg_id, self.settings.out_prefix, out_topic, refusal)
                             if not self._send_back(rec):
+                                stuck = True
                                 break   # offset stays put: this message is tried again next round
                         self.core.record_offset_commit(BRIDGE_CONSUMER_GROUP, topic, qid, rec.queue_offset + 1)
                         moved = True
             self.after_activity()
-            if not moved:
-                await asyncio.sleep(0.05)
+            if moved:
+                continue
+            if stuck:       # nothing new may arrive for it: try again after a while
+                try:
+                    await asyncio.wait_for(self._egress_ready.wait(), EGRESS_RETRY_S)
+                except TimeoutError:
+                    pass
+            else:
+                await self._egress_ready.wait()
 
     def _send_back(self, rec) -> bool:
         """CONSUMER_SEND_MSG_BACK for a message the bridge failed to forward; False if refused."""
