@@ -51,6 +51,7 @@ _KEYS = {
     "traceTopicEnable": "trace_topic_enable",
     "regionId": "region_id",
     "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
+    "timerMaxDelaySec": "timer_max_delay_sec",
 }
 
 
@@ -81,6 +82,7 @@ class BrokerConfig:
     trace_topic_enable: bool = False
     region_id: str = "DefaultRegion"
     server_channel_max_idle_time_seconds: int = 120     # NettyServerConfig: 0 keeps idle connections
+    timer_max_delay_sec: int = 3 * 24 * 3600            # 5.x: a timer message may wait at most this long
     record_events: bool = True
     fsync: bool = True       # StoreConfig.fsync: False = flushes survive a process crash, not a power loss
     extra: dict[str, str] = field(default_factory=dict)
@@ -95,6 +97,8 @@ class BrokerConfig:
             raise ConfigError(f"brokerPermission must be 0..15, got {self.broker_permission}")
         if self.default_topic_queue_nums < 1:
             raise ConfigError(f"defaultTopicQueueNums must be >= 1, got {self.default_topic_queue_nums}")
+        if self.timer_max_delay_sec < 1:
+            raise ConfigError(f"timerMaxDelaySec must be >= 1, got {self.timer_max_delay_sec}")
         if self.server_channel_max_idle_time_seconds < 0:
             raise ConfigError("serverChannelMaxIdleTimeSeconds must be >= 0 (0 = never), "
                               f"got {self.server_channel_max_idle_time_seconds}")

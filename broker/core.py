@@ -16,7 +16,7 @@ import random
 from functools import lru_cache
 from typing import Callable
 
-from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
+from rocketmq_emulator.delay_scheduler import TIMER_LANE, Clock, VirtualClock
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, StoreError
 from rocketmq_emulator.store.records import MessageRecord, Prop, parse_host, tags_code
 
@@ -34,7 +34,7 @@ from .operations import (BatchSendRequest, BrokerRoute, CommitOutcome, OffsetCom
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
-from .topics import SCHEDULE_TOPIC, TopicManager, retry_topic
+from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
 
@@ -131,11 +131,16 @@ class BrokerCore:
         except Exception as exc:  # a bug must not take the broker down; answer and log it
             log.exception("request %s failed", request.code)
             response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if self.topics.dirty or self.groups.dirty:
-            self.configs.save_changes()     # a failure is logged; this reply stands (see ConfigWriter)
+        self._save_config_changes()
         if request.is_oneway:
             return None
         return response
+
+    def _save_config_changes(self) -> None:
+        """Write topic and group configs an operation created or changed (a failure is
+        logged; the operation's result stands, see ConfigWriter)."""
+        if self.topics.dirty or self.groups.dirty:
+            self.configs.save_changes()
 
     @property
     def has_outgoing(self) -> bool:
@@ -165,29 +170,30 @@ class BrokerCore:
 
     # -- the one put path ------------------------------------------------------------
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
-                    delay_level: int | None = None):
-        """Store ``rec`` (delayed by ``delay_level``, or by its DELAY property when that
-        is None), record the events, wake held pulls. Returns the store's PutResult;
-        ``rec`` is updated in place. ``kind`` SENT_BACK (a send-back's retry copy)
-        records SENT_BACK beside DELAYED, with the one due time computed here."""
-        level = self.schedule.divert(rec, delay_level)
+                    delay_level: int | None = None, deliver_at_ms: int | None = None):
+        """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
+        DELAY / TIMER_* properties when both are None (broker/schedule.py) — record the
+        events, wake held pulls. Returns the store's PutResult; ``rec`` is updated in
+        place. ``kind`` SENT_BACK (a send-back's retry copy) records SENT_BACK beside
+        DELAYED, with the one due time computed here."""
         now = self.clock.now_ms()
+        lane = self.schedule.divert(rec, now, delay_level, deliver_at_ms)
         res = self.store.put(rec, now)
         if res.status is not PutStatus.PUT_OK:
             return res
         self._dirty(now)
         props = rec.properties
-        if level:
-            due = self.schedule.scheduled(level, res.queue_offset, res.store_timestamp)
+        if lane is not None:
+            due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp)
             if EventKind.DELAYED in self.events.wanted:
                 self.events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
                                          res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                         rec.reconsume_times, level, due, props.get(Prop.ORIGIN_MESSAGE_ID),
+                                         rec.reconsume_times, lane, due, props.get(Prop.ORIGIN_MESSAGE_ID),
                                          props.get(Prop.REAL_TOPIC)))
             if kind is EventKind.SENT_BACK and EventKind.SENT_BACK in self.events.wanted:
                 self.events.append(Event(EventKind.SENT_BACK, now, props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID]),
                                          res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                         rec.reconsume_times, level, due, props[Prop.ORIGIN_MESSAGE_ID],
+                                         rec.reconsume_times, lane, due, props[Prop.ORIGIN_MESSAGE_ID],
                                          props[Prop.RETRY_TOPIC]))
             return res
         if kind is EventKind.SENT_BACK:
@@ -204,20 +210,28 @@ class BrokerCore:
     # -- typed operations (broker/operations.py) ---------------------------------------
     def send(self, request: SendRequest, channel: Channel) -> SendResult:
         """Store one message (broker/sending.py)."""
-        return sending.send(self, request, channel)
+        result = sending.send(self, request, channel)
+        self._save_config_changes()
+        return result
 
     def send_batch(self, request: BatchSendRequest, channel: Channel) -> SendResult:
         """Store a batch of one topic and queue (broker/sending.py)."""
-        return sending.send_batch(self, request, channel)
+        result = sending.send_batch(self, request, channel)
+        self._save_config_changes()
+        return result
 
     def send_back(self, request: SendBack) -> SendBackResult:
         """A consumer gives a stored message back: retried later or dead-lettered, as
         the retry lifecycle decides (broker/sending.py)."""
-        return sending.send_back(self, request)
+        result = sending.send_back(self, request)
+        self._save_config_changes()
+        return result
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
-        return pulling.pull(self, request, channel)
+        result = pulling.pull(self, request, channel)
+        self._save_config_changes()
+        return result
 
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         """Where ``group`` resumes reading the queue: its stored offset, else 0 while
@@ -266,6 +280,7 @@ class BrokerCore:
                 self.notify_consumer_ids_changed(c.group, exclude=channel)
         for group in reg.producers:
             self.producers.setdefault(group, {})[channel] = reg.client_id
+        self._save_config_changes()
 
     def unregister(self, channel: Channel, *, producer_group: str | None = None,
                    consumer_group: str | None = None) -> None:
@@ -385,10 +400,10 @@ class BrokerCore:
     def _deliver_due(self, now: int) -> None:
         sched = self.schedule.scheduler
         moved = False
-        for level, offset, due in sched.due(now):
-            rec = self.schedule.time_up(level, offset)
+        for lane, offset, due in sched.due(now):
+            rec = self.schedule.time_up(lane, offset)
             if rec is None:  # entry or message gone (e.g. truncated): skip it
-                sched.delivered(level, offset)
+                sched.delivered(lane, offset)
                 moved = True
                 continue
             res = self.put_message(rec, kind=EventKind.REDELIVERED)
@@ -402,7 +417,7 @@ class BrokerCore:
             if self._schedule_failing:
                 log.warning("due delayed messages are re-stored again")
                 self._schedule_failing = False
-            sched.delivered(level, offset)
+            sched.delivered(lane, offset)
             moved = True
         if moved:
             self.store.set_delay_offsets(sched.offsets())
@@ -459,6 +474,7 @@ class BrokerCore:
             hook()
         try:
             self.store.flush()
+            self.schedule.save_timer_progress()
         except StoreError as exc:
             if self._flush_error is None:
                 log.error("flush of the store failed: %s; the broker goes on serving and tries again every %d ms "
@@ -532,6 +548,10 @@ class BrokerCore:
             lo, hi = self.queue_bounds(SCHEDULE_TOPIC, level - 1)
             assert offset <= hi, f"delay level {level} is at offset {offset} past its queue's end {hi}"
             assert sched.pending_count(level) <= hi - lo, f"level {level} waits for more entries than its queue has"
+        lo, hi = self.queue_bounds(TIMER_TOPIC, 0)
+        floor, delivered = sched.timer_progress()
+        assert floor <= hi and all(floor <= o < hi for o in delivered), "timer progress past its queue's end"
+        assert sched.pending_count(TIMER_LANE) <= hi - lo, "the timer lane waits for more entries than its queue has"
         for held in self.holds.waiting(1 << 62):
             assert not held.channel.closed, f"a pull held for a closed connection {held.channel}"
             assert self.topics.get(held.topic) is not None, f"a pull held on unknown topic {held.topic}"

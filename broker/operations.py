@@ -151,7 +151,7 @@ class TopicRoute:
 @dataclass(slots=True)
 class SendRequest:
     """Store one message in ``topic`` (queue ``queue_id``; negative: the broker picks).
-    ``properties`` are the message's (TAGS, KEYS, DELAY level, ...); a send to
+    ``properties`` are the message's (TAGS, KEYS, DELAY level, TIMER_*, ...); a send to
     %RETRY%<group> is the client's fallback send-back, dead-lettered past
     ``max_reconsume_times`` (None: the group's retryMaxTimes). An unknown topic is
     created from ``default_topic`` when the broker allows it (autoCreateTopicEnable)."""
@@ -168,6 +168,7 @@ class SendRequest:
     max_reconsume_times: int | None = None
     default_topic: str = "TBW102"
     default_topic_queue_nums: int = 4
+    deliver_at_ms: int | None = None      # delayed to this time (5.x delivery_timestamp, Pulsar deliver_at)
 
 
 class SendOutcome(enum.Enum):
@@ -183,6 +184,7 @@ class SendOutcome(enum.Enum):
     QUEUE_ILLEGAL = "queue id out of range"
     GROUP_NOT_EXIST = "the retry topic's group does not exist"
     DELAY_ILLEGAL = "DELAY is not a level"
+    TIMER_ILLEGAL = "a delivery time that is not a number or too far ahead"
     MESSAGE_ILLEGAL = "a message the batch cannot carry"
 
 

@@ -1,23 +1,34 @@
-"""Delay levels on the broker: divert on put, re-store when due (ScheduleMessageService).
+"""Delayed messages on the broker: divert on put, re-store when due (ScheduleMessageService
+for delay levels, 5.x's TimerMessageStore for timestamps), on one path.
 
-Theory of operation. A message stored with DELAY = L > 0 is not stored in its topic:
-it goes to SCHEDULE_TOPIC_XXXX queue L-1 with REAL_TOPIC / REAL_QID recording where it
-belongs (L above the table is treated as the last level). The store sets that entry's
-tagsCode to store time + delay(L), and the DelayScheduler learns of it. On each tick
-the due heads are re-stored ("messageTimeup"): topic and queue restored, DELAY dropped
-from the map so it is not delayed again, WAIT=false — while the stored properties
-*string* stays the one computed before, so the delivered record still lists DELAY,
-REAL_TOPIC and REAL_QID exactly as upstream's does. Per-level delivery offsets are
-what delayOffset.json persists; reopening re-reads each level from its offset.
+Theory of operation. A message is delayed either by a *level* L > 0 (4.x delayTimeLevel,
+a send-back's retry) or to a *timestamp* (5.x delivery_timestamp, Pulsar deliver_at,
+or the TIMER_* properties a 5.x remoting client sets). It is not stored in its topic:
+
+- by level, it goes to SCHEDULE_TOPIC_XXXX queue L-1 (L above the table is treated as
+  the last level); the store sets the entry's tagsCode to store time + delay(L);
+- to a timestamp, it goes to the timer topic's queue 0 with TIMER_DELIVER_MS set; the
+  store sets the entry's tagsCode to that time.
+
+Either way REAL_TOPIC / REAL_QID record where it belongs and the DelayScheduler learns
+of it in the lane of its queue. On each tick the due entries are re-stored
+("messageTimeup"): topic and queue restored, the delay dropped from the map so it is
+not delayed again, WAIT=false — while the stored properties *string* stays the one
+computed before, so the delivered record still lists DELAY (or TIMER_DELIVER_MS),
+REAL_TOPIC and REAL_QID exactly as upstream's does. Per-level delivery offsets are what
+delayOffset.json persists; the timer lane's progress is config/timerProgress.json.
+Reopening re-reads each lane from its saved progress.
 """
 from __future__ import annotations
 
-from rocketmq_emulator.delay_scheduler import DelayLevels, DelayScheduler
-from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag, properties_to_string
+from rocketmq_emulator.delay_scheduler import TIMER_LANE, DelayLevels, DelayScheduler
+from rocketmq_emulator.store.records import (SCHEDULE_TOPIC, TIMER_TOPIC, MessageRecord, Prop, SysFlag,
+                                             properties_to_string)
 
-from .topics import SCHEDULE_TOPIC
+__all__ = ["ScheduleService", "TIMER_PROGRESS_CONFIG"]
 
-__all__ = ["ScheduleService"]
+TIMER_PROGRESS_CONFIG = "timerProgress"
+_DELAY_PROPS = (Prop.DELAY, Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC)
 
 
 class ScheduleService:
@@ -25,65 +36,122 @@ class ScheduleService:
         self.levels = levels
         self.store = store
         self.scheduler = DelayScheduler(levels)
+        self._saved_timer_progress = None
         self._restore()
 
+    @staticmethod
+    def queue_of(lane: int) -> tuple[str, int]:
+        """The (topic, queue id) that holds a lane's entries."""
+        return (TIMER_TOPIC, 0) if lane == TIMER_LANE else (SCHEDULE_TOPIC, lane - 1)
+
     def _restore(self) -> None:
-        """Rebuild pending entries from the schedule queues, from the saved offsets,
+        """Rebuild pending entries from the delay queues, from the saved progress,
         clamped into [queue min, queue max] like correctDelayOffset."""
         saved = self.store.delay_offsets()
         for level in range(1, self.levels.max_level + 1):
-            qid = level - 1
-            lo, hi = self.store.min_offset(SCHEDULE_TOPIC, qid), self.store.max_offset(SCHEDULE_TOPIC, qid)
-            start = min(max(saved.get(level, 0), lo), hi)
+            start = self._clamped(level, saved.get(level, 0))
             self.scheduler.set_offset(level, start)
-            for off in range(start, hi):
-                entry = self.store.queue_entry(SCHEDULE_TOPIC, qid, off)
-                if entry is not None:
-                    self.scheduler.add(level, off, entry[2])
+            self._re_add(level, start)
+        progress = self.store.load_config(TIMER_PROGRESS_CONFIG) or {}
+        floor = self._clamped(TIMER_LANE, int(progress.get("floor", 0)))
+        self.scheduler.set_timer_progress(floor, [int(o) for o in progress.get("delivered", ())])
+        self._re_add(TIMER_LANE, floor)
+        self._saved_timer_progress = self.scheduler.timer_progress()
 
-    def divert(self, rec: MessageRecord, level: int | None = None) -> int:
-        """Rewrite ``rec`` for SCHEDULE_TOPIC_XXXX when it is delayed: by ``level`` when
-        the caller decided it (a send-back: the retry lifecycle's int, whose DELAY
-        property is already set), else by its DELAY property (a producer's
-        delayTimeLevel); returns the level used (0 = not delayed). Prepared / rollback
-        transaction halves are never delayed."""
-        if level is None:
-            raw = rec.properties.get(Prop.DELAY)
-            if not raw:
-                return 0
-            try:
-                level = int(raw)
-            except ValueError:
-                return 0
+    def _clamped(self, lane: int, offset: int) -> int:
+        topic, qid = self.queue_of(lane)
+        return min(max(offset, self.store.min_offset(topic, qid)), self.store.max_offset(topic, qid))
+
+    def _re_add(self, lane: int, start: int) -> None:
+        topic, qid = self.queue_of(lane)
+        for off in range(start, self.store.max_offset(topic, qid)):
+            entry = self.store.queue_entry(topic, qid, off)
+            if entry is not None:
+                self.scheduler.add(lane, off, entry[2])     # tagsCode = the delivery time
+
+    def divert(self, rec: MessageRecord, now_ms: int, level: int | None = None,
+               deliver_at_ms: int | None = None) -> int | None:
+        """Rewrite ``rec`` for its delay queue when it is delayed, and return its lane
+        (a level, or TIMER_LANE); None when it is stored as it is.
+
+        The delay is ``level`` when the caller decided it (a send-back: the retry
+        lifecycle's int, whose DELAY property is already set), else ``deliver_at_ms``
+        (a 5.x or Pulsar front's timestamp), else the message's DELAY property (a
+        producer's delayTimeLevel), else its TIMER_* properties. A timestamp not in
+        the future is no delay. Prepared / rollback transaction halves are never delayed."""
+        props = rec.properties
+        if level is None and deliver_at_ms is None:
+            raw = props.get(Prop.DELAY)
+            if raw:
+                try:
+                    level = int(raw)
+                except ValueError:
+                    level = None
+            if level is None and (Prop.TIMER_DELIVER_MS in props or Prop.TIMER_DELAY_MS in props
+                                  or Prop.TIMER_DELAY_SEC in props):
+                deliver_at_ms = self.timer_property(props, now_ms)
+            if level is None and deliver_at_ms is None:
+                return None
         tx = rec.sys_flag & SysFlag.TRANSACTION_MASK
-        if level <= 0 or tx in (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK):
-            return 0
-        if level > self.levels.max_level:
-            level = self.levels.max_level
-            rec.properties[Prop.DELAY] = str(level)
-        rec.properties[Prop.REAL_TOPIC] = rec.topic
-        rec.properties[Prop.REAL_QID] = str(rec.queue_id)
-        rec.properties_text = properties_to_string(rec.properties)
-        rec.topic = SCHEDULE_TOPIC
-        rec.queue_id = level - 1
-        return level
+        if tx in (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK):
+            return None
+        if level is not None:
+            if level <= 0:
+                return None
+            if level > self.levels.max_level:
+                level = self.levels.max_level
+                props[Prop.DELAY] = str(level)
+            lane, topic, qid = level, SCHEDULE_TOPIC, level - 1
+        else:
+            if deliver_at_ms is None or deliver_at_ms <= now_ms:
+                return None
+            props.pop(Prop.DELAY, None)         # a timestamp given by the caller wins over a level
+            props[Prop.TIMER_DELIVER_MS] = str(deliver_at_ms)
+            lane, topic, qid = TIMER_LANE, TIMER_TOPIC, 0
+        props[Prop.REAL_TOPIC] = rec.topic
+        props[Prop.REAL_QID] = str(rec.queue_id)
+        rec.properties_text = properties_to_string(props)
+        rec.topic = topic
+        rec.queue_id = qid
+        return lane
 
-    def scheduled(self, level: int, queue_offset: int, store_ms: int) -> int:
-        """Tell the scheduler about a diverted entry; returns its due time."""
-        due = self.levels.deliver_timestamp(level, store_ms)
-        self.scheduler.add(level, queue_offset, due)
+    @staticmethod
+    def timer_property(props: dict, now_ms: int) -> int | None:
+        """The delivery time a 5.x client's TIMER_* property asks for (absolute
+        TIMER_DELIVER_MS, else now + TIMER_DELAY_MS, else now + 1000 * TIMER_DELAY_SEC);
+        None for a value that is not a whole number (the message is not delayed)."""
+        for key, scale, base in ((Prop.TIMER_DELIVER_MS, 1, 0), (Prop.TIMER_DELAY_MS, 1, now_ms),
+                                 (Prop.TIMER_DELAY_SEC, 1000, now_ms)):
+            raw = props.get(key)
+            if raw is not None:
+                try:
+                    return base + scale * int(raw)
+                except ValueError:
+                    return None
+        return None
+
+    def scheduled(self, lane: int, rec: MessageRecord, queue_offset: int, store_ms: int) -> int:
+        """Tell the scheduler about a diverted entry; returns its due time (the same
+        the store wrote as the entry's tagsCode)."""
+        if lane == TIMER_LANE:
+            due = int(rec.properties[Prop.TIMER_DELIVER_MS])
+        else:
+            due = self.levels.deliver_timestamp(lane, store_ms)
+        self.scheduler.add(lane, queue_offset, due)
         return due
 
-    def time_up(self, level: int, queue_offset: int) -> MessageRecord | None:
+    def time_up(self, lane: int, queue_offset: int) -> MessageRecord | None:
         """The message to re-store for a due entry, or None if the entry is gone."""
-        entry = self.store.queue_entry(SCHEDULE_TOPIC, level - 1, queue_offset)
+        topic, qid = self.queue_of(lane)
+        entry = self.store.queue_entry(topic, qid, queue_offset)
         if entry is None:
             return None
         old = self.store.look_message_by_offset(entry[0])
         if old is None:
             return None
         props = dict(old.properties)
-        props.pop(Prop.DELAY, None)
+        for key in _DELAY_PROPS:         # (a delayed copy of a delivered timer message has both)
+            props.pop(key, None)
         props[Prop.WAIT] = "false"
         real_topic = props.get(Prop.REAL_TOPIC)
         if not real_topic:
@@ -92,9 +160,18 @@ class ScheduleService:
         # properties, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
         # reconsume_times, prepared_transaction_offset, queue_offset, commit_log_offset,
         # body_crc, store_size, properties_text), as send_message does. The text is the
-        # string computed before DELAY was removed: upstream's delivered copy still shows
-        # DELAY / REAL_TOPIC / REAL_QID.
+        # string computed before the delay was removed: upstream's delivered copy still
+        # shows DELAY / REAL_TOPIC / REAL_QID.
         return MessageRecord(real_topic, old.body, int(props.get(Prop.REAL_QID, "0")), old.flag, props,
                              old.sys_flag, old.born_timestamp, old.born_host, 0, old.store_host,
                              old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0,
                              old.properties_text)
+
+    def save_timer_progress(self) -> None:
+        """Write the timer lane's progress if it moved (at flush, after the log: what
+        it calls delivered is durable by then). A refused write raises StoreError."""
+        progress = self.scheduler.timer_progress()
+        if progress != self._saved_timer_progress:
+            floor, delivered = progress
+            self.store.save_config(TIMER_PROGRESS_CONFIG, {"floor": floor, "delivered": list(delivered)})
+            self._saved_timer_progress = progress

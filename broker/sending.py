@@ -67,6 +67,16 @@ def send(core, req: SendRequest, channel) -> SendResult:
     delay = props.get(Prop.DELAY)
     if delay is not None and not delay.lstrip("-").isdigit():
         return SendResult(O.DELAY_ILLEGAL, remark=f"DELAY property {delay!r} is not an integer delay level")
+    deliver_at = req.deliver_at_ms
+    if deliver_at is None and delay is None and (Prop.TIMER_DELIVER_MS in props or Prop.TIMER_DELAY_MS in props
+                               or Prop.TIMER_DELAY_SEC in props):
+        deliver_at = core.schedule.timer_property(props, core.clock.now_ms())
+        if deliver_at is None:
+            return SendResult(O.TIMER_ILLEGAL, remark="TIMER_DELIVER_MS / TIMER_DELAY_MS / TIMER_DELAY_SEC "
+                                                      "must be a whole number")
+    if deliver_at is not None and deliver_at - core.clock.now_ms() > core.config.timer_max_delay_sec * 1000:
+        return SendResult(O.TIMER_ILLEGAL, remark=f"delivery time {deliver_at} is more than timerMaxDelaySec="
+                                                  f"{core.config.timer_max_delay_sec} s ahead")
     dlq_group = None
     if topic.startswith(RETRY_PREFIX):       # the client's fallback send-back: handleRetryAndDLQ
         group = topic[len(RETRY_PREFIX):]
@@ -89,7 +99,8 @@ def send(core, req: SendRequest, channel) -> SendResult:
                         core.born_host_of(channel), 0, core.store_host, req.reconsume_times)
     # WAIT stays in the map but not in the stored string (the broker strips it).
     rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
-    res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED, group=dlq_group)
+    res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED, group=dlq_group,
+                           deliver_at_ms=None if dlq_group else deliver_at)
     return _stored(res, req.queue_id if req.queue_id >= 0 else checked[1])
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
+from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC
+
 from .config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
 from .protocol import RequestRefused
 
@@ -25,6 +27,7 @@ __all__ = [
     "TopicNameError",
     "AUTO_CREATE_TOPIC_KEY",
     "SCHEDULE_TOPIC",
+    "TIMER_TOPIC",
     "RETRY_PREFIX",
     "DLQ_PREFIX",
     "retry_topic",
@@ -37,13 +40,10 @@ __all__ = [
 ]
 
 AUTO_CREATE_TOPIC_KEY = "TBW102"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 TOPIC_MAX_LENGTH = 127
 _VALID = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 # Topics a client may never send to (TopicValidator.isNotAllowedSendTopic).
-NOT_ALLOWED_SEND = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+NOT_ALLOWED_SEND = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
                               "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
 # TopicValidator.SYSTEM_TOPIC_SET (4.9.8)
 SYSTEM_TOPICS = NOT_ALLOWED_SEND | {AUTO_CREATE_TOPIC_KEY, "TRANS_CHECK_MAX_TIME_TOPIC"}

@@ -11,7 +11,7 @@ from .levels import (
     format_duration,
     parse_duration,
 )
-from .scheduler import DelayScheduler
+from .scheduler import TIMER_LANE, DelayScheduler
 from .timer_heap import ascending
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "DelayLevelError",
     "DelayLevels",
     "DelayScheduler",
+    "TIMER_LANE",
     "ascending",
     "format_duration",
     "parse_duration",

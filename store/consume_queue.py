@@ -24,14 +24,13 @@ from pathlib import Path
 
 from .errors import StoreError
 from .record_view import prop_value
-from .records import RecordError, SysFlag, _topic_field, tags_code
+from .records import SCHEDULE_TOPIC, TIMER_TOPIC, RecordError, SysFlag, _topic_field, tags_code
 
 __all__ = ["ConsumeQueue", "QueueFiles", "ENTRY", "ENTRY_SIZE", "SCHEDULE_TOPIC", "dispatched", "entry_tags_code", "load_queue",
            "write_queue", "list_queue_dirs", "valid_topic_dir"]
 
 ENTRY = struct.Struct(">qiq")
 ENTRY_SIZE = 20
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _FILE_NAME = re.compile(r"^\d{20}$")
 
 
@@ -49,8 +48,12 @@ def entry_tags_code(topic: str, properties_text: str, store_timestamp: int, dela
 
     SCHEDULE_TOPIC_XXXX: the delivery time, store time + delay(DELAY) with DELAY clamped
     to the table; a missing, unparsable or non-positive level counts as +1000 ms.
+    The timer topic: the delivery time TIMER_DELIVER_MS (store time if unreadable).
     Any other topic: the Java hash of TAGS (0 without tags).
     """
+    if topic == TIMER_TOPIC:
+        raw = prop_value(properties_text, "TIMER_DELIVER_MS")
+        return int(raw) if raw and raw.isascii() and raw.isdigit() else store_timestamp
     if topic == SCHEDULE_TOPIC:
         raw = prop_value(properties_text, "DELAY")
         try:

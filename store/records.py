@@ -40,6 +40,7 @@ __all__ = [
     "MAX_PROPERTIES_LENGTH",
     "SysFlag",
     "Prop",
+    "SCHEDULE_TOPIC", "TIMER_TOPIC", "RETRY_PREFIX", "DLQ_PREFIX",
     "Host",
     "MessageRecord",
     "RecordError",
@@ -111,6 +112,17 @@ class Prop:
     MSG_REGION = "MSG_REGION"
     TRACE_ON = "TRACE_ON"
     PGROUP = "PGROUP"
+    # RocketMQ 5.x timer messages: an absolute delivery time, or one relative to the send
+    TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+    TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+    TIMER_DELAY_MS = "TIMER_DELAY_MS"
+
+
+# System topics whose names are part of the store's format, named once for every package.
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"      # delay levels: queue L-1 holds level L
+TIMER_TOPIC = "rmq_sys_wheel_timer"         # delayed to a timestamp (5.x TimerMessageStore's topic)
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
 
 
 # A host is (ip text, port): ("127.0.0.1", 10911). IPv6 sets the V6 sysFlag bits.

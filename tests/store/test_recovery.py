@@ -328,3 +328,20 @@ def test_crash_keeps_every_appended_record_and_loses_what_was_not_persisted(tmp_
     assert [r.body for raw in got.records for r in iter_records(raw)] == [b"m%d" % i for i in range(8)]
     assert again.query_offset("G", "T", 0) == 2             # the unpersisted commit is gone
     again.close()
+
+
+def test_a_rebuilt_timer_queue_has_the_delivery_times_as_tags_codes(tmp_path):
+    """The timer topic's tagsCode is TIMER_DELIVER_MS, at put and when a queue is
+    rebuilt from the log alike (one tagsCode function for both)."""
+    from rocketmq_emulator.store.records import TIMER_TOPIC
+    root = tmp_path / "s"
+    due = (9_000_000, 2_000, 5_500)
+    with MessageStore(root, SMALL) as s:
+        for i, t in enumerate(due):
+            s.put(rec(TIMER_TOPIC, f"m{i}".encode(), TIMER_DELIVER_MS=str(t), REAL_TOPIC="T", REAL_QID="0"), 1_000)
+        assert [s.queue_entry(TIMER_TOPIC, 0, i)[2] for i in range(3)] == list(due)
+    shutil.rmtree(root / "consumequeue" / TIMER_TOPIC)
+    with MessageStore(root, SMALL) as s:
+        assert (TIMER_TOPIC, 0) in s.recovery.rebuilt_queues
+        assert [s.queue_entry(TIMER_TOPIC, 0, i)[2] for i in range(3)] == list(due)
+        s._check()
