@@ -11,7 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocketmq_emulator.delay_scheduler import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
+from rocketmq_emulator.delay_scheduler import DelayLevels
+from rocketmq_emulator.store.config import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_table
 
 from .errors import ConfigError
 
@@ -105,13 +106,13 @@ class BrokerConfig:
         if self.max_message_size < 1:
             raise ConfigError(f"maxMessageSize must be >= 1, got {self.max_message_size}")
         try:
-            DelayLevels.parse(self.message_delay_level)
+            parse_delay_table(self.message_delay_level)
         except ValueError as exc:
             raise ConfigError(f"messageDelayLevel: {exc}") from None
 
     @property
     def delay_levels(self) -> DelayLevels:
-        return DelayLevels.parse(self.message_delay_level)
+        return DelayLevels(parse_delay_table(self.message_delay_level))
 
     @property
     def addr(self) -> str:

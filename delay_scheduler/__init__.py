@@ -5,7 +5,6 @@ Nothing here does I/O or imports another package of the project.
 """
 from .clock import Clock, SystemClock, VirtualClock
 from .levels import (
-    DEFAULT_MESSAGE_DELAY_LEVEL,
     DelayLevelError,
     DelayLevels,
     format_duration,
@@ -18,7 +17,6 @@ __all__ = [
     "Clock",
     "SystemClock",
     "VirtualClock",
-    "DEFAULT_MESSAGE_DELAY_LEVEL",
     "DelayLevelError",
     "DelayLevels",
     "DelayScheduler",

@@ -1,8 +1,11 @@
-"""RocketMQ ``messageDelayLevel`` tables and duration strings.
+"""RocketMQ delay tables and duration strings.
 
-A table is a space-separated list of durations with a one-letter unit (s, m, h, d),
-level = index + 1. The default has 18 levels; ``CONSUMER_SEND_MSG_BACK`` with
-delayLevel 0 picks level ``3 + reconsumeTimes``, so retries use levels 3..18.
+A table gives the delay of each level, level = index + 1. It is built from a
+``messageDelayLevel`` string by the store's config (store/config.py:
+``parse_delay_table``, ``DEFAULT_MESSAGE_DELAY_LEVEL``, the one definition of the
+default table — this package imports nothing of the project, so the broker hands the
+parsed table in). The default has 18 levels; ``CONSUMER_SEND_MSG_BACK`` with delayLevel
+0 picks level ``3 + reconsumeTimes``, so retries use levels 3..18.
 """
 from __future__ import annotations
 
@@ -10,23 +13,19 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
-    "DEFAULT_MESSAGE_DELAY_LEVEL",
     "DelayLevelError",
     "DelayLevels",
     "parse_duration",
     "format_duration",
 ]
 
-DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)\s*$")
 # Compound durations such as "1h30m" or "2h 5m 10s" are accepted by parse_duration.
 _PART = re.compile(r"(\d+)\s*(ms|s|m|h|d)")
 
 
 class DelayLevelError(ValueError):
-    """A delay table or duration string that cannot be parsed, or an unknown level."""
+    """A duration string that cannot be parsed, or an unknown level."""
 
 
 def parse_duration(text: str) -> int:
@@ -57,32 +56,14 @@ def format_duration(ms: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class DelayLevels:
-    """An immutable delay table: ``delay_ms(level)`` for level 1..max_level."""
+    """An immutable delay table: ``delay_ms(level)`` for level 1..max_level, from the
+    ms of each level (``DelayLevels(parse_delay_table("1s 5s"))``)."""
 
     delays_ms: tuple[int, ...]
 
-    @classmethod
-    def parse(cls, text: str = DEFAULT_MESSAGE_DELAY_LEVEL) -> "DelayLevels":
-        """Parse a ``messageDelayLevel`` string the way ScheduleMessageService does.
-
-        Each entry is a number and one unit letter (s, m, h, d); ``ms`` is also
-        accepted here for short test tables.
-        """
-        if not isinstance(text, str) or not text.split():
-            raise DelayLevelError("messageDelayLevel is empty; expected e.g. '1s 5s 10s'")
-        delays = []
-        for i, token in enumerate(text.split(), start=1):
-            m = _DURATION.match(token)
-            if not m:
-                raise DelayLevelError(
-                    f"messageDelayLevel entry {i} {token!r} is not <number><s|m|h|d>"
-                )
-            delays.append(int(m.group(1)) * _UNIT_MS[m.group(2)])
-        return cls(tuple(delays))
-
-    @classmethod
-    def default(cls) -> "DelayLevels":
-        return cls.parse(DEFAULT_MESSAGE_DELAY_LEVEL)
+    def __post_init__(self) -> None:
+        if not self.delays_ms or any(not isinstance(d, int) or d < 0 for d in self.delays_ms):
+            raise DelayLevelError(f"a delay table needs at least one level of >= 0 ms, got {self.delays_ms!r}")
 
     @property
     def max_level(self) -> int:

@@ -19,7 +19,6 @@ ages mean the same on a virtual clock.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -29,12 +28,12 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 from .accounting import (DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, Kind,
                          normalize_offsets)
 from .datasource import read_commitlog
+from rocketmq_emulator.store import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_table
 
 __all__ = ["DEFAULT_DELAY_LEVELS", "parse_delay_levels", "Analysis", "analyze", "classify_expr", "group_expr",
            "READ_COLUMNS", "TABLES"]
 
-DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DEFAULT_DELAY_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL      # the store's messageDelayLevel (defined there)
 
 # The analyses need no properties map and no body: reading only these columns skips
 # decoding them (their types come from datasource.spark_schema).
@@ -47,14 +46,9 @@ TABLES = ("per_group", "retried", "funnel", "lateness", "lateness_by_level", "ti
 
 
 def parse_delay_levels(text: str) -> list[int]:
-    """RocketMQ messageDelayLevel ("1s 5s ... 2h") → ms per level (level = index + 1)."""
-    out = []
-    for word in text.split():
-        m = re.fullmatch(r"(\d+)(ms|s|m|h|d)", word)
-        if not m:
-            raise ValueError(f"bad delay level {word!r} in {text!r}; expected e.g. 1s 5m 2h")
-        out.append(int(m.group(1)) * _UNIT_MS[m.group(2)])
-    return out
+    """RocketMQ messageDelayLevel ("1s 5s ... 2h") → ms per level (level = index + 1),
+    as a list the report may extend; the store's parser (ValueError on a bad table)."""
+    return list(parse_delay_table(text))
 
 
 def _business(c: Column) -> Column:

@@ -2,7 +2,8 @@
 
 ``store`` imports nothing of the project and never reads a clock.
 """
-from .config import ASYNC_FLUSH, DEFAULT_DELAY_LEVELS_MS, SYNC_FLUSH, StoreConfig
+from .config import (ASYNC_FLUSH, DEFAULT_DELAY_LEVELS_MS, DEFAULT_MESSAGE_DELAY_LEVEL, SYNC_FLUSH, DelayTableError,
+                     StoreConfig, parse_delay_table)
 from .errors import StoreError, StoreWriteError
 from .message_store import MessageStore
 from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery
@@ -20,4 +21,7 @@ __all__ = [
     "ASYNC_FLUSH",
     "SYNC_FLUSH",
     "DEFAULT_DELAY_LEVELS_MS",
+    "DEFAULT_MESSAGE_DELAY_LEVEL",
+    "DelayTableError",
+    "parse_delay_table",
 ]

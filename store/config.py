@@ -1,16 +1,44 @@
 """StoreConfig: the handful of MessageStoreConfig settings the emulator's store honours."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["StoreConfig", "DEFAULT_DELAY_LEVELS_MS", "ASYNC_FLUSH", "SYNC_FLUSH"]
+__all__ = ["StoreConfig", "DEFAULT_MESSAGE_DELAY_LEVEL", "DEFAULT_DELAY_LEVELS_MS", "DelayTableError",
+           "parse_delay_table", "ASYNC_FLUSH", "SYNC_FLUSH"]
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
 
-# messageDelayLevel "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-DEFAULT_DELAY_LEVELS_MS = (1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000,
-                           360000, 420000, 480000, 540000, 600000, 1200000, 1800000, 3600000, 7200000)
+# MessageStoreConfig.messageDelayLevel, as upstream keeps it in the store's config: the
+# project's one definition of the delay table (the broker, the scheduler, the simulator
+# and the analytics all take it from here). Level = index + 1.
+DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_LEVEL = re.compile(r"^(\d+)(ms|s|m|h|d)$")
+
+
+class DelayTableError(ValueError):
+    """A messageDelayLevel string that is not a list of durations."""
+
+
+def parse_delay_table(text: str) -> tuple[int, ...]:
+    """A ``messageDelayLevel`` string -> the delay of each level in ms, the way
+    ScheduleMessageService parses it: entries are a number and one unit letter
+    (s, m, h, d); ``ms`` is also accepted here, for short test tables."""
+    if not isinstance(text, str) or not text.split():
+        raise DelayTableError("messageDelayLevel is empty; expected e.g. '1s 5s 10s'")
+    delays = []
+    for i, token in enumerate(text.split(), start=1):
+        m = _LEVEL.match(token)
+        if not m:
+            raise DelayTableError(f"messageDelayLevel entry {i} {token!r} is not <number><s|m|h|d>")
+        delays.append(int(m.group(1)) * _UNIT_MS[m.group(2)])
+    return tuple(delays)
+
+
+DEFAULT_DELAY_LEVELS_MS = parse_delay_table(DEFAULT_MESSAGE_DELAY_LEVEL)
 
 # Smallest segment that holds a minimal record (91 bytes) plus the 8-byte BLANK.
 _MIN_SEGMENT = 128

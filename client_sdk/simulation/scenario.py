@@ -214,10 +214,10 @@ def _validate(s: Scenario) -> None:
         _int("consumer restart down time", r.down_ms, lo=0)
         _within(s, r.at_ms, f"a restart of group {r.group} at {format_duration(r.at_ms)} is")
     if s.message_delay_level is not None:
-        from rocketmq_emulator.delay_scheduler import DelayLevels
+        from rocketmq_emulator.store.config import DelayTableError, parse_delay_table
         try:
-            DelayLevels.parse(s.message_delay_level)
-        except DelayLevelError as exc:
+            parse_delay_table(s.message_delay_level)
+        except DelayTableError as exc:
             raise ScenarioError(f"message_delay_level: {exc}") from None
 
 

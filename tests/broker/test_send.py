@@ -8,6 +8,8 @@ from rocketmq_emulator.broker.protocol import ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.records import Prop
 
+from tests.support.delay import DEFAULT_MESSAGE_DELAY_LEVEL, levels_of
+
 from .wire import WireClient, read_topic
 
 
@@ -152,9 +154,9 @@ def test_non_numeric_delay_level_is_a_clear_error(core, client):
 
 
 def test_unknown_level_in_the_python_api_raises():
-    from rocketmq_emulator.delay_scheduler import DelayLevelError, DelayLevels
+    from rocketmq_emulator.delay_scheduler import DelayLevelError
     with pytest.raises(DelayLevelError, match="unknown delay level 19"):
-        DelayLevels.default().delay_ms(19)
+        levels_of(DEFAULT_MESSAGE_DELAY_LEVEL).delay_ms(19)
 
 
 def test_queue_id_out_of_range_is_system_error(core, client):

@@ -2,12 +2,14 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from rocketmq_emulator.delay_scheduler import (DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, DelayLevels, DelayScheduler,
+from rocketmq_emulator.store.config import DelayTableError
+from tests.support.delay import DEFAULT_MESSAGE_DELAY_LEVEL, levels_of
+from rocketmq_emulator.delay_scheduler import (DelayLevelError, DelayLevels, DelayScheduler,
                              SystemClock, VirtualClock, format_duration, parse_duration)
 
 
 def test_62_default_table_has_18_levels():
-    levels = DelayLevels.default()
+    levels = levels_of(DEFAULT_MESSAGE_DELAY_LEVEL)
     assert DEFAULT_MESSAGE_DELAY_LEVEL == "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     assert levels.delays_ms == (1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000,
                                 420000, 480000, 540000, 600000, 1200000, 1800000, 3600000, 7200000)
@@ -16,11 +18,11 @@ def test_62_default_table_has_18_levels():
 
 
 def test_units_include_days():
-    assert DelayLevels.parse("1s 2m 3h 1d").delays_ms == (1000, 120000, 10800000, 86400000)
+    assert levels_of("1s 2m 3h 1d").delays_ms == (1000, 120000, 10800000, 86400000)
 
 
 def test_65_deliver_timestamp_unknown_level_is_plus_1000():
-    levels = DelayLevels.parse("5s 8s")
+    levels = levels_of("5s 8s")
     assert levels.deliver_timestamp(2, 0) == 8000
     assert levels.deliver_timestamp(999, 0) == 1000
     assert levels.queue_id(2) == 1 and levels.level_of_queue(2) == 3
@@ -29,8 +31,14 @@ def test_65_deliver_timestamp_unknown_level_is_plus_1000():
 
 @pytest.mark.parametrize("bad", ["", "  ", "1s 5x", "s", "10", "1.5s", "-1s"])
 def test_bad_tables_raise(bad):
-    with pytest.raises(DelayLevelError):
-        DelayLevels.parse(bad)
+    with pytest.raises(DelayTableError, match="messageDelayLevel"):
+        levels_of(bad)
+
+
+def test_the_scheduler_refuses_an_empty_or_negative_table():
+    for bad in ((), (1000, -1)):
+        with pytest.raises(DelayLevelError):
+            DelayLevels(bad)
 
 
 def test_durations():
@@ -57,7 +65,7 @@ def test_virtual_clock_moves_only_forward():
 
 
 def test_scheduler_heads_deadline_and_delivery():
-    s = DelayScheduler(DelayLevels.parse("1s 5s"))
+    s = DelayScheduler(levels_of("1s 5s"))
     s.add(2, 0, 5000)
     s.add(1, 0, 1000)
     s.add(1, 1, 1500)
@@ -71,7 +79,7 @@ def test_scheduler_heads_deadline_and_delivery():
 
 
 def test_scheduler_keeps_an_undelivered_head():
-    s = DelayScheduler(DelayLevels.parse("1s"))
+    s = DelayScheduler(levels_of("1s"))
     s.add(1, 0, 1000)
     assert list(s.due(2000)) == [(1, 0, 1000)]     # caller did not deliver: stops
     assert s.pending_count() == 1
@@ -81,7 +89,7 @@ def test_scheduler_keeps_an_undelivered_head():
 
 @given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 10_000)), max_size=60), st.integers(0, 20_000))
 def test_scheduler_delivers_exactly_the_due_entries_in_order(adds, extra):
-    levels = DelayLevels.parse("1s 2s 3s")
+    levels = levels_of("1s 2s 3s")
     s = DelayScheduler(levels)
     next_off = {1: 0, 2: 0, 3: 0}
     store_ms = 0

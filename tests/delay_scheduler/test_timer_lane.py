@@ -5,11 +5,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_emulator.delay_scheduler import TIMER_LANE, DelayLevels, DelayScheduler
+from rocketmq_emulator.delay_scheduler import TIMER_LANE, DelayScheduler
+from tests.support.delay import levels_of
 
 
 def test_timer_entries_come_out_by_time_and_the_floor_follows_the_offsets():
-    s = DelayScheduler(DelayLevels.parse("1s"))
+    s = DelayScheduler(levels_of("1s"))
     for off, t in enumerate((5000, 1000, 3000)):
         s.add(TIMER_LANE, off, t)
     s.add(1, 0, 2000)
@@ -27,7 +28,7 @@ def test_timer_entries_come_out_by_time_and_the_floor_follows_the_offsets():
 
 
 def test_an_undelivered_timer_head_stays_and_a_wrong_delivery_is_refused():
-    s = DelayScheduler(DelayLevels.parse("1s"))
+    s = DelayScheduler(levels_of("1s"))
     s.add(TIMER_LANE, 0, 1000)
     s.add(TIMER_LANE, 1, 500)
     assert list(s.due(2000)) == [(TIMER_LANE, 1, 500)]     # the caller did not deliver it: stops
@@ -36,7 +37,7 @@ def test_an_undelivered_timer_head_stays_and_a_wrong_delivery_is_refused():
 
 
 def test_restored_progress_skips_what_was_delivered():
-    s = DelayScheduler(DelayLevels.parse("1s"))
+    s = DelayScheduler(levels_of("1s"))
     s.set_timer_progress(2, [4, 1])          # 1 lies below the floor: dropped
     for off in range(6):
         s.add(TIMER_LANE, off, 100 * off)
@@ -57,7 +58,7 @@ def _drain(s, now):
 def test_every_timer_entry_is_delivered_once_across_a_reopen(times, stops, reopen_after):
     """Deliver in steps, "reopen" (a new scheduler from the saved progress, re-fed the
     whole queue) at some step, and deliver the rest: each entry once, never early."""
-    levels = DelayLevels.parse("1s")
+    levels = levels_of("1s")
     s = DelayScheduler(levels)
     for off, t in enumerate(times):
         s.add(TIMER_LANE, off, t)

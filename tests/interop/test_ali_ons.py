@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.delay_scheduler import DelayLevels
+from tests.support.delay import DEFAULT_MESSAGE_DELAY_LEVEL, levels_of
 from rocketmq_emulator.store.records import Prop, iter_records
 from tests.support.processes import EmulatorProcess
 from tests.support.remoting import RawClient
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.interop
 HERE = Path(__file__).resolve().parent
 TOPIC, GROUP = "OnsTopic", "CG_ONS"
 MAX_RECONSUME = 16          # ali-ons' default maxReconsumeTimes: 17 failed attempts, then the DLQ
-LEVELS = DelayLevels.default()
+LEVELS = levels_of(DEFAULT_MESSAGE_DELAY_LEVEL)
 
 
 class OnsDriver:

@@ -26,7 +26,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocketmq_emulator.delay_scheduler import DelayLevels, DelayScheduler, VirtualClock
+from rocketmq_emulator.delay_scheduler import DelayScheduler, VirtualClock
+from tests.support.delay import DEFAULT_MESSAGE_DELAY_LEVEL, levels_of
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
 from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_string
 
@@ -72,7 +73,7 @@ class MiniBroker:
 
     def __init__(self, root: Path, clock: VirtualClock, segment_size: int = 12 << 10) -> None:
         self.clock = clock
-        self.levels = DelayLevels.default()
+        self.levels = levels_of(DEFAULT_MESSAGE_DELAY_LEVEL)
         self.store = MessageStore(root, StoreConfig(segment_size=segment_size))
         self.scheduler = DelayScheduler(self.levels)
 
