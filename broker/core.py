@@ -28,9 +28,10 @@ from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
 from .long_polling import PullHoldService
-from .operations import (BatchSendRequest, BrokerRoute, CommitOutcome, OffsetCommit, PullRequest, PullResult,
-                         QueueRoute, Registration, SendBack, SendBackResult, SendRequest, SendResult,
-                         TopicRoute)
+from .pop import PopService
+from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
+                         OffsetCommit, PopRequest, PopResult, PullRequest, PullResult, QueueRoute, Registration,
+                         SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .processors import build_processor_table
 from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
 from .schedule import ScheduleService
@@ -61,6 +62,7 @@ class BrokerCore:
         self.locks = LockManager(self.config.rebalance_lock_max_live_time)
         self.schedule = ScheduleService(self.levels, store)
         self.holds = PullHoldService()
+        self.pops = PopService(self)
         self.events = EventLog()
         self.events.enabled = self.config.record_events
         self._outgoing: list[tuple[Channel, RemotingCommand]] = []
@@ -233,6 +235,22 @@ class BrokerCore:
         self._save_config_changes()
         return result
 
+    def pop(self, request: PopRequest) -> PopResult:
+        """5.x receive: visible messages of a topic (and the group's pop retry topic),
+        invisible for the request's time after (broker/pop.py)."""
+        result = self.pops.pop(request)
+        self._save_config_changes()
+        return result
+
+    def ack(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
+        """5.x ack of one delivery, by its current receipt handle."""
+        return self.pops.ack(group, topic, receipt_handle)
+
+    def change_invisible_time(self, group: str, topic: str, receipt_handle: str,
+                              invisible_ms: int) -> ChangeInvisibleResult:
+        """Make a delivery invisible for ``invisible_ms`` from now; returns its new handle."""
+        return self.pops.change_invisible_time(group, topic, receipt_handle, invisible_ms)
+
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         """Where ``group`` resumes reading the queue: its stored offset, else 0 while
         the queue still holds offset 0 (an empty queue counts), else None (4.x's
@@ -382,6 +400,7 @@ class BrokerCore:
         now = self.clock.now_ms()
         if now >= self._schedule_retry_at:
             self._deliver_due(now)
+        self.pops.revive_due(now)
         for held in self.holds.expired(now):
             self._answer_held(held)
         if self._flush_due is not None and now >= self._flush_due:
@@ -425,7 +444,7 @@ class BrokerCore:
     def next_deadline(self, *, holds: bool = True) -> int | None:
         """When ``tick`` next has something to do (``holds=False``: leaving out the
         suspend timeouts of held pulls)."""
-        candidates = [self.holds.next_deadline() if holds else None, self._flush_due]
+        candidates = [self.holds.next_deadline() if holds else None, self._flush_due, self.pops.next_deadline()]
         d = self.schedule.scheduler.next_deadline(self.clock.now_ms())
         if d is not None:
             candidates.append(max(d, self._schedule_retry_at))
@@ -543,6 +562,7 @@ class BrokerCore:
         consumer is on an open connection, held pulls wait on existing topics; topic
         configs are in range and written (none left dirty after a request)."""
         self.store._check()
+        self.pops._check()
         sched = self.schedule.scheduler
         for level, offset in sched.offsets().items():
             lo, hi = self.queue_bounds(SCHEDULE_TOPIC, level - 1)

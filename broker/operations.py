@@ -10,12 +10,13 @@ made for every message are not frozen dataclasses only because a frozen one take
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
            "Registration", "QueueRoute", "BrokerRoute", "TopicRoute", "SendRequest", "SendOutcome", "SendResult",
-           "BatchSendRequest", "SendBack", "SendBackOutcome", "SendBackResult"]
+           "BatchSendRequest", "SendBack", "SendBackOutcome", "SendBackResult", "PopRequest", "PopOutcome",
+           "PoppedMessage", "PopResult", "AckOutcome", "InvisibleOutcome", "ChangeInvisibleResult"]
 
 
 class PullOutcome(enum.Enum):
@@ -251,3 +252,67 @@ class SendBackResult:
     remark: str | None = None
     attempt: int = 0             # the copy's reconsume times
     delay_level: int = 0
+
+
+# -- 5.x pop model (broker/pop.py) ------------------------------------------------------------
+@dataclass(slots=True)
+class PopRequest:
+    """Receive up to ``max_msgs`` (1..32) visible messages of ``topic`` for ``group``,
+    invisible for ``invisible_ms`` after (0..12 h); ``tags`` None takes every tag."""
+
+    group: str
+    topic: str
+    max_msgs: int = 32
+    invisible_ms: int = 60_000
+    tags: frozenset[str] | None = None
+
+
+class PopOutcome(enum.Enum):
+    FOUND = "found"
+    NO_NEW_MESSAGE = "no new message"
+    TOPIC_NOT_EXIST = "topic does not exist"
+    GROUP_NOT_EXIST = "group does not exist"
+    ILLEGAL_INVISIBLE_TIME = "invisible time out of range"
+    ILLEGAL_ARGUMENT = "batch size out of range"
+
+
+@dataclass(slots=True)
+class PoppedMessage:
+    """One delivery: the stored ``record`` (for a retry, the copy in the pop retry
+    topic), the ``topic`` the consumer asked for, its receipt handle, delivery attempt
+    (reconsume times + 1) and where it is stored."""
+
+    record: Any
+    topic: str
+    receipt_handle: str
+    delivery_attempt: int
+    queue_id: int
+    queue_offset: int
+
+
+@dataclass(slots=True)
+class PopResult:
+    outcome: PopOutcome
+    messages: list = field(default_factory=list)
+    remark: str | None = None
+
+
+class AckOutcome(enum.Enum):
+    ACKED = "acked"
+    INVALID_RECEIPT_HANDLE = "not the current handle of a delivery in flight"
+    EXPIRED = "the delivery's invisible time has ended"
+
+
+class InvisibleOutcome(enum.Enum):
+    CHANGED = "changed"
+    INVALID_RECEIPT_HANDLE = "receipt handle not valid or expired"
+    ILLEGAL_INVISIBLE_TIME = "invisible time out of range"
+
+
+@dataclass(slots=True)
+class ChangeInvisibleResult:
+    """``receipt_handle`` is the delivery's new handle (the old one is no longer valid)."""
+
+    outcome: InvisibleOutcome
+    receipt_handle: str | None = None
+    remark: str | None = None

@@ -1,0 +1,255 @@
+"""The 5.x pop model on the core: receive with an invisible time, ack, change the
+invisible time, and what happens when a delivery is neither acked nor renewed
+(reference rocketmq-5x-grpc.md §3.6–3.9 and §4; seed 002).
+
+Theory of operation. A group reads a topic by *popping*: each pop hands out visible
+messages and makes them invisible until ``visible_at = now + invisible time``. Per
+(group, topic, queue) the service keeps the next never-popped offset and the deliveries
+in flight; the group's committed offset (the same consumerOffset table 4.x uses) is the
+lowest offset still in flight, else the next never-popped one, so a restart re-delivers
+what was not acked and never skips it.
+
+Each delivery gets a receipt handle naming its queue, offset and a generation that is
+new on every delivery and every change of invisible time, and the time it becomes
+visible; ack and change-invisible-time need the current handle of a delivery that has
+not become visible yet (else INVALID_RECEIPT_HANDLE, as the proxy answers).
+
+When a delivery's invisible time ends (``tick``), the message is *revived*: the retry
+lifecycle (``rocketmq5_after_failure``) decides, and a copy goes either to the pop retry
+topic ``%RETRY%<group>_<topic>`` with reconsume times + 1 — visible at once, since the
+invisible time was the retry interval — or, once the group's maximum deliveries
+(retryMaxTimes + 1) are used, to ``%DLQ%<group>``. Either way the original delivery is
+done for its queue. Pops read the retry topic beside the topic (first on one pop in
+five, from the core's seeded random, as popFromRetryProbability; else after it), and
+return a retried message under the original topic with delivery_attempt = reconsume
+times + 1.
+
+In-flight deliveries live in memory: after a restart they are simply visible again
+(delivered anew, their attempt unchanged), as an expired pop checkpoint would be.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from rocketmq_emulator.store import PutStatus
+from rocketmq_emulator.store.records import RETRY_PREFIX, MessageRecord, Prop
+
+from .config import PERM_READ, PERM_WRITE
+from .events import EventKind
+from .operations import (AckOutcome, ChangeInvisibleResult, InvisibleOutcome, PopOutcome, PopRequest, PopResult,
+                         PoppedMessage)
+from .retry_lifecycle import rocketmq5_after_failure
+
+__all__ = ["PopService", "pop_retry_topic", "MAX_INVISIBLE_MS"]
+
+MAX_INVISIBLE_MS = 12 * 3600 * 1000          # the proxy's limit for an invisible duration
+_RETRY_FIRST_PERCENT = 20                    # popFromRetryProbability
+
+
+def pop_retry_topic(group: str, topic: str) -> str:
+    """The pop retry topic of a (group, topic): V1 naming, %RETRY%<group>_<topic>."""
+    return f"{RETRY_PREFIX}{group}_{topic}"
+
+
+@dataclass(slots=True)
+class _Delivery:
+    generation: int
+    visible_at: int
+
+
+@dataclass(slots=True)
+class _QueueState:
+    next_offset: int
+    in_flight: dict[int, _Delivery] = field(default_factory=dict)    # queue offset -> delivery
+
+    def committed(self) -> int:
+        return min(self.in_flight) if self.in_flight else self.next_offset
+
+
+class PopService:
+    def __init__(self, core) -> None:
+        self.core = core
+        self._queues: dict[tuple[str, str, int], _QueueState] = {}    # (group, stored topic, qid)
+        self._expiry: list[tuple[int, int, tuple[str, str, int], int]] = []   # (visible_at, gen, key, offset)
+        self._generation = 0
+
+    # -- pop -----------------------------------------------------------------------------
+    def pop(self, req: PopRequest) -> PopResult:
+        core = self.core
+        if not 1 <= req.max_msgs <= 32:
+            return PopResult(PopOutcome.ILLEGAL_ARGUMENT, remark=f"batch size must be 1..32, got {req.max_msgs}")
+        if not 0 <= req.invisible_ms <= MAX_INVISIBLE_MS:
+            return PopResult(PopOutcome.ILLEGAL_INVISIBLE_TIME,
+                             remark=f"invisible time must be 0..{MAX_INVISIBLE_MS} ms, got {req.invisible_ms}")
+        tc = core.topics.get(req.topic)
+        if tc is None:
+            return PopResult(PopOutcome.TOPIC_NOT_EXIST, remark=f"topic {req.topic} not exist")
+        gc = core.groups.find(req.group)
+        if gc is None:
+            return PopResult(PopOutcome.GROUP_NOT_EXIST, remark=f"subscription group not exist, {req.group}")
+        now = core.clock.now_ms()
+        self.revive_due(now)
+        retry = pop_retry_topic(req.group, req.topic)
+        sources = [(req.topic, q) for q in range(tc.read_queue_nums)]
+        if core.topics.get(retry) is not None:
+            retry_sources = [(retry, 0)]
+            sources = retry_sources + sources if core.rng.randrange(100) < _RETRY_FIRST_PERCENT \
+                else sources + retry_sources
+        out: list[PoppedMessage] = []
+        for topic, qid in sources:
+            self._pop_queue(req, topic, qid, now, out)
+            if len(out) >= req.max_msgs:
+                break
+        if not out:
+            return PopResult(PopOutcome.NO_NEW_MESSAGE, remark="no new message")
+        return PopResult(PopOutcome.FOUND, out)
+
+    def _pop_queue(self, req: PopRequest, topic: str, qid: int, now: int, out: list) -> None:
+        store = self.core.store
+        key = (req.group, topic, qid)
+        state = self._state(key)
+        end = store.max_offset(topic, qid)
+        while state.next_offset < end and len(out) < req.max_msgs:
+            offset = state.next_offset
+            state.next_offset += 1
+            entry = store.queue_entry(topic, qid, offset)
+            rec = store.look_message_by_offset(entry[0]) if entry else None
+            if rec is None or (req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags):
+                continue                # gone, or not subscribed: acked away silently
+            self._generation += 1
+            visible_at = now + req.invisible_ms
+            state.in_flight[offset] = _Delivery(self._generation, visible_at)
+            heapq.heappush(self._expiry, (visible_at, self._generation, key, offset))
+            original = rec.properties.get(Prop.RETRY_TOPIC, req.topic) if topic != req.topic else req.topic
+            out.append(PoppedMessage(rec, original, self._handle(key, offset, self._generation, visible_at),
+                                     rec.reconsume_times + 1, qid, offset))
+        self._commit(key, state)
+
+    # -- ack / change invisible time ------------------------------------------------------------
+    def ack(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
+        found = self._delivery(group, topic, receipt_handle)
+        if found.__class__ is AckOutcome:
+            return found
+        key, offset, state = found
+        del state.in_flight[offset]
+        self._commit(key, state)
+        return AckOutcome.ACKED
+
+    def change_invisible_time(self, group: str, topic: str, receipt_handle: str,
+                              invisible_ms: int) -> ChangeInvisibleResult:
+        if not 0 <= invisible_ms <= MAX_INVISIBLE_MS:
+            return ChangeInvisibleResult(InvisibleOutcome.ILLEGAL_INVISIBLE_TIME,
+                                         remark=f"invisible time must be 0..{MAX_INVISIBLE_MS} ms, got {invisible_ms}")
+        found = self._delivery(group, topic, receipt_handle)
+        if found.__class__ is AckOutcome:
+            return ChangeInvisibleResult(InvisibleOutcome.INVALID_RECEIPT_HANDLE, remark=_why(found))
+        key, offset, state = found
+        self._generation += 1
+        visible_at = self.core.clock.now_ms() + invisible_ms
+        state.in_flight[offset] = _Delivery(self._generation, visible_at)
+        heapq.heappush(self._expiry, (visible_at, self._generation, key, offset))
+        return ChangeInvisibleResult(InvisibleOutcome.CHANGED, self._handle(key, offset, self._generation, visible_at))
+
+    def _delivery(self, group: str, topic: str, handle: str):
+        """(key, offset, state) of the delivery ``handle`` names, or why it cannot be used."""
+        try:
+            kind, qid, offset, generation, _ = handle.split(" ")
+            qid, offset, generation = int(qid), int(offset), int(generation)
+        except (AttributeError, ValueError):
+            return AckOutcome.INVALID_RECEIPT_HANDLE
+        stored = pop_retry_topic(group, topic) if kind == "r" else topic
+        key = (group, stored, qid)
+        state = self._queues.get(key)
+        d = state.in_flight.get(offset) if state else None
+        if d is None or d.generation != generation:
+            return AckOutcome.INVALID_RECEIPT_HANDLE
+        if d.visible_at <= self.core.clock.now_ms():
+            return AckOutcome.EXPIRED
+        return key, offset, state
+
+    # -- time -----------------------------------------------------------------------------------
+    def next_deadline(self) -> int | None:
+        """When the earliest delivery in flight becomes visible (stale entries included:
+        an early tick finds nothing and costs little)."""
+        return self._expiry[0][0] if self._expiry else None
+
+    def revive_due(self, now: int) -> None:
+        """Revive every delivery whose invisible time has ended (see the module docstring)."""
+        expiry = self._expiry
+        while expiry and expiry[0][0] <= now:
+            visible_at, generation, key, offset = heapq.heappop(expiry)
+            state = self._queues.get(key)
+            d = state.in_flight.get(offset) if state else None
+            if d is None or d.generation != generation:
+                continue                      # acked, or its invisible time was changed
+            if not self._revive(key, offset):
+                heapq.heappush(expiry, (now + 1000, generation, key, offset))   # store refused: later
+                d.visible_at = now + 1000
+                return
+            del state.in_flight[offset]
+            self._commit(key, state)
+
+    def _revive(self, key: tuple[str, str, int], offset: int) -> bool:
+        core = self.core
+        group, topic, qid = key
+        entry = core.store.queue_entry(topic, qid, offset)
+        old = core.store.look_message_by_offset(entry[0]) if entry else None
+        if old is None:
+            return True                       # gone from the store: nothing to revive
+        original = old.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
+        gc = core.groups.find(group)
+        max_retries = gc.retry_max_times if gc is not None else 16
+        decision = rocketmq5_after_failure(group, original, old.reconsume_times + 1, max_retries)
+        props = dict(old.properties)
+        props.setdefault(Prop.RETRY_TOPIC, original)
+        props.setdefault(Prop.ORIGIN_MESSAGE_ID, old.offset_msg_id)
+        props[Prop.WAIT] = "false"
+        props.pop(Prop.DELAY, None)
+        if decision.dead_letter:       # (the proxy's pop-time check adds one more: 18 after 17 deliveries)
+            target, reconsume = decision.topic, old.reconsume_times + 2
+        else:
+            target, reconsume = pop_retry_topic(group, original), old.reconsume_times + 1
+        core.topics.create_system(target, 1, PERM_READ | PERM_WRITE)
+        rec = MessageRecord(target, old.body, 0, old.flag, props, old.sys_flag, old.born_timestamp, old.born_host,
+                            0, old.store_host, reconsume)
+        res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if decision.dead_letter else EventKind.STORED,
+                               group=group)
+        core._save_config_changes()
+        return res.status is PutStatus.PUT_OK
+
+    # -- state ------------------------------------------------------------------------------------
+    def _state(self, key: tuple[str, str, int]) -> _QueueState:
+        state = self._queues.get(key)
+        if state is None:
+            group, topic, qid = key
+            start = self.core.committed_offset(group, topic, qid)
+            state = self._queues[key] = _QueueState(start if start is not None else 0)
+        return state
+
+    def _commit(self, key: tuple[str, str, int], state: _QueueState) -> None:
+        group, topic, qid = key
+        self.core.record_offset_commit(group, topic, qid, state.committed())
+
+    @staticmethod
+    def _handle(key: tuple[str, str, int], offset: int, generation: int, visible_at: int) -> str:
+        # "<t|r> <queue> <offset> <generation> <visible at>": t = the topic, r = its pop retry topic
+        kind = "r" if key[1].startswith(RETRY_PREFIX) else "t"
+        return f"{kind} {key[2]} {offset} {generation} {visible_at}"
+
+    def in_flight_count(self, group: str | None = None) -> int:
+        return sum(len(s.in_flight) for (g, _, _), s in self._queues.items() if group is None or g == group)
+
+    def _check(self) -> None:
+        """Every delivery in flight has a live expiry entry; committed offsets never pass
+        a delivery still in flight."""
+        live = {(key, off, gen) for _, gen, key, off in self._expiry}
+        for key, state in self._queues.items():
+            for off, d in state.in_flight.items():
+                assert (key, off, d.generation) in live, f"delivery {key} {off} has no expiry"
+                assert off < state.next_offset, f"in flight past the next offset: {key} {off}"
+            assert self.core.store.query_offset(*key) <= state.committed(), f"committed past in-flight: {key}"
+
+
+def _why(outcome: AckOutcome) -> str:
+    return "receipt handle is expired" if outcome is AckOutcome.EXPIRED else "receipt handle is not valid"

@@ -1,0 +1,156 @@
+"""The 5.x pop model on the core (issue 19 item 1; reference rocketmq-5x-grpc.md §3.6–3.9,
+§4): receive with an invisible time, ack, change invisible time, revive into the pop
+retry topic with the attempt + 1, the DLQ after the group's maximum deliveries."""
+import pytest
+
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.groups import SubscriptionGroupConfig
+from rocketmq_emulator.broker.operations import (AckOutcome, InvisibleOutcome, PopOutcome, PopRequest, SendOutcome,
+                                                 SendRequest)
+from rocketmq_emulator.broker.pop import pop_retry_topic
+from rocketmq_emulator.delay_scheduler import VirtualClock
+from rocketmq_emulator.store.records import Prop
+
+from .wire import read_topic
+
+G, T = "G5", "T5"
+
+
+def broker(tmp_path=None, queues=1, retry_max_times=16):
+    clock = VirtualClock()
+    core = BrokerCore.open(tmp_path, clock) if tmp_path else BrokerCore.in_memory(clock)
+    core.topics.create_system(T, queues, 6)
+    core.groups.put(SubscriptionGroupConfig(G, retry_max_times=retry_max_times))
+    core._save_config_changes()
+    return core
+
+
+def send(core, body, tags=None, uniq=None):
+    props = {Prop.UNIQ_KEY: uniq or body.decode()}
+    if tags:
+        props[Prop.TAGS] = tags
+    res = core.send(SendRequest("P", T, body, queue_id=-1, properties=props), core.connect())
+    assert res.outcome is SendOutcome.STORED
+
+
+def pop(core, n=32, invisible_ms=30_000, tags=None):
+    return core.pop(PopRequest(G, T, n, invisible_ms, tags))
+
+
+def test_a_popped_message_is_invisible_until_acked_and_the_offset_follows_acks():
+    core = broker(queues=1)
+    for b in (b"a", b"b", b"c"):
+        send(core, b)
+    r = pop(core, n=2)
+    assert r.outcome is PopOutcome.FOUND
+    assert [(m.record.body, m.delivery_attempt, m.topic) for m in r.messages] == [(b"a", 1, T), (b"b", 1, T)]
+    assert len({m.receipt_handle for m in r.messages}) == 2
+    [c] = pop(core).messages                       # a and b are invisible: only c
+    assert c.record.body == b"c"
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    assert core.ack(G, T, r.messages[1].receipt_handle) is AckOutcome.ACKED      # b: a still holds the offset
+    assert core.store.query_offset(G, T, 0) == 0
+    assert core.ack(G, T, r.messages[0].receipt_handle) is AckOutcome.ACKED
+    assert core.store.query_offset(G, T, 0) == 2
+    assert core.ack(G, T, r.messages[0].receipt_handle) is AckOutcome.INVALID_RECEIPT_HANDLE   # twice
+    core._check()
+
+
+def test_an_unacked_delivery_comes_back_after_its_invisible_time_with_the_attempt_plus_one():
+    core = broker()
+    send(core, b"m", uniq="ID-1")
+    [first] = pop(core, invisible_ms=30_000).messages
+    core.advance_clock(29_999)
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    core.advance_clock(1)
+    [again] = pop(core).messages
+    assert again.record.body == b"m" and again.delivery_attempt == 2 and again.topic == T
+    assert again.record.properties[Prop.UNIQ_KEY] == "ID-1"          # message_id unchanged
+    assert again.record.topic == pop_retry_topic(G, T) == "%RETRY%G5_T5"
+    assert core.ack(G, T, first.receipt_handle) is AckOutcome.INVALID_RECEIPT_HANDLE   # that delivery is over
+    assert core.ack(G, T, again.receipt_handle) is AckOutcome.ACKED
+    core.advance_clock(3_600_000)
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    core._check()
+
+
+def test_change_invisible_time_gives_a_new_handle_and_keeps_the_attempt():
+    core = broker()
+    send(core, b"m")
+    [d] = pop(core, invisible_ms=10_000).messages
+    core.advance_clock(5_000)
+    changed = core.change_invisible_time(G, T, d.receipt_handle, 60_000)
+    assert changed.outcome is InvisibleOutcome.CHANGED and changed.receipt_handle != d.receipt_handle
+    assert core.ack(G, T, d.receipt_handle) is AckOutcome.INVALID_RECEIPT_HANDLE     # the old one is stale
+    core.advance_clock(59_999)
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    core.advance_clock(1)
+    [again] = pop(core).messages
+    assert again.delivery_attempt == 2
+
+
+def test_an_expired_handle_is_refused_with_the_reason():
+    core = broker()
+    send(core, b"m")
+    [d] = pop(core, invisible_ms=10_000).messages
+    core.clock.advance_to(core.clock.now_ms() + 10_000)          # expired, not yet revived by a tick
+    assert core.ack(G, T, d.receipt_handle) is AckOutcome.EXPIRED
+    r = core.change_invisible_time(G, T, d.receipt_handle, 1000)
+    assert r.outcome is InvisibleOutcome.INVALID_RECEIPT_HANDLE and "expired" in r.remark
+    assert core.ack(G, T, "not a handle") is AckOutcome.INVALID_RECEIPT_HANDLE
+
+
+def test_after_the_groups_maximum_deliveries_the_message_goes_to_the_dlq():
+    core = broker(retry_max_times=2)                 # 3 deliveries
+    send(core, b"poison", uniq="P-1")
+    attempts = []
+    for _ in range(3):
+        [d] = pop(core, invisible_ms=10_000).messages
+        attempts.append(d.delivery_attempt)
+        core.advance_clock(10_000)
+    assert attempts == [1, 2, 3]
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    [dead] = read_topic(core, "%DLQ%G5")
+    assert dead.body == b"poison" and dead.properties[Prop.UNIQ_KEY] == "P-1"
+    assert dead.reconsume_times == 4 and dead.properties[Prop.RETRY_TOPIC] == T
+    assert core.topics.get("%DLQ%G5").read_queue_nums == 1
+    core._check()
+
+
+def test_tags_filter_and_messages_not_subscribed_are_passed_over():
+    core = broker()
+    send(core, b"a", tags="TagA")
+    send(core, b"b", tags="TagB")
+    send(core, b"a2", tags="TagA")
+    r = pop(core, tags=frozenset({"TagA"}))
+    assert [m.record.body for m in r.messages] == [b"a", b"a2"]
+    for m in r.messages:
+        core.ack(G, T, m.receipt_handle)
+    assert core.store.query_offset(G, T, 0) == 3
+
+
+@pytest.mark.parametrize("req, outcome", [
+    (PopRequest(G, T, 0), PopOutcome.ILLEGAL_ARGUMENT),
+    (PopRequest(G, T, 33), PopOutcome.ILLEGAL_ARGUMENT),
+    (PopRequest(G, T, 1, 12 * 3600 * 1000 + 1), PopOutcome.ILLEGAL_INVISIBLE_TIME),
+    (PopRequest(G, "NoSuchTopic", 1), PopOutcome.TOPIC_NOT_EXIST),
+])
+def test_bad_pops_are_refused_and_change_nothing(req, outcome):
+    core = broker()
+    send(core, b"m")
+    r = core.pop(req)
+    assert r.outcome is outcome and r.remark and not r.messages
+    assert [m.record.body for m in pop(core).messages] == [b"m"]
+
+
+def test_a_restart_delivers_again_what_was_not_acked(tmp_path):
+    core = broker(tmp_path, queues=1)
+    for b in (b"a", b"b", b"c"):
+        send(core, b)
+    a, b, c = pop(core).messages
+    core.ack(G, T, a.receipt_handle)
+    core.ack(G, T, c.receipt_handle)
+    core.close()
+    again = BrokerCore.open(tmp_path, core.clock)
+    assert [m.record.body for m in again.pops.pop(PopRequest(G, T)).messages] == [b"b", b"c"]   # from b's offset
+    again.close()
