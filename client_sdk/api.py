@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
+from rocketmq_emulator.broker.operations import SendBack
+from rocketmq_emulator.broker.processors.send_back import send_back_code
 from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
 
@@ -163,7 +165,16 @@ class BrokerAPI:
                                origin_msg_id: str | None, origin_topic: str, max_reconsume_times: int,
                                broker_name: str | None, timeout_ms: int = 5000) -> None:
         """CONSUMER_SEND_MSG_BACK (ConsumerSendMsgBackRequestHeader; request version >= 121
-        so the broker honours maxReconsumeTimes)."""
+        so the broker honours maxReconsumeTimes); in process, the core's send_back."""
+        core = self.transport.core()
+        if core is not None:
+            result = core.send_back(SendBack(group, commit_log_offset, delay_level, max_reconsume_times,
+                                             origin_msg_id, origin_topic))
+            self.transport.core_done()
+            code = send_back_code(result)
+            if code != ResponseCode.SUCCESS:
+                raise MQBrokerError(code, result.remark, None, "CONSUMER_SEND_MSG_BACK")
+            return
         self._call(RequestCode.CONSUMER_SEND_MSG_BACK, {
             "offset": commit_log_offset, "group": group, "delayLevel": delay_level,
             "originMsgId": origin_msg_id, "originTopic": origin_topic, "unitMode": False,

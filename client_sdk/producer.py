@@ -13,6 +13,8 @@ import zlib
 from typing import Callable
 
 from rocketmq_emulator.broker.protocol import ResponseCode
+from rocketmq_emulator.broker.operations import SendRequest
+from rocketmq_emulator.broker.processors.send import outcome_code
 from rocketmq_emulator.broker.protocol.batch import encode_batch_body
 from rocketmq_emulator.store.records import Prop, SysFlag, properties_to_string
 
@@ -301,17 +303,23 @@ class Producer:
 
     def _send_kernel(self, topic: str, body: bytes, flag: int, props: dict, mq: MessageQueue,
                      timeout_ms: int) -> SendResult:
+        api = self._instance.api
+        core = api.transport.core()
+        if core is not None:                 # in process: the core's typed send, no command
+            req, uniq = self._typed_request(topic, body, flag, props, mq)
+            result = core.send(req, api.transport.channel)
+            api.transport.core_done()
+            return self._typed_result(core, result, topic, mq, uniq)
         ext, body, uniq = self._send_request(topic, body, flag, props, mq)
-        return self._send_result(self._instance.api.send_message_v2(ext, body, timeout_ms), topic, mq, uniq)
+        return self._send_result(api.send_message_v2(ext, body, timeout_ms), topic, mq, uniq)
 
-    def _send_request(self, topic: str, body: bytes, flag: int, props: dict,
-                      mq: MessageQueue) -> tuple[dict, bytes, str]:
-        """SEND_MESSAGE_V2's header, the (maybe compressed) body and the UNIQ_KEY."""
-        runtime = self._instance.runtime
-        now = runtime.clock.now_ms()
+    def _prepare(self, body: bytes, props: dict) -> tuple[bytes, int, str, int]:
+        """(the maybe compressed body, sysFlag, UNIQ_KEY, born time) of a send; sets
+        UNIQ_KEY in ``props`` when the message has none."""
+        now = self._instance.runtime.clock.now_ms()
         uniq = props.get(Prop.UNIQ_KEY)
         if not uniq:
-            uniq = runtime.uniq_keys.next_id(now)
+            uniq = self._instance.runtime.uniq_keys.next_id(now)
             props[Prop.UNIQ_KEY] = uniq
         sys_flag = 0
         if len(body) > self.compress_msg_body_over_howmuch:
@@ -320,6 +328,41 @@ class Producer:
             sys_flag |= SysFlag.COMPRESSED
         if props.get(Prop.TRAN_MSG) == "true":
             sys_flag |= SysFlag.TRANSACTION_PREPARED
+        return body, sys_flag, uniq, now
+
+    def _typed_request(self, topic: str, body: bytes, flag: int, props: dict,
+                       mq: MessageQueue) -> tuple[SendRequest, str]:
+        """The core's SendRequest of what ``_send_request`` would put on the wire: the
+        same values, so the same bytes are stored."""
+        body, sys_flag, uniq, now = self._prepare(body, props)
+        reconsume, max_reconsume = 0, None
+        if topic.startswith(RETRY_PREFIX):
+            rt = props.get(Prop.RECONSUME_TIME)
+            reconsume = int(rt) if rt is not None else 0
+            mx = props.get(Prop.MAX_RECONSUME_TIMES)
+            max_reconsume = int(mx) if mx is not None else None
+        # positional, in SendRequest's field order (producer_group, topic, body, queue_id,
+        # properties, flag, sys_flag, born_timestamp, reconsume_times, max_reconsume_times,
+        # default_topic, default_topic_queue_nums)
+        if not all(props.values()):     # the wire drops empty values (string_to_properties)
+            props = {k: v for k, v in props.items() if v}
+        return SendRequest(self.group, topic, body, mq.queue_id, props, flag, sys_flag, now, reconsume,
+                           max_reconsume, self.create_topic_key, self.default_topic_queue_nums or 4), uniq
+
+    @staticmethod
+    def _typed_result(core, result, topic: str, mq: MessageQueue, uniq: str) -> SendResult:
+        code = outcome_code(result)
+        status = _STORED_STATUS.get(code)
+        if status is None:
+            raise MQBrokerError(code, result.remark, None, f"SEND_MESSAGE_V2 {topic}")
+        queue = mq if result.queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, result.queue_id)
+        return SendResult(status, uniq, result.msg_id, queue, result.queue_offset, core.config.region_id,
+                          core.config.trace_topic_enable)
+
+    def _send_request(self, topic: str, body: bytes, flag: int, props: dict,
+                      mq: MessageQueue) -> tuple[dict, bytes, str]:
+        """SEND_MESSAGE_V2's header, the (maybe compressed) body and the UNIQ_KEY."""
+        body, sys_flag, uniq, now = self._prepare(body, props)
         text = properties_to_string(props)   # built before RECONSUME_TIME/MAX are moved (upstream quirk)
         # SendMessageRequestHeaderV2, short names (checklist 17-18), values already strings.
         ext = {"a": self.group, "b": topic, "c": self.create_topic_key, "d": self._queue_nums_s,

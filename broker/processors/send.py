@@ -13,7 +13,7 @@ from ..protocol import RemotingCommand, RequestCode, ResponseCode as RC
 from ..protocol.command import RPC_TYPE_RESPONSE
 from ..protocol.headers import decode_batch_body
 
-__all__ = ["send_message", "send_batch_message", "PUT_STATUS_TO_CODE"]
+__all__ = ["send_message", "send_batch_message", "PUT_STATUS_TO_CODE", "outcome_code"]
 
 PUT_STATUS_TO_CODE = {
     PutStatus.PUT_OK: RC.SUCCESS,
@@ -178,11 +178,19 @@ def send_message(core, request, channel):
     return _response(core, request, core.send(req, channel))
 
 
+def outcome_code(result) -> int:
+    """The 4.x response code of a core SendResult: one table for this front and for the
+    SDK's in-process transport, which calls the core's send directly."""
+    if result.outcome is O.STORED:
+        return _SUCCESS
+    if result.outcome is O.STORE_REFUSED:
+        return PUT_STATUS_TO_CODE.get(result.put_status, RC.SYSTEM_ERROR)
+    return _CODES[result.outcome]
+
+
 def _response(core, request, result):
     if result.outcome is not O.STORED:
-        if result.outcome is O.STORE_REFUSED:
-            return request.response(PUT_STATUS_TO_CODE.get(result.put_status, RC.SYSTEM_ERROR), result.remark)
-        return request.response(_CODES[result.outcome], result.remark)
+        return request.response(outcome_code(result), result.remark)
     # Built with string values already, positionally (as RemotingCommand.response does):
     # the reply of every send.
     return RemotingCommand(_SUCCESS, {

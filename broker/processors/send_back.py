@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..operations import SendBack, SendBackOutcome as O
 from ..protocol import ResponseCode as RC
 
-__all__ = ["consumer_send_msg_back"]
+__all__ = ["consumer_send_msg_back", "send_back_code"]
 
 
 def consumer_send_msg_back(core, request, channel):
@@ -27,10 +27,14 @@ def consumer_send_msg_back(core, request, channel):
     header_max = request.header("maxReconsumeTimes")
     max_times = int(header_max) if request.version >= 121 and header_max not in (None, "") else None
     result = core.send_back(SendBack(group, offset, delay_level, max_times, origin_msg_id, origin_topic))
-    code = _CODES.get(result.outcome)
-    if code is None:
-        return request.response(RC.SUCCESS)
-    return request.response(code, result.remark)
+    code = send_back_code(result)
+    return request.response(code, None if code == RC.SUCCESS else result.remark)
+
+
+def send_back_code(result) -> int:
+    """The 4.x response code of a core SendBackResult (this front's, and the SDK's
+    in-process transport's, which calls the core's send_back directly)."""
+    return _CODES.get(result.outcome, RC.SUCCESS)
 
 
 _CODES = {

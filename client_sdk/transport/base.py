@@ -20,7 +20,9 @@ interface). Everything the SDK needs is these six members:
     close()                   close the connection; pending async requests fail with
                               RemotingConnectError on the loop
 
-plus ``local_address`` ("ip:port" as the broker sees this client) and ``closed``.
+plus ``local_address`` ("ip:port" as the broker sees this client) and ``closed``;
+and, for the in-process transport only, ``core()`` / ``core_done()``: the hot calls
+(a send) go to the core's typed operations, no command built (api.py decides).
 
 Rules for implementers: ``request`` must not need the loop to make progress (a TCP
 transport completes it from its reader, not from a loop task), and callbacks go
@@ -76,6 +78,15 @@ class Transport(ABC):
     @property
     @abstractmethod
     def local_address(self) -> str: ...
+
+    def core(self):
+        """The BrokerCore this connection reaches directly, when the SDK may call its
+        typed operations instead of sending commands (the in-process transport while
+        nothing watches its commands); None for every transport that carries frames."""
+        return None
+
+    def core_done(self) -> None:
+        """After a typed call on ``core()``: hand on what the core emitted meanwhile."""
 
 
 class Connector(ABC):

@@ -30,7 +30,12 @@ class InProcessBroker(Connector):
     On a virtual clock, ``skip_idle`` (default) lets ``advance`` carry settled periodic
     client work forward instead of running it request by request (``idle_skip``): same
     results, but an idle hour costs microseconds. Off while an observer or an injected
-    fault is attached, and when two hubs share one runtime."""
+    fault is attached, and when two hubs share one runtime.
+
+    Hot calls (sends) go to the core's typed operations directly (``typed_calls``), except
+    while an observer or a fault is attached: those see every request as a command."""
+
+    typed_calls = True
 
     def __init__(self, core: BrokerCore, runtime: ClientRuntime | None = None, *,
                  skip_idle: bool = True) -> None:
@@ -153,6 +158,17 @@ class InProcessTransport(Transport):
     @property
     def local_address(self) -> str:
         return self.channel.remote
+
+    def core(self):
+        """The core, for a typed call, unless an observer or an injected fault is to see
+        (or stop) every command, or this hub carries commands through the codec."""
+        hub = self.hub
+        if self._closed or hub._observers or hub._faults or not hub.typed_calls:
+            return None
+        return hub.core
+
+    def core_done(self) -> None:
+        self.hub._route_outgoing()
 
     def request(self, cmd: RemotingCommand, timeout_ms: int = 3000) -> RemotingCommand:
         if self._closed:

@@ -25,7 +25,10 @@ def through_the_wire(cmd: RemotingCommand) -> RemotingCommand:
 
 
 class LoopbackBroker(InProcessBroker):
-    """``InProcessBroker`` whose commands cross the real codec in both directions."""
+    """``InProcessBroker`` whose commands cross the real codec in both directions (so
+    every call is a command: no typed shortcut)."""
+
+    typed_calls = False
 
     def handle(self, transport: InProcessTransport, cmd: RemotingCommand) -> RemotingCommand | None:
         reply = super().handle(transport, through_the_wire(cmd))
