@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC
+from rocketmq_emulator.store.records import (AUTO_CREATE_TOPIC_KEY, DLQ_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_PREFIX,
+                                             SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, TIMER_TOPIC)
 
 from .config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
 from .protocol import RequestRefused
@@ -39,15 +40,11 @@ __all__ = [
     "QUEUE_NUMS_MAX",
 ]
 
-AUTO_CREATE_TOPIC_KEY = "TBW102"
 TOPIC_MAX_LENGTH = 127
 _VALID = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-# Topics a client may never send to (TopicValidator.isNotAllowedSendTopic).
-NOT_ALLOWED_SEND = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-                              "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
-# TopicValidator.SYSTEM_TOPIC_SET (4.9.8)
-SYSTEM_TOPICS = NOT_ALLOWED_SEND | {AUTO_CREATE_TOPIC_KEY, "TRANS_CHECK_MAX_TIME_TOPIC"}
-_SYSTEM_PREFIXES = ("rmq_sys_", "RMQ_SYS_")
+# Topics a client may never send to (TopicValidator.isNotAllowedSendTopic), defined with
+# the other system names in store/records.py.
+NOT_ALLOWED_SEND = NOT_ALLOWED_SEND_TOPICS
 # No upstream bound: 1024 is its largest built-in topic (BenchmarkTest) and the CLI's
 # limit; every client builds one MessageQueue per queue of a route.
 QUEUE_NUMS_MAX = 1024
@@ -63,7 +60,7 @@ def dlq_topic(group: str) -> str:
 
 def is_system_topic(topic: str) -> bool:
     """A system topic of any broker (TopicManager.is_system adds this broker's own names)."""
-    return topic in SYSTEM_TOPICS or topic.startswith(_SYSTEM_PREFIXES)
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_PREFIXES)
 
 
 class TopicNameError(RequestRefused):

@@ -5,8 +5,9 @@
     spark.read.format("rocketmq-commitlog").load(dir)           the PySpark data source (datasource.py)
     session.build_session(master=None)                          the SparkSession, loopback only, source registered;
                                                                 preflight checks the extra, master, Java first
-    accounting.account(records, offsets) / account_store(dir)   THE definition of produced / succeeded /
-                                                                dead_lettered / send_backs (no pyspark)
+    store_accounts.account_store(dir)                           the store's accounting (store/accounting.py:
+                                                                THE definition of produced / succeeded /
+                                                                dead_lettered / send_backs) over a directory
     jobs.analyze(spark, dir, offsets)                           the analyses as DataFrames
     report.analyze_snapshot(dir, out)                           report.html, summary.json, aggregates/*.parquet
     cli.snapshot_main / cli.analyze_main                        the two rocketmq-emulator subcommands
@@ -14,5 +15,5 @@
 Importing this package imports nothing heavy: pyspark is loaded only by the modules
 that need it (datasource, session, jobs, report), numpy by commitlog and columnar.
 """
-__all__ = ["accounting", "charts", "cli", "columnar", "commitlog", "datasource", "errors", "jobs", "layout",
-           "preflight", "report", "segments", "session", "snapshot"]
+__all__ = ["charts", "cli", "columnar", "commitlog", "datasource", "errors", "jobs", "layout",
+           "preflight", "report", "segments", "session", "snapshot", "store_accounts"]

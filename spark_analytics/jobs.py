@@ -25,10 +25,11 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from .accounting import (DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, Kind,
-                         normalize_offsets)
-from .datasource import read_commitlog
 from rocketmq_emulator.store import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_table
+from rocketmq_emulator.store.accounting import NOT_BUSINESS_PREFIXES, Kind, normalize_offsets
+from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
+
+from .datasource import read_commitlog
 
 __all__ = ["DEFAULT_DELAY_LEVELS", "parse_delay_levels", "Analysis", "analyze", "classify_expr", "group_expr",
            "READ_COLUMNS", "TABLES"]
@@ -53,7 +54,7 @@ def parse_delay_levels(text: str) -> list[int]:
 
 def _business(c: Column) -> Column:
     cond = c.isNotNull() & (c != "") & ~c.isin(*sorted(SYSTEM_TOPICS))
-    for p in SYSTEM_PREFIXES:
+    for p in NOT_BUSINESS_PREFIXES:
         cond = cond & ~c.startswith(p)
     return cond
 

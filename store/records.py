@@ -40,7 +40,8 @@ __all__ = [
     "MAX_PROPERTIES_LENGTH",
     "SysFlag",
     "Prop",
-    "SCHEDULE_TOPIC", "TIMER_TOPIC", "RETRY_PREFIX", "DLQ_PREFIX",
+    "SCHEDULE_TOPIC", "TIMER_TOPIC", "RETRY_PREFIX", "DLQ_PREFIX", "AUTO_CREATE_TOPIC_KEY",
+    "NOT_ALLOWED_SEND_TOPICS", "SYSTEM_TOPICS", "SYSTEM_PREFIXES",
     "Host",
     "MessageRecord",
     "RecordError",
@@ -123,6 +124,14 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"      # delay levels: queue L-1 holds leve
 TIMER_TOPIC = "rmq_sys_wheel_timer"         # delayed to a timestamp (5.x TimerMessageStore's topic)
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+# TopicValidator (4.9.8; 5.x adds the timer topic): topics a client may never send to,
+# every system topic, and the prefixes that make a name a system one.
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC",
+                                     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest",
+                                     "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
+SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {AUTO_CREATE_TOPIC_KEY, "TRANS_CHECK_MAX_TIME_TOPIC"}
+SYSTEM_PREFIXES = ("rmq_sys_", "RMQ_SYS_")
 
 
 # A host is (ip text, port): ("127.0.0.1", 10911). IPv6 sets the V6 sysFlag bits.

@@ -75,7 +75,7 @@ class SimulationResult:
     deliveries: int
     crashes: int
     violations: list[Violation]
-    accounts: dict                     # spark_analytics.accounting summary of the store
+    accounts: dict                     # store.accounting summary of the store
     per_group: dict = field(default_factory=dict)
     idle_runs_carried: int = 0         # periodic jobs and idle pull round trips skipped over
 
@@ -187,7 +187,7 @@ class Simulation:
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
-        from rocketmq_emulator.spark_analytics.accounting import account_message_store
+        from rocketmq_emulator.store.accounting import account_message_store
 
         emb = self.embedded
         for group_consumers in self.consumers.values():

@@ -54,12 +54,33 @@ def test_broker_imports_only_store_and_delay_scheduler():
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
+# What client_sdk may use of the broker: the 4.x codec (protocol), the core and its typed
+# API (core, operations, config, events, topic names), the CLI helpers the simulate
+# command shares, and — for the in-process transport's typed calls and the idle skipper,
+# which answer as the 4.x front would — the front's outcome tables, pull and route.
+CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", "broker.config", "broker.events",
+                         "broker.topics", "broker.cli_common", "broker.long_polling", "broker.processors.pull",
+                         "broker.processors.route", "broker.processors.send", "broker.processors.send_back"}
+
+
+def test_client_sdk_imports_the_core_api_codecs_and_foundations_only():
+    for path in modules("client_sdk"):
+        for n in imports_of(path):
+            if top(n) == "spark_analytics":
+                raise AssertionError(f"{path.relative_to(ROOT)} imports {n}: client_sdk sits below the analytics")
+            if top(n) == "broker":
+                ok = any(n == m or n.startswith(m + ".") for m in CLIENT_SDK_MAY_IMPORT)
+                assert ok, f"{path.relative_to(ROOT)} imports {n}, not part of the core's API for clients"
+
+
 def test_spark_analytics_imports_only_the_store_format():
     for path in modules("spark_analytics"):
         for n in imports_of(path):
             if top(n) in PROJECT - {"spark_analytics"}:
-                # record_view reads fields out of raw records: format too, no store state
-                assert n in ("store.records", "store.record_view", "store"), f"{path.relative_to(ROOT)} imports {n}"
+                # record_view reads fields out of raw records: format too, no store state;
+                # accounting is the store's one definition of what a run produced
+                assert n in ("store.records", "store.record_view", "store.accounting", "store"), \
+                    f"{path.relative_to(ROOT)} imports {n}"
 
 
 IO_MODULES = {"asyncio", "socket", "grpc", "aiomqtt", "paho", "selectors", "ssl"}

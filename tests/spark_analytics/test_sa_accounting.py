@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.spark_analytics.accounting import Kind, account, account_store, classify, normalize_offsets
+from rocketmq_emulator.spark_analytics.store_accounts import account_store
+from rocketmq_emulator.store.accounting import Kind, account, classify, normalize_offsets
 from sa_scenario import GROUP_A, GROUP_B
 
 
@@ -84,7 +85,7 @@ def test_client_fallback_copies_find_their_message_by_uniq_key(as_heads):
 def test_the_simulators_entry_point_on_an_open_store(scenario, tmp_path):
     import shutil
 
-    from rocketmq_emulator.spark_analytics.accounting import account_message_store
+    from rocketmq_emulator.store.accounting import account_message_store
     from rocketmq_emulator.store import MessageStore, StoreConfig
 
     shutil.copytree(scenario.snap, tmp_path / "s")

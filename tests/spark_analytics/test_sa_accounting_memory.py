@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from rocketmq_emulator.spark_analytics.accounting import account
+from rocketmq_emulator.store.accounting import account
 from rocketmq_emulator.store.record_view import RecordHead
 
 S1, S2 = "\x01", "\x02"

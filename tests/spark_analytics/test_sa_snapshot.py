@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from rocketmq_emulator.spark_analytics.accounting import account_store
+from rocketmq_emulator.spark_analytics.store_accounts import account_store
 from rocketmq_emulator.spark_analytics.cli import snapshot_main
 from rocketmq_emulator.spark_analytics.commitlog import list_segments
 from rocketmq_emulator.spark_analytics.errors import SnapshotError

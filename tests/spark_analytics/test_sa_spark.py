@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sa_scenario import GROUP_A, GROUP_B, uniq
-from rocketmq_emulator.spark_analytics.accounting import account_store
+from rocketmq_emulator.spark_analytics.store_accounts import account_store
 from rocketmq_emulator.spark_analytics.cli import analyze_main
 from rocketmq_emulator.spark_analytics.columnar import arrow_schema, decode_slow
 from rocketmq_emulator.spark_analytics.commitlog import list_segments, open_segment, scan_buffer

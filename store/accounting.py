@@ -1,8 +1,8 @@
 """The one definition of what a run produced, and what became of it.
 
-Pure Python on purpose — no pyspark here: the simulator (client_sdk) imports this
-module to print ``simulate --json``, and ``jobs.py`` implements the same rules in Spark;
-a test checks both give the same numbers on the same store.
+Pure Python, in the store's package: the simulator (client_sdk) uses it to print
+``simulate --json``, and spark_analytics' ``jobs.py`` implements the same rules in
+Spark; a test checks both give the same numbers on the same store.
 
 Every stored record is one of these kinds (``classify``):
 
@@ -48,20 +48,16 @@ send_backs = retries + dead_lettered.
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from pathlib import Path
 from typing import Iterable, Mapping
 
-from rocketmq_emulator.store.record_view import RecordHead, prop_value
-from rocketmq_emulator.store.records import Prop
+from .record_view import RecordHead, prop_value
+from .records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, Prop
 
 __all__ = [
-    "SCHEDULE_TOPIC",
-    "RETRY_PREFIX",
-    "DLQ_PREFIX",
+    "NOT_BUSINESS_PREFIXES",
     "Kind",
     "is_business_topic",
     "classify",
@@ -70,20 +66,11 @@ __all__ = [
     "GroupTopicCounts",
     "Accounts",
     "account",
-    "account_store",
     "account_message_store",
 ]
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
-# TopicValidator's system topics and prefixes (broker/topics.py holds the broker's copy;
-# this package may import only the store's format).
-SYSTEM_TOPICS = frozenset({
-    SCHEDULE_TOPIC, "TBW102", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC",
-})
-SYSTEM_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX, "RMQ_SYS_", "rmq_sys_")
+# Not a business topic: a system one, or a group's retry / dead-letter topic.
+NOT_BUSINESS_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX) + SYSTEM_PREFIXES
 _TX_MASK, _TX_PREPARED, _TX_ROLLBACK = 0xC, 0x4, 0xC
 
 
@@ -107,7 +94,7 @@ RETRY_COPY_KINDS = frozenset({Kind.RETRY_DELIVERY, Kind.RETRY_DIRECT})      # de
 
 
 def is_business_topic(topic: str | None) -> bool:
-    return bool(topic) and topic not in SYSTEM_TOPICS and not topic.startswith(SYSTEM_PREFIXES)
+    return bool(topic) and topic not in SYSTEM_TOPICS and not topic.startswith(NOT_BUSINESS_PREFIXES)
 
 
 def classify(topic: str, props: Mapping[str, str], sys_flag: int = 0) -> Kind:
@@ -338,30 +325,6 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
         send_backs=sum(sb_records.values()), per_group=tuple(per), produced_by_topic=dict(sorted(produced.items())))
 
 
-def account_store(path: str | Path) -> Accounts:
-    """``account`` over a store or snapshot directory: every good record of its commit
-    log (up to a snapshot's cut, or the last complete record) and
-    config/consumerOffset.json."""
-    from .commitlog import list_segments, open_segment, scan_buffer
-    from .layout import read_json, resolve_store
-    from rocketmq_emulator.store.record_view import head
-
-    sd = resolve_store(path)
-    cut = int(sd.manifest["commitlog"]["max_offset"]) if sd.manifest else None
-
-    def records():
-        for seg in list_segments(sd.commitlog):
-            if cut is not None and seg.base >= cut:
-                break
-            b, mv = open_segment(seg.path, None if cut is None else cut - seg.base)
-            scan = scan_buffer(b, mv, seg.base)
-            for pos in scan.starts.tolist():
-                yield head(mv, pos)
-
-    offsets = read_json(sd.config / "consumerOffset.json", {}) or {}
-    return account(records(), offsets)
-
-
 def account_message_store(store) -> Accounts:
     """``account`` over an open ``store.MessageStore`` (on disk or in memory), through
     its public API only — what the simulator uses at the end of a run: the head of every
@@ -369,12 +332,3 @@ def account_message_store(store) -> Accounts:
     records no consume queue lists count too — transaction halves, as *other*), and the
     store's consumer offset table."""
     return account(store.heads(), store.offset_table())
-
-
-def _main() -> None:  # pragma: no cover - handy from a shell
-    import sys
-    print(json.dumps(account_store(sys.argv[1]).to_dict(), indent=2))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _main()
