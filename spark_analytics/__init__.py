@@ -1,7 +1,7 @@
 """Spark analytics over commit-log snapshots.
 
-    snapshot.take_snapshot(data_dir, out_dir) -> Manifest       consistent copy of a store, live or stopped
-                                                                (standard library only: segments.walk_buffer)
+    store.snapshot.take_snapshot(data_dir, out_dir) -> Manifest the snapshot is the store's format: it lives
+                                                                in store/ (snapshot, store_dir, segment_walk)
     spark.read.format("rocketmq-commitlog").load(dir)           the PySpark data source (datasource.py)
     session.build_session(master=None)                          the SparkSession, loopback only, source registered;
                                                                 preflight checks the extra, master, Java first
@@ -15,5 +15,5 @@
 Importing this package imports nothing heavy: pyspark is loaded only by the modules
 that need it (datasource, session, jobs, report), numpy by commitlog and columnar.
 """
-__all__ = ["charts", "cli", "columnar", "commitlog", "datasource", "errors", "jobs", "layout",
-           "preflight", "report", "segments", "session", "snapshot", "store_accounts"]
+__all__ = ["charts", "cli", "columnar", "commitlog", "datasource", "errors", "jobs",
+           "preflight", "report", "session", "store_accounts"]

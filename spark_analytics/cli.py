@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+
+from rocketmq_emulator.store.errors import SnapshotError
 
 from .errors import AnalyticsError
 
@@ -40,11 +43,11 @@ def snapshot_main(argv: list[str]) -> int:
         args = p.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    from .snapshot import take_snapshot
+    from rocketmq_emulator.store.snapshot import take_snapshot
 
     try:
-        m = take_snapshot(args.data_dir, args.out)
-    except AnalyticsError as exc:
+        m = take_snapshot(args.data_dir, args.out, wall_ms=lambda: int(time.time() * 1000))
+    except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
     if args.json:
         print(json.dumps(m.to_dict(), indent=2))
@@ -83,7 +86,7 @@ def analyze_main(argv: list[str]) -> int:
         return _fail(p.prog, EXTRA_HINT)
     try:
         from .jobs import parse_delay_levels
-        from .layout import resolve_store
+        from rocketmq_emulator.store.store_dir import resolve_store
         from .report import Progress, analyze_snapshot
     except ImportError:                          # installed but broken (a half-removed package)
         return _fail(p.prog, EXTRA_HINT)
@@ -98,12 +101,12 @@ def analyze_main(argv: list[str]) -> int:
         probe_master(args.master)
     except ValueError as exc:
         return _fail(p.prog, str(exc))
-    except AnalyticsError as exc:
+    except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
     try:
         summary = analyze_snapshot(args.snapshot, args.out, master=args.master, delay_levels=args.delay_levels,
                                    progress=Progress(enabled=not args.quiet))
-    except AnalyticsError as exc:
+    except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
     print(json.dumps({k: summary[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")}))
     return 0

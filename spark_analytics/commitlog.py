@@ -13,7 +13,7 @@ as a plain walk from the segment start: it stops at EOF, at a BLANK, or at the f
 (incomplete) or corrupt record, which it describes in a ``Damage``.
 
 Nothing here imports pyspark. The per-record rule and the exact step are shared with
-``segments.walk_buffer``, the numpy-free walk of the snapshot command.
+``store.segment_walk.walk_buffer``, the numpy-free walk of the snapshot command.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ import numpy as np
 
 from rocketmq_emulator.store.records import MAGIC_CODE
 
-from .segments import MIN_RECORD as _MIN_RECORD
-from .segments import Damage, Segment, exact_step, list_segments
+from rocketmq_emulator.store.segment_walk import MIN_RECORD as _MIN_RECORD
+from rocketmq_emulator.store.segment_walk import Damage, Segment, exact_step, list_segments
 
 __all__ = [
     "Segment",

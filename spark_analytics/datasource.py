@@ -39,7 +39,7 @@ from pyspark.sql.types import (BinaryType, DataType, IntegerType, LongType, MapT
 from .columnar import COLUMNS, read_segment, select_schema
 from .commitlog import Damage, list_segments, open_segment, scan_buffer, scan_segment
 from .errors import AnalyticsError
-from .layout import resolve_store
+from rocketmq_emulator.store.store_dir import resolve_store
 
 __all__ = ["CommitLogDataSource", "FORMAT", "LOCAL_READ_MAX_BYTES", "read_commitlog", "spark_schema",
            "plan_segments", "SegmentPart"]

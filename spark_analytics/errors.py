@@ -2,6 +2,8 @@
 exit code the command ends with (2: bad usage or input; 1: a failure while running)."""
 from __future__ import annotations
 
+from rocketmq_emulator.store.errors import SnapshotError   # (the store's: a snapshot is its format)
+
 __all__ = ["AnalyticsError", "SnapshotError", "SparkStartError"]
 
 
@@ -9,10 +11,6 @@ class AnalyticsError(Exception):
     """Something the user can fix (bad path, bad option); str() is one readable line."""
 
     exit_code = 2
-
-
-class SnapshotError(AnalyticsError):
-    """A snapshot cannot be taken or read: missing directory, not a store, bad manifest."""
 
 
 class SparkStartError(AnalyticsError):

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from . import charts
 from .errors import AnalyticsError
 from .jobs import DEFAULT_DELAY_LEVELS, analyze, parse_delay_levels
-from .layout import read_json, resolve_store
+from rocketmq_emulator.store.store_dir import read_json, resolve_store
 from .commitlog import list_segments, scan_segment
 
 __all__ = ["analyze_snapshot", "write_report", "Progress"]

@@ -9,8 +9,9 @@ from pathlib import Path
 from rocketmq_emulator.store.accounting import Accounts, account
 from rocketmq_emulator.store.record_view import head
 
+from rocketmq_emulator.store.store_dir import read_json, resolve_store
+
 from .commitlog import list_segments, open_segment, scan_buffer
-from .layout import read_json, resolve_store
 
 __all__ = ["account_store"]
 

@@ -9,7 +9,7 @@ write that failed (a flush, a config document) and may work later.
 """
 from __future__ import annotations
 
-__all__ = ["StoreError", "StoreWriteError"]
+__all__ = ["StoreError", "StoreWriteError", "SnapshotError"]
 
 
 class StoreError(Exception):
@@ -28,3 +28,11 @@ class StoreWriteError(StoreError, OSError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class SnapshotError(StoreError):
+    """A snapshot cannot be taken or read, or a path is not a store: a missing
+    directory, not a store, a bad manifest, an unusable output. str() is one readable
+    line; a command reporting it exits 2 (bad input)."""
+
+    exit_code = 2

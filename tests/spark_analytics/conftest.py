@@ -11,7 +11,8 @@ sys.path.insert(0, str(Path(__file__).parent))          # sa_scenario, the scrip
 
 import sa_scenario  # noqa: E402
 
-from rocketmq_emulator.spark_analytics.snapshot import take_snapshot  # noqa: E402
+from rocketmq_emulator.store.snapshot import take_snapshot  # noqa: E402
+from tests.support.wall import wall_ms  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +31,8 @@ class Scenario:
     def __init__(self, root: Path) -> None:
         self.store = root / "store"
         self.snap = root / "snap"
-        self.truth = sa_scenario.run(self.store, self.snap, take_snapshot)
+        self.truth = sa_scenario.run(self.store, self.snap,
+                                     lambda root, out: take_snapshot(root, out, wall_ms=wall_ms))
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The numpy-free walk (segments.walk_buffer, used by ``snapshot``) finds exactly what the
+"""The numpy-free walk (store.segment_walk.walk_buffer, used by ``snapshot``) finds exactly what the
 numpy scan (commitlog.scan_buffer, used by ``analyze``) finds: the same records, end,
 seal and damage, on clean, cut, sealed and corrupted segments."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketmq_emulator.spark_analytics.commitlog import scan_buffer
-from rocketmq_emulator.spark_analytics.segments import walk_buffer
+from rocketmq_emulator.store.segment_walk import walk_buffer
 from rocketmq_emulator.store.records import MAGIC_CODE, MessageRecord, blank_record, encode_record
 
 MAGIC = MAGIC_CODE.to_bytes(4, "big")

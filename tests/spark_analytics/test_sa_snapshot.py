@@ -13,7 +13,8 @@ from rocketmq_emulator.spark_analytics.store_accounts import account_store
 from rocketmq_emulator.spark_analytics.cli import snapshot_main
 from rocketmq_emulator.spark_analytics.commitlog import list_segments
 from rocketmq_emulator.spark_analytics.errors import SnapshotError
-from rocketmq_emulator.spark_analytics.snapshot import load_manifest, take_snapshot
+from tests.support.wall import wall_ms
+from rocketmq_emulator.store.snapshot import load_manifest, take_snapshot
 from rocketmq_emulator.store.records import MessageRecord, encode_record
 
 
@@ -52,7 +53,7 @@ def _store_with_torn_tail(root, n=30):
 
 def test_torn_tail_cuts_the_snapshot_and_says_so(tmp_path):
     good_end = _store_with_torn_tail(tmp_path / "store")
-    m = take_snapshot(tmp_path / "store", tmp_path / "snap")
+    m = take_snapshot(tmp_path / "store", tmp_path / "snap", wall_ms=wall_ms)
     assert m.damaged and m.damage["kind"] == "torn" and m.damage["offset"] == good_end
     assert m.max_offset == good_end and m.commitlog["records"] == 29
     assert os.path.getsize(tmp_path / "snap" / "commitlog" / f"{0:020d}") == good_end
@@ -63,12 +64,12 @@ def test_torn_tail_cuts_the_snapshot_and_says_so(tmp_path):
 
 def test_missing_and_foreign_directories(tmp_path):
     with pytest.raises(SnapshotError) as e:
-        take_snapshot(tmp_path / "nope", tmp_path / "out")
+        take_snapshot(tmp_path / "nope", tmp_path / "out", wall_ms=wall_ms)
     assert "does not exist" in str(e.value) and "\n" not in str(e.value)
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("hello")
     with pytest.raises(SnapshotError) as e:
-        take_snapshot(tmp_path / "foreign", tmp_path / "out")
+        take_snapshot(tmp_path / "foreign", tmp_path / "out", wall_ms=wall_ms)
     assert "not a RocketMQ store" in str(e.value) and "no commitlog/" in str(e.value)
     assert not (tmp_path / "out").exists()
 
@@ -77,12 +78,12 @@ def test_output_must_be_new(tmp_path, scenario):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "x").write_text("keep me")
     with pytest.raises(SnapshotError, match="already exists"):
-        take_snapshot(scenario.snap, tmp_path / "out")
+        take_snapshot(scenario.snap, tmp_path / "out", wall_ms=wall_ms)
     assert (tmp_path / "out" / "x").read_text() == "keep me"
 
 
 def test_snapshot_of_a_snapshot_is_the_same_log(tmp_path, scenario):
-    m = take_snapshot(scenario.snap, tmp_path / "again")
+    m = take_snapshot(scenario.snap, tmp_path / "again", wall_ms=wall_ms)
     assert m.max_offset == load_manifest(scenario.snap).max_offset
     assert account_store(tmp_path / "again").summary() == account_store(scenario.snap).summary()
 
@@ -105,7 +106,7 @@ def test_consume_queue_entries_beyond_the_cut_are_dropped(tmp_path):
     qdir.mkdir(parents=True)
     entries = b"".join(struct.pack(">qiq", off, 10, 0) for off in (0, good_end - 20, good_end, good_end + 50))
     (qdir / f"{0:020d}").write_bytes(entries + b"\x00" * 7)
-    m = take_snapshot(tmp_path / "store", tmp_path / "snap")
+    m = take_snapshot(tmp_path / "store", tmp_path / "snap", wall_ms=wall_ms)
     assert m.consume_queues["T"]["0"] == {"min_offset": 0, "max_offset": 2}
     assert os.path.getsize(tmp_path / "snap" / "consumequeue" / "T" / "0" / f"{0:020d}") == 40
 
@@ -142,18 +143,18 @@ def test_snapshots_while_another_thread_appends(tmp_path):
     cuts = []
     k = 0
     while not done.is_set() or k < 2:
-        m = take_snapshot(root, tmp_path / f"snap{k}")
+        m = take_snapshot(root, tmp_path / f"snap{k}", wall_ms=wall_ms)
         assert m.max_offset in ends                          # a record boundary
         assert m.damage is None or m.damage["kind"] == "torn"
         cuts.append(m.max_offset)
         k += 1
     t.join()
     assert cuts == sorted(cuts) and k >= 2
-    assert take_snapshot(root, tmp_path / "final").commitlog["records"] == 3000
+    assert take_snapshot(root, tmp_path / "final", wall_ms=wall_ms).commitlog["records"] == 3000
 
 
 def test_a_stopped_store_is_not_reported_live_though_its_lock_file_stays(tmp_path):
-    from rocketmq_emulator.spark_analytics.layout import resolve_store
+    from rocketmq_emulator.store.store_dir import resolve_store
     from rocketmq_emulator.store import MessageStore
 
     root = tmp_path / "store"
@@ -164,5 +165,5 @@ def test_a_stopped_store_is_not_reported_live_though_its_lock_file_stays(tmp_pat
     store.close()
     assert (root / "lock").exists()                  # the file outlives the store ...
     assert not resolve_store(root).is_open           # ... the lock does not
-    take_snapshot(root, tmp_path / "snap")
+    take_snapshot(root, tmp_path / "snap", wall_ms=wall_ms)
     assert load_manifest(tmp_path / "snap").store_was_live is False

@@ -10,7 +10,8 @@ import pytest
 from rocketmq_emulator.broker.cli import main
 from rocketmq_emulator.spark_analytics import datasource
 from rocketmq_emulator.spark_analytics.report import analyze_snapshot
-from rocketmq_emulator.spark_analytics.snapshot import take_snapshot
+from tests.support.wall import wall_ms
+from rocketmq_emulator.store.snapshot import take_snapshot
 
 pytestmark = pytest.mark.spark
 COUNTS = ("produced", "succeeded", "dead_lettered", "send_backs")
@@ -24,7 +25,7 @@ def test_analyze_counts_equal_simulate_json(spark, tmp_path, capsys, monkeypatch
     printed = json.loads(capsys.readouterr().out)
     assert rc == 0 and printed["invariant_violations"] == 0
     assert printed["dead_lettered"] >= 4 and printed["send_backs"] > printed["dead_lettered"]
-    take_snapshot(store, tmp_path / "snap")
+    take_snapshot(store, tmp_path / "snap", wall_ms=wall_ms)
     monkeypatch.setattr(datasource, "LOCAL_READ_MAX_BYTES", 0)
     summary = analyze_snapshot(str(tmp_path / "snap"), str(tmp_path / "report"), spark=spark)
     on_disk = json.loads((tmp_path / "report" / "summary.json").read_text())

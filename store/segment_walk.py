@@ -2,7 +2,8 @@
 stops at, and a plain record-by-record walk.
 
 ``snapshot`` walks its copies with ``walk_buffer`` so it runs on the base install (no
-numpy). ``commitlog.scan_buffer`` finds the same records with numpy, many at a time;
+numpy). spark_analytics' ``commitlog.scan_buffer`` finds the same records with numpy,
+many at a time;
 both accept a record by the same rule (``record_fits``) and take the same exact step
 (``exact_step``) where that rule refuses one, so they stop at the same place with the
 same ``Damage``.
@@ -16,7 +17,7 @@ import struct
 import zlib
 from dataclasses import asdict, dataclass
 
-from rocketmq_emulator.store.records import BLANK_MAGIC_CODE, MAGIC_CODE, RecordError, decode_record, peek_header
+from .records import BLANK_MAGIC_CODE, MAGIC_CODE, RecordError, decode_record, peek_header
 
 __all__ = ["Segment", "Damage", "Walk", "list_segments", "record_fits", "exact_step", "walk_buffer", "map_file",
            "MIN_RECORD"]

@@ -27,13 +27,14 @@ import json
 import os
 import shutil
 import struct
-import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from typing import Callable
+
 from .errors import SnapshotError
-from .layout import FORMAT_NAME, FORMAT_VERSION, MANIFEST_NAME, resolve_store
-from .segments import Damage, list_segments, map_file, walk_buffer
+from .segment_walk import Damage, list_segments, map_file, walk_buffer
+from .store_dir import FORMAT_NAME, FORMAT_VERSION, MANIFEST_NAME, resolve_store
 
 __all__ = ["Manifest", "take_snapshot", "load_manifest"]
 
@@ -203,11 +204,13 @@ def _delay_levels(snap: Path, queues: dict) -> dict[str, int]:
     return out
 
 
-def take_snapshot(data_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Manifest:
+def take_snapshot(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
+                  wall_ms: Callable[[], int]) -> Manifest:
     """Snapshot the store at ``data_dir`` into ``out_dir`` (which must not exist or be
     empty). Raises SnapshotError with one readable line on a missing or foreign
-    ``data_dir`` or an unusable ``out_dir``."""
-    t0 = time.time()
+    ``data_dir`` or an unusable ``out_dir``. ``wall_ms`` is the caller's wall clock (ms)
+    for the manifest's taken_at_ms / took_ms: the store reads no clock of its own."""
+    t0 = wall_ms()
     sd = resolve_store(data_dir, "data")
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -222,11 +225,11 @@ def take_snapshot(data_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Ma
         commitlog, damage = _copy_commitlog(sd.commitlog, stage / "commitlog")
         queues = _copy_consume_queues(sd.consumequeue, stage / "consumequeue", commitlog["max_offset"])
         manifest = Manifest(
-            source=str(sd.root.resolve()), taken_at_ms=int(t0 * 1000), took_ms=0,
+            source=str(sd.root.resolve()), taken_at_ms=int(t0), took_ms=0,
             store_was_live=sd.is_open, commitlog=commitlog, consume_queues=queues,
             config_files=config_files, damage=damage.to_dict() if damage else None,
             delay_levels_ms=_delay_levels(stage, queues))
-        manifest = replace(manifest, took_ms=int((time.time() - t0) * 1000))
+        manifest = replace(manifest, took_ms=int(wall_ms() - t0))
         (stage / MANIFEST_NAME).write_text(json.dumps(manifest.to_dict(), indent=2) + "\n")
         if out.exists():
             out.rmdir()
