@@ -98,6 +98,10 @@ def _serve_parser() -> argparse.ArgumentParser:
                    help="ingress topic prefix: PREFIX/TOPIC[/TAG] is stored in TOPIC")
     p.add_argument("--mqtt-egress", action="append", default=[], metavar="TOPIC",
                    help=f"forward TOPIC to {mqtt_defaults.out_prefix}/TOPIC (repeatable)")
+    p.add_argument("--grpc-port", type=int_in_range(0, 65535, "a port number"), default=None,
+                   help="port of the RocketMQ 5.x gRPC front (apache.rocketmq.v2, plaintext; default 8081, "
+                        "the 5.x proxy's, or a free one with --port 0; 0 picks a free one)")
+    p.add_argument("--no-grpc", action="store_true", help="no 5.x gRPC front")
     p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
                    help="least severe log lines shown on stderr (any case)")
     return p
@@ -149,6 +153,17 @@ def serve_main(argv: list[str]) -> int:
         if missing:
             return fail("serve", f"--mqtt {missing}")
     args.mqtt_settings = mqtt
+    if args.no_grpc and args.grpc_port is not None:
+        return fail("serve", "--no-grpc turns the 5.x front off; it cannot be given with --grpc-port")
+    args.grpc = None
+    if not args.no_grpc:
+        missing = missing_extra("grpc", "grpc", "rocketmq_emulator.broker.rocketmq5.stubs")
+        if missing and args.grpc_port is not None:
+            return fail("serve", f"--grpc-port {missing}")
+        if missing:
+            print(f"note: the RocketMQ 5.x gRPC front is off: it {missing}", file=sys.stderr)
+        else:
+            args.grpc = args.grpc_port if args.grpc_port is not None else (0 if args.port == 0 else 8081)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     clock = VirtualClock() if args.clock == "virtual" else SystemClock()
     try:
@@ -237,10 +252,25 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size,
                             max_connections=args.max_connections, idle_timeout_s=idle,
                             frame_timeout_s=args.frame_timeout, max_outgoing_buffer=args.max_outgoing_buffer)
+    grpc_server = None
+    if args.grpc is not None:           # first: a port it cannot have stops the start early
+        from .adapters.grpc_server import GrpcServer
+
+        grpc_server = GrpcServer(core, args.host, args.grpc, server.after_activity)
+        try:
+            await grpc_server.start()
+        except OSError as exc:
+            core.close()
+            if store_dir is not None:
+                store_dir.take_back()
+            return fail("serve", f"cannot listen on {_host_port(args.host, args.grpc)} (gRPC): "
+                                 f"{exc.strerror or exc}")
     before = asyncio.all_tasks()
     try:
         await server.start()
     except OSError as exc:
+        if grpc_server is not None:
+            await grpc_server.stop()
         core.close()
         if store_dir is not None:
             store_dir.take_back()
@@ -259,19 +289,24 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     if keeper is not None:
         flusher = supervisor.watch(asyncio.create_task(
             _flush_in_real_time(core, cfg.flush_interval_commit_log / 1000)), "the store's flush")
-    address = _host_port(args.host, server.port)
-    where = "store in memory" if data_dir is None else f"store {data_dir}"
-    when = f" at {_utc(clock.now_ms())}" if clock.is_virtual else ""
-    print(f"rocketmq-emulator listening on {address} (name server + broker); {where}; clock {args.clock}{when}")
-    print(f"listening {address} remoting", flush=True)      # for scripts: one line per listener
+    # before the listening lines: a script that reads one may signal us at once
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, supervisor.stop.set)
         except NotImplementedError:
             pass
+    address = _host_port(args.host, server.port)
+    where = "store in memory" if data_dir is None else f"store {data_dir}"
+    when = f" at {_utc(clock.now_ms())}" if clock.is_virtual else ""
+    print(f"rocketmq-emulator listening on {address} (name server + broker); {where}; clock {args.clock}{when}")
+    print(f"listening {address} remoting", flush=True)      # for scripts: one line per listener
+    if grpc_server is not None:
+        print(f"listening {_host_port(args.host, grpc_server.port)} grpc", flush=True)      # RocketMQ 5.x
     await supervisor.stop.wait()
     if bridge is not None:
         await bridge.stop()
+    if grpc_server is not None:
+        await grpc_server.stop()
     await server.stop()
     if flusher is not None:
         flusher.cancel()

@@ -246,6 +246,12 @@ class BrokerCore:
         """5.x ack of one delivery, by its current receipt handle."""
         return self.pops.ack(group, topic, receipt_handle)
 
+    def forward_to_dlq(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
+        """A delivery's message to %DLQ%<group> at once (a 5.x FIFO consumer gave up)."""
+        result = self.pops.forward_to_dlq(group, topic, receipt_handle)
+        self._save_config_changes()
+        return result
+
     def change_invisible_time(self, group: str, topic: str, receipt_handle: str,
                               invisible_ms: int) -> ChangeInvisibleResult:
         """Make a delivery invisible for ``invisible_ms`` from now; returns its new handle."""

@@ -301,6 +301,7 @@ class AckOutcome(enum.Enum):
     ACKED = "acked"
     INVALID_RECEIPT_HANDLE = "not the current handle of a delivery in flight"
     EXPIRED = "the delivery's invisible time has ended"
+    STORE_REFUSED = "the store refused the dead-letter copy"
 
 
 class InvisibleOutcome(enum.Enum):

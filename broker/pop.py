@@ -30,6 +30,7 @@ In-flight deliveries live in memory: after a restart they are simply visible aga
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass, field
 
 from rocketmq_emulator.store import PutStatus
@@ -73,6 +74,7 @@ class PopService:
         self._queues: dict[tuple[str, str, int], _QueueState] = {}    # (group, stored topic, qid)
         self._expiry: list[tuple[int, int, tuple[str, str, int], int]] = []   # (visible_at, gen, key, offset)
         self._generation = 0
+        self._forwarded: deque[str] = deque(maxlen=1024)    # handles already forwarded to the DLQ
 
     # -- pop -----------------------------------------------------------------------------
     def pop(self, req: PopRequest) -> PopResult:
@@ -190,7 +192,21 @@ class PopService:
             del state.in_flight[offset]
             self._commit(key, state)
 
-    def _revive(self, key: tuple[str, str, int], offset: int) -> bool:
+    def forward_to_dlq(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
+        """ForwardMessageToDeadLetterQueue: the delivery's message to %DLQ%<group> now,
+        and the delivery done. Idempotent: the same handle again is ACKED."""
+        found = self._delivery(group, topic, receipt_handle)
+        if found.__class__ is AckOutcome:
+            return AckOutcome.ACKED if receipt_handle in self._forwarded else found
+        key, offset, state = found
+        if not self._revive(key, offset, dead_letter=True):
+            return AckOutcome.STORE_REFUSED
+        del state.in_flight[offset]
+        self._commit(key, state)
+        self._forwarded.append(receipt_handle)
+        return AckOutcome.ACKED
+
+    def _revive(self, key: tuple[str, str, int], offset: int, dead_letter: bool = False) -> bool:
         core = self.core
         group, topic, qid = key
         entry = core.store.queue_entry(topic, qid, offset)
@@ -200,7 +216,8 @@ class PopService:
         original = old.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
         gc = core.groups.find(group)
         max_retries = gc.retry_max_times if gc is not None else 16
-        decision = rocketmq5_after_failure(group, original, old.reconsume_times + 1, max_retries)
+        decision = rocketmq5_after_failure(group, original, old.reconsume_times + 1,
+                                           0 if dead_letter else max_retries)
         props = dict(old.properties)
         props.setdefault(Prop.RETRY_TOPIC, original)
         props.setdefault(Prop.ORIGIN_MESSAGE_ID, old.offset_msg_id)

@@ -77,15 +77,16 @@ class Mosquitto:
 LISTENING = re.compile(r"^listening (\S+):(\d+) (\w+)$")
 
 
-def read_listening(proc: subprocess.Popen, timeout: float = 20.0) -> dict[str, tuple[str, int]]:
-    """Read `serve`'s stdout up to its first machine-readable ``listening HOST:PORT KIND``
-    line, bounded by ``timeout``: {kind: (host, port)}. Reads the pipe's bytes directly
+def read_listening(proc: subprocess.Popen, timeout: float = 20.0,
+                   kinds: tuple[str, ...] = ("remoting",)) -> dict[str, tuple[str, int]]:
+    """Read `serve`'s stdout up to its machine-readable ``listening HOST:PORT KIND`` lines
+    of every one of ``kinds``, bounded by ``timeout``: {kind: (host, port)}. Reads the pipe's bytes directly
     (a text wrapper's buffer would hide a second line from select); the lines before it
     are kept in ``proc.lines_before`` (the human start line)."""
     fd = proc.stdout.fileno()
     buf, before, found = b"", [], {}
     deadline = time.monotonic() + timeout
-    while not found:
+    while not set(kinds) <= set(found):
         while b"\n" not in buf:
             ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             chunk = os.read(fd, 4096) if ready else None
@@ -110,17 +111,23 @@ def read_listening(proc: subprocess.Popen, timeout: float = 20.0) -> dict[str, t
 class EmulatorProcess:
     """`rocketmq-emulator serve` in its own process, port read from its `listening` line."""
 
-    def __init__(self, data_dir: Path, *args: str):
+    def __init__(self, data_dir: Path, *args: str, grpc: bool = False):
         self.data_dir = data_dir
         self.args = args
+        self.grpc = grpc
         self.proc = None
         self.port = None
+        self.grpc_port = None
 
     def start(self):
         cmd = [sys.executable, "-m", "rocketmq_emulator.broker.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir),
                "--log-level", "WARNING", *self.args]
+        if not self.grpc:
+            cmd.append("--no-grpc")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.port = read_listening(self.proc)["remoting"][1]
+        found = read_listening(self.proc, kinds=("remoting", "grpc") if self.grpc else ("remoting",))
+        self.port = found["remoting"][1]
+        self.grpc_port = found["grpc"][1] if self.grpc else None
         return self
 
     @property

@@ -1,0 +1,228 @@
+"""The 5.x gRPC listener: apache.rocketmq.v2.MessagingService on grpc.aio, in the serve
+loop, in front of broker/rocketmq5/front.py (reference rocketmq-5x-grpc.md §1, §8).
+
+The servicer runs on the same asyncio loop as the remoting server, so core calls never
+race. After each call that may have changed the core, ``after_activity`` (the remoting
+server's) writes what the core emitted and re-arms the tick timer. A ReceiveMessage that
+finds nothing waits — in real time, as the client's deadline runs in real time — until a
+message is stored or re-stored (a core event: a send, a delay ending, an invisible time
+ending, which the core's tick revives) or its long-poll time is up, then answers
+MESSAGE_NOT_FOUND. Plaintext only.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from typing import Callable
+
+import grpc
+
+from ..events import EventKind
+from ..rocketmq5.convert import pb, status
+from ..rocketmq5.front import DEFAULT_LONG_POLL_MS, MAX_LONG_POLL_MS, Rocketmq5Front
+from ..rocketmq5.stubs import service_grpc as service_pb2_grpc
+from ..rocketmq5.stubs import spb
+
+__all__ = ["GrpcServer"]
+
+log = logging.getLogger("broker.grpc")
+
+_WAKE_KINDS = (EventKind.STORED, EventKind.REDELIVERED)
+_DEADLINE_MARGIN_S = 0.3        # answer this long before the client's deadline
+
+
+def _client_id(context) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-mq-client-id":
+            return value
+    return ""
+
+
+def _guarded(method):
+    """A unary call whose handling fails unexpectedly answers INTERNAL_SERVER_ERROR (one
+    log line with the traceback: it is this broker's bug, not the client's), so one
+    client's request never takes the listener down or leaves the client guessing."""
+    reply_type = _REPLY[method.__name__]
+
+    async def call(self, request, context):
+        try:
+            return await method(self, request, context)
+        except Exception as exc:
+            log.exception("5.x %s failed", method.__name__)
+            return reply_type(status=status(pb.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+
+    call.__name__ = method.__name__
+    return call
+
+
+_REPLY = {"QueryRoute": spb.QueryRouteResponse, "Heartbeat": spb.HeartbeatResponse,
+          "QueryAssignment": spb.QueryAssignmentResponse, "SendMessage": spb.SendMessageResponse,
+          "AckMessage": spb.AckMessageResponse, "ChangeInvisibleDuration": spb.ChangeInvisibleDurationResponse,
+          "ForwardMessageToDeadLetterQueue": spb.ForwardMessageToDeadLetterQueueResponse,
+          "NotifyClientTermination": spb.NotifyClientTerminationResponse}
+
+
+class _Servicer(service_pb2_grpc.MessagingServiceServicer):
+    def __init__(self, server: "GrpcServer") -> None:
+        self.s = server
+        self.front = server.front
+
+    def _done(self):
+        self.s.after_activity()
+
+    @_guarded
+    async def QueryRoute(self, request, context):
+        st, queues = self.front.query_route(request.topic.name, request.endpoints)
+        self._done()
+        return spb.QueryRouteResponse(status=st, message_queues=queues)
+
+    @_guarded
+    async def Heartbeat(self, request, context):
+        return spb.HeartbeatResponse(status=self.front.heartbeat(_client_id(context)))
+
+    @_guarded
+    async def QueryAssignment(self, request, context):
+        st, assignments = self.front.query_assignment(request.topic.name, request.group.name, request.endpoints)
+        self._done()
+        return spb.QueryAssignmentResponse(status=st, assignments=assignments)
+
+    @_guarded
+    async def SendMessage(self, request, context):
+        st, entries = self.front.send(request.messages)
+        self._done()
+        return spb.SendMessageResponse(status=st, entries=entries)
+
+    async def ReceiveMessage(self, request, context):
+        poll_ms = (request.long_polling_timeout.seconds * 1000 + request.long_polling_timeout.nanos // 1_000_000
+                   if request.HasField("long_polling_timeout") else DEFAULT_LONG_POLL_MS)
+        until = time.monotonic() + min(poll_ms, MAX_LONG_POLL_MS) / 1000
+        remaining = context.time_remaining()
+        if remaining is not None:
+            until = min(until, time.monotonic() + remaining - _DEADLINE_MARGIN_S)
+        while True:
+            wake = self.s.arrival
+            try:
+                st, messages = self.front.receive(request)
+            except Exception as exc:
+                log.exception("5.x ReceiveMessage failed")
+                st, messages = status(pb.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"), []
+            self._done()
+            if st is not None:
+                break
+            left = until - time.monotonic()
+            if left <= 0:
+                st = status(pb.MESSAGE_NOT_FOUND, "no new message")
+                break
+            try:
+                await asyncio.wait_for(wake.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+        yield spb.ReceiveMessageResponse(status=st)
+        for m in messages:
+            yield spb.ReceiveMessageResponse(message=m)
+        now = self.s.core.clock.now_ms()
+        ts = spb.ReceiveMessageResponse()
+        ts.delivery_timestamp.seconds, ts.delivery_timestamp.nanos = now // 1000, (now % 1000) * 1_000_000
+        yield ts
+
+    @_guarded
+    async def AckMessage(self, request, context):
+        st, entries = self.front.ack(request.group.name, request.topic.name, request.entries)
+        self._done()
+        return spb.AckMessageResponse(status=st, entries=entries)
+
+    @_guarded
+    async def ChangeInvisibleDuration(self, request, context):
+        st, handle = self.front.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
+                                                 request.invisible_duration)
+        self._done()
+        return spb.ChangeInvisibleDurationResponse(status=st, receipt_handle=handle)
+
+    @_guarded
+    async def ForwardMessageToDeadLetterQueue(self, request, context):
+        st = self.front.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
+        self._done()
+        return spb.ForwardMessageToDeadLetterQueueResponse(status=st)
+
+    @_guarded
+    async def NotifyClientTermination(self, request, context):
+        return spb.NotifyClientTerminationResponse(status=self.front.notify_termination(_client_id(context)))
+
+    async def EndTransaction(self, request, context):
+        return spb.EndTransactionResponse(status=status(pb.UNSUPPORTED, "transactions are not supported"))
+
+    async def Telemetry(self, request_iterator, context):
+        client_id = _client_id(context)
+        async for command in request_iterator:
+            if not command.HasField("settings"):
+                continue            # thread stack traces, verify results: nothing to do
+            settings = self.front.telemetry_settings(client_id, command.settings)
+            self._done()
+            if settings is None:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                    "Settings must carry publishing or subscription")
+            yield spb.TelemetryCommand(status=status(pb.OK, "OK"), settings=settings)
+        self.front.notify_termination(client_id)
+
+
+async def _unsupported(self, request, context):
+    return _UNSUPPORTED_REPLY[type(request).__name__](status=status(pb.UNSUPPORTED, "not supported"))
+
+
+_UNSUPPORTED_REPLY = {"QueryOffsetRequest": spb.QueryOffsetResponse, "GetOffsetRequest": spb.GetOffsetResponse,
+                      "UpdateOffsetRequest": spb.UpdateOffsetResponse, "RecallMessageRequest": spb.RecallMessageResponse}
+for _name in ("QueryOffset", "GetOffset", "UpdateOffset", "RecallMessage"):
+    setattr(_Servicer, _name, _unsupported)
+
+
+def _check_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # as a listener would: TIME_WAIT is fine
+        probe.bind((host, port))
+
+
+class GrpcServer:
+    """``start()`` binds host:port (0: a free one, in ``port`` after); ``stop()``."""
+
+    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None]) -> None:
+        self.core = core
+        self.host = host
+        self.port = port
+        self.after_activity = after_activity
+        self.front = Rocketmq5Front(core)
+        self.arrival = asyncio.Event()
+        self._server = None
+        self._unsubscribe = None
+
+    def _on_arrival(self, event) -> None:
+        # wake every waiting poll; later ones wait on a fresh event
+        self.arrival.set()
+        self.arrival = asyncio.Event()
+
+    async def start(self) -> None:
+        """Raises OSError (errno and strerror set) when the port cannot be had."""
+        if self.port:
+            _check_free(self.host, self.port)       # a clear error, before gRPC logs its own
+        # no SO_REUSEPORT: a second server on the same port must fail, not share it
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        service_pb2_grpc.add_MessagingServiceServicer_to_server(_Servicer(self), server)
+        address = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        try:
+            bound = server.add_insecure_port(address)
+        except RuntimeError:            # newer grpcio raises where older returned 0
+            bound = 0
+        if bound == 0:
+            raise OSError(98, "address already in use or not available")
+        await server.start()
+        self._server = server
+        self.port = bound
+        self._unsubscribe = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
+
+    async def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        if self._server is not None:
+            await self._server.stop(grace=0.5)
