@@ -154,3 +154,17 @@ def test_a_restart_delivers_again_what_was_not_acked(tmp_path):
     again = BrokerCore.open(tmp_path, core.clock)
     assert [m.record.body for m in again.pops.pop(PopRequest(G, T)).messages] == [b"b", b"c"]   # from b's offset
     again.close()
+
+
+def test_forward_to_the_dlq_moves_the_message_now_and_is_idempotent():
+    core = broker()
+    send(core, b"m", uniq="F-1")
+    [d] = pop(core).messages
+    assert core.forward_to_dlq(G, T, d.receipt_handle) is AckOutcome.ACKED
+    assert core.forward_to_dlq(G, T, d.receipt_handle) is AckOutcome.ACKED          # again: still OK
+    [dead] = read_topic(core, "%DLQ%G5")
+    assert dead.properties[Prop.UNIQ_KEY] == "F-1"
+    assert core.store.query_offset(G, T, 0) == 1
+    core.advance_clock(3_600_000)
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    assert core.forward_to_dlq(G, T, "t 0 9 9 9") is AckOutcome.INVALID_RECEIPT_HANDLE
