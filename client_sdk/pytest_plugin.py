@@ -11,6 +11,10 @@ Fixtures (each test gets its own broker on a VirtualClock with an in-memory stor
     rocketmq_consumer   factory: rocketmq_consumer(group, topic, expression="*", listener=fn,
                         orderly=False, **options) -> a started PushConsumer
     time_travel         time_travel("10s"): advance the virtual clock, delivering what is due
+    rocketmq5_endpoint  "127.0.0.1:PORT": a real RocketMQ 5.x gRPC endpoint (apache.rocketmq.v2)
+                        on the same broker and virtual clock, for the real 5.x clients:
+                        ClientConfiguration(rocketmq5_endpoint, Credentials()); time_travel
+                        moves its invisible times and delays too (needs the grpc extra)
     rocketmq_clock      the VirtualClock
     rocketmq_transport  how clients reach the broker: "inprocess" (default) or "loopback"
                         (every command through the real codec); set it for a run with
@@ -30,7 +34,7 @@ from __future__ import annotations
 import pytest
 
 __all__ = ["rocketmq_broker", "rocketmq_producer", "rocketmq_consumer", "time_travel", "rocketmq_clock",
-           "rocketmq_transport", "pytest_addoption", "pytest_configure"]
+           "rocketmq_transport", "rocketmq5_endpoint", "pytest_addoption", "pytest_configure"]
 
 TRANSPORTS = ("inprocess", "loopback")
 
@@ -90,3 +94,19 @@ def time_travel(rocketmq_broker):
     """``time_travel("10s")`` / ``time_travel("2h")``: move the virtual clock, delivering
     everything due on the way; returns the new time in ms."""
     return rocketmq_broker.advance
+
+
+@pytest.fixture
+def rocketmq5_endpoint(rocketmq_broker):
+    """A 5.x gRPC listener on 127.0.0.1:0 (its own thread) in front of ``rocketmq_broker``:
+    4.x SDK clients and real 5.x clients share its topics, groups and clock."""
+    from rocketmq_emulator.broker.cli_common import missing_extra
+
+    missing = missing_extra("grpc", "grpc", "rocketmq_emulator.broker.rocketmq5.stubs")
+    if missing:
+        pytest.fail(f"rocketmq5_endpoint {missing}")
+    from rocketmq_emulator.broker.adapters.grpc_thread import GrpcListenerThread
+
+    listener = GrpcListenerThread(rocketmq_broker.core, rocketmq_broker.hub.share()).start()
+    yield listener.endpoint
+    listener.close()

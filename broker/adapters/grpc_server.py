@@ -184,20 +184,55 @@ def _check_free(host: str, port: int) -> None:
         probe.bind((host, port))
 
 
-class GrpcServer:
-    """``start()`` binds host:port (0: a free one, in ``port`` after); ``stop()``."""
+class _Locked:
+    """The front with every call made under ``lock``: for a core that another thread
+    drives too (an in-process test broker beside this listener's thread)."""
 
-    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None]) -> None:
+    def __init__(self, front: Rocketmq5Front, lock) -> None:
+        self._front = front
+        self._lock = lock
+
+    def __getattr__(self, name):
+        fn = getattr(self._front, name)
+        lock = self._lock
+
+        def locked(*args, **kwargs):
+            with lock:
+                return fn(*args, **kwargs)
+
+        return locked
+
+
+class GrpcServer:
+    """``start()`` binds host:port (0: a free one, in ``port`` after); ``stop()``.
+    ``lock``: a lock held around every core call, when another thread shares the core."""
+
+    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None], lock=None) -> None:
         self.core = core
         self.host = host
         self.port = port
         self.after_activity = after_activity
-        self.front = Rocketmq5Front(core)
+        self.front = Rocketmq5Front(core) if lock is None else _Locked(Rocketmq5Front(core), lock)
         self.arrival = asyncio.Event()
         self._server = None
         self._unsubscribe = None
+        self._loop = None
 
     def _on_arrival(self, event) -> None:
+        # (the core may store from another thread: wake on this listener's loop)
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._wake()
+        else:
+            loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
         # wake every waiting poll; later ones wait on a fresh event
         self.arrival.set()
         self.arrival = asyncio.Event()
@@ -218,6 +253,7 @@ class GrpcServer:
             raise OSError(98, "address already in use or not available")
         await server.start()
         self._server = server
+        self._loop = asyncio.get_running_loop()
         self.port = bound
         self._unsubscribe = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
 

@@ -10,6 +10,7 @@ source of the runtime, so the loop ticks the core at ``core.next_deadline()``.
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Callable
 
 from rocketmq_emulator.broker.core import BrokerCore, Channel
@@ -36,6 +37,7 @@ class InProcessBroker(Connector):
     while an observer or a fault is attached: those see every request as a command."""
 
     typed_calls = True
+    lock = None             # set by share(): another thread calls the core too
 
     def __init__(self, core: BrokerCore, runtime: ClientRuntime | None = None, *,
                  skip_idle: bool = True) -> None:
@@ -54,6 +56,18 @@ class InProcessBroker(Connector):
                 self.skipper = self.runtime.idle_skipper = IdleSkipper(self)
             else:   # another hub's skipper cannot vouch for this core's clients
                 self.runtime.idle_skipper = _never_skip
+
+    def share(self):
+        """Let another thread call this core (a 5.x gRPC listener beside the test): from
+        now on every call of this hub into the core holds the returned lock, which the
+        other thread must hold around its own; no typed shortcut, no idle skipping (both
+        reason about a core only this thread touches)."""
+        if self.lock is None:
+            self.lock = threading.RLock()
+            self.typed_calls = False
+            if self.runtime.idle_skipper is self.skipper and self.skipper is not None:
+                self.runtime.idle_skipper = _never_skip
+        return self.lock
 
     def connect(self) -> "InProcessTransport":
         channel = self.core.connect(remote=f"{self.runtime.ip}:{next(self._ports)}")
@@ -91,6 +105,11 @@ class InProcessBroker(Connector):
         if self._observers:
             for fn in self._observers:
                 fn(transport, cmd)
+        if self.lock is not None:
+            with self.lock:
+                reply = self.core.handle(cmd, transport.channel)
+                self._route_outgoing()
+            return reply
         reply = self.core.handle(cmd, transport.channel)
         self._route_outgoing()
         return reply
@@ -113,9 +132,17 @@ class InProcessBroker(Connector):
 
     # -- TimeSource --------------------------------------------------------------------
     def next_deadline(self) -> int | None:
+        if self.lock is not None:
+            with self.lock:
+                return self.core.next_deadline()
         return self.core.next_deadline()
 
     def tick(self) -> None:
+        if self.lock is not None:
+            with self.lock:
+                self.core.tick()
+                self._route_outgoing()
+            return
         self.core.tick()
         self._route_outgoing()
 
