@@ -417,6 +417,39 @@ def topic_main(argv: list[str]) -> int:
     return 0
 
 
+def group_main(argv: list[str]) -> int:
+    """``group create``: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, what ``mqadmin updateSubGroup``
+    sends: a 5.x FIFO group (--orderly) and its maximum retries."""
+    p = CommandParser(prog="rocketmq-emulator group", description="Create or update a consumer group on a server.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{create}")
+    create = sub.add_parser("create", help="create (or update) GROUP, as mqadmin updateSubGroup",
+                            description="Create (or update) consumer GROUP on a server, as mqadmin updateSubGroup.")
+    create.add_argument("group")
+    create.add_argument("--retry-max-times", type=int_in_range(0, 10_000), default=16,
+                        help="retries before the DLQ (retryMaxTimes; 5.x delivers retryMaxTimes + 1 times)")
+    create.add_argument("--orderly", action="store_true",
+                        help="a FIFO group for 5.x clients (consumeMessageOrderly): a message group's next "
+                             "message waits for the one before")
+    _add_server_options(create, 10.0)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as exc:
+        return _usage_error(exc)
+    import json
+
+    from .protocol import RemotingCommand, RequestCode
+
+    body = json.dumps({"groupName": args.group, "retryMaxTimes": args.retry_max_times,
+                       "consumeMessageOrderly": args.orderly}).encode()
+    req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+    reply = _call_server("group create", args.server, req, args.timeout)
+    if isinstance(reply, int):
+        return reply
+    print(f"group {args.group} created: retryMaxTimes {args.retry_max_times}"
+          + (", orderly (FIFO)" if args.orderly else ""))
+    return 0
+
+
 def _call_server(command: str, server: str, req, timeout: float):
     """Send one request to ``server`` (HOST:PORT, already checked) and return its
     successful reply, or the exit code after printing one error line."""
@@ -448,6 +481,7 @@ commands:
   serve      run the name server + broker (RocketMQ 4.x remoting protocol)
   clock      read or move a server's time: clock now / clock advance 2h --server HOST:PORT
   topic      create a topic on a server (mqadmin updateTopic): topic create NAME --queues 4
+  group      create a consumer group (mqadmin updateSubGroup): group create NAME [--orderly]
   snapshot   take a consistent snapshot of a store: snapshot --data-dir DIR --out SNAP
   analyze    Spark analysis of a snapshot: analyze SNAP --out DIR [--master URL]
   simulate   deterministic simulation run: simulate --seed N --messages M --duration 6h --out DIR
@@ -473,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
         return clock_main(rest)
     if cmd == "topic":
         return topic_main(rest)
+    if cmd == "group":
+        return group_main(rest)
     registered = _registered_command(cmd)
     if registered is None:
         return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")

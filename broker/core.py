@@ -537,6 +537,21 @@ class BrokerCore:
         check_topic_settings(queue_nums, queue_nums, perm)
         return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
 
+    def update_group(self, gc) -> str | None:
+        """Create or change a consumer group's config (``groups.SubscriptionGroupConfig``),
+        written before this returns; returns why it could not be written (the old config
+        is then back), None when it was."""
+        previous = self.groups.table.get(gc.group_name)
+        self.groups.put(gc)
+        failure = self.save_configs()
+        if failure is None:
+            return None
+        if previous is None:
+            self.groups.table.pop(gc.group_name, None)
+        else:
+            self.groups.put(previous)
+        return str(failure)
+
     def update_topic(self, tc) -> str | None:
         """Create or change a topic (``topics.TopicConfig``) as UPDATE_AND_CREATE_TOPIC
         does: a legal name, not a system topic, queue counts and perm in range (else

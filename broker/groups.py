@@ -70,13 +70,15 @@ class SubscriptionGroupConfig:
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    consume_message_orderly: bool = False       # 5.x: a FIFO group (message groups in order)
 
     _JSON = {"groupName": "group_name", "consumeEnable": "consume_enable",
              "consumeFromMinEnable": "consume_from_min_enable",
              "consumeBroadcastEnable": "consume_broadcast_enable", "retryQueueNums": "retry_queue_nums",
              "retryMaxTimes": "retry_max_times", "brokerId": "broker_id",
              "whichBrokerWhenConsumeSlowly": "which_broker_when_consume_slowly",
-             "notifyConsumerIdsChangedEnable": "notify_consumer_ids_changed_enable"}
+             "notifyConsumerIdsChangedEnable": "notify_consumer_ids_changed_enable",
+             "consumeMessageOrderly": "consume_message_orderly"}
 
     def to_json(self) -> dict:
         return {k: getattr(self, a) for k, a in self._JSON.items()}

@@ -258,13 +258,16 @@ class SendBackResult:
 @dataclass(slots=True)
 class PopRequest:
     """Receive up to ``max_msgs`` (1..32) visible messages of ``topic`` for ``group``,
-    invisible for ``invisible_ms`` after (0..12 h); ``tags`` None takes every tag."""
+    invisible for ``invisible_ms`` after (0..12 h); ``tags`` None takes every tag.
+    A FIFO group's failed message comes back in place (not via the retry topic)."""
 
     group: str
     topic: str
     max_msgs: int = 32
     invisible_ms: int = 60_000
     tags: frozenset[str] | None = None
+    fifo: bool = False      # a FIFO group: per message group, one message in flight at a time
+    queue_id: int = -1      # -1: every queue of the topic (and the group's retry topic)
 
 
 class PopOutcome(enum.Enum):

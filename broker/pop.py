@@ -42,10 +42,12 @@ from .operations import (AckOutcome, ChangeInvisibleResult, InvisibleOutcome, Po
                          PoppedMessage)
 from .retry_lifecycle import rocketmq5_after_failure
 
-__all__ = ["PopService", "pop_retry_topic", "MAX_INVISIBLE_MS"]
+__all__ = ["PopService", "pop_retry_topic", "MAX_INVISIBLE_MS", "SHARDING_KEY"]
 
 MAX_INVISIBLE_MS = 12 * 3600 * 1000          # the proxy's limit for an invisible duration
 _RETRY_FIRST_PERCENT = 20                    # popFromRetryProbability
+_FIFO_SCAN = 2048                            # entries a FIFO pop looks at past the first not done
+SHARDING_KEY = "__SHARDINGKEY"               # a 5.x message group, as the proxy stores it
 
 
 def pop_retry_topic(group: str, topic: str) -> str:
@@ -61,11 +63,31 @@ class _Delivery:
 
 @dataclass(slots=True)
 class _QueueState:
+    """Unordered: ``next_offset`` is the next never-popped offset. FIFO: it is the lowest
+    offset not done (acked, dead-lettered or passed over), and a failed delivery is
+    delivered again in place — the group's next message waits for it — with its count
+    of deliveries in ``deliveries``."""
+
     next_offset: int
     in_flight: dict[int, _Delivery] = field(default_factory=dict)    # queue offset -> delivery
+    fifo: bool = False
+    done: set[int] = field(default_factory=set)                       # FIFO: done above next_offset
+    deliveries: dict[int, int] = field(default_factory=dict)          # FIFO: offset -> deliveries so far
 
     def committed(self) -> int:
+        if self.fifo:
+            return self.next_offset
         return min(self.in_flight) if self.in_flight else self.next_offset
+
+    def finish(self, offset: int) -> None:
+        """A delivery is over for good (acked, dead-lettered, revived elsewhere)."""
+        self.in_flight.pop(offset, None)
+        if self.fifo:
+            self.done.add(offset)
+            self.deliveries.pop(offset, None)
+            while self.next_offset in self.done:
+                self.done.remove(self.next_offset)
+                self.next_offset += 1
 
 
 class PopService:
@@ -93,14 +115,23 @@ class PopService:
         now = core.clock.now_ms()
         self.revive_due(now)
         retry = pop_retry_topic(req.group, req.topic)
-        sources = [(req.topic, q) for q in range(tc.read_queue_nums)]
-        if core.topics.get(retry) is not None:
+        if req.queue_id >= 0:
+            if req.queue_id >= tc.read_queue_nums:
+                return PopResult(PopOutcome.ILLEGAL_ARGUMENT, remark=f"queue {req.queue_id} of {req.topic} does not "
+                                                                     f"exist (it has {tc.read_queue_nums})")
+            sources = [(req.topic, req.queue_id)]
+        else:
+            sources = [(req.topic, q) for q in range(tc.read_queue_nums)]
+        if req.queue_id < 0 and core.topics.get(retry) is not None:
             retry_sources = [(retry, 0)]
             sources = retry_sources + sources if core.rng.randrange(100) < _RETRY_FIRST_PERCENT \
                 else sources + retry_sources
         out: list[PoppedMessage] = []
         for topic, qid in sources:
-            self._pop_queue(req, topic, qid, now, out)
+            if req.fifo and topic == req.topic:
+                self._pop_fifo(req, qid, now, out)
+            else:
+                self._pop_queue(req, topic, qid, now, out)
             if len(out) >= req.max_msgs:
                 break
         if not out:
@@ -119,14 +150,50 @@ class PopService:
             rec = store.look_message_by_offset(entry[0]) if entry else None
             if rec is None or (req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags):
                 continue                # gone, or not subscribed: acked away silently
-            self._generation += 1
-            visible_at = now + req.invisible_ms
-            state.in_flight[offset] = _Delivery(self._generation, visible_at)
-            heapq.heappush(self._expiry, (visible_at, self._generation, key, offset))
             original = rec.properties.get(Prop.RETRY_TOPIC, req.topic) if topic != req.topic else req.topic
-            out.append(PoppedMessage(rec, original, self._handle(key, offset, self._generation, visible_at),
-                                     rec.reconsume_times + 1, qid, offset))
+            out.append(self._deliver(key, state, offset, rec, original, rec.reconsume_times + 1, qid, now,
+                                     req.invisible_ms))
         self._commit(key, state)
+
+    def _pop_fifo(self, req: PopRequest, qid: int, now: int, out: list) -> None:
+        """In queue order, the first not-done message of each message group
+        (__SHARDINGKEY; none = one group for the queue) that is not in flight."""
+        store = self.core.store
+        key = (req.group, req.topic, qid)
+        state = self._state(key, fifo=True)
+        end = min(store.max_offset(req.topic, qid), state.next_offset + _FIFO_SCAN)
+        blocked: set[str] = set()
+        for offset in range(state.next_offset, end):
+            if len(out) >= req.max_msgs:
+                break
+            if offset in state.done:
+                continue
+            entry = store.queue_entry(req.topic, qid, offset)
+            rec = store.look_message_by_offset(entry[0]) if entry else None
+            if rec is None:
+                state.finish(offset)            # gone from the store
+                continue
+            group = rec.properties.get(SHARDING_KEY, "")
+            if offset in state.in_flight or group in blocked:
+                blocked.add(group)
+                continue
+            if req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags:
+                state.finish(offset)            # not subscribed: acked away
+                continue
+            blocked.add(group)
+            n = state.deliveries.get(offset, 0) + 1
+            state.deliveries[offset] = n
+            out.append(self._deliver(key, state, offset, rec, req.topic, rec.reconsume_times + n, qid, now,
+                                     req.invisible_ms))
+        self._commit(key, state)
+
+    def _deliver(self, key, state: _QueueState, offset: int, rec, topic: str, attempt: int, qid: int,
+                 now: int, invisible_ms: int) -> PoppedMessage:
+        self._generation += 1
+        visible_at = now + invisible_ms
+        state.in_flight[offset] = _Delivery(self._generation, visible_at)
+        heapq.heappush(self._expiry, (visible_at, self._generation, key, offset))
+        return PoppedMessage(rec, topic, self._handle(key, offset, self._generation, visible_at), attempt, qid, offset)
 
     # -- ack / change invisible time ------------------------------------------------------------
     def ack(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
@@ -134,7 +201,7 @@ class PopService:
         if found.__class__ is AckOutcome:
             return found
         key, offset, state = found
-        del state.in_flight[offset]
+        state.finish(offset)
         self._commit(key, state)
         return AckOutcome.ACKED
 
@@ -185,11 +252,14 @@ class PopService:
             d = state.in_flight.get(offset) if state else None
             if d is None or d.generation != generation:
                 continue                      # acked, or its invisible time was changed
-            if not self._revive(key, offset):
+            if state.fifo and not self._fifo_exhausted(key, state, offset):
+                del state.in_flight[offset]   # visible again, in place: its group still waits for it
+                continue
+            if not self._revive(key, offset, dead_letter=state.fifo, attempt=self._fifo_attempt(key, state, offset)):
                 heapq.heappush(expiry, (now + 1000, generation, key, offset))   # store refused: later
                 d.visible_at = now + 1000
                 return
-            del state.in_flight[offset]
+            state.finish(offset)
             self._commit(key, state)
 
     def forward_to_dlq(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
@@ -199,14 +269,28 @@ class PopService:
         if found.__class__ is AckOutcome:
             return AckOutcome.ACKED if receipt_handle in self._forwarded else found
         key, offset, state = found
-        if not self._revive(key, offset, dead_letter=True):
+        if not self._revive(key, offset, dead_letter=True, attempt=self._fifo_attempt(key, state, offset)):
             return AckOutcome.STORE_REFUSED
-        del state.in_flight[offset]
+        state.finish(offset)
         self._commit(key, state)
         self._forwarded.append(receipt_handle)
         return AckOutcome.ACKED
 
-    def _revive(self, key: tuple[str, str, int], offset: int, dead_letter: bool = False) -> bool:
+    def _fifo_attempt(self, key, state: _QueueState, offset: int) -> int | None:
+        """A FIFO delivery's attempt number (None for an unordered one: its record says)."""
+        if not state.fifo:
+            return None
+        entry = self.core.store.queue_entry(key[1], key[2], offset)
+        rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
+        return (rec.reconsume_times if rec else 0) + state.deliveries.get(offset, 1)
+
+    def _fifo_exhausted(self, key, state: _QueueState, offset: int) -> bool:
+        gc = self.core.groups.find(key[0])
+        max_retries = gc.retry_max_times if gc is not None else 16
+        return self._fifo_attempt(key, state, offset) >= 1 + max_retries
+
+    def _revive(self, key: tuple[str, str, int], offset: int, dead_letter: bool = False,
+                attempt: int | None = None) -> bool:
         core = self.core
         group, topic, qid = key
         entry = core.store.queue_entry(topic, qid, offset)
@@ -216,17 +300,17 @@ class PopService:
         original = old.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
         gc = core.groups.find(group)
         max_retries = gc.retry_max_times if gc is not None else 16
-        decision = rocketmq5_after_failure(group, original, old.reconsume_times + 1,
-                                           0 if dead_letter else max_retries)
+        attempt = old.reconsume_times + 1 if attempt is None else attempt
+        decision = rocketmq5_after_failure(group, original, attempt, 0 if dead_letter else max_retries)
         props = dict(old.properties)
         props.setdefault(Prop.RETRY_TOPIC, original)
         props.setdefault(Prop.ORIGIN_MESSAGE_ID, old.offset_msg_id)
         props[Prop.WAIT] = "false"
         props.pop(Prop.DELAY, None)
         if decision.dead_letter:       # (the proxy's pop-time check adds one more: 18 after 17 deliveries)
-            target, reconsume = decision.topic, old.reconsume_times + 2
+            target, reconsume = decision.topic, attempt + 1
         else:
-            target, reconsume = pop_retry_topic(group, original), old.reconsume_times + 1
+            target, reconsume = pop_retry_topic(group, original), attempt
         core.topics.create_system(target, 1, PERM_READ | PERM_WRITE)
         rec = MessageRecord(target, old.body, 0, old.flag, props, old.sys_flag, old.born_timestamp, old.born_host,
                             0, old.store_host, reconsume)
@@ -236,12 +320,12 @@ class PopService:
         return res.status is PutStatus.PUT_OK
 
     # -- state ------------------------------------------------------------------------------------
-    def _state(self, key: tuple[str, str, int]) -> _QueueState:
+    def _state(self, key: tuple[str, str, int], fifo: bool = False) -> _QueueState:
         state = self._queues.get(key)
         if state is None:
             group, topic, qid = key
             start = self.core.committed_offset(group, topic, qid)
-            state = self._queues[key] = _QueueState(start if start is not None else 0)
+            state = self._queues[key] = _QueueState(start if start is not None else 0, fifo=fifo)
         return state
 
     def _commit(self, key: tuple[str, str, int], state: _QueueState) -> None:
@@ -264,7 +348,11 @@ class PopService:
         for key, state in self._queues.items():
             for off, d in state.in_flight.items():
                 assert (key, off, d.generation) in live, f"delivery {key} {off} has no expiry"
-                assert off < state.next_offset, f"in flight past the next offset: {key} {off}"
+                if state.fifo:
+                    assert off >= state.next_offset and off not in state.done, f"FIFO delivery {key} {off} is done"
+                else:
+                    assert off < state.next_offset, f"in flight past the next offset: {key} {off}"
+            assert all(o > state.next_offset for o in state.done), f"done below the next offset: {key}"
             assert self.core.store.query_offset(*key) <= state.committed(), f"committed past in-flight: {key}"
 
 

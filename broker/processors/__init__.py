@@ -31,5 +31,6 @@ def build_processor_table() -> dict:
         RC.GET_ROUTEINFO_BY_TOPIC: route.get_route_info_by_topic,
         RC.GET_BROKER_CLUSTER_INFO: route.get_broker_cluster_info,
         RC.UPDATE_AND_CREATE_TOPIC: admin.update_and_create_topic,
+        RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: admin.update_and_create_subscription_group,
         EMULATOR_CLOCK_ADVANCE: admin.clock_advance,
     }

@@ -1,4 +1,5 @@
-"""UPDATE_AND_CREATE_TOPIC (17) and the emulator's clock control (EMULATOR_CLOCK_ADVANCE)."""
+"""UPDATE_AND_CREATE_TOPIC (17), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) and the
+emulator's clock control (EMULATOR_CLOCK_ADVANCE)."""
 from __future__ import annotations
 
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
@@ -7,7 +8,7 @@ from ..errors import ClockError
 from ..protocol import ResponseCode as RC
 from ..topics import TopicConfig, validate_topic_name
 
-__all__ = ["update_and_create_topic", "clock_advance"]
+__all__ = ["update_and_create_topic", "update_and_create_subscription_group", "clock_advance"]
 
 
 def update_and_create_topic(core, request, channel):
@@ -23,6 +24,30 @@ def update_and_create_topic(core, request, channel):
     if failure is not None:
         return request.response(RC.SYSTEM_ERROR, f"the topic[{topic}] was not changed: its config cannot be "
                                                   f"written ({failure})")
+    return request.response(RC.SUCCESS)
+
+
+def update_and_create_subscription_group(core, request, channel):
+    """The body is a SubscriptionGroupConfig in JSON (mqadmin updateSubGroup); written
+    before the reply, as a topic is."""
+    import json
+
+    from ..groups import SubscriptionGroupConfig, validate_group_name
+    from ..protocol import RequestRefused
+
+    try:
+        doc = json.loads(request.body or b"")
+        config = SubscriptionGroupConfig.from_json(doc)
+    except (ValueError, TypeError) as exc:
+        raise RequestRefused(f"the body is not a subscription group config: {exc}") from None
+    validate_group_name(config.group_name)
+    if not 0 <= config.retry_max_times <= 10_000 or not 0 <= config.retry_queue_nums <= 1024:
+        raise RequestRefused(f"retryMaxTimes must be 0..10000 and retryQueueNums 0..1024, got "
+                             f"{config.retry_max_times} and {config.retry_queue_nums}")
+    failure = core.update_group(config)
+    if failure is not None:
+        return request.response(RC.SYSTEM_ERROR, f"the group[{config.group_name}] was not changed: its config "
+                                                  f"cannot be written ({failure})")
     return request.response(RC.SUCCESS)
 
 

@@ -18,12 +18,13 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag
 
+from ..pop import SHARDING_KEY
+
 from .stubs import pb
 
 __all__ = ["pb", "SHARDING_KEY", "status", "timestamp_ms", "duration_ms", "duration", "to_proto_message",
            "user_properties", "message_type_of"]
 
-SHARDING_KEY = "__SHARDINGKEY"
 # Properties the broker or the proxy sets (MessageConst): never shown as user properties.
 _SYSTEM_KEYS = frozenset({
     Prop.KEYS, Prop.TAGS, Prop.WAIT, Prop.DELAY, Prop.RETRY_TOPIC, Prop.REAL_TOPIC, Prop.REAL_QID,

@@ -79,14 +79,22 @@ class Rocketmq5Front:
         group = settings.subscription.group.name
         gc = self.core.groups.find(group) if group else None
         retry_max = gc.retry_max_times if gc is not None else 16
+        fifo = gc is not None and gc.consume_message_orderly
         sub = out.subscription
         sub.receive_batch_size = _MAX_BATCH
         sub.long_polling_timeout.CopyFrom(duration(DEFAULT_LONG_POLL_MS))
-        sub.fifo = False
+        sub.fifo = fifo
         policy = out.backoff_policy
         policy.Clear()
         policy.max_attempts = retry_max + 1
-        if settings.user_agent.language == _NODE_JS:
+        if fifo:
+            # seed 002: an ordered message is retried at a fixed interval
+            if settings.user_agent.language == _NODE_JS:
+                policy.exponential_backoff.CopyFrom(pb.ExponentialBackoff(
+                    initial=duration(_FIFO_RETRY_MS), max=duration(_FIFO_RETRY_MS), multiplier=1.0))
+            else:
+                policy.customized_backoff.next.append(duration(_FIFO_RETRY_MS))
+        elif settings.user_agent.language == _NODE_JS:
             # Node reads only exponential_backoff: the table's start and end, doubling
             policy.exponential_backoff.CopyFrom(pb.ExponentialBackoff(
                 initial=duration(ROCKETMQ5_UNORDERED_INTERVALS_MS[0]),
@@ -131,9 +139,14 @@ class Rocketmq5Front:
         if not tc.readable:
             return status(pb.FORBIDDEN, "no readable queue"), []
         broker = pb.Broker(name=self.core.config.broker_name, id=0, endpoints=endpoints)
-        mq = pb.MessageQueue(topic=pb.Resource(name=topic), id=-1, permission=pb.READ_WRITE, broker=broker)
+        gc = self.core.groups.find(group)
+        # an unordered group pops every queue (-1); a FIFO group one assignment per queue
+        ids = range(tc.read_queue_nums) if gc.consume_message_orderly else (-1,)
+        assignments = [pb.Assignment(message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=q,
+                                                                   permission=pb.READ_WRITE, broker=broker))
+                       for q in ids]
         self.core._save_config_changes()
-        return status(pb.OK, "OK"), [pb.Assignment(message_queue=mq)]
+        return status(pb.OK, "OK"), assignments
 
     def _topic(self, topic: str):
         try:
@@ -219,7 +232,12 @@ class Rocketmq5Front:
             if not _MIN_INVISIBLE_MS <= invisible <= MAX_INVISIBLE_MS:
                 return status(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be {_MIN_INVISIBLE_MS} ms.."
                                                          f"{MAX_INVISIBLE_MS} ms, got {invisible} ms"), []
-        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags))
+        gc = self.core.groups.find(group) if group else None
+        fifo = gc is not None and gc.consume_message_orderly
+        # the proxy pops every queue of the broker whatever queue a client names; only a
+        # FIFO group's per-queue assignment (order pop) reads its one queue
+        queue_id = req.message_queue.id if fifo else -1
+        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, queue_id))
         if result.outcome is PopOutcome.NO_NEW_MESSAGE:
             return None, []
         if result.outcome is not PopOutcome.FOUND:

@@ -168,3 +168,69 @@ def test_forward_to_the_dlq_moves_the_message_now_and_is_idempotent():
     core.advance_clock(3_600_000)
     assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
     assert core.forward_to_dlq(G, T, "t 0 9 9 9") is AckOutcome.INVALID_RECEIPT_HANDLE
+
+
+# -- FIFO groups (issue 20 item 4; reference §5) -------------------------------------------------
+def fifo_broker(retry_max_times=2):
+    core = broker(retry_max_times=retry_max_times)
+    core.groups.put(SubscriptionGroupConfig(G, retry_max_times=retry_max_times, consume_message_orderly=True))
+    core._save_config_changes()
+    return core
+
+
+def send_group(core, body, group):
+    res = core.send(SendRequest("P", T, body, queue_id=0, properties={Prop.UNIQ_KEY: body.decode(),
+                                                                       "__SHARDINGKEY": group}), core.connect())
+    assert res.outcome is SendOutcome.STORED
+
+
+def fifo_pop(core, invisible_ms=10_000):
+    return core.pop(PopRequest(G, T, 32, invisible_ms, None, True)).messages
+
+
+def test_a_message_groups_next_message_waits_for_the_one_in_flight_other_groups_do_not():
+    core = fifo_broker()
+    for body, group in ((b"a0", "A"), (b"a1", "A"), (b"b0", "B"), (b"a2", "A"), (b"b1", "B")):
+        send_group(core, body, group)
+    first = fifo_pop(core)
+    assert [m.record.body for m in first] == [b"a0", b"b0"]
+    assert fifo_pop(core) == []
+    core.ack(G, T, first[1].receipt_handle)                   # b0 done: b1 may go, A still waits
+    assert [m.record.body for m in fifo_pop(core)] == [b"b1"]
+    core.ack(G, T, first[0].receipt_handle)
+    assert [m.record.body for m in fifo_pop(core)] == [b"a1"]
+    assert core.store.query_offset(G, T, 0) == 1              # a1 in flight holds the offset
+    core._check()
+
+
+def test_a_failing_fifo_message_comes_back_in_place_blocks_its_group_then_goes_to_the_dlq():
+    core = fifo_broker(retry_max_times=2)                     # 3 deliveries
+    send_group(core, b"bad", "A")
+    send_group(core, b"next", "A")
+    send_group(core, b"other", "B")
+    attempts = []
+    for _ in range(3):
+        msgs = fifo_pop(core)
+        bad = [m for m in msgs if m.record.body == b"bad"]
+        assert [m.record.body for m in msgs if m.record.body != b"other"] == [b"bad"]   # "next" waits
+        attempts.append(bad[0].delivery_attempt)
+        for m in msgs:
+            if m.record.body == b"other":
+                core.ack(G, T, m.receipt_handle)
+        core.advance_clock(10_000)
+    assert attempts == [1, 2, 3]
+    [dead] = read_topic(core, "%DLQ%G5")
+    assert dead.body == b"bad"
+    assert [m.record.body for m in fifo_pop(core)] == [b"next"]
+    assert core.store.max_offset(pop_retry_topic(G, T), 0) == 0   # never through the retry topic
+    core._check()
+
+
+def test_forwarding_a_fifo_message_to_the_dlq_unblocks_its_group():
+    core = fifo_broker()
+    send_group(core, b"given up", "A")
+    send_group(core, b"after", "A")
+    [m] = fifo_pop(core)
+    assert core.forward_to_dlq(G, T, m.receipt_handle) is AckOutcome.ACKED
+    assert [x.record.body for x in fifo_pop(core)] == [b"after"]
+    assert [r.body for r in read_topic(core, "%DLQ%G5")] == [b"given up"]

@@ -210,3 +210,44 @@ def test_a_5x_producer_and_a_4x_consumer_share_a_topic_and_the_reverse(server, p
         p4.shutdown()
         c4.shutdown()
         broker.close()
+
+
+class _FailsFirstOfGroup(MessageListener):
+    def __init__(self):
+        self.seen: list[tuple[bytes, int]] = []
+        self.lock = threading.Lock()
+
+    def consume(self, message):
+        with self.lock:
+            self.seen.append((message.body, message.delivery_attempt))
+        return ConsumeResult.FAILURE if message.body == b"g1-first" else ConsumeResult.SUCCESS
+
+
+def test_a_fifo_group_blocks_a_failing_message_group_until_the_dlq_and_not_the_others(server, producer):
+    done = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker.cli", "group", "create", "FG",
+                           "--orderly", "--retry-max-times", "1", "--server", server.address],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    for body, group in ((b"g1-first", "g1"), (b"g1-second", "g1"), (b"g2-only", "g2")):
+        m = message("TFifo", body)
+        m.message_group = group
+        producer.send(m)
+    listener = _FailsFirstOfGroup()
+    pc = PushConsumer(config(server), "FG", listener, {"TFifo": FilterExpression("*")})
+    pc.startup()
+    try:
+        wait_for(lambda: any(b == b"g1-second" for b, _ in listener.seen), timeout=40)
+    finally:
+        pc.shutdown()
+    bodies = [b for b, _ in listener.seen]
+    # the failing message twice (2 = retryMaxTimes + 1, retried by the client), then the DLQ,
+    # and only then its group's next message; the other group went its own way
+    assert bodies.count(b"g1-first") == 2
+    assert bodies.index(b"g1-second") > max(i for i, b in enumerate(bodies) if b == b"g1-first")
+    assert b"g2-only" in bodies
+    dlq = simple(server, "FG-dlq-reader", "%DLQ%FG")
+    try:
+        [dead] = receive(dlq)
+        assert dead.body == b"g1-first" and dead.message_group == "g1"
+    finally:
+        dlq.shutdown()
