@@ -16,7 +16,7 @@ not become visible yet (else INVALID_RECEIPT_HANDLE, as the proxy answers).
 
 When a delivery's invisible time ends (``tick``), the message is *revived*: the retry
 lifecycle (``rocketmq5_after_failure``) decides, and a copy goes either to the pop retry
-topic ``%RETRY%<group>_<topic>`` with reconsume times + 1 — visible at once, since the
+topic ``%RETRY%<group>+<topic>`` with reconsume times + 1 — visible at once, since the
 invisible time was the retry interval — or, once the group's maximum deliveries
 (retryMaxTimes + 1) are used, to ``%DLQ%<group>``. Either way the original delivery is
 done for its queue. Pops read the retry topic beside the topic (first on one pop in
@@ -34,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from rocketmq_emulator.store import PutStatus
-from rocketmq_emulator.store.records import RETRY_PREFIX, MessageRecord, Prop
+from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop
 
 from .config import PERM_READ, PERM_WRITE
 from .events import EventKind
@@ -42,7 +42,7 @@ from .operations import (AckOutcome, ChangeInvisibleResult, InvisibleOutcome, Po
                          PoppedMessage)
 from .retry_lifecycle import rocketmq5_after_failure
 
-__all__ = ["PopService", "pop_retry_topic", "MAX_INVISIBLE_MS", "SHARDING_KEY"]
+__all__ = ["PopService", "pop_retry_topic", "MAX_INVISIBLE_MS", "SHARDING_KEY", "POP_RETRY_SEPARATOR"]
 
 MAX_INVISIBLE_MS = 12 * 3600 * 1000          # the proxy's limit for an invisible duration
 _RETRY_FIRST_PERCENT = 20                    # popFromRetryProbability
@@ -51,8 +51,10 @@ SHARDING_KEY = "__SHARDINGKEY"               # a 5.x message group, as the proxy
 
 
 def pop_retry_topic(group: str, topic: str) -> str:
-    """The pop retry topic of a (group, topic): V1 naming, %RETRY%<group>_<topic>."""
-    return f"{RETRY_PREFIX}{group}_{topic}"
+    """The pop retry topic of a (group, topic): upstream's V2 naming (enableRetryTopicV2),
+    %RETRY%<group>+<topic>. V1's ``_`` is ambiguous when names contain ``_``; ``+`` is
+    illegal in user names, so the store's accounting can tell the group from the name."""
+    return f"{RETRY_PREFIX}{group}{POP_RETRY_SEPARATOR}{topic}"
 
 
 @dataclass(slots=True)

@@ -27,7 +27,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from rocketmq_emulator.store import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_table
 from rocketmq_emulator.store.accounting import NOT_BUSINESS_PREFIXES, Kind, normalize_offsets
-from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
+from rocketmq_emulator.store.records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
 from .datasource import read_commitlog
 
@@ -79,8 +79,8 @@ def group_expr() -> Column:
     """accounting.group_of, as a Spark column."""
     kind = F.col("kind")
     return (F.when(kind == Kind.RETRY_SCHEDULED.value, F.expr(f"substring(real_topic, {len(RETRY_PREFIX) + 1})"))
-            .when(kind.isin(Kind.RETRY_DELIVERY.value, Kind.RETRY_DIRECT.value),
-                  F.expr(f"substring(topic, {len(RETRY_PREFIX) + 1})"))
+            .when(kind.isin(Kind.RETRY_DELIVERY.value, Kind.RETRY_DIRECT.value),     # (5.x: %RETRY%<group>+<topic>)
+                  F.substring_index(F.expr(f"substring(topic, {len(RETRY_PREFIX) + 1})"), POP_RETRY_SEPARATOR, 1))
             .when(kind == Kind.DEAD_LETTER.value, F.expr(f"substring(topic, {len(DLQ_PREFIX) + 1})")))
 
 
@@ -184,7 +184,9 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
     progress("counting produced / succeeded / dead-lettered / send-backs")
 
     sb_next = send_backs.select("group", "key", (F.col("attempt") - 1).alias("attempt"))
-    ok = deliveries.filter("consumed").join(sb_next, ["group", "key", "attempt"], "left_anti")
+    dead_keys = send_backs.filter("dlq").select("group", "key")     # a dead letter is not also a success
+    ok = (deliveries.filter("consumed").join(sb_next, ["group", "key", "attempt"], "left_anti")
+          .join(dead_keys, ["group", "key"], "left_anti"))
     succeeded = ok.select("group", "key", "btopic").distinct().groupBy("group", "btopic").agg(
         F.count("*").alias("succeeded"))
     dead = (send_backs.filter("dlq").select("group", "key", "btopic").distinct().groupBy("group", "btopic")

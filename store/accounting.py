@@ -16,7 +16,9 @@ Every stored record is one of these kinds (``classify``):
   retry_delivery    its copy re-stored in %RETRY%<group> when due: deliverable to the group
                     at attempt = its reconsumeTimes
   retry_direct      stored straight into %RETRY%<group> without a delay: a send-back
-                    and deliverable
+                    and deliverable. 5.x redeliveries are of this kind too: a delivery
+                    whose invisible time ended is re-stored in %RETRY%<group>+<topic>
+                    (the pop retry topic; the group is the name before the "+")
   dead_letter       stored in %DLQ%<group>: a send-back and a dead letter
   other             system topics, prepared / rolled-back transaction halves
 
@@ -36,9 +38,12 @@ The four counts (over the snapshot; per group and topic in ``GroupTopicCounts``)
 
   produced       originals + delayed originals in business topics (per topic, not per
                  group: a message consumed by two groups is produced once)
-  succeeded      per (group, message): some consumed deliverable copy of attempt k has no
-                 send-back of attempt k + 1; summed over groups
-  dead_lettered  per (group, message): a dead_letter copy exists; summed over groups
+  succeeded      per (group, message) without a dead_letter copy: some consumed deliverable
+                 copy of attempt k has no send-back of attempt k + 1; summed over groups
+  dead_lettered  per (group, message): a dead_letter copy exists; summed over groups.
+                 A dead letter is not also a success: an orderly consumer (and a 5.x FIFO
+                 one) retries in place and commits past the original once it moved it to
+                 the DLQ, and a 5.x DLQ copy's reconsumeTimes is one above 4.x's
   send_backs     send-back records stored (retry_scheduled + retry_direct + dead_letter),
                  all groups — each is one CONSUMER_SEND_MSG_BACK (or its client fallback)
                  that stored something, the DLQ moves included
@@ -54,7 +59,7 @@ from enum import Enum
 from typing import Iterable, Mapping
 
 from .record_view import RecordHead, prop_value
-from .records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, Prop
+from .records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, Prop
 
 __all__ = [
     "NOT_BUSINESS_PREFIXES",
@@ -128,7 +133,7 @@ def _group(kind: Kind, topic: str, real: str | None) -> str | None:
     if kind is _RETRY_SCHEDULED:
         return (real or "")[len(RETRY_PREFIX):]
     if kind in RETRY_COPY_KINDS:
-        return topic[len(RETRY_PREFIX):]
+        return topic[len(RETRY_PREFIX):].partition(POP_RETRY_SEPARATOR)[0]
     if kind is _DEAD_LETTER:
         return topic[len(DLQ_PREFIX):]
     return None
@@ -303,11 +308,13 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
     hist: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
     # succeeded: some consumed attempt a has no send-back of attempt a + 1
     for gk, topic in first_ok.items():
+        if gk in dead:
+            continue
         sb = send_backs.get(gk)
         if sb is None or 1 not in sb or any(a + 1 not in sb for a in consumed_ok.get(gk, ())):
             succ[(gk[0], topic)] += 1
     for gk, attempts in consumed_ok.items():
-        if gk not in first_ok:
+        if gk not in first_ok and gk not in dead:
             sb = send_backs.get(gk)
             if sb is None or any(a + 1 not in sb for a in attempts):
                 succ[(gk[0], topic_of[gk])] += 1

@@ -40,7 +40,7 @@ __all__ = [
     "MAX_PROPERTIES_LENGTH",
     "SysFlag",
     "Prop",
-    "SCHEDULE_TOPIC", "TIMER_TOPIC", "RETRY_PREFIX", "DLQ_PREFIX", "AUTO_CREATE_TOPIC_KEY",
+    "SCHEDULE_TOPIC", "TIMER_TOPIC", "RETRY_PREFIX", "POP_RETRY_SEPARATOR", "DLQ_PREFIX", "AUTO_CREATE_TOPIC_KEY",
     "NOT_ALLOWED_SEND_TOPICS", "SYSTEM_TOPICS", "SYSTEM_PREFIXES",
     "Host",
     "MessageRecord",
@@ -123,6 +123,7 @@ class Prop:
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"      # delay levels: queue L-1 holds level L
 TIMER_TOPIC = "rmq_sys_wheel_timer"         # delayed to a timestamp (5.x TimerMessageStore's topic)
 RETRY_PREFIX = "%RETRY%"
+POP_RETRY_SEPARATOR = "+"                   # 5.x pop retry topics: %RETRY%<group>+<topic> (V2 naming)
 DLQ_PREFIX = "%DLQ%"
 AUTO_CREATE_TOPIC_KEY = "TBW102"
 # TopicValidator (4.9.8; 5.x adds the timer topic): topics a client may never send to,

@@ -44,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--orderly", action="store_true", help="consume orderly (give --max-reconsume-times too)")
     p.add_argument("--max-reconsume-times", type=int, help="the consumer's maxReconsumeTimes (default: 16)")
     p.add_argument("--consumers", type=int, help="consumer instances in the group (default: 1)")
+    p.add_argument("--protocol", choices=("4.x", "5.x"),
+                   help="the group's consumers: 4.x push (send-back, delay levels; default) or 5.x (pop with an "
+                        "invisible time, server-side retry and DLQ)")
+    p.add_argument("--invisible-time", metavar="DURATION",
+                   help="5.x: each receive's invisible time, whole seconds like 60s or 2m (default: 60s)")
     p.add_argument("--crash-at", action="append", default=[], metavar="T",
                    help="crash the broker at virtual time T and restart it from its store (repeatable)")
     p.add_argument("--write-off", action="append", default=[], metavar="START..END",
@@ -107,6 +112,16 @@ def build_scenario(args) -> Scenario:
             group_options[key] = value
     if args.orderly:
         group_options["orderly"] = True
+    if args.protocol is not None:
+        group_options["protocol"] = args.protocol
+    if args.invisible_time is not None:
+        try:
+            ms = parse_duration(args.invisible_time)
+        except DelayLevelError as exc:
+            raise ScenarioError(f"--invisible-time: {exc}") from None
+        if ms % 1000 or ms < 1000:
+            raise ScenarioError(f"--invisible-time takes whole seconds of at least 1s, got {args.invisible_time!r}")
+        group_options["invisible_seconds"] = ms // 1000
     if group_options:
         groups = (replace(groups[0], **group_options),) + groups[1:]
     return replace(base, topics=topics, producers=producers, groups=groups, **top)

@@ -12,7 +12,7 @@ Invariants (each failure is a Violation with the step, the virtual time and the 
                     commit-log offset its send result named (its offsetMsgId), with its
                     UNIQ_KEY: nothing acknowledged was lost, and no offset a producer was
                     given went to another message
-  attempts          concurrent groups: a dead-lettered message failed in exactly
+  attempts          concurrent groups (4.x and 5.x): a dead-lettered message failed in exactly
                     maxReconsumeTimes + 1 copies the broker stored (reconsumeTimes 0..max,
                     each once; after a crash a repeat is allowed — at-least-once — but no
                     level may be missing), and no stored copy above max is delivered.
@@ -20,7 +20,9 @@ Invariants (each failure is a Violation with the step, the virtual time and the 
                     not a new attempt for the broker — upstream counts the same way.)
   retry_delay       a retry arrives no earlier than its delay level after the failure
                     (level 3 + reconsumeTimes; level 3 when it expired; 5 s when the
-                    send-back failed and the client retried locally)
+                    send-back failed and the client retried locally); 5.x: no earlier
+                    than the invisible time the failure left it (the retry interval of
+                    its attempt; the receive's invisible time when never answered)
   commit            a committed offset never passes a message its group has not
                     finished with (consumed, or handed back to the broker)
   identity          every copy keeps the UNIQ_KEY of its original, and a retry or DLQ
@@ -151,11 +153,17 @@ class InvariantChecker:
                                                      f"{waited} ms after its failure; it is due after {due} ms")
         return fate
 
-    def failed(self, spec: GroupSpec, fate: _Fate, msg, now_ms: int, *, expired: bool = False) -> None:
-        """A delivery that failed (the listener said so, or it overran consumeTimeout)."""
+    def failed(self, spec: GroupSpec, fate: _Fate, msg, now_ms: int, *, expired: bool = False,
+               delay_ms: int | None = None) -> None:
+        """A delivery that failed (the listener said so, or it overran consumeTimeout).
+        Its retry is due after its delay level, or after ``delay_ms`` when given (5.x:
+        the invisible time the failure left it)."""
         k = msg.reconsume_times
-        level = EXPIRED_LEVEL if expired else 3 + k
-        delay = self.delays_ms[min(level, len(self.delays_ms)) - 1]
+        if delay_ms is None:
+            level = EXPIRED_LEVEL if expired else 3 + k
+            delay = self.delays_ms[min(level, len(self.delays_ms)) - 1]
+        else:
+            delay = delay_ms
         if not fate.failures:
             fate.failures = []
         fate.failures.append((k, now_ms, msg.commit_log_offset, delay))

@@ -14,7 +14,13 @@ order the producers send them):
   slow_probability p   a delivery overruns consumeTimeout (the listener "sleeps" on the
                        virtual clock while the rest of the run, faults included, goes on);
                        the consumer's expiry scan sends it back, or, when it cannot, the
-                       listener's late verdict decides
+                       listener's late verdict decides. In a 5.x group the delivery is
+                       never answered: it comes back when its invisible time ends
+
+A group's ``protocol`` is "4.x" (the SDK's PushConsumer: pull, send-back, delay levels)
+or "5.x" (pop with an invisible time, server-side attempts and DLQ: pop_consumer.py);
+``invisible_seconds`` is a 5.x group's invisible time per receive, ``batch_size`` its
+receive batch.
 """
 from __future__ import annotations
 
@@ -27,6 +33,9 @@ from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, 
 
 __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
            "ScenarioError", "w1_scenario"]
+
+
+PROTOCOLS = ("4.x", "5.x")
 
 
 class ScenarioError(ValueError):
@@ -60,6 +69,8 @@ class GroupSpec:
     fail_once_remainder: int = 0
     fail_probability: float = 0.0
     slow_probability: float = 0.0
+    protocol: str = "4.x"              # "5.x": pop, invisible time, server-side retry and DLQ
+    invisible_seconds: int = 60        # 5.x: invisible time of each receive
 
     @property
     def max_attempts_failed(self) -> int:
@@ -191,6 +202,12 @@ def _validate(s: Scenario) -> None:
         _int(f"group {g.name}: poison_every", g.poison_every, lo=0)
         _int(f"group {g.name}: fail_once_every", g.fail_once_every, lo=0)
         _int(f"group {g.name}: fail_once_remainder", g.fail_once_remainder, lo=0)
+        if g.protocol not in PROTOCOLS:
+            raise ScenarioError(f"group {g.name}: protocol must be one of {', '.join(PROTOCOLS)}, got {g.protocol!r}")
+        _int(f"group {g.name}: invisible_seconds", g.invisible_seconds, lo=1, hi=12 * 3600)
+        if g.protocol == "5.x" and g.orderly:
+            raise ScenarioError(f"group {g.name}: 5.x FIFO groups are not simulated; use a 4.x orderly group "
+                                f"or a 5.x concurrent one")
         for key in ("fail_probability", "slow_probability"):
             v = getattr(g, key)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:

@@ -45,6 +45,7 @@ from ..listener import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ..message import Message
 from ..push_consumer import PushConsumer
 from .invariants import InvariantChecker, Violation
+from .pop_consumer import PopConsumer, retry_interval_ms
 from .scenario import GroupSpec, Scenario
 
 __all__ = ["Simulation", "SimulationResult", "START_MS", "run_simulation"]
@@ -173,6 +174,11 @@ class Simulation:
         self._run_clients(self.embedded.run_until_idle)
 
     def _start_group(self, spec: GroupSpec) -> None:
+        if spec.protocol == "5.x":
+            listener = self._pop_listener(spec)
+            self.consumers[spec.name] = [PopConsumer(spec, self.embedded, listener).start()
+                                         for _ in range(spec.consumers)]
+            return
         made = []
         for i in range(spec.consumers):
             c = self.consumer_class(
@@ -314,7 +320,8 @@ class Simulation:
     def stop_group(self, group: str) -> None:
         self.checker.step += 1
         for c in self.consumers.pop(group, []):
-            if any(pq.msg_count for pq in c.process_queues.values()):
+            # (a 5.x consumer holds nothing: it answers each delivery at once, or never)
+            if any(pq.msg_count for pq in getattr(c, "process_queues", {}).values()):
                 # A message still in flight (its listener overrunning, its local retry
                 # waiting) holds the committed offset: it and whatever followed it are
                 # delivered again on restart. At-least-once, as after a crash, so the
@@ -425,6 +432,32 @@ class Simulation:
             return _verdict(ctx, first_fail)
 
         return on_messages
+
+    def _pop_listener(self, spec: GroupSpec):
+        """A 5.x group's listener: the same checks and failure pattern as a 4.x one's;
+        its verdict is the consumer's answer (ack, a new invisible time, or none)."""
+        checker = self.checker
+        clock = self.clock
+        invisible_ms = spec.invisible_seconds * 1000
+
+        def on_delivery(d) -> str:
+            now = clock.now_ms()
+            number = int(d.body[:NUMBER_WIDTH])
+            fate = checker.delivered(spec, number, d, spec.topic, now)
+            failing = self._fails(spec, number, d.reconsume_times)
+            hangs = bool(spec.slow_probability) and self.rng.random() < spec.slow_probability
+            # finished before the answer: an ack commits the offset at once
+            checker.finished(spec.name, d.record.topic, d.queue_id, d.queue_offset, now, False)
+            if hangs or failing:
+                if fate is not None:
+                    delay = invisible_ms if hangs else retry_interval_ms(d.delivery_attempt)
+                    checker.failed(spec, fate, d, now, delay_ms=delay)
+                return "hang" if hangs else "fail"
+            if fate is not None:
+                checker.succeeded(spec, number, fate)
+            return "ok"
+
+        return on_delivery
 
     def _overrun(self, spec, msgs, numbers, fates, ctx, now, first_fail):
         """A listener that takes longer than consumeTimeout. While it runs, the

@@ -27,9 +27,11 @@ MINUTE = 60_000
 @st.composite
 def group_specs(draw, name: str = "SimGroup", topic: str = "SimTopic", allow_orderly: bool = True) -> GroupSpec:
     orderly = allow_orderly and draw(st.booleans())
+    protocol = "4.x" if orderly else draw(st.sampled_from(["4.x", "5.x"]))
     poison = draw(st.sampled_from([0, 10, 50, 100]))
     return GroupSpec(
-        name=name, topic=topic, orderly=orderly,
+        name=name, topic=topic, orderly=orderly, protocol=protocol,
+        invisible_seconds=draw(st.sampled_from([10, 60, 300])),
         consumers=draw(st.integers(1, 2)),
         batch_size=draw(st.integers(1, 4)),
         max_reconsume_times=draw(st.integers(0, 3)) if orderly else draw(st.sampled_from([-1, 0, 1, 2, 5])),
@@ -60,6 +62,8 @@ def scenarios(draw, max_messages: int = 200, max_groups: int = 2, faults: bool =
     n_groups = draw(st.integers(1, max_groups))
     groups = tuple(draw(group_specs(name=f"SimGroup{i}")) for i in range(n_groups))
     extra = draw(fault_timelines(duration, tuple(g.name for g in groups))) if faults else {}
+    if any(g.protocol == "5.x" for g in groups):
+        extra["settle_ms"] = 8 * 60 * MINUTE     # a 5.x poison message ends 6 h 46 min after it began
     return Scenario(
         seed=draw(st.integers(0, 2 ** 31 - 1)), messages=draw(st.integers(0, max_messages)),
         duration_ms=duration, topics=(TopicSpec(queues=queues),),

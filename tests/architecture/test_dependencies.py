@@ -61,6 +61,8 @@ def test_broker_imports_only_store_and_delay_scheduler():
 CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", "broker.config", "broker.events",
                          "broker.topics", "broker.cli_common", "broker.long_polling", "broker.processors.pull",
                          "broker.processors.route", "broker.processors.send", "broker.processors.send_back",
+                         # the retry tables the 5.x clients are told (the simulator's 5.x consumer)
+                         "broker.retry_lifecycle",
                          # the pytest fixture rocketmq5_endpoint starts a 5.x listener beside the test
                          "broker.adapters.grpc_thread"}
 

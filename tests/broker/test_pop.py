@@ -66,7 +66,7 @@ def test_an_unacked_delivery_comes_back_after_its_invisible_time_with_the_attemp
     [again] = pop(core).messages
     assert again.record.body == b"m" and again.delivery_attempt == 2 and again.topic == T
     assert again.record.properties[Prop.UNIQ_KEY] == "ID-1"          # message_id unchanged
-    assert again.record.topic == pop_retry_topic(G, T) == "%RETRY%G5_T5"
+    assert again.record.topic == pop_retry_topic(G, T) == "%RETRY%G5+T5"
     assert core.ack(G, T, first.receipt_handle) is AckOutcome.INVALID_RECEIPT_HANDLE   # that delivery is over
     assert core.ack(G, T, again.receipt_handle) is AckOutcome.ACKED
     core.advance_clock(3_600_000)

@@ -124,3 +124,17 @@ def test_the_readme_scenario_example_is_a_valid_scenario():
     from rocketmq_emulator.client_sdk.simulation import Scenario
     scenario = Scenario.from_dict(json.loads(block))
     assert [g.name for g in scenario.groups] == ["billing", "audit"] and scenario.crashes_ms == (1_800_000,)
+
+
+def test_the_readme_5x_simulation_line_runs_as_written(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Guide: deterministic simulation", 1)[1]
+    line = next(ln for ln in section.splitlines() if "--protocol 5.x" in ln and ln.startswith(".venv/bin/"))
+    args = line.split()[1:]
+    args[args.index("/tmp/sim5")] = str(tmp_path / "sim5")
+    script = Path(sys.executable).with_name("rocketmq-emulator")
+    proc = subprocess.run([str(script), *args, "--json", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed["invariant_violations"] == 0 and printed["settled"] and printed["crashes"] == 1
+    assert printed["dead_lettered"] == 10 and printed["succeeded"] == 990

@@ -105,3 +105,39 @@ def test_the_store_level_driver_stores_what_the_broker_core_stores(scenario, tmp
     # (the snapshot: the shared scenario's store was written on after it was taken)
     assert account_store(tmp_path / "store").to_dict() == account_store(scenario.snap).to_dict()
     assert truth.lateness == scenario.truth.lateness and dict(truth.succeeded) == dict(scenario.truth.succeeded)
+
+
+@pytest.mark.parametrize("as_heads", [False, True], ids=["mappings", "heads"])
+def test_an_orderly_dead_letter_is_not_also_a_success(as_heads):
+    """An orderly consumer retries in place and, at maxReconsumeTimes, sends the message
+    to %DLQ% itself; the committed offset then passes the original. Dead-lettered, so
+    not succeeded: produced = succeeded + dead_lettered once everything settled."""
+    recs = [_Rec("orders", {"UNIQ_KEY": "U1"}, qoff=0, phys=0),
+            _Rec("orders", {"UNIQ_KEY": "U2"}, qoff=1, phys=100),
+            _Rec("%DLQ%g", {"UNIQ_KEY": "U1", "ORIGIN_MESSAGE_ID": "ID0", "RETRY_TOPIC": "orders"}, recon=3,
+                 phys=200)]
+    if as_heads:
+        recs = [_as_head(r) for r in recs]
+    a = account(recs, {"orders@g": {"0": 2}})
+    assert a.summary() == {"produced": 2, "succeeded": 1, "dead_lettered": 1, "send_backs": 1}
+
+
+@pytest.mark.parametrize("as_heads", [False, True], ids=["mappings", "heads"])
+def test_5x_pop_retry_copies_belong_to_their_group(as_heads):
+    """5.x redeliveries are copies in %RETRY%<group>+<topic> (reconsumeTimes = the
+    failed attempt + 1), the DLQ copy after the last one has reconsumeTimes one higher
+    than 4.x's (the proxy's pop-time check). Group names with '_' stay unambiguous."""
+    g, t = "pay_ments", "or_ders"
+    retry = f"%RETRY%{g}+{t}"
+    recs = [_Rec(t, {"UNIQ_KEY": "U1"}, qoff=0, phys=0),                 # fails twice, then dead
+            _Rec(t, {"UNIQ_KEY": "U2"}, qoff=1, phys=100),               # fails once, then succeeds
+            _Rec(retry, {"UNIQ_KEY": "U1", "ORIGIN_MESSAGE_ID": "ID0", "RETRY_TOPIC": t}, qoff=0, recon=1, phys=200),
+            _Rec(retry, {"UNIQ_KEY": "U2", "ORIGIN_MESSAGE_ID": "ID100", "RETRY_TOPIC": t}, qoff=1, recon=1,
+                 phys=300),
+            _Rec(f"%DLQ%{g}", {"UNIQ_KEY": "U1", "ORIGIN_MESSAGE_ID": "ID0", "RETRY_TOPIC": t}, recon=3, phys=400)]
+    if as_heads:
+        recs = [_as_head(r) for r in recs]
+    a = account(recs, {f"{t}@{g}": {"0": 2}, f"{retry}@{g}": {"0": 2}})
+    assert a.summary() == {"produced": 2, "succeeded": 1, "dead_lettered": 1, "send_backs": 3}
+    (per,) = a.per_group
+    assert (per.group, per.topic, per.retried) == (g, t, {1: 2})
