@@ -242,6 +242,11 @@ class BrokerCore:
         self._save_config_changes()
         return result
 
+    def release_client(self, client_id: str) -> int:
+        """A 5.x client went away: its auto-renewed deliveries are visible again after 1 s
+        (broker/pop.py). Returns how many it held."""
+        return self.pops.release(client_id)
+
     def ack(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
         """5.x ack of one delivery, by its current receipt handle."""
         return self.pops.ack(group, topic, receipt_handle)

@@ -268,6 +268,9 @@ class PopRequest:
     tags: frozenset[str] | None = None
     fifo: bool = False      # a FIFO group: per message group, one message in flight at a time
     queue_id: int = -1      # -1: every queue of the topic (and the group's retry topic)
+    # auto-renew (a 5.x PushConsumer's receive): the deliveries stay invisible while this
+    # client is connected, up to 3 h (PopService.release(client) ends it); "": no renewal
+    renew_for: str = ""
 
 
 class PopOutcome(enum.Enum):

@@ -45,6 +45,13 @@ from .retry_lifecycle import rocketmq5_after_failure
 __all__ = ["PopService", "pop_retry_topic", "MAX_INVISIBLE_MS", "SHARDING_KEY", "POP_RETRY_SEPARATOR"]
 
 MAX_INVISIBLE_MS = 12 * 3600 * 1000          # the proxy's limit for an invisible duration
+# Auto-renew, as the proxy's DefaultReceiptHandleManager (reference §4.6, §4.7): each renewal
+# makes the delivery invisible for the next of these (the last repeated), for up to 3 h;
+# then it is nacked with the retry interval of its attempt. A client that goes away has its
+# renewed deliveries visible again after 1 s.
+RENEW_STEPS_MS = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)
+RENEW_FOR_MS = 3 * 3600 * 1000
+RELEASE_AFTER_MS = 1000
 _RETRY_FIRST_PERCENT = 20                    # popFromRetryProbability
 _FIFO_SCAN = 2048                            # entries a FIFO pop looks at past the first not done
 SHARDING_KEY = "__SHARDINGKEY"               # a 5.x message group, as the proxy stores it
@@ -61,6 +68,9 @@ def pop_retry_topic(group: str, topic: str) -> str:
 class _Delivery:
     generation: int
     visible_at: int
+    owner: str = ""             # auto-renew: the client it is renewed for ("": not renewed)
+    renew_until: int = 0        # auto-renew: no renewal after this (3 h after the delivery)
+    renewals: int = 0
 
 
 @dataclass(slots=True)
@@ -99,6 +109,7 @@ class PopService:
         self._expiry: list[tuple[int, int, tuple[str, str, int], int]] = []   # (visible_at, gen, key, offset)
         self._generation = 0
         self._forwarded: deque[str] = deque(maxlen=1024)    # handles already forwarded to the DLQ
+        self._renewed: dict[str, set[tuple[tuple[str, str, int], int]]] = {}   # client -> (key, offset)
 
     # -- pop -----------------------------------------------------------------------------
     def pop(self, req: PopRequest) -> PopResult:
@@ -154,7 +165,7 @@ class PopService:
                 continue                # gone, or not subscribed: acked away silently
             original = rec.properties.get(Prop.RETRY_TOPIC, req.topic) if topic != req.topic else req.topic
             out.append(self._deliver(key, state, offset, rec, original, rec.reconsume_times + 1, qid, now,
-                                     req.invisible_ms))
+                                     req.invisible_ms, req.renew_for))
         self._commit(key, state)
 
     def _pop_fifo(self, req: PopRequest, qid: int, now: int, out: list) -> None:
@@ -186,14 +197,16 @@ class PopService:
             n = state.deliveries.get(offset, 0) + 1
             state.deliveries[offset] = n
             out.append(self._deliver(key, state, offset, rec, req.topic, rec.reconsume_times + n, qid, now,
-                                     req.invisible_ms))
+                                     req.invisible_ms, req.renew_for))
         self._commit(key, state)
 
     def _deliver(self, key, state: _QueueState, offset: int, rec, topic: str, attempt: int, qid: int,
-                 now: int, invisible_ms: int) -> PoppedMessage:
+                 now: int, invisible_ms: int, owner: str = "") -> PoppedMessage:
         self._generation += 1
         visible_at = now + invisible_ms
-        state.in_flight[offset] = _Delivery(self._generation, visible_at)
+        state.in_flight[offset] = _Delivery(self._generation, visible_at, owner, now + RENEW_FOR_MS if owner else 0)
+        if owner:
+            self._renewed.setdefault(owner, set()).add((key, offset))
         heapq.heappush(self._expiry, (visible_at, self._generation, key, offset))
         return PoppedMessage(rec, topic, self._handle(key, offset, self._generation, visible_at), attempt, qid, offset)
 
@@ -203,6 +216,7 @@ class PopService:
         if found.__class__ is AckOutcome:
             return found
         key, offset, state = found
+        self._unown(key, state, offset)
         state.finish(offset)
         self._commit(key, state)
         return AckOutcome.ACKED
@@ -216,6 +230,7 @@ class PopService:
         if found.__class__ is AckOutcome:
             return ChangeInvisibleResult(InvisibleOutcome.INVALID_RECEIPT_HANDLE, remark=_why(found))
         key, offset, state = found
+        self._unown(key, state, offset)     # (a client's own invisible time ends the renewals)
         self._generation += 1
         visible_at = self.core.clock.now_ms() + invisible_ms
         state.in_flight[offset] = _Delivery(self._generation, visible_at)
@@ -233,6 +248,8 @@ class PopService:
         key = (group, stored, qid)
         state = self._queues.get(key)
         d = state.in_flight.get(offset) if state else None
+        if d is not None and d.owner and d.visible_at <= self.core.clock.now_ms():
+            self.revive_due(self.core.clock.now_ms())       # (renewed on time, even if the tick is late)
         if d is None or d.generation != generation:
             return AckOutcome.INVALID_RECEIPT_HANDLE
         if d.visible_at <= self.core.clock.now_ms():
@@ -252,8 +269,11 @@ class PopService:
             visible_at, generation, key, offset = heapq.heappop(expiry)
             state = self._queues.get(key)
             d = state.in_flight.get(offset) if state else None
-            if d is None or d.generation != generation:
-                continue                      # acked, or its invisible time was changed
+            if d is None or d.generation != generation or d.visible_at > now:
+                continue                      # acked, its invisible time changed, or renewed
+            if d.owner:
+                self._renew(key, offset, d, now)
+                continue
             if state.fifo and not self._fifo_exhausted(key, state, offset):
                 del state.in_flight[offset]   # visible again, in place: its group still waits for it
                 continue
@@ -264,6 +284,59 @@ class PopService:
             state.finish(offset)
             self._commit(key, state)
 
+    def _renew(self, key, offset: int, d: _Delivery, now: int) -> None:
+        """An auto-renewed delivery's invisible time ended: renewed for the next step while
+        its client is there, up to 3 h; then nacked like a failure (the retry interval of
+        its attempt; a FIFO group's fixed interval) and no longer renewed."""
+        if now < d.renew_until:
+            d.visible_at = min(now + RENEW_STEPS_MS[min(d.renewals, len(RENEW_STEPS_MS) - 1)], d.renew_until)
+            d.renewals += 1
+        else:
+            self._forget_owner(key, offset, d)
+            d.visible_at = now + self._nack_delay(key, offset)
+        heapq.heappush(self._expiry, (d.visible_at, d.generation, key, offset))
+
+    def _nack_delay(self, key, offset: int) -> int:
+        state = self._queues[key]
+        attempt = self._fifo_attempt(key, state, offset)
+        if attempt is None:
+            entry = self.core.store.queue_entry(key[1], key[2], offset)
+            rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
+            attempt = (rec.reconsume_times if rec else 0) + 1
+        gc = self.core.groups.find(key[0])
+        decision = rocketmq5_after_failure(key[0], key[1], attempt, gc.retry_max_times if gc else 16,
+                                           fifo=state.fifo)
+        return decision.delay_ms if not decision.dead_letter else 0
+
+    def _unown(self, key, state: _QueueState, offset: int) -> None:
+        d = state.in_flight.get(offset)
+        if d is not None and d.owner:
+            self._forget_owner(key, offset, d)
+
+    def _forget_owner(self, key, offset: int, d: _Delivery) -> None:
+        owned = self._renewed.get(d.owner)
+        if owned is not None:
+            owned.discard((key, offset))
+            if not owned:
+                del self._renewed[d.owner]
+        d.owner = ""
+
+    def release(self, client: str) -> int:
+        """A client went away (NotifyClientTermination, its Telemetry stream ended): its
+        auto-renewed deliveries stop being renewed and are visible again after 1 s.
+        Returns how many it held."""
+        owned = self._renewed.pop(client, set())
+        now = self.core.clock.now_ms()
+        for key, offset in owned:
+            state = self._queues.get(key)
+            d = state.in_flight.get(offset) if state else None
+            if d is None or d.owner != client:
+                continue
+            d.owner = ""
+            d.visible_at = min(d.visible_at, now + RELEASE_AFTER_MS)
+            heapq.heappush(self._expiry, (d.visible_at, d.generation, key, offset))
+        return len(owned)
+
     def forward_to_dlq(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
         """ForwardMessageToDeadLetterQueue: the delivery's message to %DLQ%<group> now,
         and the delivery done. Idempotent: the same handle again is ACKED."""
@@ -273,6 +346,7 @@ class PopService:
         key, offset, state = found
         if not self._revive(key, offset, dead_letter=True, attempt=self._fifo_attempt(key, state, offset)):
             return AckOutcome.STORE_REFUSED
+        self._unown(key, state, offset)
         state.finish(offset)
         self._commit(key, state)
         self._forwarded.append(receipt_handle)
@@ -354,6 +428,12 @@ class PopService:
                     assert off >= state.next_offset and off not in state.done, f"FIFO delivery {key} {off} is done"
                 else:
                     assert off < state.next_offset, f"in flight past the next offset: {key} {off}"
+                if d.owner:
+                    assert (key, off) in self._renewed.get(d.owner, ()), f"renewed delivery {key} {off} not indexed"
+        for owner, owned in self._renewed.items():
+            for key, off in owned:
+                d = self._queues[key].in_flight.get(off) if key in self._queues else None
+                assert d is not None and d.owner == owner, f"{owner} is indexed for {key} {off}, not renewed for it"
             assert all(o > state.next_offset for o in state.done), f"done below the next offset: {key}"
             assert self.core.store.query_offset(*key) <= state.committed(), f"committed past in-flight: {key}"
 

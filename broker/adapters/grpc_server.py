@@ -98,13 +98,14 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
         poll_ms = (request.long_polling_timeout.seconds * 1000 + request.long_polling_timeout.nanos // 1_000_000
                    if request.HasField("long_polling_timeout") else DEFAULT_LONG_POLL_MS)
         until = time.monotonic() + min(poll_ms, MAX_LONG_POLL_MS) / 1000
+        client_id = _client_id(context)
         remaining = context.time_remaining()
         if remaining is not None:
             until = min(until, time.monotonic() + remaining - _DEADLINE_MARGIN_S)
         while True:
             wake = self.s.arrival
             try:
-                st, messages = self.front.receive(request)
+                st, messages = self.front.receive(request, client_id)
             except Exception as exc:
                 log.exception("5.x ReceiveMessage failed")
                 st, messages = status(pb.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"), []

@@ -111,7 +111,11 @@ class Rocketmq5Front:
         return status(pb.OK, "OK")
 
     def notify_termination(self, client_id: str) -> pb.Status:
+        """NotifyClientTermination, or the client's Telemetry stream ended: forget its
+        settings and release its auto-renewed deliveries (visible again after 1 s)."""
         self.settings.pop(client_id, None)
+        if client_id:
+            self.core.release_client(client_id)
         return status(pb.OK, "OK")
 
     # -- routes --------------------------------------------------------------------------------
@@ -210,9 +214,10 @@ class Rocketmq5Front:
         return status(pb.OK, "OK"), [entry]
 
     # -- consuming -----------------------------------------------------------------------------
-    def receive(self, req) -> tuple[pb.Status | None, list]:
+    def receive(self, req, client_id: str = "") -> tuple[pb.Status | None, list]:
         """(status, messages) of one pop; (None, []) when nothing is visible yet (the
-        adapter waits and asks again until its long-poll time is up)."""
+        adapter waits and asks again until its long-poll time is up). With auto_renew
+        (a PushConsumer) the deliveries are renewed for ``client_id`` while it is there."""
         topic = req.message_queue.topic.name
         group = req.group.name
         fe = req.filter_expression
@@ -237,7 +242,8 @@ class Rocketmq5Front:
         # the proxy pops every queue of the broker whatever queue a client names; only a
         # FIFO group's per-queue assignment (order pop) reads its one queue
         queue_id = req.message_queue.id if fifo else -1
-        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, queue_id))
+        renew_for = client_id if req.auto_renew else ""
+        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, queue_id, renew_for))
         if result.outcome is PopOutcome.NO_NEW_MESSAGE:
             return None, []
         if result.outcome is not PopOutcome.FOUND:

@@ -234,3 +234,79 @@ def test_forwarding_a_fifo_message_to_the_dlq_unblocks_its_group():
     assert core.forward_to_dlq(G, T, m.receipt_handle) is AckOutcome.ACKED
     assert [x.record.body for x in fifo_pop(core)] == [b"after"]
     assert [r.body for r in read_topic(core, "%DLQ%G5")] == [b"given up"]
+
+
+# -- auto-renew (a 5.x PushConsumer's receive; reference §4.6, §4.7) ---------------------------
+def pop_renewed(core, client="client-1"):
+    return core.pop(PopRequest(G, T, 32, 60_000, renew_for=client))
+
+
+def test_an_auto_renewed_delivery_stays_invisible_while_its_client_is_there_and_its_handle_stays_good():
+    core = broker()
+    send(core, b"slow")
+    [d] = pop_renewed(core).messages
+    core.advance_clock(2 * 3_600_000)                      # far past the 60 s it was popped for
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    core._check()
+    assert core.ack(G, T, d.receipt_handle) is AckOutcome.ACKED     # the original handle, 2 h later
+    assert core.store.query_offset(G, T, 0) == 1
+    core._check()
+
+
+def test_after_3_hours_of_renewal_it_is_nacked_with_the_retry_interval_of_its_attempt():
+    core = broker()
+    send(core, b"stuck")
+    pop_renewed(core)
+    core.advance_clock(3 * 3_600_000)                      # renewals end; nacked for 10 s (attempt 1)
+    core._check()
+    core.advance_clock(9_000)
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    core.advance_clock(1_000)
+    [again] = pop(core).messages
+    assert again.record.body == b"stuck" and again.delivery_attempt == 2
+
+
+def test_a_client_that_goes_away_releases_its_renewed_deliveries_after_one_second():
+    core = broker()
+    for b in (b"a", b"b"):
+        send(core, b)
+    [a] = pop_renewed(core, "leaving").messages[:1]
+    core.advance_clock(10 * 60_000)
+    assert core.release_client("leaving") == 2
+    assert core.release_client("leaving") == 0             # nothing held twice
+    core.advance_clock(999)
+    assert pop(core).outcome is PopOutcome.NO_NEW_MESSAGE
+    core.advance_clock(1)
+    got = pop(core).messages
+    assert sorted((m.record.body, m.delivery_attempt) for m in got) == [(b"a", 2), (b"b", 2)]
+    assert core.ack(G, T, a.receipt_handle) is AckOutcome.INVALID_RECEIPT_HANDLE
+    core._check()
+
+
+def test_release_leaves_other_clients_and_plain_deliveries_alone():
+    core = broker()
+    for b in (b"a", b"b", b"c"):
+        send(core, b)
+    core.pop(PopRequest(G, T, 1, 60_000, renew_for="one"))
+    core.pop(PopRequest(G, T, 1, 60_000, renew_for="two"))
+    [plain] = core.pop(PopRequest(G, T, 1, 300_000)).messages
+    core.release_client("one")
+    core.advance_clock(1_000)
+    [released] = pop(core).messages                                       # only "one"'s
+    assert released.record.body == b"a" and core.ack(G, T, released.receipt_handle) is AckOutcome.ACKED
+    core.advance_clock(299_000)
+    assert [m.record.body for m in pop(core).messages] == [plain.record.body]   # its own 5 min; "two" renewed
+    core._check()
+
+
+def test_a_change_of_invisible_time_ends_the_renewal():
+    core = broker()
+    send(core, b"m")
+    [d] = pop_renewed(core).messages
+    changed = core.change_invisible_time(G, T, d.receipt_handle, 5_000)
+    assert changed.outcome is InvisibleOutcome.CHANGED
+    core.release_client("client-1")                        # nothing renewed any more
+    core.advance_clock(5_000)
+    [again] = pop(core).messages
+    assert again.delivery_attempt == 2
+    core._check()

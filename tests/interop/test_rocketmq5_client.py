@@ -251,3 +251,57 @@ def test_a_fifo_group_blocks_a_failing_message_group_until_the_dlq_and_not_the_o
         assert dead.body == b"g1-first" and dead.message_group == "g1"
     finally:
         dlq.shutdown()
+
+
+class _Slow(MessageListener):
+    """Holds each message until the test lets it go, then succeeds."""
+
+    def __init__(self):
+        self.seen: list[tuple[bytes, int]] = []
+        self.lock = threading.Lock()
+        self.go = threading.Event()
+
+    def consume(self, message):
+        with self.lock:
+            self.seen.append((message.body, message.delivery_attempt))
+        self.go.wait(60)
+        return ConsumeResult.SUCCESS
+
+
+def test_a_push_consumers_slow_delivery_is_renewed_not_redelivered(server, producer):
+    """PushConsumer receives auto-renew: the server keeps the delivery invisible while the
+    client is there, far past the 60 s it was popped for (reference §4.6); the client's
+    ack of the original handle then commits it."""
+    producer.send(message("T5slow", b"slow one"))
+    listener = _Slow()
+    pc = PushConsumer(config(server), "G5slow", listener, {"T5slow": FilterExpression("*")})
+    pc.startup()
+    try:
+        wait_for(lambda: listener.seen, timeout=30)
+        advance(server, "20m")                      # 20 virtual minutes inside the listener
+        assert _committed(server, "G5slow", "T5slow") == 0
+        listener.go.set()
+        wait_for(lambda: _committed(server, "G5slow", "T5slow") == 1, timeout=30)
+        assert listener.seen == [(b"slow one", 1)]  # never redelivered
+    finally:
+        listener.go.set()
+        pc.shutdown()
+
+
+def _committed(server, group, topic) -> int:
+    """The group's committed offsets of the topic, summed over its 8 queues (4.x admin call)."""
+    from rocketmq_emulator.client_sdk.api import BrokerAPI
+    from rocketmq_emulator.client_sdk.errors import MQClientError
+
+    broker = RemoteBroker(server.address)
+    try:
+        api = BrokerAPI(broker.connect())
+        total = 0
+        for qid in range(8):
+            try:
+                total += max(api.query_consumer_offset(group, topic, qid), 0)
+            except MQClientError:       # no offset for that queue yet
+                pass
+        return total
+    finally:
+        broker.close()

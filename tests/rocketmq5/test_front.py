@@ -127,3 +127,33 @@ def test_acks_and_invisible_changes_with_bad_handles():
     assert st.code == pb.INVALID_RECEIPT_HANDLE and entry.status.code == pb.INVALID_RECEIPT_HANDLE
     assert f.change_invisible("G", "T", "t 0 0 1 1", duration(1000))[0].code == pb.INVALID_RECEIPT_HANDLE
     assert f.forward_to_dlq("G", "T", "t 0 0 1 1").code == pb.INVALID_RECEIPT_HANDLE
+
+
+def test_a_push_consumers_deliveries_are_renewed_until_it_terminates_then_back_in_a_second():
+    """auto_renew receives (a PushConsumer's) stay invisible while the client is there;
+    NotifyClientTermination (or its Telemetry stream ending: the listener calls the same)
+    makes them visible again 1 s later (reference §4.6, §4.7). A SimpleConsumer's
+    explicit invisible time is not touched."""
+    f = front()
+    f.query_route("T", EP)
+    f.send([msg(body=b"push", message_id="01")])
+    push = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), batch_size=1, auto_renew=True,
+                                     message_queue=pb.MessageQueue(topic=pb.Resource(name="T"), id=0),
+                                     filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"))
+    st, [m] = f.receive(push, "push-client")
+    assert st.code == pb.OK and m.body == b"push"
+    f.send([msg(body=b"simple", message_id="02")])
+    simple = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), batch_size=1, invisible_duration=duration(600_000),
+                                       message_queue=push.message_queue, filter_expression=push.filter_expression)
+    st, [s] = f.receive(simple, "simple-client")
+    assert s.body == b"simple"
+    f.core.advance_clock(300_000)                     # five times the 60 s it was popped for
+    assert f.receive(push, "other") == (None, [])
+    assert f.notify_termination("push-client").code == pb.OK
+    f.core.advance_clock(1_000)
+    st, [again] = f.receive(push, "other")
+    assert again.body == b"push" and again.system_properties.delivery_attempt == 2
+    assert f.receive(push, "other") == (None, [])     # the simple one keeps its 10 min
+    f.core.advance_clock(299_000)
+    st, [later] = f.receive(push, "other")
+    assert later.body == b"simple"

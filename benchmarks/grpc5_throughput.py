@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The 5.x gRPC front's throughput with the real Python 5.x client (issue 20's benchmark).
+
+A real `rocketmq-emulator serve` subprocess (real clock, fresh store per run, gRPC on a
+free port); the real rocketmq-python-client 5.1.2 in this process. Per run:
+
+  produce, one at a time   ``Producer.send`` (one SendMessage call per message), N msgs
+  consume, one at a time   ``SimpleConsumer.receive(1)`` then ``ack`` (two calls a message)
+  produce, window W        ``Producer.send_async``, at most W (32) sends in flight
+  consume, window W        ``receive(32)`` batches, their acks from W threads at once
+                           (the client's ``ack_async`` returns None in 5.1.2)
+
+Every send must succeed and the consumers must see exactly the N bodies of their phase.
+Printed per phase: msgs/s, gRPC calls/s, and the CPU seconds the client and the server
+used. In the same run: the grpc.aio unary echo floor (../shared/peer-bench/bench_grpc_echo.py,
+run now with the same N and window) and the 4.x SDK's W2 over TCP (w2_throughput.py's
+produce one at a time / window / consume, run now). The target is >= 50 % of the echo's
+calls/s, one at a time and windowed; the host's speed is printed beside (it drifts).
+
+Usage: python benchmarks/grpc5_throughput.py [--n 20000] [--window 32] [--runs 3] [--no-peers]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PEER = REPO.parent / "shared" / "peer-bench"
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(PEER))
+
+from tests.support.processes import EmulatorProcess  # noqa: E402
+
+TOPIC_ONE, TOPIC_WINDOW = "Bench5One", "Bench5Window"
+GROUP_ONE, GROUP_WINDOW = "bench5_one", "bench5_window"
+INVISIBLE_S = 60
+
+
+def body_for(i: int) -> bytes:
+    s = b"%010d" % i                     # the peer benchmarks' 100-byte body
+    return s + b"x" * (100 - len(s))
+
+
+def host_speed() -> str:
+    """A fixed pure-Python loop, to show how fast the host is right now."""
+    t0 = time.perf_counter()
+    x = 0
+    for i in range(3_000_000):
+        x += i & 7
+    return f"{3 / (time.perf_counter() - t0):.1f} M loop steps/s"
+
+
+def run_5x(n: int, window: int) -> dict:
+    from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
+    from w2_throughput import Phase
+
+    tmp = Path(tempfile.mkdtemp(prefix="grpc5-"))
+    server = EmulatorProcess(tmp / "store", grpc=True).start()
+    config = ClientConfiguration(f"127.0.0.1:{server.grpc_port}", Credentials(), request_timeout=30)
+    pid = server.proc.pid
+    out: dict = {}
+
+    def message(topic: str, i: int):
+        m = Message()
+        m.topic = topic
+        m.body = body_for(i)
+        return m
+
+    producer = Producer(config, (TOPIC_ONE, TOPIC_WINDOW))
+    try:
+        producer.startup()
+        for topic in (TOPIC_ONE, TOPIC_WINDOW):
+            producer.send(message(topic, -1))        # routes and topics: not timed
+        one = [message(TOPIC_ONE, i) for i in range(n)]
+        with Phase(pid, None) as ph:
+            for m in one:
+                producer.send(m)
+        out["produce_one"] = (ph, n)
+
+        consumer = SimpleConsumer(config, GROUP_ONE, {TOPIC_ONE: FilterExpression("*")}, await_duration=5)
+        consumer.startup()
+        seen: list[bytes] = []
+        with Phase(pid, None) as ph:
+            while len(seen) < n + 1:
+                for m in consumer.receive(1, INVISIBLE_S):
+                    consumer.ack(m)
+                    seen.append(m.body)
+        out["consume_one"] = (ph, 2 * n)
+        consumer.shutdown()
+        _check(seen, n, "one at a time")
+
+        msgs = [message(TOPIC_WINDOW, i) for i in range(n)]
+        slots = threading.Semaphore(window)
+        errors: list[BaseException] = []
+
+        def sent(future):
+            if future.exception() is not None:
+                errors.append(future.exception())
+            slots.release()
+
+        with Phase(pid, None) as ph:
+            for m in msgs:
+                slots.acquire()
+                producer.send_async(m).add_done_callback(sent)
+            for _ in range(window):
+                slots.acquire()
+        if errors:
+            raise AssertionError(f"{len(errors)} window sends failed, first: {errors[0]!r}")
+        out["produce_window"] = (ph, n)
+
+        consumer = SimpleConsumer(config, GROUP_WINDOW, {TOPIC_WINDOW: FilterExpression("*")}, await_duration=5)
+        consumer.startup()
+        seen = []
+        receives = 0
+        with ThreadPoolExecutor(window) as acks, Phase(pid, None) as ph:
+            pending = []
+            while len(seen) < n + 1:
+                batch = consumer.receive(32, INVISIBLE_S)
+                receives += 1
+                seen.extend(m.body for m in batch)
+                pending.extend(acks.submit(consumer.ack, m) for m in batch)
+            for f in pending:
+                f.result()
+        out["consume_window"] = (ph, receives + n + 1)
+        consumer.shutdown()
+        _check(seen, n, "window")
+    finally:
+        producer.shutdown()
+        server.stop()
+    rows = {}
+    for name, (ph, calls) in out.items():
+        rows[name] = {"msgs_per_s": n / ph.wall, "calls_per_s": calls / ph.wall, "wall_s": ph.wall,
+                      "client_cpu_s": ph.client_cpu, "server_cpu_s": ph.server_cpu}
+    return rows
+
+
+def _check(seen: list[bytes], n: int, what: str) -> None:
+    want = sorted([body_for(-1)] + [body_for(i) for i in range(n)])
+    if sorted(seen) != want:
+        raise AssertionError(f"consume {what}: saw {len(seen)} bodies, {len(set(seen))} distinct; wanted {n + 1}")
+
+
+def echo_floor(n: int, window: int, runs: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "echo.json"
+        subprocess.run([sys.executable, str(PEER / "bench_grpc_echo.py"), "--n", str(n), "--runs", str(runs),
+                        "--window", str(window), "--json", str(out)], check=True, stdout=subprocess.DEVNULL)
+        summary = json.loads(out.read_text())["summary"]
+    return {"one": summary["one_at_a_time_per_s"]["median"], "window": summary["window_per_s"]["median"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=20000, help="messages per phase")
+    ap.add_argument("--window", type=int, default=32, help="calls in flight (the echo floor uses the same)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-peers", action="store_true", help="skip the echo floor and the 4.x W2 figures")
+    a = ap.parse_args()
+    if a.n < 1 or a.window < 1 or a.runs < 1:
+        ap.error("--n, --window and --runs must be >= 1")
+    try:
+        import rocketmq  # noqa: F401
+    except ImportError:
+        raise SystemExit("needs the grpc extra (rocketmq-python-client): ./dev bench grpc5_throughput installs it")
+    logging.getLogger("rocketmq").setLevel(logging.ERROR)
+    speed = host_speed()
+    rows = [run_5x(a.n, a.window) for _ in range(a.runs)]
+    phases = list(rows[0])
+    med = {p: {k: statistics.median(r[p][k] for r in rows) for k in rows[0][p]} for p in phases}
+    print(f"RocketMQ 5.x over gRPC: rocketmq-python-client -> `rocketmq-emulator serve` subprocess (real clock, "
+          f"store on disk), 100-byte bodies, N={a.n:,}, {a.runs} run(s), median (min-max); python "
+          f"{sys.version.split()[0]}; host {speed}")
+    labels = {"produce_one": "produce, one at a time (send)",
+              "consume_one": "consume, one at a time (receive 1 + ack: 2 calls/msg)",
+              "produce_window": f"produce, window {a.window} (send_async)",
+              "consume_window": f"consume, window {a.window} (receive 32, acks {a.window} at once)"}
+    for p in phases:
+        m = med[p]
+        calls = [r[p]["calls_per_s"] for r in rows]
+        print(f"  {labels[p]:<58} {m['msgs_per_s']:>7,.0f} msgs/s, {m['calls_per_s']:>7,.0f} calls/s "
+              f"({min(calls):,.0f}-{max(calls):,.0f}); CPU client {m['client_cpu_s']:.2f} s, "
+              f"server {m['server_cpu_s']:.2f} s in {m['wall_s']:.2f} s wall")
+    if a.no_peers:
+        return
+    echo = echo_floor(a.n, a.window, a.runs)
+    print(f"grpc.aio unary echo (bench_grpc_echo.py, measured now, N={a.n:,}, {a.runs} run(s)): "
+          f"one at a time {echo['one']:,.0f} calls/s, window {a.window} {echo['window']:,.0f} calls/s")
+    for p, mode in (("produce_one", "one"), ("consume_one", "one"), ("produce_window", "window"),
+                    ("consume_window", "window")):
+        r = med[p]["calls_per_s"] / echo[mode]
+        print(f"  {p:<15} calls/s / echo {mode:<6} = {r:>4.0%}  (target >= 50%: {'met' if r >= .5 else 'NOT met'})")
+    from w2_throughput import run_w2
+    w2 = [run_w2(a.n, a.n, a.window, 0) for _ in range(a.runs)]
+    print(f"4.x SDK W2 over TCP (w2_throughput.py, measured now, N={a.n:,}): "
+          + ", ".join(f"{p} {statistics.median(r[p]['msgs_per_s'] for r in w2):,.0f} msgs/s"
+                      for p in ("produce_sync", "produce_window", "consume")))
+    print(f"host after the run: {host_speed()}")
+
+
+if __name__ == "__main__":
+    main()
