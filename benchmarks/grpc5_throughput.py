@@ -12,7 +12,8 @@ free port); the real rocketmq-python-client 5.1.2 in this process. Per run:
 
 Every send must succeed and the consumers must see exactly the N bodies of their phase.
 Printed per phase: msgs/s, gRPC calls/s, and the CPU seconds the client and the server
-used. In the same run: the grpc.aio unary echo floor (../shared/peer-bench/bench_grpc_echo.py,
+used. In the same run: the same client against a MessagingService that does nothing
+(grpc5_stub_server.py: what this client can reach at all), the grpc.aio unary echo floor (../shared/peer-bench/bench_grpc_echo.py,
 run now with the same N and window) and the 4.x SDK's W2 over TCP (w2_throughput.py's
 produce one at a time / window / consume, run now). The target is >= 50 % of the echo's
 calls/s, one at a time and windowed; the host's speed is printed beside (it drifts).
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,6 +41,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(PEER))
 
+from core_reshape import host_speed  # noqa: E402  (a fixed pure-Python loop)
 from tests.support.processes import EmulatorProcess  # noqa: E402
 
 TOPIC_ONE, TOPIC_WINDOW = "Bench5One", "Bench5Window"
@@ -51,23 +54,39 @@ def body_for(i: int) -> bytes:
     return s + b"x" * (100 - len(s))
 
 
-def host_speed() -> str:
-    """A fixed pure-Python loop, to show how fast the host is right now."""
-    t0 = time.perf_counter()
-    x = 0
-    for i in range(3_000_000):
-        x += i & 7
-    return f"{3 / (time.perf_counter() - t0):.1f} M loop steps/s"
-
-
 def run_5x(n: int, window: int) -> dict:
+    """The phases against `serve`."""
+    tmp = Path(tempfile.mkdtemp(prefix="grpc5-"))
+    server = EmulatorProcess(tmp / "store", grpc=True).start()
+    try:
+        return run_phases(server.grpc_port, server.proc.pid, n, window, check=True)
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_stub(n: int, window: int) -> dict:
+    """The same phases against grpc5_stub_server.py: a MessagingService that does nothing."""
+    with tempfile.TemporaryDirectory(prefix="grpc5-stub-") as tmp:
+        portfile = Path(tmp) / "port"
+        proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "grpc5_stub_server.py"), str(portfile)])
+        try:
+            deadline = time.monotonic() + 30
+            while not portfile.exists():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("the stub server did not start")
+                time.sleep(0.05)
+            return run_phases(int(portfile.read_text()), proc.pid, n, window, check=False)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def run_phases(port: int, pid: int, n: int, window: int, check: bool) -> dict:
     from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
     from w2_throughput import Phase
 
-    tmp = Path(tempfile.mkdtemp(prefix="grpc5-"))
-    server = EmulatorProcess(tmp / "store", grpc=True).start()
-    config = ClientConfiguration(f"127.0.0.1:{server.grpc_port}", Credentials(), request_timeout=30)
-    pid = server.proc.pid
+    config = ClientConfiguration(f"127.0.0.1:{port}", Credentials(), request_timeout=30)
     out: dict = {}
 
     def message(topic: str, i: int):
@@ -97,7 +116,8 @@ def run_5x(n: int, window: int) -> dict:
                     seen.append(m.body)
         out["consume_one"] = (ph, 2 * n)
         consumer.shutdown()
-        _check(seen, n, "one at a time")
+        if check:
+            _check(seen, n, "one at a time")
 
         msgs = [message(TOPIC_WINDOW, i) for i in range(n)]
         slots = threading.Semaphore(window)
@@ -131,12 +151,12 @@ def run_5x(n: int, window: int) -> dict:
                 pending.extend(acks.submit(consumer.ack, m) for m in batch)
             for f in pending:
                 f.result()
-        out["consume_window"] = (ph, receives + n + 1)
+        out["consume_window"] = (ph, receives + len(seen))
         consumer.shutdown()
-        _check(seen, n, "window")
+        if check:
+            _check(seen, n, "window")
     finally:
         producer.shutdown()
-        server.stop()
     rows = {}
     for name, (ph, calls) in out.items():
         rows[name] = {"msgs_per_s": n / ph.wall, "calls_per_s": calls / ph.wall, "wall_s": ph.wall,
@@ -192,13 +212,19 @@ def main() -> None:
               f"server {m['server_cpu_s']:.2f} s in {m['wall_s']:.2f} s wall")
     if a.no_peers:
         return
+    stub = [run_stub(a.n, a.window) for _ in range(a.runs)]
+    stub_med = {p: statistics.median(r[p]["calls_per_s"] for r in stub) for p in phases}
+    print("the same client against a MessagingService that does nothing (grpc5_stub_server.py, measured now):")
+    for p in phases:
+        print(f"  {labels[p]:<58} {stub_med[p]:>7,.0f} calls/s; `serve` reaches {med[p]['calls_per_s'] / stub_med[p]:.0%}")
     echo = echo_floor(a.n, a.window, a.runs)
     print(f"grpc.aio unary echo (bench_grpc_echo.py, measured now, N={a.n:,}, {a.runs} run(s)): "
           f"one at a time {echo['one']:,.0f} calls/s, window {a.window} {echo['window']:,.0f} calls/s")
     for p, mode in (("produce_one", "one"), ("consume_one", "one"), ("produce_window", "window"),
                     ("consume_window", "window")):
         r = med[p]["calls_per_s"] / echo[mode]
-        print(f"  {p:<15} calls/s / echo {mode:<6} = {r:>4.0%}  (target >= 50%: {'met' if r >= .5 else 'NOT met'})")
+        print(f"  {p:<15} calls/s / echo {mode:<6} = {r:>4.0%}  (target >= 50%: {'met' if r >= .5 else 'NOT met'}; "
+              f"the do-nothing server: {stub_med[p] / echo[mode]:.0%})")
     from w2_throughput import run_w2
     w2 = [run_w2(a.n, a.n, a.window, 0) for _ in range(a.runs)]
     print(f"4.x SDK W2 over TCP (w2_throughput.py, measured now, N={a.n:,}): "
