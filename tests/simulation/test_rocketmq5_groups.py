@@ -126,3 +126,13 @@ def test_the_cli_runs_a_5x_group(tmp_path, capsys):
     assert rc == 0 and printed["invariant_violations"] == 0 and printed["settled"]
     assert printed["produced"] == 300 and printed["dead_lettered"] == 3
     assert printed["succeeded"] + printed["dead_lettered"] == 300
+
+
+def test_the_same_seed_writes_the_same_bytes_with_5x_groups(tmp_path):
+    from .conftest import commit_log_bytes
+
+    scenario = small(messages=150, groups=(five(fail_probability=0.05, slow_probability=0.05),),
+                     crashes_ms=(90_000,))
+    run_simulation(scenario, tmp_path / "a")
+    run_simulation(scenario, tmp_path / "b")
+    assert commit_log_bytes(tmp_path / "a") == commit_log_bytes(tmp_path / "b")
