@@ -3,14 +3,17 @@
 no .proto text, no generated module. Every field is optional, so a command with a field
 missing still parses; the front checks what it needs and answers with an error.
 
-Grows with the front: the handshake first (CONNECT, CONNECTED, PING, PONG, ERROR).
+The commands a broker serves to the 3.13.0 client and the metadata it reads (reference
+pulsar-protocol.md §1–§8); enums are numbers by name on the classes below (``Type.SEND``,
+``SubType.Shared``, ...).
 """
 from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["BaseCommand", "CommandConnect", "CommandConnected", "CommandError", "CommandPing", "CommandPong",
-           "FeatureFlags", "Type", "ServerError", "PROTOCOL_VERSION", "message"]
+__all__ = ["BaseCommand", "MessageMetadata", "SingleMessageMetadata", "MessageIdData", "Type", "ServerError",
+           "SubType", "InitialPosition", "LookupType", "PartitionedLookupType", "AckType", "ValidationError",
+           "CompressionType", "ProducerAccessMode", "PROTOCOL_VERSION", "message"]
 
 PROTOCOL_VERSION = 20          # what the 3.13.0 client speaks (ProtocolVersion v20)
 
@@ -34,21 +37,128 @@ SERVER_ERRORS = {"UnknownError": 0, "MetadataError": 1, "PersistenceError": 2, "
                  "ConsumerNotFound": 13, "TooManyRequests": 14, "TopicTerminatedError": 15, "ProducerBusy": 16,
                  "InvalidTopicName": 17}
 
-# message -> [(number, name, type)]: a scalar type name, an enum ("enum:Name") or a message name.
-MESSAGES: dict[str, list[tuple[int, str, str]]] = {
-    "FeatureFlags": [(1, "supports_auth_refresh", "bool"), (2, "supports_broker_entry_metadata", "bool")],
+# message -> [(number, name, type[, option])]: a scalar type name, an enum ("enum:Name") or a
+# message name; option "repeated" or "default=<value>" (proto2 defaults a client relies on).
+MESSAGES: dict[str, list[tuple]] = {
+    "KeyValue": [(1, "key", "string"), (2, "value", "string")],
+    "KeyLongValue": [(1, "key", "string"), (2, "value", "uint64")],
+    "MessageIdData": [(1, "ledgerId", "uint64"), (2, "entryId", "uint64"), (3, "partition", "int32", "default=-1"),
+                      (4, "batch_index", "int32", "default=-1"), (5, "ack_set", "int64", "repeated"),
+                      (6, "batch_size", "int32")],
+    "MessageMetadata": [(1, "producer_name", "string"), (2, "sequence_id", "uint64"), (3, "publish_time", "uint64"),
+                        (4, "properties", "KeyValue", "repeated"), (5, "replicated_from", "string"),
+                        (6, "partition_key", "string"), (7, "replicate_to", "string", "repeated"),
+                        (8, "compression", "enum:CompressionType"), (9, "uncompressed_size", "uint32"),
+                        (11, "num_messages_in_batch", "int32", "default=1"), (12, "event_time", "uint64"),
+                        (16, "schema_version", "bytes"), (17, "partition_key_b64_encoded", "bool"),
+                        (18, "ordering_key", "bytes"), (19, "deliver_at_time", "int64"),
+                        (24, "highest_sequence_id", "uint64"), (25, "null_value", "bool"), (26, "uuid", "string"),
+                        (30, "null_partition_key", "bool")],
+    "SingleMessageMetadata": [(1, "properties", "KeyValue", "repeated"), (2, "partition_key", "string"),
+                              (3, "payload_size", "int32"), (4, "compacted_out", "bool"), (5, "event_time", "uint64"),
+                              (6, "partition_key_b64_encoded", "bool"), (7, "ordering_key", "bytes"),
+                              (8, "sequence_id", "uint64"), (9, "null_value", "bool"),
+                              (10, "null_partition_key", "bool")],
+    "BrokerEntryMetadata": [(1, "broker_timestamp", "uint64"), (2, "index", "uint64")],
+    "FeatureFlags": [(1, "supports_auth_refresh", "bool"), (2, "supports_broker_entry_metadata", "bool"),
+                     (3, "supports_partial_producer", "bool"), (4, "supports_topic_watchers", "bool")],
     "CommandConnect": [(1, "client_version", "string"), (3, "auth_data", "bytes"), (4, "protocol_version", "int32"),
                        (5, "auth_method_name", "string"), (6, "proxy_to_broker_url", "string"),
                        (10, "feature_flags", "FeatureFlags")],
     "CommandConnected": [(1, "server_version", "string"), (2, "protocol_version", "int32"),
                          (3, "max_message_size", "int32"), (4, "feature_flags", "FeatureFlags")],
+    "CommandSubscribe": [(1, "topic", "string"), (2, "subscription", "string"), (3, "subType", "enum:SubType"),
+                         (4, "consumer_id", "uint64"), (5, "request_id", "uint64"), (6, "consumer_name", "string"),
+                         (7, "priority_level", "int32"), (8, "durable", "bool", "default=true"),
+                         (9, "start_message_id", "MessageIdData"), (10, "metadata", "KeyValue", "repeated"),
+                         (11, "read_compacted", "bool"), (13, "initialPosition", "enum:InitialPosition"),
+                         (14, "replicate_subscription_state", "bool"),
+                         (15, "force_topic_creation", "bool", "default=true"),
+                         (16, "start_message_rollback_duration_sec", "uint64"),
+                         (18, "subscription_properties", "KeyValue", "repeated"), (19, "consumer_epoch", "uint64")],
+    "CommandPartitionedTopicMetadata": [(1, "topic", "string"), (2, "request_id", "uint64")],
+    "CommandPartitionedTopicMetadataResponse": [(1, "partitions", "uint32"), (2, "request_id", "uint64"),
+                                                (3, "response", "enum:PartitionedLookupType"),
+                                                (4, "error", "enum:ServerError"), (5, "message", "string")],
+    "CommandLookupTopic": [(1, "topic", "string"), (2, "request_id", "uint64"), (3, "authoritative", "bool"),
+                           (7, "advertised_listener_name", "string")],
+    "CommandLookupTopicResponse": [(1, "brokerServiceUrl", "string"), (2, "brokerServiceUrlTls", "string"),
+                                   (3, "response", "enum:LookupType"), (4, "request_id", "uint64"),
+                                   (5, "authoritative", "bool"), (6, "error", "enum:ServerError"),
+                                   (7, "message", "string"), (8, "proxy_through_service_url", "bool")],
+    "CommandProducer": [(1, "topic", "string"), (2, "producer_id", "uint64"), (3, "request_id", "uint64"),
+                        (4, "producer_name", "string"), (5, "encrypted", "bool"),
+                        (6, "metadata", "KeyValue", "repeated"), (8, "epoch", "uint64"),
+                        (9, "user_provided_producer_name", "bool", "default=true"),
+                        (10, "producer_access_mode", "enum:ProducerAccessMode"), (11, "topic_epoch", "uint64"),
+                        (13, "initial_subscription_name", "string")],
+    "CommandSend": [(1, "producer_id", "uint64"), (2, "sequence_id", "uint64"),
+                    (3, "num_messages", "int32", "default=1"), (6, "highest_sequence_id", "uint64"),
+                    (7, "is_chunk", "bool"), (8, "marker", "bool")],
+    "CommandSendReceipt": [(1, "producer_id", "uint64"), (2, "sequence_id", "uint64"),
+                           (3, "message_id", "MessageIdData"), (4, "highest_sequence_id", "uint64")],
+    "CommandSendError": [(1, "producer_id", "uint64"), (2, "sequence_id", "uint64"), (3, "error", "enum:ServerError"),
+                         (4, "message", "string")],
+    "CommandMessage": [(1, "consumer_id", "uint64"), (2, "message_id", "MessageIdData"),
+                       (3, "redelivery_count", "uint32"), (4, "ack_set", "int64", "repeated"),
+                       (5, "consumer_epoch", "uint64")],
+    "CommandAck": [(1, "consumer_id", "uint64"), (2, "ack_type", "enum:AckType"),
+                   (3, "message_id", "MessageIdData", "repeated"), (4, "validation_error", "enum:ValidationError"),
+                   (5, "properties", "KeyLongValue", "repeated"), (8, "request_id", "uint64")],
+    "CommandActiveConsumerChange": [(1, "consumer_id", "uint64"), (2, "is_active", "bool")],
+    "CommandFlow": [(1, "consumer_id", "uint64"), (2, "messagePermits", "uint32")],
+    "CommandUnsubscribe": [(1, "consumer_id", "uint64"), (2, "request_id", "uint64")],
+    "CommandSeek": [(1, "consumer_id", "uint64"), (2, "request_id", "uint64"), (3, "message_id", "MessageIdData"),
+                    (4, "message_publish_time", "uint64")],
+    "CommandReachedEndOfTopic": [(1, "consumer_id", "uint64")],
+    "CommandCloseProducer": [(1, "producer_id", "uint64"), (2, "request_id", "uint64")],
+    "CommandCloseConsumer": [(1, "consumer_id", "uint64"), (2, "request_id", "uint64")],
+    "CommandRedeliverUnacknowledgedMessages": [(1, "consumer_id", "uint64"),
+                                               (2, "message_ids", "MessageIdData", "repeated"),
+                                               (3, "consumer_epoch", "uint64")],
+    "CommandSuccess": [(1, "request_id", "uint64")],
+    "CommandProducerSuccess": [(1, "request_id", "uint64"), (2, "producer_name", "string"),
+                               (3, "last_sequence_id", "int64", "default=-1"), (4, "schema_version", "bytes"),
+                               (5, "topic_epoch", "uint64"), (6, "producer_ready", "bool", "default=true")],
+    "CommandError": [(1, "request_id", "uint64"), (2, "error", "enum:ServerError"), (3, "message", "string")],
     "CommandPing": [],
     "CommandPong": [],
-    "CommandError": [(1, "request_id", "uint64"), (2, "error", "enum:ServerError"), (3, "message", "string")],
+    "CommandGetLastMessageId": [(1, "consumer_id", "uint64"), (2, "request_id", "uint64")],
+    "CommandGetLastMessageIdResponse": [(1, "last_message_id", "MessageIdData"), (2, "request_id", "uint64"),
+                                        (3, "consumer_mark_delete_position", "MessageIdData")],
     "BaseCommand": [(1, "type", "enum:Type"), (2, "connect", "CommandConnect"), (3, "connected", "CommandConnected"),
-                    (14, "error", "CommandError"), (18, "ping", "CommandPing"), (19, "pong", "CommandPong")],
+                    (4, "subscribe", "CommandSubscribe"), (5, "producer", "CommandProducer"),
+                    (6, "send", "CommandSend"), (7, "send_receipt", "CommandSendReceipt"),
+                    (8, "send_error", "CommandSendError"), (9, "message", "CommandMessage"), (10, "ack", "CommandAck"),
+                    (11, "flow", "CommandFlow"), (12, "unsubscribe", "CommandUnsubscribe"),
+                    (13, "success", "CommandSuccess"), (14, "error", "CommandError"),
+                    (15, "close_producer", "CommandCloseProducer"), (16, "close_consumer", "CommandCloseConsumer"),
+                    (17, "producer_success", "CommandProducerSuccess"), (18, "ping", "CommandPing"),
+                    (19, "pong", "CommandPong"),
+                    (20, "redeliverUnacknowledgedMessages", "CommandRedeliverUnacknowledgedMessages"),
+                    (21, "partitionMetadata", "CommandPartitionedTopicMetadata"),
+                    (22, "partitionMetadataResponse", "CommandPartitionedTopicMetadataResponse"),
+                    (23, "lookupTopic", "CommandLookupTopic"),
+                    (24, "lookupTopicResponse", "CommandLookupTopicResponse"),
+                    (27, "reachedEndOfTopic", "CommandReachedEndOfTopic"), (28, "seek", "CommandSeek"),
+                    (29, "getLastMessageId", "CommandGetLastMessageId"),
+                    (30, "getLastMessageIdResponse", "CommandGetLastMessageIdResponse"),
+                    (31, "active_consumer_change", "CommandActiveConsumerChange")],
 }
-ENUMS = {"Type": TYPES, "ServerError": SERVER_ERRORS}
+ENUMS = {"Type": TYPES, "ServerError": SERVER_ERRORS,
+         "CompressionType": {"NONE": 0, "LZ4": 1, "ZLIB": 2, "ZSTD": 3, "SNAPPY": 4},
+         "ProducerAccessMode": {"Shared": 0, "Exclusive": 1, "WaitForExclusive": 2, "ExclusiveWithFencing": 3},
+         "SubType": {"Exclusive": 0, "Shared": 1, "Failover": 2, "Key_Shared": 3},
+         "InitialPosition": {"Latest": 0, "Earliest": 1},
+         "PartitionedLookupType": {"Success": 0, "Failed": 1},
+         "LookupType": {"Redirect": 0, "Connect": 1, "Failed": 2},
+         "AckType": {"Individual": 0, "Cumulative": 1},
+         "ValidationError": {"UncompressedSizeCorruption": 0, "DecompressionError": 1, "ChecksumMismatch": 2,
+                             "BatchDeSerializeError": 3, "DecryptionError": 4}}
+# (enum values are unique per proto package: prefix the ones that would clash)
+_ENUM_VALUE_PREFIX = {"ProducerAccessMode": "ACCESS_", "SubType": "SUB_", "InitialPosition": "POSITION_",
+                      "PartitionedLookupType": "PARTITIONED_", "LookupType": "LOOKUP_", "AckType": "ACK_",
+                      "ValidationError": "VALIDATION_", "CompressionType": "COMPRESSION_"}
 
 
 def _file() -> descriptor_pb2.FileDescriptorProto:
@@ -56,12 +166,17 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
                                            syntax="proto2")
     for name, values in ENUMS.items():
         e = f.enum_type.add(name=name)
+        prefix = _ENUM_VALUE_PREFIX.get(name, "")
         for value_name, number in values.items():
-            e.value.add(name=value_name, number=number)
+            e.value.add(name=prefix + value_name, number=number)
     for name, fields in MESSAGES.items():
         m = f.message_type.add(name=name)
-        for number, field_name, kind in fields:
-            fd = m.field.add(name=field_name, number=number, label=_F.LABEL_OPTIONAL)
+        for number, field_name, kind, *option in fields:
+            repeated = option == ["repeated"]
+            fd = m.field.add(name=field_name, number=number,
+                             label=_F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL)
+            if option and option[0].startswith("default="):
+                fd.default_value = option[0][len("default="):]
             if kind in _SCALARS:
                 fd.type = _SCALARS[kind]
             elif kind.startswith("enum:"):
@@ -81,6 +196,9 @@ def message(name: str):
 
 
 BaseCommand = message("BaseCommand")
+MessageMetadata = message("MessageMetadata")
+SingleMessageMetadata = message("SingleMessageMetadata")
+MessageIdData = message("MessageIdData")
 CommandConnect = message("CommandConnect")
 CommandConnected = message("CommandConnected")
 CommandError = message("CommandError")
@@ -89,15 +207,18 @@ CommandPong = message("CommandPong")
 FeatureFlags = message("FeatureFlags")
 
 
-class Type:
-    """BaseCommand.Type numbers by name (Type.CONNECT == 2)."""
+def _numbers(enum: str) -> type:
+    """A class whose attributes are an enum's numbers by name."""
+    return type(enum, (), dict(ENUMS[enum]))
 
 
-class ServerError:
-    """ServerError numbers by name (ServerError.ChecksumError == 9)."""
-
-
-for _name, _number in TYPES.items():
-    setattr(Type, _name, _number)
-for _name, _number in SERVER_ERRORS.items():
-    setattr(ServerError, _name, _number)
+Type = _numbers("Type")
+ServerError = _numbers("ServerError")
+SubType = _numbers("SubType")
+InitialPosition = _numbers("InitialPosition")
+LookupType = _numbers("LookupType")
+PartitionedLookupType = _numbers("PartitionedLookupType")
+AckType = _numbers("AckType")
+ValidationError = _numbers("ValidationError")
+CompressionType = _numbers("CompressionType")
+ProducerAccessMode = _numbers("ProducerAccessMode")

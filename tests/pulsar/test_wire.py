@@ -96,3 +96,52 @@ def test_bad_frames_are_refused_with_a_readable_error():
     [frame] = FrameDecoder().feed(encode_payload(b"\x08\x06", entry=struct.pack(">I", 99) + b"short"))
     with pytest.raises(FrameError, match="runs past the frame"):
         frame.metadata_and_payload()
+
+
+def test_the_captured_batch_entry_decodes_into_single_message_metadata():
+    """Reference §1: a batch of 3 from the real client, each [size][SingleMessageMetadata][payload]."""
+    from rocketmq_emulator.broker.pulsar_front.schema import SingleMessageMetadata
+
+    blob = b"".join(bytes.fromhex("00000004 1802 40".replace(" ", "")) + bytes([i]) + b"b%d" % i for i in range(3))
+    pos, got = 0, []
+    while pos < len(blob):
+        (size,) = struct.unpack_from(">I", blob, pos)
+        meta = SingleMessageMetadata.FromString(blob[pos + 4:pos + 4 + size])
+        payload = blob[pos + 4 + size:pos + 4 + size + meta.payload_size]
+        got.append((meta.sequence_id, payload))
+        pos += 4 + size + meta.payload_size
+    assert got == [(0, b"b0"), (1, b"b1"), (2, b"b2")]
+
+
+def test_proto2_defaults_and_presence_the_client_relies_on():
+    from rocketmq_emulator.broker.pulsar_front.schema import (MessageIdData, MessageMetadata, SubType, LookupType,
+                                                              PartitionedLookupType, message)
+
+    sub = message("CommandSubscribe")()
+    assert sub.durable and sub.force_topic_creation              # true unless sent false
+    assert message("CommandProducerSuccess")().last_sequence_id == -1
+    assert MessageIdData().partition == -1 and MessageIdData().batch_index == -1
+    meta = MessageMetadata(producer_name="p", sequence_id=0, publish_time=1)
+    assert not meta.HasField("num_messages_in_batch")           # "batch or not" is presence, not value
+    assert (SubType.Shared, SubType.Key_Shared, LookupType.Connect, PartitionedLookupType.Success) == (1, 3, 1, 0)
+
+
+def test_a_send_and_its_receipt_round_trip():
+    from rocketmq_emulator.broker.pulsar_front.schema import MessageMetadata
+
+    cmd = BaseCommand(type=Type.SEND)
+    cmd.send.producer_id, cmd.send.sequence_id = 0, 7
+    meta = MessageMetadata(producer_name="standalone-0-1", sequence_id=7, publish_time=1_767_225_600_000,
+                           deliver_at_time=1_767_225_610_000)
+    meta.properties.add(key="k", value="v")
+    data = encode_payload(cmd.SerializeToString(), meta.SerializeToString(), b"hello")
+    [frame] = FrameDecoder().feed(data)
+    back = BaseCommand.FromString(frame.command)
+    raw_meta, payload = frame.metadata_and_payload()
+    m = MessageMetadata.FromString(raw_meta)
+    assert (back.type, back.send.sequence_id, payload) == (Type.SEND, 7, b"hello")
+    assert (m.deliver_at_time, [(p.key, p.value) for p in m.properties]) == (1_767_225_610_000, [("k", "v")])
+    receipt = BaseCommand(type=Type.SEND_RECEIPT)
+    receipt.send_receipt.producer_id, receipt.send_receipt.sequence_id = 0, 7
+    receipt.send_receipt.message_id.ledgerId, receipt.send_receipt.message_id.entryId = 12, 0
+    assert BaseCommand.FromString(receipt.SerializeToString()).send_receipt.message_id.ledgerId == 12
