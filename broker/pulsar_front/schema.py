@@ -35,7 +35,9 @@ SERVER_ERRORS = {"UnknownError": 0, "MetadataError": 1, "PersistenceError": 2, "
                  "ProducerBlockedQuotaExceededError": 7, "ProducerBlockedQuotaExceededException": 8,
                  "ChecksumError": 9, "UnsupportedVersionError": 10, "TopicNotFound": 11, "SubscriptionNotFound": 12,
                  "ConsumerNotFound": 13, "TooManyRequests": 14, "TopicTerminatedError": 15, "ProducerBusy": 16,
-                 "InvalidTopicName": 17}
+                 "InvalidTopicName": 17, "IncompatibleSchema": 18, "ConsumerAssignError": 19,
+                 "TransactionCoordinatorNotFound": 20, "InvalidTxnStatus": 21, "NotAllowedError": 22,
+                 "TransactionConflict": 23, "TransactionNotFound": 24, "ProducerFenced": 25}
 
 # message -> [(number, name, type[, option])]: a scalar type name, an enum ("enum:Name") or a
 # message name; option "repeated" or "default=<value>" (proto2 defaults a client relies on).

@@ -1,0 +1,81 @@
+"""The Pulsar listener: TCP, frames in, broker/pulsar_front/front.py, frames out (issue 21).
+
+Runs on the serve loop like the other listeners, so core calls never race; after each
+frame, ``after_activity`` writes what the core emitted and re-arms the tick timer. A
+connection that sends something that is not a Pulsar frame, or a frame over the limit,
+is closed with one log line; other connections go on.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+from ..pulsar_front.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_PADDING, FrameDecoder, FrameError
+from ..pulsar_front.front import Connection, PulsarFront
+
+__all__ = ["PulsarServer"]
+
+log = logging.getLogger("broker.pulsar")
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self, server: "PulsarServer") -> None:
+        self.server = server
+        self.decoder = FrameDecoder(DEFAULT_MAX_MESSAGE_SIZE + FRAME_PADDING)
+        self.conn = Connection()
+        self.transport = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.conn.peer = f"{peer[0]}:{peer[1]}" if peer else ""
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc) -> None:
+        self.server.connections.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self.decoder.feed(data)
+            for frame in frames:
+                for out in self.server.front.handle(self.conn, frame):
+                    self.transport.write(out)
+                if self.conn.closed:
+                    break
+        except FrameError as exc:
+            log.warning("Pulsar connection %s closed: %s", self.conn.peer, exc)
+            self.conn.closed = True
+        except Exception:
+            log.exception("Pulsar connection %s closed: the broker failed on its request", self.conn.peer)
+            self.conn.closed = True
+        finally:
+            self.server.after_activity()
+        if self.conn.closed:
+            self.transport.close()
+
+
+class PulsarServer:
+    """``start()`` binds host:port (0: a free one, in ``port`` after); ``stop()``."""
+
+    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None]) -> None:
+        self.core = core
+        self.host = host
+        self.port = port
+        self.after_activity = after_activity
+        self.front: PulsarFront | None = None
+        self.connections: set[_Protocol] = set()
+        self._server = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Protocol(self), self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.front = PulsarFront(self.core, f"pulsar://{self.host}:{self.port}")
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for c in list(self.connections):
+                c.transport.close()
+            await self._server.wait_closed()

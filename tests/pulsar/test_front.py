@@ -1,0 +1,84 @@
+"""The Pulsar front without a network (broker/pulsar_front/front.py): what it answers to
+each command, and to bad input (reference §2–§4, §10)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
+
+from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
+from rocketmq_emulator.broker.pulsar_front import schema as s  # noqa: E402
+from rocketmq_emulator.broker.pulsar_front.frames import FrameDecoder, encode_payload, encode_simple  # noqa: E402
+from rocketmq_emulator.broker.pulsar_front.front import Connection, PulsarFront  # noqa: E402
+
+
+def call(front, conn, cmd, metadata=None, payload=b"", checksum=True):
+    data = (encode_payload(cmd.SerializeToString(), metadata, payload, checksum=checksum) if metadata is not None
+            else encode_simple(cmd.SerializeToString()))
+    [frame] = FrameDecoder().feed(data)
+    out = []
+    for reply in front.handle(conn, frame):
+        out += [s.BaseCommand.FromString(f.command) for f in FrameDecoder().feed(reply)]
+    return out
+
+
+def connected():
+    front = PulsarFront(BrokerCore.in_memory(), "pulsar://127.0.0.1:6650")
+    conn = Connection()
+    hello = s.BaseCommand(type=s.Type.CONNECT, connect={"client_version": "t", "protocol_version": 20})
+    [reply] = call(front, conn, hello)
+    assert reply.type == s.Type.CONNECTED and reply.connected.server_version and reply.connected.protocol_version == 20
+    return front, conn
+
+
+def test_the_first_command_must_be_connect():
+    front, conn = PulsarFront(BrokerCore.in_memory(), "pulsar://127.0.0.1:6650"), Connection()
+    [reply] = call(front, conn, s.BaseCommand(type=s.Type.PING, ping={}))
+    assert reply.type == s.Type.ERROR and conn.closed
+
+
+def test_ping_pong_and_lookups_answer_in_band():
+    front, conn = connected()
+    assert [r.type for r in call(front, conn, s.BaseCommand(type=s.Type.PING, ping={}))] == [s.Type.PONG]
+    [pm] = call(front, conn, s.BaseCommand(type=s.Type.PARTITIONED_METADATA, partitionMetadata={
+        "topic": "persistent://public/default/x", "request_id": 1}))
+    r = pm.partitionMetadataResponse
+    assert (r.request_id, r.partitions, r.response) == (1, 0, s.PartitionedLookupType.Success)
+    [lk] = call(front, conn, s.BaseCommand(type=s.Type.LOOKUP, lookupTopic={"topic": "persistent://public/default/x",
+                                                                            "request_id": 2}))
+    r = lk.lookupTopicResponse
+    assert (r.response, r.brokerServiceUrl, r.request_id) == (s.LookupType.Connect, "pulsar://127.0.0.1:6650", 2)
+    [bad] = call(front, conn, s.BaseCommand(type=s.Type.LOOKUP, lookupTopic={
+        "topic": "non-persistent://public/default/x", "request_id": 3}))
+    r = bad.lookupTopicResponse
+    assert r.response == s.LookupType.Failed and r.error == s.ServerError.InvalidTopicName
+    assert "non-persistent" in r.message
+
+
+def test_sends_need_an_open_producer_and_a_good_checksum():
+    front, conn = connected()
+    meta = s.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1).SerializeToString()
+    send = s.BaseCommand(type=s.Type.SEND, send={"producer_id": 9, "sequence_id": 0})
+    [err] = call(front, conn, send, meta, b"x")
+    assert err.type == s.Type.SEND_ERROR and "not open" in err.send_error.message
+    [ok] = call(front, conn, s.BaseCommand(type=s.Type.PRODUCER, producer={"topic": "persistent://public/default/x",
+                                                                           "producer_id": 9, "request_id": 5}))
+    assert ok.type == s.Type.PRODUCER_SUCCESS and ok.producer_success.last_sequence_id == -1
+    [receipt] = call(front, conn, send, meta, b"x")
+    assert receipt.type == s.Type.SEND_RECEIPT and receipt.send_receipt.message_id.entryId == 0
+    data = bytearray(encode_payload(send.SerializeToString(), meta, b"y"))
+    data[-1] ^= 0xFF                                     # the payload changed after the checksum
+    [frame] = FrameDecoder().feed(bytes(data))
+    [reply] = [s.BaseCommand.FromString(f.command) for out in front.handle(conn, frame)
+               for f in FrameDecoder().feed(out)]
+    assert reply.type == s.Type.SEND_ERROR and reply.send_error.error == s.ServerError.ChecksumError
+    assert front.core.store.max_offset("pulsar|public|default|x", 0) == 1      # nothing stored for it
+
+
+def test_a_bad_producer_topic_and_an_unknown_command_get_errors():
+    front, conn = connected()
+    [err] = call(front, conn, s.BaseCommand(type=s.Type.PRODUCER, producer={"topic": "a/b", "producer_id": 0,
+                                                                            "request_id": 7}))
+    assert (err.type, err.error.request_id, err.error.error) == (s.Type.ERROR, 7, s.ServerError.InvalidTopicName)
+    [err] = call(front, conn, s.BaseCommand(type=s.Type.SEEK, seek={"consumer_id": 0, "request_id": 8}))
+    assert err.type == s.Type.ERROR and err.error.request_id == 8 and not conn.closed
