@@ -29,6 +29,7 @@ from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
 from .long_polling import PullHoldService
 from .pop import PopService
+from .subscriptions import SubscriptionService
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
                          OffsetCommit, PopRequest, PopResult, PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
@@ -63,6 +64,7 @@ class BrokerCore:
         self.schedule = ScheduleService(self.levels, store)
         self.holds = PullHoldService()
         self.pops = PopService(self)
+        self.subscriptions = SubscriptionService(self)      # Pulsar-style cursors (broker/subscriptions.py)
         self.events = EventLog()
         self.events.enabled = self.config.record_events
         self._outgoing: list[tuple[Channel, RemotingCommand]] = []

@@ -1,0 +1,235 @@
+"""Pulsar-style subscriptions on the core: a cursor per (subscription, topic), consumers
+with permits, dispatch by subscription type, individual and cumulative acks, and
+redelivery with a count (issue 21; reference pulsar-protocol.md §5; seeds 000, 001, 003).
+
+Theory of operation. A subscription is a consumer group of the store reading one queue
+(a Pulsar topic is one ordered log: names.py). Its cursor is Pulsar's: the *mark-delete
+position* — everything below it is acknowledged — plus the offsets acknowledged one by one
+above it. The group's committed offset (the consumerOffset table 4.x uses) is the
+mark-delete position + 1, so it only moves past a message once that message and every
+one before it are acknowledged: the ProcessQueue minimum-offset commit, the same rule.
+
+Dispatch hands each consumer at most as many messages as it has permits (FLOW). The
+*read position* is the next offset never dispatched; messages to send again (negative
+acks, REDELIVER_UNACKNOWLEDGED_MESSAGES, a consumer gone) wait in the *replay* set and go
+first, each with its redelivery count + 1. Exclusive and Failover subscriptions dispatch
+to one active consumer (the first attached; on its leaving, the next); Shared to the
+attached consumers in turn. Counts live in memory only, as in Pulsar: a restart forgets
+them, and everything not acknowledged is delivered again from the committed offset.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome"]
+
+
+class SubType(enum.IntEnum):
+    EXCLUSIVE = 0
+    SHARED = 1
+    FAILOVER = 2
+    KEY_SHARED = 3
+
+
+class SubscribeOutcome(enum.Enum):
+    OK = "ok"
+    CONSUMER_BUSY = "an exclusive subscription already has a consumer"
+    TYPE_MISMATCH = "the subscription is of another type"
+    TOPIC_NOT_EXIST = "topic does not exist"
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """One message to send: to ``consumer``, the stored ``record`` at ``offset``."""
+    consumer: object
+    offset: int
+    record: object
+    redelivery_count: int
+
+
+@dataclass(slots=True)
+class _Consumer:
+    key: object
+    permits: int = 0
+    pending: set[int] = field(default_factory=set)        # dispatched to it, not acknowledged
+
+
+@dataclass(slots=True)
+class _Cursor:
+    group: str
+    topic: str
+    sub_type: SubType
+    mark_delete: int                                      # every offset below is acknowledged
+    read: int                                             # next offset never dispatched
+    acked: set[int] = field(default_factory=set)          # acknowledged one by one, >= mark_delete
+    replay: set[int] = field(default_factory=set)         # to dispatch again first
+    redeliveries: dict[int, int] = field(default_factory=dict)
+    consumers: list[_Consumer] = field(default_factory=list)
+    turn: int = 0                                         # Shared: who is next
+
+
+class SubscriptionService:
+    def __init__(self, core) -> None:
+        self.core = core
+        self._cursors: dict[tuple[str, str], _Cursor] = {}
+        self._of: dict[object, _Cursor] = {}              # consumer key -> its cursor
+
+    # -- consumers ------------------------------------------------------------------------
+    def subscribe(self, group: str, topic: str, consumer, sub_type: SubType, *, earliest: bool = False
+                  ) -> SubscribeOutcome:
+        if self.core.topics.get(topic) is None:
+            return SubscribeOutcome.TOPIC_NOT_EXIST
+        cursor = self._cursors.get((group, topic))
+        if cursor is None:
+            committed = self.core.store.query_offset(group, topic, 0)       # -1: a new subscription
+            store = self.core.store
+            start = committed if committed >= 0 else (store.min_offset(topic, 0) if earliest
+                                                       else store.max_offset(topic, 0))
+            cursor = self._cursors[(group, topic)] = _Cursor(group, topic, sub_type, start, start)
+            self._commit(cursor)
+        elif cursor.consumers and cursor.sub_type is not sub_type:
+            return SubscribeOutcome.TYPE_MISMATCH
+        elif cursor.consumers and sub_type is SubType.EXCLUSIVE:
+            return SubscribeOutcome.CONSUMER_BUSY
+        cursor.sub_type = sub_type
+        if consumer not in self._of:
+            cursor.consumers.append(_Consumer(consumer))
+            self._of[consumer] = cursor
+        return SubscribeOutcome.OK
+
+    def flow(self, consumer, permits: int) -> None:
+        c = self._consumer(consumer)
+        if c is not None:
+            c.permits += max(permits, 0)
+
+    def close(self, consumer) -> None:
+        """A consumer left: what it held is delivered again (redelivery count + 1)."""
+        cursor = self._of.pop(consumer, None)
+        if cursor is None:
+            return
+        c = next(x for x in cursor.consumers if x.key is consumer)
+        cursor.consumers.remove(c)
+        self._back(cursor, c.pending)
+
+    # -- acknowledgements -----------------------------------------------------------------
+    def ack(self, consumer, offsets) -> None:
+        cursor = self._of.get(consumer)
+        if cursor is None:
+            return
+        for offset in offsets:
+            if offset >= cursor.mark_delete:
+                cursor.acked.add(offset)
+            self._forget(cursor, offset)
+        self._advance(cursor)
+
+    def ack_cumulative(self, consumer, offset: int) -> None:
+        """Everything up to and including ``offset`` (Exclusive and Failover only)."""
+        cursor = self._of.get(consumer)
+        if cursor is None or offset < cursor.mark_delete:
+            return
+        for o in [o for c in cursor.consumers for o in c.pending if o <= offset] + \
+                [o for o in cursor.replay if o <= offset]:
+            self._forget(cursor, o)
+        cursor.acked = {o for o in cursor.acked if o > offset}
+        cursor.mark_delete = offset + 1
+        cursor.read = max(cursor.read, cursor.mark_delete)
+        self._advance(cursor)
+
+    def redeliver(self, consumer, offsets=None) -> None:
+        """Negative acks and REDELIVER_UNACKNOWLEDGED_MESSAGES: the given offsets (None:
+        all this consumer holds) are dispatched again with their count + 1."""
+        cursor = self._of.get(consumer)
+        c = self._consumer(consumer)
+        if cursor is None or c is None:
+            return
+        chosen = set(c.pending) if offsets is None else {o for o in offsets if o in c.pending}
+        self._back(cursor, chosen)
+
+    # -- dispatch -------------------------------------------------------------------------
+    def dispatch(self, group: str, topic: str) -> list[Dispatch]:
+        """What to send now to ``group``'s consumers of ``topic``, within their permits."""
+        cursor = self._cursors.get((group, topic))
+        if cursor is None or not cursor.consumers:
+            return []
+        store = self.core.store
+        out: list[Dispatch] = []
+        end = store.max_offset(topic, 0)
+        while True:
+            c = self._next_consumer(cursor)
+            if c is None:
+                break
+            if cursor.replay:
+                offset = min(cursor.replay)
+                cursor.replay.discard(offset)
+            elif cursor.read < end:
+                offset = cursor.read
+                cursor.read += 1
+                if offset in cursor.acked:
+                    continue
+            else:
+                break
+            entry = store.queue_entry(topic, 0, offset)
+            rec = store.look_message_by_offset(entry[0]) if entry else None
+            if rec is None:                   # gone from the store: nothing to deliver
+                cursor.acked.add(offset)
+                self._advance(cursor)
+                continue
+            c.permits -= 1
+            c.pending.add(offset)
+            out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0)))
+        return out
+
+    def cursors(self) -> list[tuple[str, str]]:
+        return list(self._cursors)
+
+    # -- inside -----------------------------------------------------------------------------
+    def _next_consumer(self, cursor: _Cursor) -> _Consumer | None:
+        if cursor.sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
+            active = cursor.consumers[0]
+            return active if active.permits > 0 else None
+        n = len(cursor.consumers)
+        for i in range(n):
+            c = cursor.consumers[(cursor.turn + i) % n]
+            if c.permits > 0:
+                cursor.turn = (cursor.turn + i + 1) % n
+                return c
+        return None
+
+    def _consumer(self, key) -> _Consumer | None:
+        cursor = self._of.get(key)
+        return next((c for c in cursor.consumers if c.key is key), None) if cursor else None
+
+    def _back(self, cursor: _Cursor, offsets) -> None:
+        for o in list(offsets):
+            for c in cursor.consumers:
+                c.pending.discard(o)
+            cursor.replay.add(o)
+            cursor.redeliveries[o] = cursor.redeliveries.get(o, 0) + 1
+
+    def _forget(self, cursor: _Cursor, offset: int) -> None:
+        for c in cursor.consumers:
+            c.pending.discard(offset)
+        cursor.replay.discard(offset)
+        cursor.redeliveries.pop(offset, None)
+
+    def _advance(self, cursor: _Cursor) -> None:
+        while cursor.mark_delete in cursor.acked:
+            cursor.acked.discard(cursor.mark_delete)
+            cursor.mark_delete += 1
+        self._commit(cursor)
+
+    def _commit(self, cursor: _Cursor) -> None:
+        self.core.record_offset_commit(cursor.group, cursor.topic, 0, cursor.mark_delete)
+
+    def _check(self) -> None:
+        """Every pending or replayed offset is between the mark-delete and the read position;
+        no offset is both pending and acknowledged."""
+        for cursor in self._cursors.values():
+            held = set(cursor.replay)
+            for c in cursor.consumers:
+                assert not (held & c.pending), f"{cursor.group}: an offset is held twice"
+                held |= c.pending
+            assert all(cursor.mark_delete <= o < cursor.read for o in held), f"{cursor.group}: held out of range"
+            assert not (held & cursor.acked), f"{cursor.group}: an acknowledged offset is still held"
+            assert all(o > cursor.mark_delete for o in cursor.acked), f"{cursor.group}: acked below mark-delete"

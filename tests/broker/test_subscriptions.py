@@ -1,0 +1,116 @@
+"""Pulsar-style subscriptions on the core (broker/subscriptions.py; reference
+pulsar-protocol.md §5): permits, dispatch by subscription type, the cursor's mark-delete
+position as the group's committed offset, redelivery counts."""
+from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.operations import SendOutcome, SendRequest
+from rocketmq_emulator.broker.subscriptions import SubscribeOutcome, SubType
+
+T, G = "pulsar|public|default|t", "sub"
+
+
+def broker(n=0):
+    core = BrokerCore.in_memory()
+    core.topics.create_system(T, 1, 6)
+    for i in range(n):
+        send(core, b"m%d" % i)
+    return core
+
+
+def send(core, body):
+    assert core.send(SendRequest("", T, body, 0), core.connect()).outcome is SendOutcome.STORED
+
+
+def bodies(ds):
+    return [(d.record.body, d.redelivery_count) for d in ds]
+
+
+def test_dispatch_follows_permits_and_acks_move_the_committed_offset_in_order():
+    core = broker(4)
+    subs = core.subscriptions
+    assert subs.subscribe(G, T, "c1", SubType.EXCLUSIVE, earliest=True) is SubscribeOutcome.OK
+    assert subs.dispatch(G, T) == []                       # no permits yet
+    subs.flow("c1", 3)
+    got = subs.dispatch(G, T)
+    assert bodies(got) == [(b"m0", 0), (b"m1", 0), (b"m2", 0)]
+    subs.ack("c1", [1])
+    assert core.committed_offset(G, T, 0) == 0             # m0 still unacknowledged
+    subs.ack("c1", [0])
+    assert core.committed_offset(G, T, 0) == 2
+    subs.flow("c1", 5)
+    assert bodies(subs.dispatch(G, T)) == [(b"m3", 0)]
+    send(core, b"m4")
+    assert bodies(subs.dispatch(G, T)) == [(b"m4", 0)]
+    subs.ack_cumulative("c1", 4)
+    assert core.committed_offset(G, T, 0) == 5
+    subs._check()
+
+
+def test_a_new_subscription_starts_at_the_end_unless_earliest_and_an_old_one_where_it_was():
+    core = broker(3)
+    subs = core.subscriptions
+    subs.subscribe("late", T, "a", SubType.SHARED)
+    subs.flow("a", 10)
+    assert subs.dispatch("late", T) == []
+    send(core, b"new")
+    assert bodies(subs.dispatch("late", T)) == [(b"new", 0)]
+    core.store.commit_offset("old", T, 0, 2)
+    subs.subscribe("old", T, "b", SubType.SHARED, earliest=True)
+    subs.flow("b", 10)
+    assert bodies(subs.dispatch("old", T)) == [(b"m2", 0), (b"new", 0)]
+
+
+def test_redelivery_counts_grow_and_a_leaving_consumers_messages_go_to_the_next():
+    core = broker(2)
+    subs = core.subscriptions
+    subs.subscribe(G, T, "c1", SubType.SHARED, earliest=True)
+    subs.subscribe(G, T, "c2", SubType.SHARED)
+    subs.flow("c1", 10)
+    got = subs.dispatch(G, T)
+    assert [d.consumer for d in got] == ["c1", "c1"]       # only c1 has permits
+    subs.redeliver("c1", [0])                              # a negative ack
+    again = subs.dispatch(G, T)
+    assert bodies(again) == [(b"m0", 1)]
+    subs.flow("c2", 10)
+    subs.close("c1")                                       # m0 and m1 were still with c1
+    moved = subs.dispatch(G, T)
+    assert sorted(bodies(moved)) == [(b"m0", 2), (b"m1", 1)] and {d.consumer for d in moved} == {"c2"}
+    subs.ack("c2", [0, 1])
+    assert core.committed_offset(G, T, 0) == 2
+    subs._check()
+
+
+def test_shared_takes_turns_and_exclusive_refuses_a_second_consumer():
+    core = broker(4)
+    subs = core.subscriptions
+    subs.subscribe(G, T, "a", SubType.SHARED, earliest=True)
+    subs.subscribe(G, T, "b", SubType.SHARED)
+    subs.flow("a", 5)
+    subs.flow("b", 5)
+    assert [d.consumer for d in subs.dispatch(G, T)] == ["a", "b", "a", "b"]
+    assert subs.subscribe(G, T, "c", SubType.EXCLUSIVE) is SubscribeOutcome.TYPE_MISMATCH
+    subs.subscribe("x", T, "e1", SubType.EXCLUSIVE)
+    assert subs.subscribe("x", T, "e2", SubType.EXCLUSIVE) is SubscribeOutcome.CONSUMER_BUSY
+    assert subs.subscribe("y", "pulsar|public|default|none", "z", SubType.SHARED) is SubscribeOutcome.TOPIC_NOT_EXIST
+
+
+def test_redelivery_counts_are_forgotten_on_restart_but_no_unacknowledged_message_is(tmp_path):
+    from rocketmq_emulator.delay_scheduler import VirtualClock
+
+    clock = VirtualClock()
+    core = BrokerCore.open(tmp_path, clock)
+    core.topics.create_system(T, 1, 6)
+    for i in range(3):
+        send(core, b"m%d" % i)
+    subs = core.subscriptions
+    subs.subscribe(G, T, "c", SubType.SHARED, earliest=True)
+    subs.flow("c", 10)
+    subs.dispatch(G, T)
+    subs.ack("c", [0, 2])
+    subs.redeliver("c")
+    core.flush()
+    core.close()
+    core = BrokerCore.open(tmp_path, clock)
+    core.subscriptions.subscribe(G, T, "c", SubType.SHARED)
+    core.subscriptions.flow("c", 10)
+    # the cursor kept m0 (committed); m2's individual ack and m1's count were in memory only
+    assert bodies(core.subscriptions.dispatch(G, T)) == [(b"m1", 0), (b"m2", 0)]
