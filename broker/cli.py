@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from .cli_common import CommandParser, UsageError, fail, int_in_range, missing_extra, positive_float, version_text
@@ -102,6 +103,10 @@ def _serve_parser() -> argparse.ArgumentParser:
                    help="port of the RocketMQ 5.x gRPC front (apache.rocketmq.v2, plaintext; default 8081, "
                         "the 5.x proxy's, or a free one with --port 0; 0 picks a free one)")
     p.add_argument("--no-grpc", action="store_true", help="no 5.x gRPC front")
+    p.add_argument("--pulsar-port", type=int_in_range(0, 65535, "a port number"), default=None,
+                   help="port of the Pulsar binary protocol front (default 6650, Pulsar's, or a free one with "
+                        "--port 0; 0 picks a free one)")
+    p.add_argument("--no-pulsar", action="store_true", help="no Pulsar front")
     p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
                    help="least severe log lines shown on stderr (any case)")
     return p
@@ -153,17 +158,11 @@ def serve_main(argv: list[str]) -> int:
         if missing:
             return fail("serve", f"--mqtt {missing}")
     args.mqtt_settings = mqtt
-    if args.no_grpc and args.grpc_port is not None:
-        return fail("serve", "--no-grpc turns the 5.x front off; it cannot be given with --grpc-port")
-    args.grpc = None
-    if not args.no_grpc:
-        missing = missing_extra("grpc", "grpc", "rocketmq_emulator.broker.rocketmq5.stubs")
-        if missing and args.grpc_port is not None:
-            return fail("serve", f"--grpc-port {missing}")
-        if missing:
-            print(f"note: the RocketMQ 5.x gRPC front is off: it {missing}", file=sys.stderr)
-        else:
-            args.grpc = args.grpc_port if args.grpc_port is not None else (0 if args.port == 0 else 8081)
+    for front in _FRONTS:
+        port, error = _front_port(args, front)
+        if error:
+            return fail("serve", error)
+        setattr(args, front.name, port)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     clock = VirtualClock() if args.clock == "virtual" else SystemClock()
     try:
@@ -265,10 +264,27 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
                 store_dir.take_back()
             return fail("serve", f"cannot listen on {_host_port(args.host, args.grpc)} (gRPC): "
                                  f"{exc.strerror or exc}")
+    pulsar_server = None
+    if args.pulsar is not None:
+        from .adapters.pulsar_server import PulsarServer
+
+        pulsar_server = PulsarServer(core, args.host, args.pulsar, server.after_activity)
+        try:
+            await pulsar_server.start()
+        except OSError as exc:
+            if grpc_server is not None:
+                await grpc_server.stop()
+            core.close()
+            if store_dir is not None:
+                store_dir.take_back()
+            return fail("serve", f"cannot listen on {_host_port(args.host, args.pulsar)} (Pulsar): "
+                                 f"{exc.strerror or exc}")
     before = asyncio.all_tasks()
     try:
         await server.start()
     except OSError as exc:
+        if pulsar_server is not None:
+            await pulsar_server.stop()
         if grpc_server is not None:
             await grpc_server.stop()
         core.close()
@@ -302,9 +318,13 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     print(f"listening {address} remoting", flush=True)      # for scripts: one line per listener
     if grpc_server is not None:
         print(f"listening {_host_port(args.host, grpc_server.port)} grpc", flush=True)      # RocketMQ 5.x
+    if pulsar_server is not None:
+        print(f"listening {_host_port(args.host, pulsar_server.port)} pulsar", flush=True)
     await supervisor.stop.wait()
     if bridge is not None:
         await bridge.stop()
+    if pulsar_server is not None:
+        await pulsar_server.stop()
     if grpc_server is not None:
         await grpc_server.stop()
     await server.stop()
@@ -322,6 +342,39 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     print("rocketmq-emulator stopped; store flushed" if data_dir is not None else "rocketmq-emulator stopped",
           flush=True)
     return 0
+
+
+@dataclass(frozen=True)
+class _Front:
+    """A listener beside the remoting one: its flags, the extra it needs, its default port."""
+    name: str                  # --NAME-port, --no-NAME; args.NAME is the port to bind (None: off)
+    what: str
+    extra: str
+    modules: tuple[str, ...]
+    default_port: int
+
+
+_FRONTS = (_Front("grpc", "the RocketMQ 5.x gRPC front", "grpc", ("grpc", "rocketmq_emulator.broker.rocketmq5.stubs"),
+                  8081),
+           _Front("pulsar", "the Pulsar front", "pulsar",
+                  ("google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema"), 6650))
+
+
+def _front_port(args, front: _Front) -> tuple[int | None, str | None]:
+    """(port to bind or None for off, a usage error): off with --no-NAME or without its
+    extra (a note on stderr, unless --NAME-port asked for it: then an error)."""
+    asked = getattr(args, f"{front.name}_port")
+    if getattr(args, f"no_{front.name}"):
+        if asked is not None:
+            return None, f"--no-{front.name} turns {front.what} off; it cannot be given with --{front.name}-port"
+        return None, None
+    missing = missing_extra(front.extra, *front.modules)
+    if missing and asked is not None:
+        return None, f"--{front.name}-port {missing}"
+    if missing:
+        print(f"note: {front.what} is off: it {missing}", file=sys.stderr)
+        return None, None
+    return (asked if asked is not None else (0 if args.port == 0 else front.default_port)), None
 
 
 def _utc(ms: int) -> str:

@@ -96,7 +96,15 @@ class SubscriptionService:
         if consumer not in self._of:
             cursor.consumers.append(_Consumer(consumer))
             self._of[consumer] = cursor
+        else:       # the same consumer again (a client re-subscribing): its FLOW starts from zero
+            self._consumer(consumer).permits = 0
         return SubscribeOutcome.OK
+
+    def create(self, group: str, topic: str) -> None:
+        """A subscription with no consumer yet, at the end of the topic (what a producer's
+        initial subscription does): what is stored from now on waits for it."""
+        if self.core.store.query_offset(group, topic, 0) < 0 and (group, topic) not in self._cursors:
+            self.core.record_offset_commit(group, topic, 0, self.core.store.max_offset(topic, 0))
 
     def flow(self, consumer, permits: int) -> None:
         c = self._consumer(consumer)
@@ -147,8 +155,10 @@ class SubscriptionService:
         self._back(cursor, chosen)
 
     # -- dispatch -------------------------------------------------------------------------
-    def dispatch(self, group: str, topic: str) -> list[Dispatch]:
-        """What to send now to ``group``'s consumers of ``topic``, within their permits."""
+    def dispatch(self, group: str, topic: str, cost=None) -> list[Dispatch]:
+        """What to send now to ``group``'s consumers of ``topic``, while they have permits;
+        ``cost(record)`` is the permits one entry takes (default 1; a Pulsar batch takes
+        its number of messages, and permits may go below zero, as Pulsar's do)."""
         cursor = self._cursors.get((group, topic))
         if cursor is None or not cursor.consumers:
             return []
@@ -175,7 +185,7 @@ class SubscriptionService:
                 cursor.acked.add(offset)
                 self._advance(cursor)
                 continue
-            c.permits -= 1
+            c.permits -= 1 if cost is None else cost(rec)
             c.pending.add(offset)
             out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0)))
         return out

@@ -34,6 +34,10 @@ class _Protocol(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self.server.connections.discard(self)
+        self.conn.closed = True
+        if self.server.front is not None:
+            self.server.front.disconnect(self.conn)
+            self.server.pump()
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -50,9 +54,16 @@ class _Protocol(asyncio.Protocol):
             log.exception("Pulsar connection %s closed: the broker failed on its request", self.conn.peer)
             self.conn.closed = True
         finally:
+            self.server.pump()
             self.server.after_activity()
         if self.conn.closed:
             self.transport.close()
+
+    def flush(self) -> None:
+        out = self.conn.outgoing
+        if out and not self.conn.closed:
+            self.transport.write(b"".join(out))
+        out.clear()
 
 
 class PulsarServer:
@@ -66,12 +77,39 @@ class PulsarServer:
         self.front: PulsarFront | None = None
         self.connections: set[_Protocol] = set()
         self._server = None
+        self._loop = None
+        self._pump_armed = False
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: _Protocol(self), self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         self.front = PulsarFront(self.core, f"pulsar://{self.host}:{self.port}")
+        self.front.on_dirty = self._pump_soon
+        self._loop = loop
+
+    def _pump_soon(self) -> None:
+        # (the core stored into a subscribed topic, maybe from another listener or a tick:
+        # dispatch once the current call is over)
+        if not self._pump_armed:
+            self._pump_armed = True
+            self._loop.call_soon(self.pump)
+
+    def pump(self) -> None:
+        """Send what the subscriptions have for their consumers now."""
+        self._pump_armed = False
+        if self.front is None:
+            return
+        try:
+            touched = self.front.pump()
+        except Exception:
+            log.exception("Pulsar dispatch failed; it is tried again on the next activity")
+            return
+        by_conn = {p.conn: p for p in self.connections}
+        for conn in touched:
+            proto = by_conn.get(conn)
+            if proto is not None:
+                proto.flush()
 
     async def stop(self) -> None:
         if self._server is not None:

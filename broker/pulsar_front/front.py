@@ -4,8 +4,12 @@ connection's commands in, the frames to answer with out. No I/O; the listener
 
 Built so far: the handshake (CONNECT → CONNECTED, PING ⇄ PONG), lookups answered in band
 (PARTITIONED_METADATA: 0 partitions; LOOKUP: Connect to this broker's own service URL),
-producers (PRODUCER → PRODUCER_SUCCESS with a generated name, CLOSE_PRODUCER) and SEND
-into the store. Subscriptions are answered with an ERROR that says so.
+producers (PRODUCER → PRODUCER_SUCCESS with a generated name, CLOSE_PRODUCER), SEND into
+the store, and consumers on the core's subscriptions (broker/subscriptions.py): SUBSCRIBE,
+FLOW, MESSAGE pushed while permits last, ACK (individual, cumulative),
+REDELIVER_UNACKNOWLEDGED_MESSAGES with the redelivery count, CLOSE_CONSUMER; a closed
+connection's consumers give back what they held. Messages go out whenever the core
+stores into a subscribed topic (``pump``), whoever stored them.
 
 How a message is stored (names.py maps the topic): one record per entry in the store
 topic's one queue; the body is the payload as sent (a batch stays one record, as Pulsar
@@ -23,11 +27,13 @@ import itertools
 import zlib
 from dataclasses import dataclass, field
 
-from ..operations import SendOutcome, SendRequest
 from ..config import PERM_READ, PERM_WRITE
+from ..events import EventKind
+from ..operations import SendOutcome, SendRequest
+from ..subscriptions import SubscribeOutcome, SubType
 from . import schema as s
-from .frames import DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, encode_simple
-from .names import PulsarNameError, parse_topic, store_topic
+from .frames import DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, encode_payload, encode_simple
+from .names import STORE_PREFIX, PulsarNameError, parse_topic, store_group, store_topic
 
 __all__ = ["PulsarFront", "Connection", "METADATA_PROPERTY", "ledger_id"]
 
@@ -48,14 +54,25 @@ class _Producer:
     name: str
 
 
-@dataclass
+@dataclass(eq=False)          # (a connection is itself: kept in sets, compared by identity)
 class Connection:
     """What the front knows of one client connection."""
     peer: str = ""
     connected: bool = False
     protocol_version: int = 0
     producers: dict[int, _Producer] = field(default_factory=dict)
+    consumers: dict[int, "_Consumer"] = field(default_factory=dict)
     closed: bool = False                    # set when the front wants the socket closed
+    outgoing: list[bytes] = field(default_factory=list)   # MESSAGE frames pushed to it
+
+
+class _Consumer:
+    """A consumer's key in the core's subscriptions (compared by identity)."""
+
+    __slots__ = ("conn", "consumer_id", "group", "stored")
+
+    def __init__(self, conn: Connection, consumer_id: int, group: str, stored: str) -> None:
+        self.conn, self.consumer_id, self.group, self.stored = conn, consumer_id, group, stored
 
 
 class PulsarFront:
@@ -65,6 +82,9 @@ class PulsarFront:
         self.max_message_size = max_message_size
         self._names = itertools.count()
         self._channel = core.connect()          # the core's view of this front's sends
+        self._dirty: set[str] = set()           # store topics with something new to dispatch
+        self.on_dirty = None                    # the listener's hook: pump soon
+        core.events.subscribe(self._on_stored, kinds=(EventKind.STORED, EventKind.REDELIVERED))
 
     # -- the one entry point -----------------------------------------------------------------
     def handle(self, conn: Connection, frame: Frame) -> list[bytes]:
@@ -130,6 +150,13 @@ class PulsarFront:
         known = conn.producers.get(req.producer_id)
         if known is None:
             self._ensure_topic(stored)
+            if req.initial_subscription_name:
+                # the client's dead-letter producer: the subscription exists from now on, so
+                # what it publishes is kept for it (reference §6.3)
+                try:
+                    self.core.subscriptions.create(store_group(req.initial_subscription_name), stored)
+                except PulsarNameError as exc:
+                    return [_error(req.request_id, s.ServerError.InvalidTopicName, str(exc))]
             name = req.producer_name or f"rocketmq-emulator-{next(self._names)}"
             known = conn.producers[req.producer_id] = _Producer(topic.full, stored, name)
         reply = s.BaseCommand(type=s.Type.PRODUCER_SUCCESS)
@@ -172,10 +199,109 @@ class PulsarFront:
             r.highest_sequence_id = req.highest_sequence_id
         return [_frame(reply)]
 
-    # -- consumers (next) ---------------------------------------------------------------------
+    # -- consumers ---------------------------------------------------------------------------
     def _subscribe(self, conn: Connection, cmd, frame) -> list[bytes]:
-        return [_error(cmd.subscribe.request_id, s.ServerError.NotAllowedError,
-                       "subscriptions are not served by this broker's Pulsar front yet")]
+        req = cmd.subscribe
+        try:
+            stored = store_topic(req.topic)
+            group = store_group(req.subscription)
+        except PulsarNameError as exc:
+            return [_error(req.request_id, s.ServerError.InvalidTopicName, str(exc))]
+        if not req.durable:
+            return [_error(req.request_id, s.ServerError.NotAllowedError,
+                           "non-durable subscriptions (readers) are not supported yet")]
+        self._ensure_topic(stored)
+        consumer = conn.consumers.get(req.consumer_id)
+        if consumer is None:
+            consumer = _Consumer(conn, req.consumer_id, group, stored)
+        outcome = self.core.subscriptions.subscribe(group, stored, consumer, SubType(req.subType),
+                                                    earliest=req.initialPosition == s.InitialPosition.Earliest)
+        if outcome is not SubscribeOutcome.OK:
+            return [_error(req.request_id, s.ServerError.ConsumerBusy, outcome.value)]
+        conn.consumers[req.consumer_id] = consumer
+        return [_success(req.request_id)]
+
+    def _flow(self, conn: Connection, cmd, frame) -> list[bytes]:
+        consumer = conn.consumers.get(cmd.flow.consumer_id)
+        if consumer is not None:
+            self.core.subscriptions.flow(consumer, cmd.flow.messagePermits)
+            self._mark(consumer.stored)
+        return []
+
+    def _ack(self, conn: Connection, cmd, frame) -> list[bytes]:
+        req = cmd.ack
+        consumer = conn.consumers.get(req.consumer_id)
+        if consumer is None:
+            return []
+        offsets = [_signed(m.entryId) for m in req.message_id]
+        if req.ack_type == s.AckType.Cumulative:
+            if offsets:
+                self.core.subscriptions.ack_cumulative(consumer, offsets[-1])
+        else:
+            self.core.subscriptions.ack(consumer, offsets)
+        return []
+
+    def _redeliver(self, conn: Connection, cmd, frame) -> list[bytes]:
+        req = cmd.redeliverUnacknowledgedMessages
+        consumer = conn.consumers.get(req.consumer_id)
+        if consumer is not None:
+            ids = [_signed(m.entryId) for m in req.message_ids]
+            self.core.subscriptions.redeliver(consumer, ids or None)
+            self._mark(consumer.stored)
+        return []
+
+    def _close_consumer(self, conn: Connection, cmd, frame) -> list[bytes]:
+        consumer = conn.consumers.pop(cmd.close_consumer.consumer_id, None)
+        if consumer is not None:
+            self.core.subscriptions.close(consumer)
+            self._mark(consumer.stored)
+        return [_success(cmd.close_consumer.request_id)]
+
+    def disconnect(self, conn: Connection) -> None:
+        """The connection is gone: its consumers give back what they held."""
+        for consumer in conn.consumers.values():
+            self.core.subscriptions.close(consumer)
+            self._mark(consumer.stored)
+        conn.consumers.clear()
+        conn.producers.clear()
+
+    # -- dispatch --------------------------------------------------------------------------------
+    def _on_stored(self, event) -> None:
+        if event.topic.startswith(STORE_PREFIX):
+            self._mark(event.topic)
+
+    def _mark(self, stored: str) -> None:
+        if not self._dirty and self.on_dirty is not None:
+            self.on_dirty()
+        self._dirty.add(stored)
+
+    def pump(self) -> set[Connection]:
+        """Dispatch what is waiting on every subscription of the topics marked since the
+        last pump; the MESSAGE frames go to each consumer's connection's ``outgoing``.
+        Returns the connections that got some."""
+        touched: set[Connection] = set()
+        subs = self.core.subscriptions
+        while self._dirty:
+            stored = self._dirty.pop()
+            for group, topic in subs.cursors():
+                if topic != stored:
+                    continue
+                for d in subs.dispatch(group, topic, cost=_permits_of):
+                    consumer = d.consumer
+                    if consumer.conn.closed:
+                        continue
+                    consumer.conn.outgoing.append(self._message(consumer, d))
+                    touched.add(consumer.conn)
+        return touched
+
+    def _message(self, consumer: "_Consumer", d) -> bytes:
+        cmd = s.BaseCommand(type=s.Type.MESSAGE)
+        m = cmd.message
+        m.consumer_id = consumer.consumer_id
+        m.message_id.ledgerId, m.message_id.entryId = ledger_id(consumer.stored), d.offset
+        if d.redelivery_count:
+            m.redelivery_count = d.redelivery_count
+        return encode_payload(cmd.SerializeToString(), _metadata_of(d.record), d.record.body)
 
     def _ensure_topic(self, stored: str) -> None:
         core = self.core
@@ -188,8 +314,37 @@ _HANDLERS = {
     s.Type.CONNECT: PulsarFront._connect, s.Type.PING: PulsarFront._ping, s.Type.PONG: PulsarFront._pong,
     s.Type.PARTITIONED_METADATA: PulsarFront._partitioned_metadata, s.Type.LOOKUP: PulsarFront._lookup,
     s.Type.PRODUCER: PulsarFront._producer, s.Type.CLOSE_PRODUCER: PulsarFront._close_producer,
-    s.Type.SEND: PulsarFront._send, s.Type.SUBSCRIBE: PulsarFront._subscribe,
+    s.Type.SEND: PulsarFront._send, s.Type.SUBSCRIBE: PulsarFront._subscribe, s.Type.FLOW: PulsarFront._flow,
+    s.Type.ACK: PulsarFront._ack, s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES: PulsarFront._redeliver,
+    s.Type.CLOSE_CONSUMER: PulsarFront._close_consumer,
 }
+
+
+def _signed(v: int) -> int:
+    """uint64 ids carry -1 as 2^64 - 1 (reference §1)."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _metadata_of(rec) -> bytes:
+    """The stored entry's MessageMetadata; for a record a non-Pulsar client stored, one
+    made from it (its properties, born time, a producer name)."""
+    raw = rec.properties.get(METADATA_PROPERTY)
+    if raw:
+        return base64.b64decode(raw)
+    meta = s.MessageMetadata(producer_name="rocketmq", sequence_id=max(rec.queue_offset, 0),
+                             publish_time=rec.store_timestamp or rec.born_timestamp)
+    for k, v in rec.properties.items():
+        meta.properties.add(key=k, value=v)
+    return meta.SerializeToString()
+
+
+def _permits_of(rec) -> int:
+    """Permits an entry takes: its number of messages (a batch's count)."""
+    raw = rec.properties.get(METADATA_PROPERTY)
+    if not raw:
+        return 1
+    meta = s.MessageMetadata.FromString(base64.b64decode(raw))
+    return meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
 
 
 def _bad_topic(response, topic: str, failed: int) -> str | None:

@@ -114,3 +114,12 @@ def test_redelivery_counts_are_forgotten_on_restart_but_no_unacknowledged_messag
     core.subscriptions.flow("c", 10)
     # the cursor kept m0 (committed); m2's individual ack and m1's count were in memory only
     assert bodies(core.subscriptions.dispatch(G, T)) == [(b"m1", 0), (b"m2", 0)]
+
+
+def test_a_subscription_created_before_its_first_consumer_keeps_what_is_stored_after():
+    core = broker(2)
+    core.subscriptions.create("audit", T)                 # (a dead-letter producer's initial subscription)
+    send(core, b"dead")
+    core.subscriptions.subscribe("audit", T, "c", SubType.SHARED)      # not earliest: starts where created
+    core.subscriptions.flow("c", 10)
+    assert bodies(core.subscriptions.dispatch("audit", T)) == [(b"dead", 0)]

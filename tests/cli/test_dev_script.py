@@ -78,7 +78,7 @@ def test_serve_installs_the_mqtt_extra_the_readme_serve_examples_use(clone):
     done = dev(clone, "serve", "--mqtt", "mqtt://127.0.0.1:1883")
     assert done.returncode == 0, done.stderr
     log = calls(clone)
-    assert any(re.search(r"-m pip install .*-e \.\[mqtt,grpc\]$", line) for line in log), log
+    assert any(re.search(r"-m pip install .*-e \.\[mqtt,grpc,pulsar\]$", line) for line in log), log
     assert log[-1] == "rocketmq-emulator serve --mqtt mqtt://127.0.0.1:1883"
 
 

@@ -1,6 +1,8 @@
 """The real Python Pulsar client (pulsar-client 3.13.0, the C++ client 4.2.0 inside)
-against the Pulsar front (issue 21, first slice): handshake, lookups, producers and sends
-into the store. Subscriptions are not served yet; they are refused with an error."""
+against the Pulsar front (issue 21, part): handshake, lookups, producers and sends into
+the store, consumers on the core's subscriptions (acks, negative acks with the redelivery
+count, a closed consumer's messages to another, Exclusive's one consumer). The listener
+runs in the test process on a loop thread of its own; it is not on `serve` yet."""
 from __future__ import annotations
 
 import asyncio
@@ -16,6 +18,7 @@ from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
 from rocketmq_emulator.broker.pulsar_front.front import METADATA_PROPERTY, ledger_id  # noqa: E402
 from rocketmq_emulator.broker.pulsar_front.schema import MessageMetadata  # noqa: E402
 from rocketmq_emulator.delay_scheduler import SystemClock  # noqa: E402
+from tests.support.processes import wait_for  # noqa: E402
 
 pytestmark = pytest.mark.interop
 STORED = "pulsar|public|default|orders"
@@ -77,7 +80,8 @@ def test_a_batch_is_one_entry_and_async_sends_keep_their_order(broker):
         for i in range(5):
             producer.send_async(b"b%d" % i, lambda res, msg_id: done.append((res, msg_id)))
         producer.flush()
-        assert len(done) == 5 and all(res == pulsar.Result.Ok for res, _ in done)
+        wait_for(lambda: len(done) == 5)                    # (callbacks run on the client's own thread)
+        assert all(res == pulsar.Result.Ok for res, _ in done)
         assert {(m.ledger_id(), m.entry_id()) for _, m in done} == {(ledger_id(STORED), 0)}
         assert sorted(m.batch_index() for _, m in done) == [0, 1, 2, 3, 4]
         producer.close()
@@ -88,13 +92,98 @@ def test_a_batch_is_one_entry_and_async_sends_keep_their_order(broker):
     assert meta.HasField("num_messages_in_batch") and meta.num_messages_in_batch == 5
 
 
-def test_a_subscription_is_refused_for_now_and_the_connection_goes_on(broker):
+def client_of(server):
+    return pulsar.Client(f"pulsar://127.0.0.1:{server.port}", operation_timeout_seconds=10)
+
+
+def test_a_shared_consumer_receives_acks_and_the_cursor_is_the_groups_committed_offset(broker):
     core, server, on_loop = broker
-    client = pulsar.Client(f"pulsar://127.0.0.1:{server.port}", operation_timeout_seconds=5)
+    client = client_of(server)
     try:
-        with pytest.raises(Exception):
-            client.subscribe("orders", "sub")
         producer = client.create_producer("orders")
-        assert producer.send(b"after").entry_id() == 0
+        for i in range(3):
+            producer.send(b"o%d" % i, properties={"n": str(i)})
+        consumer = client.subscribe("orders", "billing", consumer_type=pulsar.ConsumerType.Shared,
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        got = [consumer.receive(timeout_millis=5000) for _ in range(3)]
+        assert [(m.data(), m.properties()["n"], m.redelivery_count()) for m in got] == \
+            [(b"o0", "0", 0), (b"o1", "1", 0), (b"o2", "2", 0)]
+        for m in got:
+            consumer.acknowledge(m)
+        producer.send(b"live")                               # pushed as it is stored
+        live = consumer.receive(timeout_millis=5000)
+        assert live.data() == b"live"
+        consumer.acknowledge(live)
+        consumer.close()                                     # flushes the grouped acks first
+    finally:
+        client.close()
+    assert on_loop(lambda: core.committed_offset("billing", STORED, 0)) == 4
+
+
+def test_a_negative_ack_comes_back_with_its_redelivery_count(broker):
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        consumer = client.subscribe("orders", "retrying", consumer_type=pulsar.ConsumerType.Shared,
+                                    negative_ack_redelivery_delay_ms=100)
+        client.create_producer("orders").send(b"poison")
+        counts = []
+        for _ in range(3):
+            m = consumer.receive(timeout_millis=5000)
+            counts.append((m.data(), m.redelivery_count()))
+            consumer.negative_acknowledge(m)
+        assert counts == [(b"poison", 0), (b"poison", 1), (b"poison", 2)]
+    finally:
+        client.close()
+
+
+def test_what_a_closed_consumer_held_goes_to_the_other_consumer(broker):
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        first = client.subscribe("orders", "pair", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=10)
+        client.create_producer("orders").send(b"held")
+        assert first.receive(timeout_millis=5000).data() == b"held"
+        second = client.subscribe("orders", "pair", consumer_type=pulsar.ConsumerType.Shared)
+        first.close()                                        # never acknowledged
+        again = second.receive(timeout_millis=5000)
+        assert (again.data(), again.redelivery_count()) == (b"held", 1)
+    finally:
+        client.close()
+
+
+def test_an_exclusive_subscription_refuses_a_second_consumer(broker):
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        client.subscribe("orders", "solo")                   # Exclusive is the default
+        with pytest.raises(pulsar.ConsumerBusy):
+            client.subscribe("orders", "solo")
+    finally:
+        client.close()
+
+
+def test_the_clients_dead_letter_policy_ends_in_a_dlq_topic_kept_for_its_initial_subscription(broker):
+    """The C++ client moves a message past max_redeliver_count to the dead-letter topic
+    through a producer that names initial_subscription_name (reference §6): the broker
+    creates that subscription, so the dead letter waits for it."""
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        policy = pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=2, dead_letter_topic="orders-DLQ",
+                                                 initial_subscription_name="dlq-audit")
+        consumer = client.subscribe("orders", "strict", consumer_type=pulsar.ConsumerType.Shared,
+                                    negative_ack_redelivery_delay_ms=100, dead_letter_policy=policy)
+        client.create_producer("orders").send(b"poison", properties={"why": "test"})
+        for expected in range(3):
+            m = consumer.receive(timeout_millis=5000)
+            assert m.redelivery_count() == expected
+            consumer.negative_acknowledge(m)
+        with pytest.raises(pulsar.Timeout):
+            consumer.receive(timeout_millis=1000)            # it went to the DLQ, not back here
+        audit = client.subscribe("orders-DLQ", "dlq-audit")
+        dead = audit.receive(timeout_millis=5000)
+        assert dead.data() == b"poison" and dead.properties()["why"] == "test"
+        assert "ORIGIN_MESSAGE_ID" in dead.properties() and dead.properties()["REAL_TOPIC"].endswith("/orders")
     finally:
         client.close()

@@ -82,3 +82,23 @@ def test_a_bad_producer_topic_and_an_unknown_command_get_errors():
     assert (err.type, err.error.request_id, err.error.error) == (s.Type.ERROR, 7, s.ServerError.InvalidTopicName)
     [err] = call(front, conn, s.BaseCommand(type=s.Type.SEEK, seek={"consumer_id": 0, "request_id": 8}))
     assert err.type == s.Type.ERROR and err.error.request_id == 8 and not conn.closed
+
+
+def test_a_message_a_rocketmq_client_stored_reaches_a_pulsar_consumer_with_its_properties():
+    from rocketmq_emulator.broker.operations import SendRequest
+
+    front, conn = connected()
+    [ok] = call(front, conn, s.BaseCommand(type=s.Type.SUBSCRIBE, subscribe={
+        "topic": "persistent://public/default/x", "subscription": "sub", "subType": s.SubType.Shared,
+        "consumer_id": 0, "request_id": 1, "initialPosition": s.InitialPosition.Earliest}))
+    assert ok.type == s.Type.SUCCESS
+    call(front, conn, s.BaseCommand(type=s.Type.FLOW, flow={"consumer_id": 0, "messagePermits": 10}))
+    core = front.core
+    core.send(SendRequest("P", "pulsar|public|default|x", b"from 4.x", 0, {"color": "red"}), core.connect())
+    front.pump()
+    [frame] = FrameDecoder().feed(b"".join(conn.outgoing))
+    msg = s.BaseCommand.FromString(frame.command)
+    raw_meta, payload = frame.metadata_and_payload()
+    meta = s.MessageMetadata.FromString(raw_meta)
+    assert msg.type == s.Type.MESSAGE and msg.message.message_id.entryId == 0 and frame.checksum_ok()
+    assert payload == b"from 4.x" and ("color", "red") in [(p.key, p.value) for p in meta.properties]

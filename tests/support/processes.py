@@ -111,23 +111,29 @@ def read_listening(proc: subprocess.Popen, timeout: float = 20.0,
 class EmulatorProcess:
     """`rocketmq-emulator serve` in its own process, port read from its `listening` line."""
 
-    def __init__(self, data_dir: Path, *args: str, grpc: bool = False):
+    def __init__(self, data_dir: Path, *args: str, grpc: bool = False, pulsar: bool = False):
         self.data_dir = data_dir
         self.args = args
         self.grpc = grpc
+        self.pulsar = pulsar
         self.proc = None
         self.port = None
         self.grpc_port = None
+        self.pulsar_port = None
 
     def start(self):
         cmd = [sys.executable, "-m", "rocketmq_emulator.broker.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir),
                "--log-level", "WARNING", *self.args]
         if not self.grpc:
             cmd.append("--no-grpc")
+        if not self.pulsar:
+            cmd.append("--no-pulsar")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        found = read_listening(self.proc, kinds=("remoting", "grpc") if self.grpc else ("remoting",))
+        kinds = ("remoting",) + (("grpc",) if self.grpc else ()) + (("pulsar",) if self.pulsar else ())
+        found = read_listening(self.proc, kinds=kinds)
         self.port = found["remoting"][1]
         self.grpc_port = found["grpc"][1] if self.grpc else None
+        self.pulsar_port = found["pulsar"][1] if self.pulsar else None
         return self
 
     @property
