@@ -414,6 +414,7 @@ class BrokerCore:
         if now >= self._schedule_retry_at:
             self._deliver_due(now)
         self.pops.revive_due(now)
+        self.subscriptions.tick(now)
         for held in self.holds.expired(now):
             self._answer_held(held)
         if self._flush_due is not None and now >= self._flush_due:
@@ -457,7 +458,8 @@ class BrokerCore:
     def next_deadline(self, *, holds: bool = True) -> int | None:
         """When ``tick`` next has something to do (``holds=False``: leaving out the
         suspend timeouts of held pulls)."""
-        candidates = [self.holds.next_deadline() if holds else None, self._flush_due, self.pops.next_deadline()]
+        candidates = [self.holds.next_deadline() if holds else None, self._flush_due, self.pops.next_deadline(),
+                      self.subscriptions.next_deadline()]
         d = self.schedule.scheduler.next_deadline(self.clock.now_ms())
         if d is not None:
             candidates.append(max(d, self._schedule_retry_at))

@@ -16,13 +16,23 @@ first, each with its redelivery count + 1. Exclusive and Failover subscriptions 
 to one active consumer (the first attached; on its leaving, the next); Shared to the
 attached consumers in turn. Counts live in memory only, as in Pulsar: a restart forgets
 them, and everything not acknowledged is delivered again from the committed offset.
+
+Delayed delivery: a Shared or Key_Shared subscription that reads a message due later
+keeps it in its *delayed* heap; ``tick`` moves what has come due into the replay set and
+tells the watchers (the front pumps), on the core's one clock, so `clock advance` moves it.
 """
 from __future__ import annotations
 
 import enum
+import heapq
 from dataclasses import dataclass, field
 
-__all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome"]
+__all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome", "DELIVER_AT_PROPERTY"]
+
+# A record with this property (epoch ms) is held back from Shared and Key_Shared
+# subscriptions until then, and costs no permit meanwhile; Exclusive and Failover ones get
+# it at once — Pulsar's delayed delivery (reference §8). Strict: due means now >= it.
+DELIVER_AT_PROPERTY = "PULSAR_DELIVER_AT"
 
 
 class SubType(enum.IntEnum):
@@ -67,6 +77,11 @@ class _Cursor:
     redeliveries: dict[int, int] = field(default_factory=dict)
     consumers: list[_Consumer] = field(default_factory=list)
     turn: int = 0                                         # Shared: who is next
+    delayed: list[tuple[int, int]] = field(default_factory=list)   # heap of (due ms, offset)
+
+    @property
+    def holds_back(self) -> bool:
+        return self.sub_type in (SubType.SHARED, SubType.KEY_SHARED)
 
 
 class SubscriptionService:
@@ -74,6 +89,7 @@ class SubscriptionService:
         self.core = core
         self._cursors: dict[tuple[str, str], _Cursor] = {}
         self._of: dict[object, _Cursor] = {}              # consumer key -> its cursor
+        self.watchers: list = []                          # fn(topic): delayed messages came due
 
     # -- consumers ------------------------------------------------------------------------
     def subscribe(self, group: str, topic: str, consumer, sub_type: SubType, *, earliest: bool = False
@@ -93,6 +109,8 @@ class SubscriptionService:
         elif cursor.consumers and sub_type is SubType.EXCLUSIVE:
             return SubscribeOutcome.CONSUMER_BUSY
         cursor.sub_type = sub_type
+        if not cursor.holds_back:
+            self._release(cursor, None)        # (what was held back for Shared goes out now)
         if consumer not in self._of:
             cursor.consumers.append(_Consumer(consumer))
             self._of[consumer] = cursor
@@ -165,6 +183,8 @@ class SubscriptionService:
         store = self.core.store
         out: list[Dispatch] = []
         end = store.max_offset(topic, 0)
+        now = self.core.clock.now_ms()
+        self._release(cursor, now)
         while True:
             c = self._next_consumer(cursor)
             if c is None:
@@ -185,6 +205,11 @@ class SubscriptionService:
                 cursor.acked.add(offset)
                 self._advance(cursor)
                 continue
+            if cursor.holds_back and offset not in cursor.redeliveries:
+                due = _deliver_at(rec)
+                if due is not None and due > now:
+                    heapq.heappush(cursor.delayed, (due, offset))
+                    continue
             c.permits -= 1 if cost is None else cost(rec)
             c.pending.add(offset)
             out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0)))
@@ -192,6 +217,26 @@ class SubscriptionService:
 
     def cursors(self) -> list[tuple[str, str]]:
         return list(self._cursors)
+
+    # -- the clock ----------------------------------------------------------------------------
+    def next_deadline(self) -> int | None:
+        dues = [c.delayed[0][0] for c in self._cursors.values() if c.delayed]
+        return min(dues) if dues else None
+
+    def tick(self, now: int) -> None:
+        """Delayed messages that came due wait in their replay set; the watchers are told."""
+        for cursor in self._cursors.values():
+            if cursor.delayed and cursor.delayed[0][0] <= now:
+                self._release(cursor, now)
+                for fn in self.watchers:
+                    fn(cursor.topic)
+
+    def _release(self, cursor: _Cursor, now: int | None) -> None:
+        """Due delayed offsets (all of them: ``now`` None) to the replay set, count unchanged."""
+        while cursor.delayed and (now is None or cursor.delayed[0][0] <= now):
+            _, offset = heapq.heappop(cursor.delayed)
+            if offset >= cursor.mark_delete and offset not in cursor.acked:
+                cursor.replay.add(offset)
 
     # -- inside -----------------------------------------------------------------------------
     def _next_consumer(self, cursor: _Cursor) -> _Consumer | None:
@@ -237,9 +282,17 @@ class SubscriptionService:
         no offset is both pending and acknowledged."""
         for cursor in self._cursors.values():
             held = set(cursor.replay)
+            delayed = {o for _, o in cursor.delayed}
+            assert not (held & delayed), f"{cursor.group}: an offset is both delayed and to replay"
+            held |= delayed
             for c in cursor.consumers:
                 assert not (held & c.pending), f"{cursor.group}: an offset is held twice"
                 held |= c.pending
             assert all(cursor.mark_delete <= o < cursor.read for o in held), f"{cursor.group}: held out of range"
             assert not (held & cursor.acked), f"{cursor.group}: an acknowledged offset is still held"
             assert all(o > cursor.mark_delete for o in cursor.acked), f"{cursor.group}: acked below mark-delete"
+
+
+def _deliver_at(rec) -> int | None:
+    text = rec.properties.get(DELIVER_AT_PROPERTY)
+    return int(text) if text and text.lstrip("-").isdigit() else None

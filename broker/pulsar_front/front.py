@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from ..config import PERM_READ, PERM_WRITE
 from ..events import EventKind
 from ..operations import SendOutcome, SendRequest
-from ..subscriptions import SubscribeOutcome, SubType
+from ..subscriptions import DELIVER_AT_PROPERTY, SubscribeOutcome, SubType
 from . import schema as s
 from .frames import DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, encode_payload, encode_simple
 from .names import STORE_PREFIX, PulsarNameError, parse_topic, store_group, store_topic
@@ -85,6 +85,7 @@ class PulsarFront:
         self._dirty: set[str] = set()           # store topics with something new to dispatch
         self.on_dirty = None                    # the listener's hook: pump soon
         core.events.subscribe(self._on_stored, kinds=(EventKind.STORED, EventKind.REDELIVERED))
+        core.subscriptions.watchers.append(self._mark)     # delayed messages came due
 
     # -- the one entry point -----------------------------------------------------------------
     def handle(self, conn: Connection, frame: Frame) -> list[bytes]:
@@ -186,6 +187,12 @@ class PulsarFront:
         props[METADATA_PROPERTY] = base64.b64encode(raw_meta).decode()
         if meta.partition_key:
             props["KEYS"] = meta.partition_key
+        if meta.HasField("deliver_at_time"):
+            # the delay the client asked for (deliver_at - its publish time) from the broker's
+            # now: deliver_after works the same on a virtual clock and across clock skew
+            now = self.core.clock.now_ms()
+            delay = meta.deliver_at_time - (meta.publish_time or now)
+            props[DELIVER_AT_PROPERTY] = str(now + max(delay, 0))
         result = self.core.send(SendRequest("", producer.stored, payload, 0, props,
                                             born_timestamp=meta.publish_time or self.core.clock.now_ms()),
                                 self._channel)

@@ -123,3 +123,34 @@ def test_a_subscription_created_before_its_first_consumer_keeps_what_is_stored_a
     core.subscriptions.subscribe("audit", T, "c", SubType.SHARED)      # not earliest: starts where created
     core.subscriptions.flow("c", 10)
     assert bodies(core.subscriptions.dispatch("audit", T)) == [(b"dead", 0)]
+
+
+def test_delayed_messages_wait_for_shared_subscriptions_only_on_the_cores_clock():
+    from rocketmq_emulator.broker.subscriptions import DELIVER_AT_PROPERTY
+
+    core = broker()
+    now = core.clock.now_ms()
+    assert core.send(SendRequest("", T, b"later", 0, {DELIVER_AT_PROPERTY: str(now + 3_600_000)}),
+                     core.connect()).outcome is SendOutcome.STORED
+    send(core, b"now")
+    subs = core.subscriptions
+    told = []
+    subs.watchers.append(told.append)
+    subs.subscribe("shared", T, "s", SubType.SHARED, earliest=True)
+    subs.subscribe("excl", T, "e", SubType.EXCLUSIVE, earliest=True)
+    subs.flow("s", 1)
+    subs.flow("e", 10)
+    assert bodies(subs.dispatch("excl", T)) == [(b"later", 0), (b"now", 0)]      # Exclusive: at once
+    assert bodies(subs.dispatch("shared", T)) == [(b"now", 0)]                     # the held one cost no permit
+    assert core.next_deadline() == now + 3_600_000
+    subs.ack("s", [1])
+    assert core.committed_offset("shared", T, 0) == 0          # the delayed one is still the backlog
+    core.advance_clock(3_599_999)
+    assert told == []
+    core.advance_clock(1)
+    assert told == [T]
+    subs.flow("s", 1)
+    assert bodies(subs.dispatch("shared", T)) == [(b"later", 0)]
+    subs.ack("s", [0])
+    assert core.committed_offset("shared", T, 0) == 2
+    subs._check()

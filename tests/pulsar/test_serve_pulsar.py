@@ -92,3 +92,33 @@ def test_the_real_client_produces_and_consumes_through_serve_and_the_store_keeps
             client.close()
     finally:
         server.stop()
+
+
+@pytest.mark.interop
+def test_delayed_delivery_waits_for_shared_subscriptions_and_clock_advance_moves_it(tmp_path):
+    """deliver_after(1 h) on `serve --clock virtual`: a Shared consumer gets it only after
+    `clock advance 1h`; an Exclusive subscription gets it at once (reference §8)."""
+    import datetime
+
+    pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", pulsar=True).start()
+    try:
+        client = pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10)
+        try:
+            shared = client.subscribe("later", "shared", consumer_type=pulsar.ConsumerType.Shared)
+            excl = client.subscribe("later", "excl")
+            client.create_producer("later").send(b"in an hour", deliver_after=datetime.timedelta(hours=1))
+            assert excl.receive(timeout_millis=5000).data() == b"in an hour"
+            with pytest.raises(pulsar.Timeout):
+                shared.receive(timeout_millis=500)
+            done = run_cli("clock", "advance", "59m", "--server", server.address, timeout=30)
+            assert done.returncode == 0, done.stderr
+            with pytest.raises(pulsar.Timeout):
+                shared.receive(timeout_millis=500)
+            done = run_cli("clock", "advance", "2m", "--server", server.address, timeout=30)
+            assert done.returncode == 0, done.stderr
+            assert shared.receive(timeout_millis=5000).data() == b"in an hour"
+        finally:
+            client.close()
+    finally:
+        server.stop()
