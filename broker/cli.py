@@ -450,9 +450,14 @@ def topic_main(argv: list[str]) -> int:
     create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic",
                             description="Create (or update) TOPIC on a server, as mqadmin updateTopic does.")
     create.add_argument("topic")
-    create.add_argument("--queues", type=int_in_range(1, 1024), default=8, help="read and write queue count")
+    create.add_argument("--queues", type=int_in_range(1, 1024), default=None,
+                        help="read and write queue count (default 8)")
     create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
     create.add_argument("--order", action="store_true", help="an ordered topic")
+    create.add_argument("--pulsar", action="store_true",
+                        help="TOPIC is a Pulsar topic (persistent://tenant/ns/name or a short name): one queue")
+    create.add_argument("--partitions", type=int_in_range(1, 1024), default=None,
+                        help="with --pulsar: a partitioned topic of N partitions (<name>-partition-<i>)")
     _add_server_options(create, 10.0)
     try:
         args = p.parse_args(argv)
@@ -460,14 +465,43 @@ def topic_main(argv: list[str]) -> int:
         return _usage_error(exc)
     from .protocol import RemotingCommand, RequestCode
 
-    req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-        "topic": args.topic, "readQueueNums": args.queues, "writeQueueNums": args.queues,
-        "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
-    reply = _call_server("topic create", args.server, req, args.timeout)
-    if isinstance(reply, int):
-        return reply
-    print(f"topic {args.topic} created: {args.queues} queues, perm {args.perm}")
+    if args.pulsar:
+        names = _pulsar_store_topics(args)
+        if isinstance(names, str):
+            return fail("topic create", names)
+        queues = 1
+    elif args.partitions is not None:
+        return fail("topic create", "--partitions is for Pulsar topics: give --pulsar too")
+    else:
+        names, queues = [args.topic], args.queues or 8
+    for name in names:
+        req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+            "topic": name, "readQueueNums": queues, "writeQueueNums": queues,
+            "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
+        reply = _call_server("topic create", args.server, req, args.timeout)
+        if isinstance(reply, int):
+            return reply
+    if args.pulsar:
+        what = f"{args.partitions} partitions" if args.partitions else "not partitioned"
+        print(f"Pulsar topic {args.topic} created: {what}, stored as {', '.join(names)}")
+    else:
+        print(f"topic {args.topic} created: {queues} queues, perm {args.perm}")
     return 0
+
+
+def _pulsar_store_topics(args) -> list[str] | str:
+    """The store topics a Pulsar topic (or each of its partitions) is kept in, or why not."""
+    from .pulsar_front.names import PulsarNameError, parse_topic, store_topic
+
+    if args.queues is not None:
+        return "--queues is not for Pulsar topics: each Pulsar topic (or partition) is one queue"
+    try:
+        topic = parse_topic(args.topic)
+        if args.partitions is None:
+            return [store_topic(topic)]
+        return [store_topic(f"{topic.full}-partition-{i}") for i in range(args.partitions)]
+    except PulsarNameError as exc:
+        return str(exc)
 
 
 def group_main(argv: list[str]) -> int:

@@ -127,8 +127,17 @@ class PulsarFront:
         r = reply.partitionMetadataResponse
         r.request_id = req.request_id
         if _bad_topic(r, req.topic, s.PartitionedLookupType.Failed) is None:
-            r.response, r.partitions = s.PartitionedLookupType.Success, 0
+            r.response, r.partitions = s.PartitionedLookupType.Success, self._partitions(req.topic)
         return [_frame(reply)]
+
+    def _partitions(self, topic: str) -> int:
+        """How many partitions a topic has: its ``-partition-<i>`` store topics (made with
+        ``topic create NAME --pulsar --partitions N``); 0 for a topic that is not
+        partitioned or does not exist yet (a real broker answers 0 for those too)."""
+        prefix = store_topic(topic) + "-partition-"
+        found = [name[len(prefix):] for name in self.core.topics.table if name.startswith(prefix)]
+        indexes = [int(x) for x in found if x.isdigit()]
+        return max(indexes) + 1 if indexes else 0
 
     def _lookup(self, conn: Connection, cmd, frame) -> list[bytes]:
         req = cmd.lookupTopic

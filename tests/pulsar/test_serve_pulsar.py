@@ -122,3 +122,40 @@ def test_delayed_delivery_waits_for_shared_subscriptions_and_clock_advance_moves
             client.close()
     finally:
         server.stop()
+
+
+def test_topic_create_pulsar_input_errors_are_one_line_exit_2():
+    for args, says in ((["--partitions", "3"], "give --pulsar too"),
+                       (["--pulsar", "--queues", "4"], "--queues is not for Pulsar topics"),
+                       (["--pulsar", "--partitions", "2", "--server", "127.0.0.1:1"], None)):
+        done = run_cli("topic", "create", "a/b" if says is None else "orders", *args, timeout=20)
+        if says is None:                                     # "a/b" is not a Pulsar topic name
+            assert done.returncode == 2 and "not <tenant>/<namespace>/<name>" in one_error_line(done.stderr,
+                                                                                              "topic create")
+        else:
+            assert done.returncode == 2 and says in one_error_line(done.stderr, "topic create")
+
+
+@pytest.mark.interop
+def test_a_partitioned_topic_made_with_the_cli_spreads_the_real_clients_messages(tmp_path):
+    pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
+    server = EmulatorProcess(tmp_path / "store", pulsar=True).start()
+    try:
+        done = run_cli("topic", "create", "persistent://shop/eu/orders", "--pulsar", "--partitions", "3",
+                       "--server", server.address, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert "3 partitions" in done.stdout and "pulsar|shop|eu|orders-partition-2" in done.stdout
+        client = pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10)
+        try:
+            producer = client.create_producer("persistent://shop/eu/orders",
+                                              message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution)
+            ids = [producer.send(b"o%d" % i) for i in range(6)]
+            assert {m.partition() for m in ids} == {0, 1, 2}
+            consumer = client.subscribe("persistent://shop/eu/orders", "all", consumer_type=pulsar.ConsumerType.Shared,
+                                        initial_position=pulsar.InitialPosition.Earliest)
+            got = sorted(consumer.receive(timeout_millis=5000).data() for _ in range(6))
+            assert got == [b"o%d" % i for i in range(6)]
+        finally:
+            client.close()
+    finally:
+        server.stop()
