@@ -78,6 +78,7 @@ class _Cursor:
     consumers: list[_Consumer] = field(default_factory=list)
     turn: int = 0                                         # Shared: who is next
     delayed: list[tuple[int, int]] = field(default_factory=list)   # heap of (due ms, offset)
+    durable: bool = True                                  # False: a reader's, nothing committed
 
     @property
     def holds_back(self) -> bool:
@@ -92,17 +93,26 @@ class SubscriptionService:
         self.watchers: list = []                          # fn(topic): delayed messages came due
 
     # -- consumers ------------------------------------------------------------------------
-    def subscribe(self, group: str, topic: str, consumer, sub_type: SubType, *, earliest: bool = False
-                  ) -> SubscribeOutcome:
+    def subscribe(self, group: str, topic: str, consumer, sub_type: SubType, *, earliest: bool = False,
+                  durable: bool = True, start: int | None = None) -> SubscribeOutcome:
+        """A consumer joins ``group``'s subscription of ``topic`` (made if new: where the
+        group's committed offset says, else at the start or the end). A non-durable one (a
+        reader) starts at ``start`` (clamped to the queue), keeps no committed offset and
+        is gone when its consumer leaves."""
         if self.core.topics.get(topic) is None:
             return SubscribeOutcome.TOPIC_NOT_EXIST
         cursor = self._cursors.get((group, topic))
         if cursor is None:
-            committed = self.core.store.query_offset(group, topic, 0)       # -1: a new subscription
             store = self.core.store
-            start = committed if committed >= 0 else (store.min_offset(topic, 0) if earliest
-                                                       else store.max_offset(topic, 0))
-            cursor = self._cursors[(group, topic)] = _Cursor(group, topic, sub_type, start, start)
+            lo, hi = store.min_offset(topic, 0), store.max_offset(topic, 0)
+            committed = store.query_offset(group, topic, 0) if durable else -1      # -1: a new subscription
+            if committed >= 0:
+                at = committed
+            elif start is not None:
+                at = min(max(start, lo), hi)
+            else:
+                at = lo if earliest else hi
+            cursor = self._cursors[(group, topic)] = _Cursor(group, topic, sub_type, at, at, durable=durable)
             self._commit(cursor)
         elif cursor.consumers and cursor.sub_type is not sub_type:
             return SubscribeOutcome.TYPE_MISMATCH
@@ -137,6 +147,8 @@ class SubscriptionService:
         c = next(x for x in cursor.consumers if x.key is consumer)
         cursor.consumers.remove(c)
         self._back(cursor, c.pending)
+        if not cursor.durable and not cursor.consumers:
+            del self._cursors[(cursor.group, cursor.topic)]
 
     # -- acknowledgements -----------------------------------------------------------------
     def ack(self, consumer, offsets) -> None:
@@ -275,7 +287,8 @@ class SubscriptionService:
         self._commit(cursor)
 
     def _commit(self, cursor: _Cursor) -> None:
-        self.core.record_offset_commit(cursor.group, cursor.topic, 0, cursor.mark_delete)
+        if cursor.durable:
+            self.core.record_offset_commit(cursor.group, cursor.topic, 0, cursor.mark_delete)
 
     def _check(self) -> None:
         """Every pending or replayed offset is between the mark-delete and the read position;

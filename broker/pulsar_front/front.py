@@ -223,15 +223,18 @@ class PulsarFront:
             group = store_group(req.subscription)
         except PulsarNameError as exc:
             return [_error(req.request_id, s.ServerError.InvalidTopicName, str(exc))]
-        if not req.durable:
-            return [_error(req.request_id, s.ServerError.NotAllowedError,
-                           "non-durable subscriptions (readers) are not supported yet")]
         self._ensure_topic(stored)
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
             consumer = _Consumer(conn, req.consumer_id, group, stored)
+        start = None
+        if not req.durable and req.HasField("start_message_id"):
+            # a reader: earliest is (-1, -1), latest (2^63-1, 2^63-1), else an entry id of ours
+            entry = _signed(req.start_message_id.entryId)
+            start = 0 if entry < 0 else entry
         outcome = self.core.subscriptions.subscribe(group, stored, consumer, SubType(req.subType),
-                                                    earliest=req.initialPosition == s.InitialPosition.Earliest)
+                                                    earliest=req.initialPosition == s.InitialPosition.Earliest,
+                                                    durable=req.durable, start=start)
         if outcome is not SubscribeOutcome.OK:
             return [_error(req.request_id, s.ServerError.ConsumerBusy, outcome.value)]
         conn.consumers[req.consumer_id] = consumer

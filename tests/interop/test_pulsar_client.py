@@ -187,3 +187,24 @@ def test_the_clients_dead_letter_policy_ends_in_a_dlq_topic_kept_for_its_initial
         assert "ORIGIN_MESSAGE_ID" in dead.properties() and dead.properties()["REAL_TOPIC"].endswith("/orders")
     finally:
         client.close()
+
+
+def test_a_reader_reads_from_earliest_or_a_message_id_and_leaves_no_subscription(broker):
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        producer = client.create_producer("orders")
+        ids = [producer.send(b"r%d" % i) for i in range(4)]
+        reader = client.create_reader("orders", pulsar.MessageId.earliest)
+        assert [reader.read_next(5000).data() for _ in range(4)] == [b"r0", b"r1", b"r2", b"r3"]
+        reader.close()
+        later = client.create_reader("orders", ids[1])                  # after r1 (not inclusive)
+        assert later.read_next(5000).data() == b"r2"
+        later.close()
+        inclusive = client.create_reader("orders", ids[1], start_message_id_inclusive=True)
+        assert inclusive.read_next(5000).data() == b"r1"
+        inclusive.close()
+    finally:
+        client.close()
+    groups = on_loop(lambda: [g for (t, g) in [k.rsplit("@", 1) for k in core.store.offset_table()]])
+    assert not [g for g in groups if g.startswith("reader")]              # nothing committed for readers
