@@ -14,7 +14,9 @@ Dispatch hands each consumer at most as many messages as it has permits (FLOW). 
 acks, REDELIVER_UNACKNOWLEDGED_MESSAGES, a consumer gone) wait in the *replay* set and go
 first, each with its redelivery count + 1. Exclusive and Failover subscriptions dispatch
 to one active consumer (the first attached; on its leaving, the next); Shared to the
-attached consumers in turn. Counts live in memory only, as in Pulsar: a restart forgets
+attached consumers in turn; Key_Shared by the message's key (a hash over the consumers
+attached), so one key's messages go to one consumer in order, waiting for its permits.
+Counts live in memory only, as in Pulsar: a restart forgets
 them, and everything not acknowledged is delivered again from the committed offset.
 
 Delayed delivery: a Shared or Key_Shared subscription that reads a message due later
@@ -25,14 +27,19 @@ from __future__ import annotations
 
 import enum
 import heapq
+import zlib
 from dataclasses import dataclass, field
 
-__all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome", "DELIVER_AT_PROPERTY"]
+__all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome", "DELIVER_AT_PROPERTY",
+           "KEY_PROPERTY"]
 
 # A record with this property (epoch ms) is held back from Shared and Key_Shared
 # subscriptions until then, and costs no permit meanwhile; Exclusive and Failover ones get
 # it at once — Pulsar's delayed delivery (reference §8). Strict: due means now >= it.
 DELIVER_AT_PROPERTY = "PULSAR_DELIVER_AT"
+# A Key_Shared subscription sends all messages with the same value of this property (the
+# message's key; none is a key of its own) to the same consumer, in order.
+KEY_PROPERTY = "PULSAR_KEY"
 
 
 class SubType(enum.IntEnum):
@@ -197,6 +204,8 @@ class SubscriptionService:
         end = store.max_offset(topic, 0)
         now = self.core.clock.now_ms()
         self._release(cursor, now)
+        by_key = cursor.sub_type is SubType.KEY_SHARED
+        parked: list[int] = []                # Key_Shared: its consumer has no permits now
         while True:
             c = self._next_consumer(cursor)
             if c is None:
@@ -222,9 +231,16 @@ class SubscriptionService:
                 if due is not None and due > now:
                     heapq.heappush(cursor.delayed, (due, offset))
                     continue
+            if by_key:
+                key = rec.properties.get(KEY_PROPERTY, "")
+                c = cursor.consumers[zlib.crc32(key.encode()) % len(cursor.consumers)]
+                if c.permits <= 0:            # it waits for its consumer; its key's later ones too
+                    parked.append(offset)
+                    continue
             c.permits -= 1 if cost is None else cost(rec)
             c.pending.add(offset)
             out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0)))
+        cursor.replay.update(parked)
         return out
 
     def cursors(self) -> list[tuple[str, str]]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from ..config import PERM_READ, PERM_WRITE
 from ..events import EventKind
 from ..operations import SendOutcome, SendRequest
-from ..subscriptions import DELIVER_AT_PROPERTY, SubscribeOutcome, SubType
+from ..subscriptions import DELIVER_AT_PROPERTY, KEY_PROPERTY, SubscribeOutcome, SubType
 from . import schema as s
 from .frames import DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, encode_payload, encode_simple
 from .names import STORE_PREFIX, PulsarNameError, parse_topic, store_group, store_topic
@@ -196,6 +196,9 @@ class PulsarFront:
         props[METADATA_PROPERTY] = base64.b64encode(raw_meta).decode()
         if meta.partition_key:
             props["KEYS"] = meta.partition_key
+        if meta.HasField("ordering_key") or meta.partition_key:     # Key_Shared routes by it
+            props[KEY_PROPERTY] = (base64.b64encode(meta.ordering_key).decode() if meta.HasField("ordering_key")
+                                   else meta.partition_key)
         if meta.HasField("deliver_at_time"):
             # the delay the client asked for (deliver_at - its publish time) from the broker's
             # now: deliver_after works the same on a virtual clock and across clock skew

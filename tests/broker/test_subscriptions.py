@@ -154,3 +154,32 @@ def test_delayed_messages_wait_for_shared_subscriptions_only_on_the_cores_clock(
     subs.ack("s", [0])
     assert core.committed_offset("shared", T, 0) == 2
     subs._check()
+
+
+def test_key_shared_sends_one_keys_messages_to_one_consumer_in_order_waiting_for_its_permits():
+    from rocketmq_emulator.broker.subscriptions import KEY_PROPERTY
+
+    core = broker()
+    keys = ["k0", "k1", "k2", "k3", "k4", "k5"]
+    for i in range(30):
+        key = keys[i % len(keys)]
+        core.send(SendRequest("", T, b"%s-%02d" % (key.encode(), i), 0, {KEY_PROPERTY: key}), core.connect())
+    subs = core.subscriptions
+    subs.subscribe(G, T, "c1", SubType.KEY_SHARED, earliest=True)
+    subs.subscribe(G, T, "c2", SubType.KEY_SHARED)
+    subs.flow("c1", 3)
+    subs.flow("c2", 3)
+    got = subs.dispatch(G, T)                                  # few permits: keys wait for their consumer
+    subs.flow("c1", 100)
+    subs.flow("c2", 100)
+    got += subs.dispatch(G, T)
+    consumers_of, seen = {}, {}
+    for d in got:
+        key = d.record.body.split(b"-")[0]
+        consumers_of.setdefault(key, set()).add(d.consumer)
+        seen.setdefault(key, []).append(d.record.body)
+    assert all(len(c) == 1 for c in consumers_of.values())    # one consumer per key
+    assert {c for cs in consumers_of.values() for c in cs} == {"c1", "c2"}
+    assert all(b == sorted(b) for b in seen.values())          # in order per key
+    assert sum(len(b) for b in seen.values()) == 30
+    subs._check()

@@ -208,3 +208,28 @@ def test_a_reader_reads_from_earliest_or_a_message_id_and_leaves_no_subscription
         client.close()
     groups = on_loop(lambda: [g for (t, g) in [k.rsplit("@", 1) for k in core.store.offset_table()]])
     assert not [g for g in groups if g.startswith("reader")]              # nothing committed for readers
+
+
+def test_key_shared_keeps_each_key_on_one_consumer(broker):
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        a = client.subscribe("orders", "keyed", consumer_type=pulsar.ConsumerType.KeyShared)
+        b = client.subscribe("orders", "keyed", consumer_type=pulsar.ConsumerType.KeyShared)
+        producer = client.create_producer("orders")
+        for i in range(24):
+            producer.send(b"%d" % i, partition_key=f"key{i % 6}")
+        owner: dict[str, set[str]] = {}
+        got = 0
+        for name, consumer in (("a", a), ("b", b)):
+            while True:
+                try:
+                    m = consumer.receive(timeout_millis=700)
+                except pulsar.Timeout:
+                    break
+                owner.setdefault(m.partition_key(), set()).add(name)
+                consumer.acknowledge(m)
+                got += 1
+        assert got == 24 and len(owner) == 6 and all(len(v) == 1 for v in owner.values())
+    finally:
+        client.close()
