@@ -53,6 +53,8 @@ _KEYS = {
     "regionId": "region_id",
     "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
     "timerMaxDelaySec": "timer_max_delay_sec",
+    # (the emulator's own: Pulsar's in-memory redelivery counts, for fidelity tests)
+    "pulsarRedeliveryCountInMemory": "redelivery_count_in_memory",
 }
 
 
@@ -86,6 +88,9 @@ class BrokerConfig:
     timer_max_delay_sec: int = 3 * 24 * 3600            # 5.x: a timer message may wait at most this long
     record_events: bool = True
     fsync: bool = True       # StoreConfig.fsync: False = flushes survive a process crash, not a power loss
+    # Pulsar subscriptions: keep redelivery counts and individual acks in memory only, as
+    # Pulsar does (a restart forgets them); by default they are saved at each flush
+    redelivery_count_in_memory: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

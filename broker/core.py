@@ -78,7 +78,7 @@ class BrokerCore:
         self._processors = build_processor_table()
         self._closed = False
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
-        self.flush_hooks: list[Callable[[], None]] = []
+        self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save]
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,

@@ -16,8 +16,12 @@ first, each with its redelivery count + 1. Exclusive and Failover subscriptions 
 to one active consumer (the first attached; on its leaving, the next); Shared to the
 attached consumers in turn; Key_Shared by the message's key (a hash over the consumers
 attached), so one key's messages go to one consumer in order, waiting for its permits.
-Counts live in memory only, as in Pulsar: a restart forgets
-them, and everything not acknowledged is delivered again from the committed offset.
+
+Persistence. The mark-delete position is the committed offset (flushed with the other
+offsets). The individual acks above it and the redelivery counts are saved at each flush
+in config/subscriptions.json, so a restart neither redelivers what was acknowledged nor
+resets a count — seed 003 names that loss as a flaw of Pulsar. The broker setting
+``redelivery_count_in_memory`` restores Pulsar's behaviour: both live in memory only.
 
 Delayed delivery: a Shared or Key_Shared subscription that reads a message due later
 keeps it in its *delayed* heap; ``tick`` moves what has come due into the replay set and
@@ -40,6 +44,7 @@ DELIVER_AT_PROPERTY = "PULSAR_DELIVER_AT"
 # A Key_Shared subscription sends all messages with the same value of this property (the
 # message's key; none is a key of its own) to the same consumer, in order.
 KEY_PROPERTY = "PULSAR_KEY"
+SUBSCRIPTIONS_CONFIG = "subscriptions"       # config/subscriptions.json
 
 
 class SubType(enum.IntEnum):
@@ -98,6 +103,8 @@ class SubscriptionService:
         self._cursors: dict[tuple[str, str], _Cursor] = {}
         self._of: dict[object, _Cursor] = {}              # consumer key -> its cursor
         self.watchers: list = []                          # fn(topic): delayed messages came due
+        self._dirty = False                               # acks or counts changed since the last save
+        self._saved = None                                # config/subscriptions.json as loaded
 
     # -- consumers ------------------------------------------------------------------------
     def subscribe(self, group: str, topic: str, consumer, sub_type: SubType, *, earliest: bool = False,
@@ -120,6 +127,8 @@ class SubscriptionService:
             else:
                 at = lo if earliest else hi
             cursor = self._cursors[(group, topic)] = _Cursor(group, topic, sub_type, at, at, durable=durable)
+            if durable and committed >= 0:
+                self._restore(cursor)
             self._commit(cursor)
         elif cursor.consumers and cursor.sub_type is not sub_type:
             return SubscribeOutcome.TYPE_MISMATCH
@@ -136,10 +145,11 @@ class SubscriptionService:
         return SubscribeOutcome.OK
 
     def create(self, group: str, topic: str) -> None:
-        """A subscription with no consumer yet, at the end of the topic (what a producer's
-        initial subscription does): what is stored from now on waits for it."""
+        """A subscription with no consumer yet, at the start of the topic (what a producer's
+        initial subscription does, before the producer is acknowledged): everything the
+        topic holds waits for it."""
         if self.core.store.query_offset(group, topic, 0) < 0 and (group, topic) not in self._cursors:
-            self.core.record_offset_commit(group, topic, 0, self.core.store.max_offset(topic, 0))
+            self.core.record_offset_commit(group, topic, 0, self.core.store.min_offset(topic, 0))
 
     def flow(self, consumer, permits: int) -> None:
         c = self._consumer(consumer)
@@ -284,6 +294,7 @@ class SubscriptionService:
         return next((c for c in cursor.consumers if c.key is key), None) if cursor else None
 
     def _back(self, cursor: _Cursor, offsets) -> None:
+        self._dirty = True
         for o in list(offsets):
             for c in cursor.consumers:
                 c.pending.discard(o)
@@ -305,6 +316,36 @@ class SubscriptionService:
     def _commit(self, cursor: _Cursor) -> None:
         if cursor.durable:
             self.core.record_offset_commit(cursor.group, cursor.topic, 0, cursor.mark_delete)
+        self._dirty = True
+
+    # -- persistence ------------------------------------------------------------------------------
+    def save(self) -> None:
+        """At flush: the individual acks and redelivery counts of durable cursors (unless
+        kept in memory only). A refused write raises the store's error, as other flushes."""
+        if not self._dirty or self.core.config.redelivery_count_in_memory:
+            return
+        doc = dict(self._loaded())
+        for (group, topic), c in self._cursors.items():
+            if c.durable:
+                doc[f"{topic}@{group}"] = {"acked": sorted(c.acked),
+                                           "redeliveries": {str(o): n for o, n in sorted(c.redeliveries.items())}}
+        self.core.store.save_config(SUBSCRIPTIONS_CONFIG, doc)
+        self._saved = doc
+        self._dirty = False
+
+    def _loaded(self) -> dict:
+        if self._saved is None:
+            self._saved = self.core.store.load_config(SUBSCRIPTIONS_CONFIG) or {}
+        return self._saved
+
+    def _restore(self, cursor: _Cursor) -> None:
+        if self.core.config.redelivery_count_in_memory:
+            return
+        saved = self._loaded().get(f"{cursor.topic}@{cursor.group}") or {}
+        cursor.acked = {int(o) for o in saved.get("acked", ()) if int(o) >= cursor.mark_delete}
+        cursor.redeliveries = {int(o): int(n) for o, n in (saved.get("redeliveries") or {}).items()
+                               if int(o) >= cursor.mark_delete}
+        self._advance(cursor)
 
     def _check(self) -> None:
         """Every pending or replayed offset is between the mark-delete and the read position;

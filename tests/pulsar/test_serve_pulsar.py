@@ -159,3 +159,31 @@ def test_a_partitioned_topic_made_with_the_cli_spreads_the_real_clients_messages
             client.close()
     finally:
         server.stop()
+
+
+@pytest.mark.interop
+def test_the_redelivery_count_survives_a_broker_restart(tmp_path):
+    """Seed 003: Pulsar forgets redelivery counts when the broker restarts, so a poison
+    message can loop forever. Here the count is kept (saved at each flush)."""
+    pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
+    counts = []
+    for _ in range(2):
+        server = EmulatorProcess(tmp_path / "store", pulsar=True).start()
+        try:
+            client = pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10)
+            try:
+                if not counts:
+                    client.create_producer("poison").send(b"again")
+                consumer = client.subscribe("poison", "work", consumer_type=pulsar.ConsumerType.Shared,
+                                            initial_position=pulsar.InitialPosition.Earliest,
+                                            negative_ack_redelivery_delay_ms=100)
+                m = consumer.receive(timeout_millis=5000)
+                counts.append(m.redelivery_count())
+                consumer.negative_acknowledge(m)
+                counts.append(consumer.receive(timeout_millis=5000).redelivery_count())
+            finally:
+                client.close()
+        finally:
+            server.stop()
+    # 0, 1 before the restart; the consumer left holding it (+1), so 2 after, then 3
+    assert counts == [0, 1, 2, 3]
