@@ -157,15 +157,60 @@ class SubscriptionService:
             c.permits += max(permits, 0)
 
     def close(self, consumer) -> None:
-        """A consumer left: what it held is delivered again (redelivery count + 1)."""
+        """A consumer left: what it held is delivered again, its count unchanged (Pulsar
+        does not count a disconnect as a redelivery)."""
         cursor = self._of.pop(consumer, None)
         if cursor is None:
             return
         c = next(x for x in cursor.consumers if x.key is consumer)
         cursor.consumers.remove(c)
-        self._back(cursor, c.pending)
+        self._back(cursor, c.pending, count=False)
         if not cursor.durable and not cursor.consumers:
             del self._cursors[(cursor.group, cursor.topic)]
+        elif not cursor.consumers and self.core.config.redelivery_count_in_memory:
+            cursor.redeliveries.clear()        # Pulsar forgets them when the last consumer leaves
+
+    def seek(self, consumer, offset: int) -> list:
+        """Reset ``consumer``'s subscription to ``offset`` (clamped to the queue): nothing
+        before it is delivered again, everything from it is. Its consumers are detached
+        (the front tells them to reconnect, as Pulsar does); returns their keys."""
+        cursor = self._of.get(consumer)
+        if cursor is None:
+            return []
+        store = self.core.store
+        at = min(max(offset, store.min_offset(cursor.topic, 0)), store.max_offset(cursor.topic, 0))
+        detached = [c.key for c in cursor.consumers]
+        for key in detached:
+            self._of.pop(key, None)
+        cursor.consumers.clear()
+        cursor.mark_delete = cursor.read = at
+        cursor.acked.clear()
+        cursor.replay.clear()
+        cursor.delayed.clear()
+        cursor.redeliveries.clear()
+        self._commit(cursor)
+        return detached
+
+    def offset_at_time(self, topic: str, time_ms: int) -> int:
+        """The first offset of ``topic`` stored at or after ``time_ms`` (its end if none)."""
+        store = self.core.store
+        lo, hi = store.min_offset(topic, 0), store.max_offset(topic, 0)
+        while lo < hi:                                  # store times grow with the offset
+            mid = (lo + hi) // 2
+            entry = store.queue_entry(topic, 0, mid)
+            rec = store.look_message_by_offset(entry[0]) if entry else None
+            if rec is not None and rec.store_timestamp < time_ms:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def last(self, consumer) -> tuple[int, int] | None:
+        """(last offset of the consumer's topic or -1 when empty, its mark-delete position)."""
+        cursor = self._of.get(consumer)
+        if cursor is None:
+            return None
+        return self.core.store.max_offset(cursor.topic, 0) - 1, cursor.mark_delete
 
     # -- acknowledgements -----------------------------------------------------------------
     def ack(self, consumer, offsets) -> None:
@@ -199,7 +244,9 @@ class SubscriptionService:
         if cursor is None or c is None:
             return
         chosen = set(c.pending) if offsets is None else {o for o in offsets if o in c.pending}
-        self._back(cursor, chosen)
+        # (Pulsar keeps no count for Exclusive and Failover: its fidelity setting does the same)
+        counted = cursor.holds_back or not self.core.config.redelivery_count_in_memory
+        self._back(cursor, chosen, count=counted)
 
     # -- dispatch -------------------------------------------------------------------------
     def dispatch(self, group: str, topic: str, cost=None) -> list[Dispatch]:
@@ -293,13 +340,14 @@ class SubscriptionService:
         cursor = self._of.get(key)
         return next((c for c in cursor.consumers if c.key is key), None) if cursor else None
 
-    def _back(self, cursor: _Cursor, offsets) -> None:
+    def _back(self, cursor: _Cursor, offsets, count: bool = True) -> None:
         self._dirty = True
         for o in list(offsets):
             for c in cursor.consumers:
                 c.pending.discard(o)
             cursor.replay.add(o)
-            cursor.redeliveries[o] = cursor.redeliveries.get(o, 0) + 1
+            if count:
+                cursor.redeliveries[o] = cursor.redeliveries.get(o, 0) + 1
 
     def _forget(self, cursor: _Cursor, offset: int) -> None:
         for c in cursor.consumers:

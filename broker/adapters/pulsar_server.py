@@ -105,10 +105,8 @@ class PulsarServer:
         except Exception:
             log.exception("Pulsar dispatch failed; it is tried again on the next activity")
             return
-        by_conn = {p.conn: p for p in self.connections}
-        for conn in touched:
-            proto = by_conn.get(conn)
-            if proto is not None:
+        for proto in list(self.connections):       # (dispatch, and commands for other clients)
+            if proto.conn.outgoing:
                 proto.flush()
 
     async def stop(self) -> None:

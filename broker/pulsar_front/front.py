@@ -279,6 +279,53 @@ class PulsarFront:
             self._mark(consumer.stored)
         return [_success(cmd.close_consumer.request_id)]
 
+    def _seek(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """Reset the subscription to a message id or a publish time; its consumers are told
+        to reconnect (CLOSE_CONSUMER), as Pulsar does, and come back at the new position."""
+        req = cmd.seek
+        consumer = conn.consumers.get(req.consumer_id)
+        if consumer is None:
+            return [_error(req.request_id, s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open")]
+        subs = self.core.subscriptions
+        if req.HasField("message_publish_time"):
+            offset = subs.offset_at_time(consumer.stored, req.message_publish_time)
+        elif req.HasField("message_id"):
+            entry = _signed(req.message_id.entryId)
+            offset = 0 if entry < 0 else entry           # earliest arrives as (-1, -1)
+        else:
+            return [_error(req.request_id, s.ServerError.UnknownError, "seek needs a message id or a publish time")]
+        for key in subs.seek(consumer, offset):
+            close = s.BaseCommand(type=s.Type.CLOSE_CONSUMER)
+            close.close_consumer.consumer_id, close.close_consumer.request_id = key.consumer_id, 0
+            if key is not consumer:                     # (the seeking one is told after SUCCESS, below)
+                key.conn.outgoing.append(_frame(close))
+        reply = [_success(req.request_id)]
+        close = s.BaseCommand(type=s.Type.CLOSE_CONSUMER)
+        close.close_consumer.consumer_id, close.close_consumer.request_id = consumer.consumer_id, 0
+        return reply + [_frame(close)]
+
+    def _get_last_message_id(self, conn: Connection, cmd, frame) -> list[bytes]:
+        req = cmd.getLastMessageId
+        consumer = conn.consumers.get(req.consumer_id)
+        last = self.core.subscriptions.last(consumer) if consumer is not None else None
+        if last is None:
+            return [_error(req.request_id, s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open")]
+        offset, mark_delete = last
+        reply = s.BaseCommand(type=s.Type.GET_LAST_MESSAGE_ID_RESPONSE)
+        r = reply.getLastMessageIdResponse
+        r.request_id = req.request_id
+        r.last_message_id.ledgerId = ledger_id(consumer.stored)
+        r.last_message_id.entryId = offset if offset >= 0 else (1 << 64) - 1      # empty: "no more messages"
+        if offset >= 0:
+            entry = self.core.store.queue_entry(consumer.stored, 0, offset)
+            rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
+            n = _permits_of(rec) if rec is not None else 1
+            if n > 1 or (rec is not None and _is_batch(rec)):
+                r.last_message_id.batch_index = n - 1
+        r.consumer_mark_delete_position.ledgerId = ledger_id(consumer.stored)
+        r.consumer_mark_delete_position.entryId = mark_delete - 1 if mark_delete > 0 else (1 << 64) - 1
+        return [_frame(reply)]
+
     def disconnect(self, conn: Connection) -> None:
         """The connection is gone: its consumers give back what they held."""
         for consumer in conn.consumers.values():
@@ -338,7 +385,8 @@ _HANDLERS = {
     s.Type.PRODUCER: PulsarFront._producer, s.Type.CLOSE_PRODUCER: PulsarFront._close_producer,
     s.Type.SEND: PulsarFront._send, s.Type.SUBSCRIBE: PulsarFront._subscribe, s.Type.FLOW: PulsarFront._flow,
     s.Type.ACK: PulsarFront._ack, s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES: PulsarFront._redeliver,
-    s.Type.CLOSE_CONSUMER: PulsarFront._close_consumer,
+    s.Type.CLOSE_CONSUMER: PulsarFront._close_consumer, s.Type.SEEK: PulsarFront._seek,
+    s.Type.GET_LAST_MESSAGE_ID: PulsarFront._get_last_message_id,
 }
 
 
@@ -358,6 +406,11 @@ def _metadata_of(rec) -> bytes:
     for k, v in rec.properties.items():
         meta.properties.add(key=k, value=v)
     return meta.SerializeToString()
+
+
+def _is_batch(rec) -> bool:
+    raw = rec.properties.get(METADATA_PROPERTY)
+    return bool(raw) and s.MessageMetadata.FromString(base64.b64decode(raw)).HasField("num_messages_in_batch")
 
 
 def _permits_of(rec) -> int:

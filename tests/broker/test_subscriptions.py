@@ -74,8 +74,8 @@ def test_redelivery_counts_grow_and_a_leaving_consumers_messages_go_to_the_next(
     assert bodies(again) == [(b"m0", 1)]
     subs.flow("c2", 10)
     subs.close("c1")                                       # m0 and m1 were still with c1
-    moved = subs.dispatch(G, T)
-    assert sorted(bodies(moved)) == [(b"m0", 2), (b"m1", 1)] and {d.consumer for d in moved} == {"c2"}
+    moved = subs.dispatch(G, T)                            # a disconnect is not a redelivery: counts kept
+    assert sorted(bodies(moved)) == [(b"m0", 1), (b"m1", 0)] and {d.consumer for d in moved} == {"c2"}
     subs.ack("c2", [0, 1])
     assert core.committed_offset(G, T, 0) == 2
     subs._check()
@@ -185,4 +185,23 @@ def test_key_shared_sends_one_keys_messages_to_one_consumer_in_order_waiting_for
     assert {c for cs in consumers_of.values() for c in cs} == {"c1", "c2"}
     assert all(b == sorted(b) for b in seen.values())          # in order per key
     assert sum(len(b) for b in seen.values()) == 30
+    subs._check()
+
+
+def test_seek_resets_the_cursor_and_detaches_its_consumers():
+    core = broker(5)
+    subs = core.subscriptions
+    subs.subscribe(G, T, "c", SubType.SHARED, earliest=True)
+    subs.flow("c", 10)
+    subs.dispatch(G, T)
+    subs.ack("c", [0, 1, 2, 3, 4])
+    assert core.committed_offset(G, T, 0) == 5
+    assert subs.seek("c", 1) == ["c"]
+    assert core.committed_offset(G, T, 0) == 1
+    subs.subscribe(G, T, "c", SubType.SHARED)              # the client comes back
+    subs.flow("c", 10)
+    assert [b for b, _ in bodies(subs.dispatch(G, T))] == [b"m1", b"m2", b"m3", b"m4"]
+    assert subs.last("c") == (4, 1)
+    t3 = core.store.look_message_by_offset(core.store.queue_entry(T, 0, 3)[0]).store_timestamp
+    assert subs.offset_at_time(T, t3) <= 3 and subs.offset_at_time(T, t3 + 10**9) == 5
     subs._check()
