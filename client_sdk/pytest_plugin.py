@@ -15,6 +15,9 @@ Fixtures (each test gets its own broker on a VirtualClock with an in-memory stor
                         on the same broker and virtual clock, for the real 5.x clients:
                         ClientConfiguration(rocketmq5_endpoint, Credentials()); time_travel
                         moves its invisible times and delays too (needs the grpc extra)
+    pulsar_endpoint     "pulsar://127.0.0.1:PORT": a real Pulsar binary-protocol endpoint on the
+                        same broker and virtual clock, for the real Pulsar client; time_travel
+                        moves its delayed deliveries (needs the pulsar extra)
     rocketmq_clock      the VirtualClock
     rocketmq_transport  how clients reach the broker: "inprocess" (default) or "loopback"
                         (every command through the real codec); set it for a run with
@@ -34,7 +37,7 @@ from __future__ import annotations
 import pytest
 
 __all__ = ["rocketmq_broker", "rocketmq_producer", "rocketmq_consumer", "time_travel", "rocketmq_clock",
-           "rocketmq_transport", "rocketmq5_endpoint", "pytest_addoption", "pytest_configure"]
+           "rocketmq_transport", "rocketmq5_endpoint", "pulsar_endpoint", "pytest_addoption", "pytest_configure"]
 
 TRANSPORTS = ("inprocess", "loopback")
 
@@ -105,8 +108,25 @@ def rocketmq5_endpoint(rocketmq_broker):
     missing = missing_extra("grpc", "grpc", "rocketmq_emulator.broker.rocketmq5.stubs")
     if missing:
         pytest.fail(f"rocketmq5_endpoint {missing}")
-    from rocketmq_emulator.broker.adapters.grpc_thread import GrpcListenerThread
+    from rocketmq_emulator.broker.adapters.listener_thread import GrpcListenerThread
 
     listener = GrpcListenerThread(rocketmq_broker.core, rocketmq_broker.hub.share()).start()
     yield listener.endpoint
+    listener.close()
+
+
+@pytest.fixture
+def pulsar_endpoint(rocketmq_broker):
+    """A Pulsar listener on 127.0.0.1:0 (its own thread) in front of ``rocketmq_broker``:
+    "pulsar://127.0.0.1:PORT" for the real Pulsar client; time_travel moves its delayed
+    deliveries (needs the pulsar extra)."""
+    from rocketmq_emulator.broker.cli_common import missing_extra
+
+    missing = missing_extra("pulsar", "google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema")
+    if missing:
+        pytest.fail(f"pulsar_endpoint {missing}")
+    from rocketmq_emulator.broker.adapters.listener_thread import PulsarListenerThread
+
+    listener = PulsarListenerThread(rocketmq_broker.core, rocketmq_broker.hub.share()).start()
+    yield listener.service_url
     listener.close()

@@ -8,6 +8,7 @@ is closed with one log line; other connections go on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Callable
 
@@ -36,14 +37,17 @@ class _Protocol(asyncio.Protocol):
         self.server.connections.discard(self)
         self.conn.closed = True
         if self.server.front is not None:
-            self.server.front.disconnect(self.conn)
+            with self.server.lock:
+                self.server.front.disconnect(self.conn)
             self.server.pump()
 
     def data_received(self, data: bytes) -> None:
         try:
             frames = self.decoder.feed(data)
             for frame in frames:
-                for out in self.server.front.handle(self.conn, frame):
+                with self.server.lock:
+                    replies = self.server.front.handle(self.conn, frame)
+                for out in replies:
                     self.transport.write(out)
                 if self.conn.closed:
                     break
@@ -69,8 +73,11 @@ class _Protocol(asyncio.Protocol):
 class PulsarServer:
     """``start()`` binds host:port (0: a free one, in ``port`` after); ``stop()``."""
 
-    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None]) -> None:
+    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None], lock=None) -> None:
+        """``lock``: held around every core call, when another thread drives the core too
+        (the pytest fixture pulsar_endpoint)."""
         self.core = core
+        self.lock = lock if lock is not None else contextlib.nullcontext()
         self.host = host
         self.port = port
         self.after_activity = after_activity
@@ -89,11 +96,11 @@ class PulsarServer:
         self._loop = loop
 
     def _pump_soon(self) -> None:
-        # (the core stored into a subscribed topic, maybe from another listener or a tick:
-        # dispatch once the current call is over)
+        # (the core stored into a subscribed topic, maybe from another listener, a tick or
+        # another thread's client: dispatch on this loop once the current call is over)
         if not self._pump_armed:
             self._pump_armed = True
-            self._loop.call_soon(self.pump)
+            self._loop.call_soon_threadsafe(self.pump)
 
     def pump(self) -> None:
         """Send what the subscriptions have for their consumers now."""
@@ -101,7 +108,8 @@ class PulsarServer:
         if self.front is None:
             return
         try:
-            touched = self.front.pump()
+            with self.lock:
+                self.front.pump()
         except Exception:
             log.exception("Pulsar dispatch failed; it is tried again on the next activity")
             return

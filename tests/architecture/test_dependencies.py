@@ -63,8 +63,8 @@ CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", 
                          "broker.processors.route", "broker.processors.send", "broker.processors.send_back",
                          # the retry tables the 5.x clients are told (the simulator's 5.x consumer)
                          "broker.retry_lifecycle",
-                         # the pytest fixture rocketmq5_endpoint starts a 5.x listener beside the test
-                         "broker.adapters.grpc_thread"}
+                         # the pytest fixtures rocketmq5_endpoint and pulsar_endpoint start listeners beside the test
+                         "broker.adapters.listener_thread"}
 
 
 def test_client_sdk_imports_the_core_api_codecs_and_foundations_only():

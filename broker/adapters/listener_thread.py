@@ -1,6 +1,7 @@
-"""A 5.x gRPC listener on its own thread, beside a core that this process drives from
-another thread: what the pytest fixture ``rocketmq5_endpoint`` gives a test — a real
-endpoint on 127.0.0.1, whose clock is the test's virtual clock.
+"""A listener (the 5.x gRPC one, the Pulsar one) on its own thread, beside a core that
+this process drives from another thread: what the pytest fixtures ``rocketmq5_endpoint``
+and ``pulsar_endpoint`` give a test — a real endpoint on 127.0.0.1, whose clock is the
+test's virtual clock.
 
 The listener runs its own asyncio loop; every core call it makes holds ``lock``, which
 the other thread's driver holds around its own core calls too (InProcessBroker.share).
@@ -10,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from .grpc_server import GrpcServer
-
-__all__ = ["GrpcListenerThread"]
+__all__ = ["ListenerThread", "GrpcListenerThread", "PulsarListenerThread"]
 
 
-class GrpcListenerThread:
+class ListenerThread:
+    """``make_server(core, host, port, lock)`` builds the listener (``start``/``stop``
+    coroutines, ``port`` after start); ``start()`` runs it on a thread of its own."""
+
+    name = "listener"
+
     def __init__(self, core, lock, host: str = "127.0.0.1", port: int = 0) -> None:
         self.core = core
         self.lock = lock
@@ -23,8 +27,11 @@ class GrpcListenerThread:
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._server: GrpcServer | None = None
+        self._server = None
         self._failure: BaseException | None = None
+
+    def make_server(self):
+        raise NotImplementedError
 
     @property
     def endpoint(self) -> str:
@@ -37,7 +44,7 @@ class GrpcListenerThread:
         def run() -> None:
             loop = self._loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
-            self._server = GrpcServer(self.core, self.host, self.port, lambda: None, lock=self.lock)
+            self._server = self.make_server()
             try:
                 loop.run_until_complete(self._server.start())
             except BaseException as exc:        # handed to start()'s caller, not lost in the thread
@@ -51,10 +58,10 @@ class GrpcListenerThread:
             loop.run_until_complete(self._server.stop())
             loop.close()
 
-        self._thread = threading.Thread(target=run, name="rocketmq5-grpc", daemon=True)
+        self._thread = threading.Thread(target=run, name=self.name, daemon=True)
         self._thread.start()
         if not ready.wait(timeout_s):
-            raise RuntimeError(f"the 5.x gRPC listener did not start within {timeout_s} s")
+            raise RuntimeError(f"the {self.name} listener did not start within {timeout_s} s")
         if self._failure is not None:
             raise self._failure
         return self
@@ -63,3 +70,24 @@ class GrpcListenerThread:
         if self._loop is not None and self._thread is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
+
+
+class GrpcListenerThread(ListenerThread):
+    name = "rocketmq5-grpc"
+
+    def make_server(self):
+        from .grpc_server import GrpcServer
+        return GrpcServer(self.core, self.host, self.port, lambda: None, lock=self.lock)
+
+
+class PulsarListenerThread(ListenerThread):
+    name = "pulsar"
+
+    def make_server(self):
+        from .pulsar_server import PulsarServer
+        return PulsarServer(self.core, self.host, self.port, lambda: None, lock=self.lock)
+
+    @property
+    def service_url(self) -> str:
+        """"pulsar://HOST:PORT", what a Pulsar client takes."""
+        return f"pulsar://{self.host}:{self.port}"
