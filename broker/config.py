@@ -55,6 +55,7 @@ _KEYS = {
     "timerMaxDelaySec": "timer_max_delay_sec",
     # (the emulator's own: Pulsar's in-memory redelivery counts, for fidelity tests)
     "pulsarRedeliveryCountInMemory": "redelivery_count_in_memory",
+    "delayedDeliveryTickTimeMillis": "delayed_delivery_tick_time_millis",
 }
 
 
@@ -91,6 +92,9 @@ class BrokerConfig:
     # Pulsar subscriptions: keep redelivery counts and individual acks in memory only, as
     # Pulsar does (a restart forgets them); by default they are saved at each flush
     redelivery_count_in_memory: bool = False
+    # Pulsar's delayedDeliveryTickTimeMillis: a delayed message due within this many ms is
+    # not held at all, and held ones are released this much early; 0 = exact on the clock
+    delayed_delivery_tick_time_millis: int = 0
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -105,6 +109,9 @@ class BrokerConfig:
             raise ConfigError(f"defaultTopicQueueNums must be >= 1, got {self.default_topic_queue_nums}")
         if self.timer_max_delay_sec < 1:
             raise ConfigError(f"timerMaxDelaySec must be >= 1, got {self.timer_max_delay_sec}")
+        if self.delayed_delivery_tick_time_millis < 0:
+            raise ConfigError(f"delayedDeliveryTickTimeMillis must be >= 0, got "
+                              f"{self.delayed_delivery_tick_time_millis}")
         if self.server_channel_max_idle_time_seconds < 0:
             raise ConfigError("serverChannelMaxIdleTimeSeconds must be >= 0 (0 = never), "
                               f"got {self.server_channel_max_idle_time_seconds}")

@@ -26,6 +26,8 @@ resets a count — seed 003 names that loss as a flaw of Pulsar. The broker sett
 Delayed delivery: a Shared or Key_Shared subscription that reads a message due later
 keeps it in its *delayed* heap; ``tick`` moves what has come due into the replay set and
 tells the watchers (the front pumps), on the core's one clock, so `clock advance` moves it.
+Exact by default; ``delayed_delivery_tick_time_millis`` (delayedDeliveryTickTimeMillis)
+gives Pulsar's tolerance: due within a tick is not held, and held ones go a tick early.
 """
 from __future__ import annotations
 
@@ -262,6 +264,7 @@ class SubscriptionService:
         now = self.core.clock.now_ms()
         self._release(cursor, now)
         by_key = cursor.sub_type is SubType.KEY_SHARED
+        tick = self.core.config.delayed_delivery_tick_time_millis
         parked: list[int] = []                # Key_Shared: its consumer has no permits now
         while True:
             c = self._next_consumer(cursor)
@@ -285,8 +288,8 @@ class SubscriptionService:
                 continue
             if cursor.holds_back and offset not in cursor.redeliveries:
                 due = _deliver_at(rec)
-                if due is not None and due > now:
-                    heapq.heappush(cursor.delayed, (due, offset))
+                if due is not None and due > now + tick:
+                    heapq.heappush(cursor.delayed, (due - tick, offset))     # (released a tick early)
                     continue
             if by_key:
                 key = rec.properties.get(KEY_PROPERTY, "")

@@ -205,3 +205,22 @@ def test_seek_resets_the_cursor_and_detaches_its_consumers():
     t3 = core.store.look_message_by_offset(core.store.queue_entry(T, 0, 3)[0]).store_timestamp
     assert subs.offset_at_time(T, t3) <= 3 and subs.offset_at_time(T, t3 + 10**9) == 5
     subs._check()
+
+
+def test_pulsars_delivery_tick_lets_short_delays_through_and_releases_a_tick_early():
+    from rocketmq_emulator.broker.config import BrokerConfig, ConfigError
+    from rocketmq_emulator.broker.subscriptions import DELIVER_AT_PROPERTY
+
+    core = BrokerCore.in_memory(config=BrokerConfig.from_properties({"delayedDeliveryTickTimeMillis": "1000"}))
+    core.topics.create_system(T, 1, 6)
+    now = core.clock.now_ms()
+    for body, delay in ((b"soon", 800), (b"later", 10_000)):
+        core.send(SendRequest("", T, body, 0, {DELIVER_AT_PROPERTY: str(now + delay)}), core.connect())
+    subs = core.subscriptions
+    subs.subscribe(G, T, "s", SubType.SHARED, earliest=True)
+    subs.flow("s", 10)
+    assert bodies(subs.dispatch(G, T)) == [(b"soon", 0)]               # within a tick: not held
+    core.advance_clock(9_000)                                           # a tick before it is due
+    assert bodies(subs.dispatch(G, T)) == [(b"later", 0)]
+    with pytest.raises(ConfigError, match="delayedDeliveryTickTimeMillis"):
+        BrokerConfig.from_properties({"delayedDeliveryTickTimeMillis": "-1"})
