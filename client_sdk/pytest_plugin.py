@@ -103,14 +103,8 @@ def time_travel(rocketmq_broker):
 def rocketmq5_endpoint(rocketmq_broker):
     """A 5.x gRPC listener on 127.0.0.1:0 (its own thread) in front of ``rocketmq_broker``:
     4.x SDK clients and real 5.x clients share its topics, groups and clock."""
-    from rocketmq_emulator.broker.cli_common import missing_extra
-
-    missing = missing_extra("grpc", "grpc", "rocketmq_emulator.broker.rocketmq5.stubs")
-    if missing:
-        pytest.fail(f"rocketmq5_endpoint {missing}")
-    from rocketmq_emulator.broker.adapters.listener_thread import GrpcListenerThread
-
-    listener = GrpcListenerThread(rocketmq_broker.core, rocketmq_broker.hub.share()).start()
+    listener = _listener(rocketmq_broker, "rocketmq5_endpoint", "GrpcListenerThread", "grpc",
+                         "grpc", "rocketmq_emulator.broker.rocketmq5.stubs")
     yield listener.endpoint
     listener.close()
 
@@ -120,13 +114,20 @@ def pulsar_endpoint(rocketmq_broker):
     """A Pulsar listener on 127.0.0.1:0 (its own thread) in front of ``rocketmq_broker``:
     "pulsar://127.0.0.1:PORT" for the real Pulsar client; time_travel moves its delayed
     deliveries (needs the pulsar extra)."""
-    from rocketmq_emulator.broker.cli_common import missing_extra
-
-    missing = missing_extra("pulsar", "google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema")
-    if missing:
-        pytest.fail(f"pulsar_endpoint {missing}")
-    from rocketmq_emulator.broker.adapters.listener_thread import PulsarListenerThread
-
-    listener = PulsarListenerThread(rocketmq_broker.core, rocketmq_broker.hub.share()).start()
+    listener = _listener(rocketmq_broker, "pulsar_endpoint", "PulsarListenerThread", "pulsar",
+                         "google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema")
     yield listener.service_url
     listener.close()
+
+
+def _listener(broker, fixture: str, thread_class: str, extra: str, *modules: str):
+    """A started listener thread of ``thread_class`` on the broker's core (its lock shared);
+    a missing extra fails the test with the one line that says which to install."""
+    from rocketmq_emulator.broker.cli_common import missing_extra
+
+    missing = missing_extra(extra, *modules)
+    if missing:
+        pytest.fail(f"{fixture} {missing}")
+    import rocketmq_emulator.broker.adapters.listener_thread as listener_thread
+
+    return getattr(listener_thread, thread_class)(broker.core, broker.hub.share()).start()

@@ -1,62 +1,14 @@
-"""`serve`'s Pulsar listener: announced like the others, turned off with --no-pulsar, a
-port it cannot have is one line, exit 2, nothing left on disk; and the real Pulsar client
-produces and consumes through `serve` (issue 21, item 1)."""
+"""The real Pulsar client through `serve` (issue 21): produce and consume across a
+restart, delayed delivery under `clock advance`, partitioned topics from the CLI, the
+redelivery count across a restart. (The listener's flags: tests/cli/test_serve_fronts.py.)"""
 from __future__ import annotations
-
-import socket
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
 from ..support.cli_run import one_error_line, run_cli  # noqa: E402
-from ..support.processes import EmulatorProcess, read_listening  # noqa: E402
-
-
-def serve(*args):
-    return subprocess.Popen([sys.executable, "-m", "rocketmq_emulator.broker.cli", "serve", "--log-level", "WARNING",
-                             "--in-memory", "--no-grpc", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def test_port_0_also_gives_the_pulsar_listener_a_free_port_and_announces_it():
-    proc = serve("--port", "0")
-    try:
-        found = read_listening(proc, kinds=("remoting", "pulsar"))
-        port = found["pulsar"][1]
-        assert port not in (0, 6650, found["remoting"][1])
-        with socket.create_connection(("127.0.0.1", port), timeout=5):
-            pass
-    finally:
-        proc.terminate()
-        out, err = proc.communicate(timeout=15)
-    assert proc.returncode == 0, err
-
-
-def test_no_pulsar_leaves_it_off_and_with_a_port_is_a_usage_error():
-    proc = serve("--port", "0", "--no-pulsar")
-    try:
-        read_listening(proc)
-    finally:
-        proc.terminate()
-        out, err = proc.communicate(timeout=15)
-    assert b"pulsar" not in out and proc.returncode == 0
-    done = run_cli("serve", "--in-memory", "--no-pulsar", "--pulsar-port", "9000", timeout=20)
-    assert done.returncode == 2 and "--no-pulsar" in one_error_line(done.stderr, "serve")
-
-
-def test_a_busy_pulsar_port_is_one_line_exit_2_and_the_new_store_is_taken_back(tmp_path):
-    data_dir = tmp_path / "store"
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        done = run_cli("serve", "--port", "0", "--no-grpc", "--pulsar-port", str(port), "--data-dir", str(data_dir),
-                       timeout=20)
-    assert done.returncode == 2, done.stderr
-    assert f"cannot listen on 127.0.0.1:{port} (Pulsar)" in one_error_line(done.stderr, "serve")
-    assert not data_dir.exists()
+from ..support.processes import EmulatorProcess  # noqa: E402
 
 
 @pytest.mark.interop
