@@ -306,6 +306,10 @@ class SubscriptionService:
     def cursors(self) -> list[tuple[str, str]]:
         return list(self._cursors)
 
+    def subscribed(self, topic: str) -> bool:
+        """Whether some subscription reads ``topic`` (a store into it may be dispatched)."""
+        return any(t == topic for _, t in self._cursors)
+
     # -- the clock ----------------------------------------------------------------------------
     def next_deadline(self) -> int | None:
         dues = [c.delayed[0][0] for c in self._cursors.values() if c.delayed]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from typing import Callable
 
 from ..pulsar_front.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_PADDING, FrameDecoder, FrameError
@@ -85,6 +86,7 @@ class PulsarServer:
         self.connections: set[_Protocol] = set()
         self._server = None
         self._loop = None
+        self._loop_thread = None
         self._pump_armed = False
 
     async def start(self) -> None:
@@ -94,13 +96,17 @@ class PulsarServer:
         self.front = PulsarFront(self.core, f"pulsar://{self.host}:{self.port}")
         self.front.on_dirty = self._pump_soon
         self._loop = loop
+        self._loop_thread = threading.get_ident()
 
     def _pump_soon(self) -> None:
         # (the core stored into a subscribed topic, maybe from another listener, a tick or
         # another thread's client: dispatch on this loop once the current call is over)
         if not self._pump_armed:
             self._pump_armed = True
-            self._loop.call_soon_threadsafe(self.pump)
+            if threading.get_ident() == self._loop_thread:
+                self._loop.call_soon(self.pump)
+            else:                       # (a client of the in-process broker on another thread)
+                self._loop.call_soon_threadsafe(self.pump)
 
     def pump(self) -> None:
         """Send what the subscriptions have for their consumers now."""

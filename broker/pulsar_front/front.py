@@ -336,7 +336,8 @@ class PulsarFront:
 
     # -- dispatch --------------------------------------------------------------------------------
     def _on_stored(self, event) -> None:
-        if event.topic.startswith(STORE_PREFIX):
+        # (a topic nobody subscribes to has nothing to dispatch: most stores while producing)
+        if event.topic.startswith(STORE_PREFIX) and self.core.subscriptions.subscribed(event.topic):
             self._mark(event.topic)
 
     def _mark(self, stored: str) -> None:
