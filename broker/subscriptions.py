@@ -23,6 +23,13 @@ in config/subscriptions.json, so a restart neither redelivers what was acknowled
 resets a count — seed 003 names that loss as a flaw of Pulsar. The broker setting
 ``redelivery_count_in_memory`` restores Pulsar's behaviour: both live in memory only.
 
+Batch-index acks: a stored entry may hold several messages (a Pulsar batch). A consumer
+that acknowledges some of them leaves the entry *partly* acknowledged: the cursor keeps,
+per offset, the mask of indexes still unacknowledged (bit i set: index i is not), the AND
+of every mask acknowledged so far; the entry counts as acknowledged when it reaches 0.
+Sent again, the entry carries its mask (the client skips the acknowledged indexes) and
+costs only the permits of the indexes left. Saved with the individual acks.
+
 Delayed delivery: a Shared or Key_Shared subscription that reads a message due later
 keeps it in its *delayed* heap; ``tick`` moves what has come due into the replay set and
 tells the watchers (the front pumps), on the core's one clock, so `clock advance` moves it.
@@ -70,6 +77,7 @@ class Dispatch:
     offset: int
     record: object
     redelivery_count: int
+    unacked_mask: int | None = None          # a partly acknowledged batch: bit i set = index i not yet
 
 
 @dataclass(slots=True)
@@ -87,6 +95,7 @@ class _Cursor:
     mark_delete: int                                      # every offset below is acknowledged
     read: int                                             # next offset never dispatched
     acked: set[int] = field(default_factory=set)          # acknowledged one by one, >= mark_delete
+    partial: dict[int, int] = field(default_factory=dict)  # offset -> mask of its indexes not acknowledged
     replay: set[int] = field(default_factory=set)         # to dispatch again first
     redeliveries: dict[int, int] = field(default_factory=dict)
     consumers: list[_Consumer] = field(default_factory=list)
@@ -187,6 +196,7 @@ class SubscriptionService:
         cursor.consumers.clear()
         cursor.mark_delete = cursor.read = at
         cursor.acked.clear()
+        cursor.partial.clear()
         cursor.replay.clear()
         cursor.delayed.clear()
         cursor.redeliveries.clear()
@@ -225,6 +235,19 @@ class SubscriptionService:
             self._forget(cursor, offset)
         self._advance(cursor)
 
+    def ack_part(self, consumer, offset: int, unacked_mask: int) -> None:
+        """A batch-index ack: of the entry at ``offset``, the indexes whose bit is clear in
+        ``unacked_mask`` are acknowledged. The entry is acknowledged once none is left."""
+        cursor = self._of.get(consumer)
+        if cursor is None or offset < cursor.mark_delete or offset in cursor.acked:
+            return
+        left = cursor.partial.get(offset, unacked_mask) & unacked_mask
+        if left == 0:
+            self.ack(consumer, [offset])
+        else:
+            cursor.partial[offset] = left
+            self._dirty = True
+
     def ack_cumulative(self, consumer, offset: int) -> None:
         """Everything up to and including ``offset`` (Exclusive and Failover only)."""
         cursor = self._of.get(consumer)
@@ -234,6 +257,7 @@ class SubscriptionService:
                 [o for o in cursor.replay if o <= offset]:
             self._forget(cursor, o)
         cursor.acked = {o for o in cursor.acked if o > offset}
+        cursor.partial = {o: m for o, m in cursor.partial.items() if o > offset}
         cursor.mark_delete = offset + 1
         cursor.read = max(cursor.read, cursor.mark_delete)
         self._advance(cursor)
@@ -297,9 +321,13 @@ class SubscriptionService:
                 if c.permits <= 0:            # it waits for its consumer; its key's later ones too
                     parked.append(offset)
                     continue
-            c.permits -= 1 if cost is None else cost(rec)
+            mask = cursor.partial.get(offset)
+            if mask is not None:              # only the indexes not yet acknowledged are sent and cost
+                c.permits -= mask.bit_count()
+            else:
+                c.permits -= 1 if cost is None else cost(rec)
             c.pending.add(offset)
-            out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0)))
+            out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0), mask))
         cursor.replay.update(parked)
         return out
 
@@ -361,6 +389,7 @@ class SubscriptionService:
             c.pending.discard(offset)
         cursor.replay.discard(offset)
         cursor.redeliveries.pop(offset, None)
+        cursor.partial.pop(offset, None)
 
     def _advance(self, cursor: _Cursor) -> None:
         while cursor.mark_delete in cursor.acked:
@@ -383,7 +412,8 @@ class SubscriptionService:
         for (group, topic), c in self._cursors.items():
             if c.durable:
                 doc[f"{topic}@{group}"] = {"acked": sorted(c.acked),
-                                           "redeliveries": {str(o): n for o, n in sorted(c.redeliveries.items())}}
+                                           "redeliveries": {str(o): n for o, n in sorted(c.redeliveries.items())},
+                                           "partial": {str(o): m for o, m in sorted(c.partial.items())}}
         self.core.store.save_config(SUBSCRIPTIONS_CONFIG, doc)
         self._saved = doc
         self._dirty = False
@@ -400,6 +430,8 @@ class SubscriptionService:
         cursor.acked = {int(o) for o in saved.get("acked", ()) if int(o) >= cursor.mark_delete}
         cursor.redeliveries = {int(o): int(n) for o, n in (saved.get("redeliveries") or {}).items()
                                if int(o) >= cursor.mark_delete}
+        cursor.partial = {int(o): int(m) for o, m in (saved.get("partial") or {}).items()
+                          if int(o) >= cursor.mark_delete and int(m) > 0 and int(o) not in cursor.acked}
         self._advance(cursor)
 
     def _check(self) -> None:
@@ -416,6 +448,8 @@ class SubscriptionService:
             assert all(cursor.mark_delete <= o < cursor.read for o in held), f"{cursor.group}: held out of range"
             assert not (held & cursor.acked), f"{cursor.group}: an acknowledged offset is still held"
             assert all(o > cursor.mark_delete for o in cursor.acked), f"{cursor.group}: acked below mark-delete"
+            assert all(o >= cursor.mark_delete and o not in cursor.acked and m > 0
+                       for o, m in cursor.partial.items()), f"{cursor.group}: a partly acked entry out of place"
 
 
 def _deliver_at(rec) -> int | None:

@@ -255,12 +255,22 @@ class PulsarFront:
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
             return []
-        offsets = [_signed(m.entryId) for m in req.message_id]
+        subs = self.core.subscriptions
         if req.ack_type == s.AckType.Cumulative:
-            if offsets:
-                self.core.subscriptions.ack_cumulative(consumer, offsets[-1])
-        else:
-            self.core.subscriptions.ack(consumer, offsets)
+            if len(req.message_id) == 1:          # (Pulsar ignores a cumulative ack of several ids)
+                [m] = req.message_id
+                offset = _signed(m.entryId)
+                if m.ack_set:                     # up to this batch, and of it the indexes acked
+                    subs.ack_cumulative(consumer, offset - 1)
+                    subs.ack_part(consumer, offset, _mask_of(m.ack_set))
+                else:
+                    subs.ack_cumulative(consumer, offset)
+            return []
+        whole = [_signed(m.entryId) for m in req.message_id if not m.ack_set]
+        subs.ack(consumer, whole)
+        for m in req.message_id:
+            if m.ack_set:                         # batch-index ack: bit i set = index i still unacked
+                subs.ack_part(consumer, _signed(m.entryId), _mask_of(m.ack_set))
         return []
 
     def _redeliver(self, conn: Connection, cmd, frame) -> list[bytes]:
@@ -371,6 +381,8 @@ class PulsarFront:
         m.message_id.ledgerId, m.message_id.entryId = ledger_id(consumer.stored), d.offset
         if d.redelivery_count:
             m.redelivery_count = d.redelivery_count
+        if d.unacked_mask is not None:            # a partly acked batch: the client skips the others
+            m.ack_set.extend(_words_of(d.unacked_mask))
         return encode_payload(cmd.SerializeToString(), _metadata_of(d.record), d.record.body)
 
     def _ensure_topic(self, stored: str) -> None:
@@ -394,6 +406,19 @@ _HANDLERS = {
 def _signed(v: int) -> int:
     """uint64 ids carry -1 as 2^64 - 1 (reference §1)."""
     return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _mask_of(words) -> int:
+    """An ack_set (int64 words, bit i of word k is index 64k + i) as one number."""
+    return sum((w & 0xFFFFFFFFFFFFFFFF) << (64 * k) for k, w in enumerate(words))
+
+
+def _words_of(mask: int) -> list[int]:
+    words = []
+    while mask:
+        words.append(_signed(mask & 0xFFFFFFFFFFFFFFFF))
+        mask >>= 64
+    return words
 
 
 def _metadata_of(rec) -> bytes:

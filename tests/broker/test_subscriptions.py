@@ -224,3 +224,43 @@ def test_pulsars_delivery_tick_lets_short_delays_through_and_releases_a_tick_ear
     assert bodies(subs.dispatch(G, T)) == [(b"later", 0)]
     with pytest.raises(ConfigError, match="delayedDeliveryTickTimeMillis"):
         BrokerConfig.from_properties({"delayedDeliveryTickTimeMillis": "-1"})
+
+
+def test_a_partly_acknowledged_batch_comes_back_with_its_mask_and_costs_only_what_is_left():
+    core = broker(2)                                       # (entry 0 stands for a batch of 4)
+    subs = core.subscriptions
+    subs.subscribe(G, T, "c1", SubType.SHARED, earliest=True)
+    subs.flow("c1", 10)
+    assert [d.unacked_mask for d in subs.dispatch(G, T, cost=lambda rec: 4 if rec.body == b"m0" else 1)] == [None, None]
+    subs.ack_part("c1", 0, 0b1101)                         # index 1 acknowledged
+    subs.ack_part("c1", 0, 0b1011)                         # index 2: the AND is what is left
+    assert subs._of["c1"].partial == {0: 0b1001} and core.committed_offset(G, T, 0) == 0
+    subs.redeliver("c1", [0])
+    [again] = subs.dispatch(G, T, cost=lambda rec: 4)
+    assert (again.offset, again.unacked_mask, again.redelivery_count) == (0, 0b1001, 1)
+    assert subs._consumer("c1").permits == 10 - 4 - 1 - 2  # the second time, two indexes' permits
+    subs.ack_part("c1", 0, 0b0110)                         # the last two: the whole entry is acknowledged
+    assert subs._of["c1"].partial == {} and core.committed_offset(G, T, 0) == 1
+    subs._check()
+
+
+def test_partial_acks_survive_a_restart(tmp_path):
+    from rocketmq_emulator.delay_scheduler import VirtualClock
+
+    clock = VirtualClock()
+    core = BrokerCore.open(tmp_path, clock)
+    core.topics.create_system(T, 1, 6)
+    for i in range(2):
+        send(core, b"m%d" % i)
+    subs = core.subscriptions
+    subs.subscribe(G, T, "c1", SubType.SHARED, earliest=True)
+    subs.flow("c1", 10)
+    subs.dispatch(G, T)
+    subs.ack_part("c1", 1, 0b10)
+    core.flush()
+    core.close()
+    core = BrokerCore.open(tmp_path, clock)
+    core.subscriptions.subscribe(G, T, "c2", SubType.SHARED, earliest=True)
+    core.subscriptions.flow("c2", 10)
+    assert [(d.offset, d.unacked_mask) for d in core.subscriptions.dispatch(G, T)] == [(0, None), (1, 0b10)]
+    core.close()

@@ -1,8 +1,9 @@
 """The real Python Pulsar client (pulsar-client 3.13.0, the C++ client 4.2.0 inside)
-against the Pulsar front (issue 21, part): handshake, lookups, producers and sends into
-the store, consumers on the core's subscriptions (acks, negative acks with the redelivery
-count, a closed consumer's messages to another, Exclusive's one consumer). The listener
-runs in the test process on a loop thread of its own; it is not on `serve` yet."""
+against the Pulsar front (issue 21): handshake, lookups, producers and batches into the
+store, consumers on the core's subscriptions (acks, batch-index acks, negative acks with
+the redelivery count, a closed consumer's messages to another, Exclusive's one consumer,
+the dead-letter policy, readers, Key_Shared, seek). The listener runs in the test process
+on a loop thread of its own; tests/pulsar/test_serve_pulsar.py drives `serve`."""
 from __future__ import annotations
 
 import asyncio
@@ -256,3 +257,38 @@ def test_seek_and_the_last_message_id(broker):
         assert not empty.has_message_available()
     finally:
         client.close()
+
+
+def test_batch_index_acks_leave_only_the_unacknowledged_messages_of_a_batch_to_come_back(broker):
+    """With batch_index_ack_enabled the client acks messages of a batch one by one (ACK
+    with ack_set); the batch redelivered to another consumer holds only the others."""
+    core, server, on_loop = broker
+    client = client_of(server)
+    done = []
+    try:
+        first = client.subscribe("orders", "bia", consumer_type=pulsar.ConsumerType.Shared,
+                                 batch_index_ack_enabled=True, initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer("orders", batching_enabled=True, batching_max_publish_delay_ms=50,
+                                          batching_max_messages=4)
+        for i in range(4):
+            producer.send_async(b"x%d" % i, lambda res, msg_id: done.append(res))
+        producer.flush()
+        got = [first.receive(timeout_millis=5000) for _ in range(4)]
+        assert [m.data() for m in got] == [b"x0", b"x1", b"x2", b"x3"]
+        first.acknowledge(got[1])
+        first.acknowledge(got[2])
+        wait_for(lambda: on_loop(lambda: core.subscriptions.cursors()) and
+                 on_loop(lambda: dict(core.subscriptions._cursors[("bia", STORED)].partial)) == {0: 0b1001})
+        second = client.subscribe("orders", "bia", consumer_type=pulsar.ConsumerType.Shared,
+                                  batch_index_ack_enabled=True)
+        first.close()
+        again = [second.receive(timeout_millis=5000) for _ in range(2)]
+        assert [m.data() for m in again] == [b"x0", b"x3"]
+        with pytest.raises(pulsar.Timeout):
+            second.receive(timeout_millis=300)               # x1 and x2 stay acknowledged
+        for m in again:
+            second.acknowledge(m)
+        second.close()
+    finally:
+        client.close()
+    assert on_loop(lambda: core.committed_offset("bia", STORED, 0)) == 1
