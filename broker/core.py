@@ -375,6 +375,11 @@ class BrokerCore:
         if EventKind.OFFSET_COMMITTED in self.events.wanted:
             self.events.append(Event(EventKind.OFFSET_COMMITTED, now, topic, queue_id, offset, group=group))
 
+    def record_offsets_deleted(self, group: str, topic: str) -> None:
+        """A group no longer reads ``topic`` (a Pulsar unsubscribe): its offsets are gone."""
+        if self.store.delete_offsets(group, topic):
+            self._dirty(self.clock.now_ms())
+
     # -- hooks -------------------------------------------------------------------------
     def add_send_back_hook(self, fn: Callable[[ConsumeMessageContext], None]) -> Callable[[], None]:
         self._hooks.append(fn)

@@ -68,6 +68,8 @@ class SubscribeOutcome(enum.Enum):
     CONSUMER_BUSY = "an exclusive subscription already has a consumer"
     TYPE_MISMATCH = "the subscription is of another type"
     TOPIC_NOT_EXIST = "topic does not exist"
+    NOT_SUBSCRIBED = "the consumer is not subscribed"
+    OTHER_CONSUMERS = "unconnected or shared consumer attempting to unsubscribe"     # Pulsar's words
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +182,22 @@ class SubscriptionService:
             del self._cursors[(cursor.group, cursor.topic)]
         elif not cursor.consumers and self.core.config.redelivery_count_in_memory:
             cursor.redeliveries.clear()        # Pulsar forgets them when the last consumer leaves
+
+    def unsubscribe(self, consumer) -> SubscribeOutcome:
+        """Delete ``consumer``'s subscription: its cursor, committed offset and saved acks and
+        counts. Refused while other consumers are attached to it, as Pulsar refuses."""
+        cursor = self._of.get(consumer)
+        if cursor is None:
+            return SubscribeOutcome.NOT_SUBSCRIBED
+        if any(c.key is not consumer for c in cursor.consumers):
+            return SubscribeOutcome.OTHER_CONSUMERS
+        del self._of[consumer]
+        del self._cursors[(cursor.group, cursor.topic)]
+        if cursor.durable:
+            self.core.record_offsets_deleted(cursor.group, cursor.topic)
+            if self._loaded().pop(f"{cursor.topic}@{cursor.group}", None) is not None:
+                self._dirty = True
+        return SubscribeOutcome.OK
 
     def seek(self, consumer, offset: int) -> list:
         """Reset ``consumer``'s subscription to ``offset`` (clamped to the queue): nothing

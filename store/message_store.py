@@ -376,6 +376,12 @@ class MessageStore:
         self._live()
         return self._offsets.query(group, topic, queue_id)
 
+    def delete_offsets(self, group: str, topic: str) -> bool:
+        """Forget a group's committed offsets on a topic, every queue (written at the next
+        flush); True when it had some. Cost: O(1)."""
+        self._live()
+        return self._offsets.delete(group, topic)
+
     def offset_table(self) -> dict[str, dict[int, int]]:
         """Committed offsets, topic@group -> queue id -> offset (a copy). Cost: O(entries)."""
         self._live()

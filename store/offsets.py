@@ -114,6 +114,13 @@ class ConsumerOffsets:
             return -1
         return per.get(queue_id, -1)
 
+    def delete(self, group: str, topic: str) -> bool:
+        """Forget the group's offsets on the topic (a deleted subscription); True if it had some."""
+        if self.table.pop(f"{topic}@{group}", None) is None:
+            return False
+        self.dirty = True
+        return True
+
     def snapshot(self) -> dict[str, dict[int, int]]:
         return {key: dict(per) for key, per in self.table.items()}
 

@@ -289,6 +289,19 @@ class PulsarFront:
             self._mark(consumer.stored)
         return [_success(cmd.close_consumer.request_id)]
 
+    def _unsubscribe(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """Delete the subscription; after SUCCESS the client drops the consumer without a
+        CLOSE_CONSUMER (reference §5.7), so it is gone from the connection here."""
+        req = cmd.unsubscribe
+        consumer = conn.consumers.get(req.consumer_id)
+        if consumer is None:
+            return [_error(req.request_id, s.ServerError.MetadataError, f"consumer {req.consumer_id} is not open")]
+        outcome = self.core.subscriptions.unsubscribe(consumer)
+        if outcome is not SubscribeOutcome.OK:
+            return [_error(req.request_id, s.ServerError.MetadataError, outcome.value)]
+        del conn.consumers[req.consumer_id]
+        return [_success(req.request_id)]
+
     def _seek(self, conn: Connection, cmd, frame) -> list[bytes]:
         """Reset the subscription to a message id or a publish time; its consumers are told
         to reconnect (CLOSE_CONSUMER), as Pulsar does, and come back at the new position."""
@@ -399,6 +412,7 @@ _HANDLERS = {
     s.Type.SEND: PulsarFront._send, s.Type.SUBSCRIBE: PulsarFront._subscribe, s.Type.FLOW: PulsarFront._flow,
     s.Type.ACK: PulsarFront._ack, s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES: PulsarFront._redeliver,
     s.Type.CLOSE_CONSUMER: PulsarFront._close_consumer, s.Type.SEEK: PulsarFront._seek,
+    s.Type.UNSUBSCRIBE: PulsarFront._unsubscribe,
     s.Type.GET_LAST_MESSAGE_ID: PulsarFront._get_last_message_id,
 }
 

@@ -264,3 +264,34 @@ def test_partial_acks_survive_a_restart(tmp_path):
     core.subscriptions.flow("c2", 10)
     assert [(d.offset, d.unacked_mask) for d in core.subscriptions.dispatch(G, T)] == [(0, None), (1, 0b10)]
     core.close()
+
+
+def test_unsubscribe_deletes_the_cursor_and_its_offsets_and_is_refused_while_others_are_attached(tmp_path):
+    from rocketmq_emulator.delay_scheduler import VirtualClock
+
+    clock = VirtualClock()
+    core = BrokerCore.open(tmp_path, clock)
+    core.topics.create_system(T, 1, 6)
+    for i in range(3):
+        send(core, b"m%d" % i)
+    subs = core.subscriptions
+    assert subs.unsubscribe("nobody") is SubscribeOutcome.NOT_SUBSCRIBED
+    subs.subscribe(G, T, "a", SubType.SHARED, earliest=True)
+    subs.subscribe(G, T, "b", SubType.SHARED)
+    subs.flow("a", 10)
+    subs.dispatch(G, T)
+    subs.ack("a", [0, 2])
+    subs.redeliver("a", [1])
+    core.flush()
+    assert subs.unsubscribe("a") is SubscribeOutcome.OTHER_CONSUMERS
+    subs.close("b")
+    assert subs.unsubscribe("a") is SubscribeOutcome.OK
+    assert subs.cursors() == [] and core.store.query_offset(G, T, 0) == -1
+    core.flush()
+    core.close()
+    core = BrokerCore.open(tmp_path, clock)                # nothing of it comes back after a restart
+    assert core.store.query_offset(G, T, 0) == -1
+    core.subscriptions.subscribe(G, T, "c", SubType.SHARED, earliest=True)
+    core.subscriptions.flow("c", 10)
+    assert bodies(core.subscriptions.dispatch(G, T)) == [(b"m0", 0), (b"m1", 0), (b"m2", 0)]
+    core.close()

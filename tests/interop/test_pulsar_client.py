@@ -292,3 +292,24 @@ def test_batch_index_acks_leave_only_the_unacknowledged_messages_of_a_batch_to_c
     finally:
         client.close()
     assert on_loop(lambda: core.committed_offset("bia", STORED, 0)) == 1
+
+
+def test_unsubscribe_deletes_the_subscription_and_is_refused_while_another_consumer_is_attached(broker):
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        client.create_producer("orders").send(b"before")
+        first = client.subscribe("orders", "gone", consumer_type=pulsar.ConsumerType.Shared,
+                                 initial_position=pulsar.InitialPosition.Earliest)
+        other = client.subscribe("orders", "gone", consumer_type=pulsar.ConsumerType.Shared)
+        with pytest.raises(pulsar.PulsarException):
+            first.unsubscribe()
+        other.close()
+        first.unsubscribe()
+        assert on_loop(lambda: ("gone", STORED) in core.subscriptions.cursors()) is False
+        assert on_loop(lambda: core.store.query_offset("gone", STORED, 0)) == -1
+        again = client.subscribe("orders", "gone", consumer_type=pulsar.ConsumerType.Shared)   # Latest: a new one
+        with pytest.raises(pulsar.Timeout):
+            again.receive(timeout_millis=300)
+    finally:
+        client.close()

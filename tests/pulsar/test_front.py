@@ -82,6 +82,8 @@ def test_a_bad_producer_topic_and_an_unknown_command_get_errors():
     assert (err.type, err.error.request_id, err.error.error) == (s.Type.ERROR, 7, s.ServerError.InvalidTopicName)
     [err] = call(front, conn, s.BaseCommand(type=s.Type.SEEK, seek={"consumer_id": 0, "request_id": 8}))
     assert err.type == s.Type.ERROR and err.error.request_id == 8 and not conn.closed
+    [err] = call(front, conn, s.BaseCommand(type=s.Type.UNSUBSCRIBE, unsubscribe={"consumer_id": 3, "request_id": 9}))
+    assert (err.type, err.error.request_id, err.error.error) == (s.Type.ERROR, 9, s.ServerError.MetadataError)
 
 
 def test_a_message_a_rocketmq_client_stored_reaches_a_pulsar_consumer_with_its_properties():
