@@ -13,7 +13,8 @@ Dispatch hands each consumer at most as many messages as it has permits (FLOW). 
 *read position* is the next offset never dispatched; messages to send again (negative
 acks, REDELIVER_UNACKNOWLEDGED_MESSAGES, a consumer gone) wait in the *replay* set and go
 first, each with its redelivery count + 1. Exclusive and Failover subscriptions dispatch
-to one active consumer (the first attached; on its leaving, the next); Shared to the
+to one active consumer (the first by priority level, then by arrival; when another takes
+its place, what it held is sent again to the new one, count unchanged); Shared to the
 attached consumers in turn; Key_Shared by the message's key (a hash over the consumers
 attached), so one key's messages go to one consumer in order, waiting for its permits.
 
@@ -85,6 +86,7 @@ class Dispatch:
 @dataclass(slots=True)
 class _Consumer:
     key: object
+    priority: int = 0                                     # lower is preferred (Pulsar's priority level)
     permits: int = 0
     pending: set[int] = field(default_factory=set)        # dispatched to it, not acknowledged
 
@@ -121,11 +123,12 @@ class SubscriptionService:
 
     # -- consumers ------------------------------------------------------------------------
     def subscribe(self, group: str, topic: str, consumer, sub_type: SubType, *, earliest: bool = False,
-                  durable: bool = True, start: int | None = None) -> SubscribeOutcome:
+                  durable: bool = True, start: int | None = None, priority: int = 0) -> SubscribeOutcome:
         """A consumer joins ``group``'s subscription of ``topic`` (made if new: where the
         group's committed offset says, else at the start or the end). A non-durable one (a
         reader) starts at ``start`` (clamped to the queue), keeps no committed offset and
-        is gone when its consumer leaves."""
+        is gone when its consumer leaves. Consumers are kept in order of ``priority``, then
+        of arrival: a Failover subscription's active consumer is the first."""
         if self.core.topics.get(topic) is None:
             return SubscribeOutcome.TOPIC_NOT_EXIST
         cursor = self._cursors.get((group, topic))
@@ -151,7 +154,10 @@ class SubscriptionService:
         if not cursor.holds_back:
             self._release(cursor, None)        # (what was held back for Shared goes out now)
         if consumer not in self._of:
-            cursor.consumers.append(_Consumer(consumer))
+            at = next((i for i, c in enumerate(cursor.consumers) if c.priority > priority), len(cursor.consumers))
+            if at == 0 and cursor.consumers and not cursor.holds_back:
+                self._back(cursor, cursor.consumers[0].pending, count=False)    # a new active consumer
+            cursor.consumers.insert(at, _Consumer(consumer, priority))
             self._of[consumer] = cursor
         else:       # the same consumer again (a client re-subscribing): its FLOW starts from zero
             self._consumer(consumer).permits = 0
@@ -348,6 +354,15 @@ class SubscriptionService:
             out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0), mask))
         cursor.replay.update(parked)
         return out
+
+    def members(self, consumer) -> tuple[list, object | None]:
+        """The consumers attached to ``consumer``'s subscription, and the active one of a
+        Failover subscription (None for other types or when ``consumer`` is not attached)."""
+        cursor = self._of.get(consumer)
+        if cursor is None:
+            return [], None
+        keys = [c.key for c in cursor.consumers]
+        return keys, (keys[0] if cursor.sub_type is SubType.FAILOVER else None)
 
     def cursors(self) -> list[tuple[str, str]]:
         return list(self._cursors)

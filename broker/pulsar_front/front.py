@@ -83,6 +83,7 @@ class PulsarFront:
         self._names = itertools.count()
         self._channel = core.connect()          # the core's view of this front's sends
         self._dirty: set[str] = set()           # store topics with something new to dispatch
+        self._active: dict[tuple[str, str], _Consumer] = {}   # Failover: the active consumer last told
         self.on_dirty = None                    # the listener's hook: pump soon
         core.events.subscribe(self._on_stored, kinds=(EventKind.STORED, EventKind.REDELIVERED))
         core.subscriptions.watchers.append(self._mark)     # delayed messages came due
@@ -237,11 +238,42 @@ class PulsarFront:
             start = 0 if entry < 0 else entry
         outcome = self.core.subscriptions.subscribe(group, stored, consumer, SubType(req.subType),
                                                     earliest=req.initialPosition == s.InitialPosition.Earliest,
-                                                    durable=req.durable, start=start)
+                                                    durable=req.durable, start=start, priority=req.priority_level)
         if outcome is not SubscribeOutcome.OK:
             return [_error(req.request_id, s.ServerError.ConsumerBusy, outcome.value)]
         conn.consumers[req.consumer_id] = consumer
-        return [_success(req.request_id)]
+        return [_success(req.request_id)] + self._tell_active(consumer, joined=consumer)
+
+    def _tell_active(self, consumer: "_Consumer", joined: "_Consumer | None" = None) -> list[bytes]:
+        """Failover: ACTIVE_CONSUMER_CHANGE to every consumer of ``consumer``'s subscription
+        when the active one changed, else to ``joined``, a consumer that just subscribed
+        (reference §5.6). Returns the frame for ``joined`` (it follows its SUCCESS); the
+        others' are queued on their connections."""
+        keys, active = self.core.subscriptions.members(consumer)
+        if active is None:
+            return []
+        changed = self._active.get((consumer.group, consumer.stored)) is not active
+        self._active[(consumer.group, consumer.stored)] = active
+        own = []
+        for key in keys:
+            if changed or key is joined:
+                cmd = s.BaseCommand(type=s.Type.ACTIVE_CONSUMER_CHANGE)
+                cmd.active_consumer_change.consumer_id = key.consumer_id
+                cmd.active_consumer_change.is_active = key is active
+                (own if key is joined else key.conn.outgoing).append(_frame(cmd))
+        return own
+
+    def _leave(self, consumer: "_Consumer") -> None:
+        """``consumer`` leaves its subscription, giving back what it held; on Failover the
+        others learn of a new active one."""
+        keys, _ = self.core.subscriptions.members(consumer)
+        self.core.subscriptions.close(consumer)
+        others = [k for k in keys if k is not consumer]
+        if others:
+            self._tell_active(others[0])
+        else:
+            self._active.pop((consumer.group, consumer.stored), None)
+        self._mark(consumer.stored)
 
     def _flow(self, conn: Connection, cmd, frame) -> list[bytes]:
         consumer = conn.consumers.get(cmd.flow.consumer_id)
@@ -285,8 +317,7 @@ class PulsarFront:
     def _close_consumer(self, conn: Connection, cmd, frame) -> list[bytes]:
         consumer = conn.consumers.pop(cmd.close_consumer.consumer_id, None)
         if consumer is not None:
-            self.core.subscriptions.close(consumer)
-            self._mark(consumer.stored)
+            self._leave(consumer)
         return [_success(cmd.close_consumer.request_id)]
 
     def _unsubscribe(self, conn: Connection, cmd, frame) -> list[bytes]:
@@ -300,6 +331,7 @@ class PulsarFront:
         if outcome is not SubscribeOutcome.OK:
             return [_error(req.request_id, s.ServerError.MetadataError, outcome.value)]
         del conn.consumers[req.consumer_id]
+        self._active.pop((consumer.group, consumer.stored), None)
         return [_success(req.request_id)]
 
     def _seek(self, conn: Connection, cmd, frame) -> list[bytes]:
@@ -317,6 +349,7 @@ class PulsarFront:
             offset = 0 if entry < 0 else entry           # earliest arrives as (-1, -1)
         else:
             return [_error(req.request_id, s.ServerError.UnknownError, "seek needs a message id or a publish time")]
+        self._active.pop((consumer.group, consumer.stored), None)     # (all come back: told anew)
         for key in subs.seek(consumer, offset):
             close = s.BaseCommand(type=s.Type.CLOSE_CONSUMER)
             close.close_consumer.consumer_id, close.close_consumer.request_id = key.consumer_id, 0
@@ -352,8 +385,7 @@ class PulsarFront:
     def disconnect(self, conn: Connection) -> None:
         """The connection is gone: its consumers give back what they held."""
         for consumer in conn.consumers.values():
-            self.core.subscriptions.close(consumer)
-            self._mark(consumer.stored)
+            self._leave(consumer)
         conn.consumers.clear()
         conn.producers.clear()
 

@@ -295,3 +295,18 @@ def test_unsubscribe_deletes_the_cursor_and_its_offsets_and_is_refused_while_oth
     core.subscriptions.flow("c", 10)
     assert bodies(core.subscriptions.dispatch(G, T)) == [(b"m0", 0), (b"m1", 0), (b"m2", 0)]
     core.close()
+
+
+def test_a_preferred_failover_consumer_takes_over_and_gets_what_the_active_one_held():
+    core = broker(2)
+    subs = core.subscriptions
+    subs.subscribe(G, T, "old", SubType.FAILOVER, earliest=True)
+    subs.flow("old", 10)
+    assert [d.consumer for d in subs.dispatch(G, T)] == ["old", "old"]
+    subs.subscribe(G, T, "late", SubType.FAILOVER)           # same priority: waits behind
+    assert subs.members("late") == (["old", "late"], "old")
+    subs.subscribe(G, T, "vip", SubType.FAILOVER, priority=-1)
+    assert subs.members("old") == (["vip", "old", "late"], "vip")
+    subs.flow("vip", 10)
+    assert bodies(subs.dispatch(G, T)) == [(b"m0", 0), (b"m1", 0)]   # sent again, count unchanged
+    subs._check()

@@ -313,3 +313,28 @@ def test_unsubscribe_deletes_the_subscription_and_is_refused_while_another_consu
             again.receive(timeout_millis=300)
     finally:
         client.close()
+
+
+def test_failover_sends_to_the_active_consumer_and_what_it_held_to_the_next_when_it_leaves(broker):
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        first = client.subscribe("orders", "fo", consumer_type=pulsar.ConsumerType.Failover,
+                                 initial_position=pulsar.InitialPosition.Earliest)
+        second = client.subscribe("orders", "fo", consumer_type=pulsar.ConsumerType.Failover)
+        producer = client.create_producer("orders")
+        for i in range(3):
+            producer.send(b"f%d" % i)
+        got = [first.receive(timeout_millis=5000) for _ in range(3)]
+        assert [m.data() for m in got] == [b"f0", b"f1", b"f2"]
+        with pytest.raises(pulsar.Timeout):
+            second.receive(timeout_millis=300)                # not the active one
+        first.acknowledge(got[0])
+        first.close()                                        # f1 and f2 were never acknowledged
+        moved = [second.receive(timeout_millis=5000) for _ in range(2)]
+        assert [(m.data(), m.redelivery_count()) for m in moved] == [(b"f1", 0), (b"f2", 0)]
+        second.acknowledge_cumulative(moved[-1])
+        second.close()
+    finally:
+        client.close()
+    assert on_loop(lambda: core.committed_offset("fo", STORED, 0)) == 3

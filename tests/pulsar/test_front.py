@@ -104,3 +104,36 @@ def test_a_message_a_rocketmq_client_stored_reaches_a_pulsar_consumer_with_its_p
     meta = s.MessageMetadata.FromString(raw_meta)
     assert msg.type == s.Type.MESSAGE and msg.message.message_id.entryId == 0 and frame.checksum_ok()
     assert payload == b"from 4.x" and ("color", "red") in [(p.key, p.value) for p in meta.properties]
+
+
+def _subscribe(front, conn, consumer_id, request_id, priority=0):
+    cmd = s.BaseCommand(type=s.Type.SUBSCRIBE, subscribe={
+        "topic": "persistent://public/default/fo", "subscription": "fo", "subType": s.SubType.Failover,
+        "consumer_id": consumer_id, "request_id": request_id, "priority_level": priority})
+    return call(front, conn, cmd)
+
+
+def _told(conn):
+    frames = [s.BaseCommand.FromString(f.command) for out in conn.outgoing for f in FrameDecoder().feed(out)]
+    conn.outgoing.clear()
+    return [(f.active_consumer_change.consumer_id, f.active_consumer_change.is_active) for f in frames
+            if f.type == s.Type.ACTIVE_CONSUMER_CHANGE]
+
+
+def test_failover_tells_every_consumer_when_the_active_one_changes_by_priority_then_arrival():
+    front, a = connected()
+    b = Connection(connected=True)
+    c = Connection(connected=True)
+    ok, change = _subscribe(front, a, 1, 1)
+    assert ok.type == s.Type.SUCCESS and (change.active_consumer_change.consumer_id,
+                                          change.active_consumer_change.is_active) == (1, True)
+    [ok, change] = _subscribe(front, b, 2, 2)                  # a second one: told it waits, nobody else told
+    assert change.active_consumer_change.is_active is False and _told(a) == []
+    [ok, change] = _subscribe(front, c, 3, 3, priority=-1)     # a preferred one takes over: all are told
+    assert change.active_consumer_change.is_active is True
+    assert _told(a) == [(1, False)] and _told(b) == [(2, False)]
+    [ok] = call(front, c, s.BaseCommand(type=s.Type.CLOSE_CONSUMER, close_consumer={"consumer_id": 3,
+                                                                                     "request_id": 4}))
+    assert _told(a) == [(1, True)] and _told(b) == [(2, False)]
+    front.disconnect(a)                                        # the active one's connection goes
+    assert _told(b) == [(2, True)]
