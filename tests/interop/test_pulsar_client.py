@@ -338,3 +338,24 @@ def test_failover_sends_to_the_active_consumer_and_what_it_held_to_the_next_when
     finally:
         client.close()
     assert on_loop(lambda: core.committed_offset("fo", STORED, 0)) == 3
+
+
+def test_a_dead_letter_topic_nobody_subscribes_to_keeps_its_messages(broker):
+    """Seed 003: on Pulsar, dead letters sent to a DLQ topic with no subscription (no
+    initial_subscription_name) can be lost to retention. Here the store keeps them, and a
+    subscription made later from the earliest position reads them."""
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        policy = pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=1, dead_letter_topic="orders-lost-DLQ")
+        consumer = client.subscribe("orders", "careless", consumer_type=pulsar.ConsumerType.Shared,
+                                    negative_ack_redelivery_delay_ms=100, dead_letter_policy=policy)
+        client.create_producer("orders").send(b"poison")
+        for _ in range(2):
+            consumer.negative_acknowledge(consumer.receive(timeout_millis=5000))
+        wait_for(lambda: on_loop(lambda: core.store.max_offset("pulsar|public|default|orders-lost-DLQ", 0)) == 1)
+        assert on_loop(lambda: [g for g, t in core.subscriptions.cursors() if t.endswith("orders-lost-DLQ")]) == []
+        later = client.subscribe("orders-lost-DLQ", "found-later", initial_position=pulsar.InitialPosition.Earliest)
+        assert later.receive(timeout_millis=5000).data() == b"poison"
+    finally:
+        client.close()
