@@ -55,6 +55,10 @@ DELIVER_AT_PROPERTY = "PULSAR_DELIVER_AT"
 # message's key; none is a key of its own) to the same consumer, in order.
 KEY_PROPERTY = "PULSAR_KEY"
 SUBSCRIPTIONS_CONFIG = "subscriptions"       # config/subscriptions.json
+# What analytics reads of each subscription (store/accounting.py redelivery_stats): counted
+# redeliveries, messages redelivered at least once, the highest count reached. Kept and
+# saved in either mode of the count: they describe the run, not the cursor.
+STATS = ("redeliveries", "redelivered_messages", "max_redelivery_count")
 
 
 class SubType(enum.IntEnum):
@@ -106,6 +110,7 @@ class _Cursor:
     turn: int = 0                                         # Shared: who is next
     delayed: list[tuple[int, int]] = field(default_factory=list)   # heap of (due ms, offset)
     durable: bool = True                                  # False: a reader's, nothing committed
+    stats: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATS, 0))
 
     @property
     def holds_back(self) -> bool:
@@ -364,6 +369,15 @@ class SubscriptionService:
         keys = [c.key for c in cursor.consumers]
         return keys, (keys[0] if cursor.sub_type is SubType.FAILOVER else None)
 
+    def redelivery_count(self, group: str, topic: str, offset: int) -> int:
+        """The redelivery count of ``offset`` in ``group``'s subscription of ``topic`` (0: none)."""
+        cursor = self._cursors.get((group, topic))
+        return cursor.redeliveries.get(offset, 0) if cursor is not None else 0
+
+    def stats(self) -> dict[tuple[str, str], dict[str, int]]:
+        """(group, topic) -> the redelivery stats of each durable subscription (STATS)."""
+        return {k: dict(c.stats) for k, c in self._cursors.items() if c.durable}
+
     def cursors(self) -> list[tuple[str, str]]:
         return list(self._cursors)
 
@@ -415,7 +429,11 @@ class SubscriptionService:
                 c.pending.discard(o)
             cursor.replay.add(o)
             if count:
-                cursor.redeliveries[o] = cursor.redeliveries.get(o, 0) + 1
+                n = cursor.redeliveries[o] = cursor.redeliveries.get(o, 0) + 1
+                st = cursor.stats
+                st["redeliveries"] += 1
+                st["redelivered_messages"] += n == 1
+                st["max_redelivery_count"] = max(st["max_redelivery_count"], n)
 
     def _forget(self, cursor: _Cursor, offset: int) -> None:
         for c in cursor.consumers:
@@ -438,15 +456,20 @@ class SubscriptionService:
     # -- persistence ------------------------------------------------------------------------------
     def save(self) -> None:
         """At flush: the individual acks and redelivery counts of durable cursors (unless
-        kept in memory only). A refused write raises the store's error, as other flushes."""
-        if not self._dirty or self.core.config.redelivery_count_in_memory:
+        kept in memory only), and their stats. A refused write raises the store's error,
+        as other flushes."""
+        if not self._dirty:
             return
+        in_memory = self.core.config.redelivery_count_in_memory
         doc = dict(self._loaded())
         for (group, topic), c in self._cursors.items():
             if c.durable:
-                doc[f"{topic}@{group}"] = {"acked": sorted(c.acked),
-                                           "redeliveries": {str(o): n for o, n in sorted(c.redeliveries.items())},
-                                           "partial": {str(o): m for o, m in sorted(c.partial.items())}}
+                entry = {} if in_memory else {
+                    "acked": sorted(c.acked),
+                    "redeliveries": {str(o): n for o, n in sorted(c.redeliveries.items())},
+                    "partial": {str(o): m for o, m in sorted(c.partial.items())}}
+                entry["stats"] = dict(c.stats)
+                doc[f"{topic}@{group}"] = entry
         self.core.store.save_config(SUBSCRIPTIONS_CONFIG, doc)
         self._saved = doc
         self._dirty = False
@@ -457,9 +480,10 @@ class SubscriptionService:
         return self._saved
 
     def _restore(self, cursor: _Cursor) -> None:
+        saved = self._loaded().get(f"{cursor.topic}@{cursor.group}") or {}
+        cursor.stats.update({k: int(v) for k, v in (saved.get("stats") or {}).items() if k in STATS})
         if self.core.config.redelivery_count_in_memory:
             return
-        saved = self._loaded().get(f"{cursor.topic}@{cursor.group}") or {}
         cursor.acked = {int(o) for o in saved.get("acked", ()) if int(o) >= cursor.mark_delete}
         cursor.redeliveries = {int(o): int(n) for o, n in (saved.get("redeliveries") or {}).items()
                                if int(o) >= cursor.mark_delete}

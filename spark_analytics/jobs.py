@@ -26,7 +26,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from rocketmq_emulator.store import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_table
-from rocketmq_emulator.store.accounting import NOT_BUSINESS_PREFIXES, Kind, normalize_offsets
+from rocketmq_emulator.store.accounting import (NOT_BUSINESS_PREFIXES, PULSAR_DLQ_SUFFIX, Kind, normalize_offsets,
+                                                redelivery_stats)
 from rocketmq_emulator.store.records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
 from .datasource import read_commitlog
@@ -43,7 +44,7 @@ READ_COLUMNS = ["physical_offset", "store_timestamp", "born_timestamp", "topic",
                 "reconsume_times", "tags", "keys", "sys_flag", "body_size"]
 
 TABLES = ("per_group", "retried", "funnel", "lateness", "lateness_by_level", "time_to_dlq", "poison",
-          "duplicates", "lag", "pinning", "produced_by_topic")
+          "duplicates", "lag", "pinning", "produced_by_topic", "redeliveries")
 
 
 def parse_delay_levels(text: str) -> list[int]:
@@ -71,7 +72,10 @@ def classify_expr() -> Column:
                   F.when(real.eqNullSafe(topic), Kind.RETRY_DELIVERY.value).otherwise(Kind.RETRY_DIRECT.value))
             .when(topic.startswith(DLQ_PREFIX), Kind.DEAD_LETTER.value)
             .when(_business(topic),
-                  F.when(real.eqNullSafe(topic), Kind.DELAYED_DELIVERY.value).otherwise(Kind.ORIGINAL.value))
+                  F.when(real.eqNullSafe(topic), Kind.DELAYED_DELIVERY.value)
+                  .when(real.isNotNull() & (real != "") & topic.endswith(PULSAR_DLQ_SUFFIX),
+                        Kind.DEAD_LETTER.value)                                              # Pulsar's
+                  .otherwise(Kind.ORIGINAL.value))
             .otherwise(Kind.OTHER.value))
 
 
@@ -81,7 +85,19 @@ def group_expr() -> Column:
     return (F.when(kind == Kind.RETRY_SCHEDULED.value, F.expr(f"substring(real_topic, {len(RETRY_PREFIX) + 1})"))
             .when(kind.isin(Kind.RETRY_DELIVERY.value, Kind.RETRY_DIRECT.value),     # (5.x: %RETRY%<group>+<topic>)
                   F.substring_index(F.expr(f"substring(topic, {len(RETRY_PREFIX) + 1})"), POP_RETRY_SEPARATOR, 1))
-            .when(kind == Kind.DEAD_LETTER.value, F.expr(f"substring(topic, {len(DLQ_PREFIX) + 1})")))
+            .when(kind == Kind.DEAD_LETTER.value,
+                  F.when(F.col("topic").startswith(DLQ_PREFIX), F.expr(f"substring(topic, {len(DLQ_PREFIX) + 1})"))
+                  .otherwise(_pulsar_dead_letter_group())))
+
+
+def _pulsar_dead_letter_group() -> Column:
+    """accounting.pulsar_dead_letter_group, as a Spark column."""
+    n = len(PULSAR_DLQ_SUFFIX)
+    default_form = F.col("topic").startswith(F.concat(F.col("real_topic"), F.lit("-"))) & (
+        F.length("topic") - n > F.length("real_topic") + 1)
+    return (F.when(default_form, F.expr(f"substring(topic, length(real_topic) + 2, "
+                                        f"length(topic) - length(real_topic) - 1 - {n})"))
+            .otherwise(F.expr(f"substring_index(substring(topic, 1, length(topic) - {n}), '|', -1)")))
 
 
 _OFFSETS_SCHEMA = StructType([StructField("o_topic", StringType()), StructField("o_group", StringType()),
@@ -117,9 +133,11 @@ def _pct(col: str, p: float) -> Column:
 
 def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_ms: list[int] | None = None,
             queue_max_offsets: dict[tuple[str, int], int] | None = None, top_n: int = 10,
-            progress=lambda msg: None, damage_reported: bool = False) -> Analysis:
+            progress=lambda msg: None, damage_reported: bool = False,
+            subscriptions_doc: dict | None = None) -> Analysis:
     """Build every analysis of the snapshot (or store) at ``path`` (``damage_reported``:
-    see ``read_commitlog``)."""
+    see ``read_commitlog``; ``subscriptions_doc``: its config/subscriptions.json, whose
+    Pulsar redelivery counts are in no record)."""
     delays = delay_levels_ms or parse_delay_levels(DEFAULT_DELAY_LEVELS)
     progress("reading the commit log")
     raw = read_commitlog(spark, path, READ_COLUMNS, damage_reported=damage_reported)
@@ -317,10 +335,15 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
                       "uniq_key", "keys", "store_timestamp", "reconsume_times", "age_ms")
               .orderBy("group", "topic", "queue_id"))
     produced_by_topic = produced.select(F.col("btopic").alias("topic"), "produced").orderBy("topic")
+    redeliveries = spark.createDataFrame(
+        [(r["group"], r["topic"], r["redeliveries"], r["redelivered_messages"], r["max_redelivery_count"])
+         for r in redelivery_stats(subscriptions_doc)],
+        "group string, topic string, redeliveries bigint, redelivered_messages bigint, max_redelivery_count int")
 
     facts = {"records": int(stats["records"]), "first_store_timestamp": stats["first"],
              "last_store_timestamp": stats["now"]}
     tables = {"per_group": per_group, "retried": retried, "funnel": funnel, "lateness": lateness,
               "lateness_by_level": lateness_by_level, "time_to_dlq": time_to_dlq, "poison": poison,
-              "duplicates": duplicates, "lag": lag, "pinning": pinned, "produced_by_topic": produced_by_topic}
+              "duplicates": duplicates, "lag": lag, "pinning": pinned, "produced_by_topic": produced_by_topic,
+              "redeliveries": redeliveries}
     return Analysis(facts, tables)

@@ -76,6 +76,7 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
         progress(f"the commit log is damaged: reading up to the {d['kind']} record at offset {d['offset']} "
                  f"({d['detail']})")
     offsets = read_json(Path(path) / "config" / "consumerOffset.json", {}) or {}
+    subscriptions = read_json(Path(path) / "config" / "subscriptions.json", {}) or {}
     if delay_levels:
         delays = parse_delay_levels(delay_levels)
     elif info["delay_levels_ms"]:
@@ -93,7 +94,7 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
         spark = build_session(master)
     analysis = analyze(spark, str(Path(path).resolve()), offsets, delay_levels_ms=delays,
                        queue_max_offsets=info["queue_max_offsets"], progress=progress,
-                       damage_reported=True)
+                       damage_reported=True, subscriptions_doc=subscriptions)
     return write_report(analysis, info, out_dir, progress)
 
 
@@ -155,8 +156,8 @@ th{background:#f5f5f5} td{white-space:nowrap} td.s{text-align:left} img{max-widt
 _NOTES = {
     "per_group": "produced: business messages stored in the topic. succeeded: messages the group consumed "
                  "(committed offset past a copy) without a further send-back. dead-lettered: messages with a "
-                 "copy in %DLQ%group. send-backs: send-back records stored (retries + DLQ moves). "
-                 "in flight: the rest.",
+                 "copy in %DLQ%group (or, for a Pulsar subscription, in its -DLQ topic). send-backs: send-back "
+                 "records stored (retries + DLQ moves). in flight: the rest.",
     "retried": "Messages by the number of retry send-backs they needed (DLQ moves not counted).",
     "funnel": "Per attempt (reconsumeTimes): messages delivered, consumed (committed), succeeded there, "
               "sent back for another attempt, or moved to the DLQ.",
@@ -165,6 +166,9 @@ _NOTES = {
                 "overdue = pending and due before the newest record of the snapshot.",
     "time_to_dlq": "From the first store of a message to its %DLQ% copy.",
     "poison": "The messages sent back most often, per group.",
+    "redeliveries": "Pulsar subscriptions: redeliveries the broker counted (negative acks, ack timeouts; "
+                    "no record is written for them), messages redelivered at least once, and the highest "
+                    "redelivery count reached. Their dead letters are counted with the others above.",
     "duplicates": "A UNIQ_KEY stored more than once for the same group and attempt (producer re-sends, "
                   "repeated deliveries).",
     "lag": "max offset (from the commit log) - committed offset, per queue in the offset table.",
@@ -176,7 +180,8 @@ _NOTES = {
 _TITLES = {"per_group": "Per consumer group and topic", "retried": "Retried 1, 2, … n times",
            "funnel": "Retry funnel by reconsumeTimes", "lateness": "Delivery lateness per delay level",
            "time_to_dlq": "Time from first store to the DLQ", "poison": "Top poison messages",
-           "duplicates": "Duplicates", "lag": "Consumer lag per queue", "pinning": "Messages pinning committed offsets"}
+           "duplicates": "Duplicates", "lag": "Consumer lag per queue", "pinning": "Messages pinning committed offsets",
+           "redeliveries": "Pulsar redeliveries"}
 
 _MS_COLUMNS = {"p50_ms", "p99_ms", "max_ms", "min_ms", "age_ms", "delay_ms"}
 _TS_COLUMNS = {"first_store", "last_send_back", "store_timestamp"}
@@ -264,7 +269,8 @@ def _html(summary: dict, rows: dict, figs: dict, totals: dict) -> str:
         for k, label in (("produced", "produced"), ("succeeded", "succeeded"), ("dead_lettered", "dead-lettered"),
                          ("send_backs", "send-backs"))) + "</div>")
     sections = [("per_group", "outcomes"), ("retried", "retried"), ("funnel", "funnel"), ("lateness", "lateness"),
-                ("time_to_dlq", None), ("poison", None), ("duplicates", None), ("lag", "lag"), ("pinning", None)]
+                ("time_to_dlq", None), ("poison", None), ("redeliveries", None), ("duplicates", None), ("lag", "lag"),
+                ("pinning", None)]
     for name, fig in sections:
         parts.append(f"<h2 id={name}>{_TITLES[name]}</h2><p class=note>{html.escape(_NOTES[name])}</p>")
         if fig:

@@ -18,8 +18,8 @@ __all__ = ["account_store"]
 
 def account_store(path: str | Path) -> Accounts:
     """``account`` over a store or snapshot directory: every good record of its commit
-    log (up to a snapshot's cut, or the last complete record) and
-    config/consumerOffset.json."""
+    log (up to a snapshot's cut, or the last complete record),
+    config/consumerOffset.json and config/subscriptions.json."""
     sd = resolve_store(path)
     cut = int(sd.manifest["commitlog"]["max_offset"]) if sd.manifest else None
 
@@ -33,7 +33,8 @@ def account_store(path: str | Path) -> Accounts:
                 yield head(mv, pos)
 
     offsets = read_json(sd.config / "consumerOffset.json", {}) or {}
-    return account(records(), offsets)
+    subscriptions = read_json(sd.config / "subscriptions.json", {}) or {}
+    return account(records(), offsets, subscriptions)
 
 
 if __name__ == "__main__":  # pragma: no cover - handy from a shell

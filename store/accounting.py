@@ -19,7 +19,12 @@ Every stored record is one of these kinds (``classify``):
                     and deliverable. 5.x redeliveries are of this kind too: a delivery
                     whose invisible time ended is re-stored in %RETRY%<group>+<topic>
                     (the pop retry topic; the group is the name before the "+")
-  dead_letter       stored in %DLQ%<group>: a send-back and a dead letter
+  dead_letter       stored in %DLQ%<group>: a send-back and a dead letter. A Pulsar
+                    client's dead letter is of this kind too: a record in a topic named
+                    ``…-DLQ`` whose REAL_TOPIC is another topic (the Pulsar front writes
+                    REAL_TOPIC and ORIGIN_MESSAGE_ID in the store's terms: the original's
+                    store topic and offsetMsgId). Its group is the subscription its
+                    name holds (``pulsar_dead_letter_group``)
   other             system topics, prepared / rolled-back transaction halves
 
 A *message* is one stored original (or delayed delivery): its key is that record's
@@ -72,7 +77,12 @@ __all__ = [
     "Accounts",
     "account",
     "account_message_store",
+    "pulsar_dead_letter_group",
+    "redelivery_stats",
+    "PULSAR_DLQ_SUFFIX",
 ]
+
+PULSAR_DLQ_SUFFIX = "-DLQ"
 
 # Not a business topic: a system one, or a group's retry / dead-letter topic.
 NOT_BUSINESS_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX) + SYSTEM_PREFIXES
@@ -120,8 +130,35 @@ def _kind(topic: str, real: str | None, sys_flag: int) -> Kind:
     if topic.startswith(DLQ_PREFIX):
         return _DEAD_LETTER
     if is_business_topic(topic):
+        if real and real != topic and topic.endswith(PULSAR_DLQ_SUFFIX):
+            return _DEAD_LETTER                     # a Pulsar client's dead letter
         return _DELAYED_DELIVERY if real == topic else _ORIGINAL
     return _OTHER
+
+
+def pulsar_dead_letter_group(topic: str, real: str | None) -> str:
+    """The subscription (store group) a Pulsar dead letter in ``topic`` belongs to, its
+    original in the store topic ``real``: the Pulsar clients' default name is
+    ``<topic>-<subscription>-DLQ``, the older one ``<subscription>-DLQ`` in the same
+    namespace; for any other name, the name before ``-DLQ`` (a custom dead-letter topic
+    does not say its subscription)."""
+    end = len(topic) - len(PULSAR_DLQ_SUFFIX)
+    if real and topic.startswith(real + "-") and end > len(real) + 1:
+        return topic[len(real) + 1:end]
+    return topic[:end].rpartition("|")[2]
+
+
+def redelivery_stats(subscriptions_doc: Mapping | None) -> list[dict]:
+    """The Pulsar subscriptions' redelivery stats from config/subscriptions.json (the
+    broker's subscriptions.STATS per ``topic@group``), one row per subscription."""
+    rows = []
+    for key, entry in sorted((subscriptions_doc or {}).items()):
+        topic, sep, group = str(key).rpartition("@")
+        stats = entry.get("stats") if isinstance(entry, Mapping) else None
+        if sep and isinstance(stats, Mapping):
+            rows.append({"group": group, "topic": topic, **{k: int(stats.get(k, 0)) for k in (
+                "redeliveries", "redelivered_messages", "max_redelivery_count")}})
+    return rows
 
 
 def group_of(kind: Kind, topic: str, props: Mapping[str, str]) -> str | None:
@@ -135,7 +172,7 @@ def _group(kind: Kind, topic: str, real: str | None) -> str | None:
     if kind in RETRY_COPY_KINDS:
         return topic[len(RETRY_PREFIX):].partition(POP_RETRY_SEPARATOR)[0]
     if kind is _DEAD_LETTER:
-        return topic[len(DLQ_PREFIX):]
+        return topic[len(DLQ_PREFIX):] if topic.startswith(DLQ_PREFIX) else pulsar_dead_letter_group(topic, real)
     return None
 
 
@@ -176,6 +213,7 @@ class Accounts:
     send_backs: int
     per_group: tuple[GroupTopicCounts, ...] = ()
     produced_by_topic: dict[str, int] = field(default_factory=dict)
+    redeliveries: tuple[dict, ...] = ()            # Pulsar subscriptions' stats (redelivery_stats)
 
     def summary(self) -> dict:
         """The four counts, as summary.json and ``simulate --json`` print them."""
@@ -187,6 +225,7 @@ class Accounts:
         d["per_group"] = [dict(asdict(g), retried={str(k): v for k, v in sorted(g.retried.items())})
                           for g in self.per_group]
         d["produced_by_topic"] = dict(self.produced_by_topic)
+        d["redeliveries"] = [dict(r) for r in self.redeliveries]
         return d
 
 
@@ -214,8 +253,9 @@ class _TextProps:
 _REAL_TOPIC_KEY = Prop.REAL_TOPIC + "\x01"     # (prop_value finds nothing without it)
 
 
-def account(records: Iterable, offset_table: Mapping) -> Accounts:
-    """The counts for records and a consumer offset table. A record is a
+def account(records: Iterable, offset_table: Mapping, subscriptions_doc: Mapping | None = None) -> Accounts:
+    """The counts for records and a consumer offset table (and the Pulsar subscriptions'
+    redelivery stats of config/subscriptions.json, which no record holds). A record is a
     ``store.record_view.RecordHead`` or anything with topic, properties (a mapping),
     sys_flag, queue_id, queue_offset, reconsume_times, commit_log_offset and
     offset_msg_id (``store.records.MessageRecord``).
@@ -329,7 +369,8 @@ def account(records: Iterable, offset_table: Mapping) -> Accounts:
                                     sb_records.get(gt, 0), dict(sorted(hist.get(gt, {}).items()))))
     return Accounts(
         produced=sum(produced.values()), succeeded=sum(succ.values()), dead_lettered=sum(dl.values()),
-        send_backs=sum(sb_records.values()), per_group=tuple(per), produced_by_topic=dict(sorted(produced.items())))
+        send_backs=sum(sb_records.values()), per_group=tuple(per), produced_by_topic=dict(sorted(produced.items())),
+        redeliveries=tuple(redelivery_stats(subscriptions_doc)))
 
 
 def account_message_store(store) -> Accounts:
@@ -337,5 +378,5 @@ def account_message_store(store) -> Accounts:
     its public API only — what the simulator uses at the end of a run: the head of every
     record of its commit log, in one pass (``store.heads()``: as in ``account_store``,
     records no consume queue lists count too — transaction halves, as *other*), and the
-    store's consumer offset table."""
-    return account(store.heads(), store.offset_table())
+    store's consumer offset table and subscriptions' stats."""
+    return account(store.heads(), store.offset_table(), store.load_config("subscriptions"))

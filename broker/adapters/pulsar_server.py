@@ -127,5 +127,9 @@ class PulsarServer:
         if self._server is not None:
             self._server.close()
             for c in list(self.connections):
+                if self.front is not None and not c.conn.closed:
+                    with self.lock:
+                        goodbye = self.front.closing(c.conn)
+                    c.transport.write(b"".join(goodbye))    # (the broker closes them: CLOSE_* first)
                 c.transport.close()
             await self._server.wait_closed()

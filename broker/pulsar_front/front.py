@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import base64
 import itertools
+import re
 import zlib
 from dataclasses import dataclass, field
+
+from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_dead_letter_group
+from rocketmq_emulator.store.records import Prop
 
 from ..config import PERM_READ, PERM_WRITE
 from ..events import EventKind
@@ -39,6 +43,9 @@ __all__ = ["PulsarFront", "Connection", "METADATA_PROPERTY", "ledger_id"]
 
 METADATA_PROPERTY = "PULSAR_METADATA"         # the entry's MessageMetadata, base64
 SERVER_VERSION = "Pulsar Server-rocketmq-emulator"
+# A message id as the clients write it in ORIGIN_MESSAGE_ID: C++ "(ledger,entry,partition,batch)",
+# Java and Go "ledger:entry:partition[:batch]"
+_MESSAGE_ID_TEXT = re.compile(r"^\(?(-?\d+)[,:](-?\d+)[,:]")
 
 
 def ledger_id(stored_topic: str) -> int:
@@ -206,8 +213,12 @@ class PulsarFront:
             now = self.core.clock.now_ms()
             delay = meta.deliver_at_time - (meta.publish_time or now)
             props[DELIVER_AT_PROPERTY] = str(now + max(delay, 0))
+        reconsume_times = 0
+        if Prop.REAL_TOPIC in props and Prop.ORIGIN_MESSAGE_ID in props:
+            reconsume_times = self._as_store_copy(conn, props, producer.stored)
         result = self.core.send(SendRequest("", producer.stored, payload, 0, props,
-                                            born_timestamp=meta.publish_time or self.core.clock.now_ms()),
+                                            born_timestamp=meta.publish_time or self.core.clock.now_ms(),
+                                            reconsume_times=reconsume_times),
                                 self._channel)
         if result.outcome is not SendOutcome.STORED:
             return [_send_error(req, s.ServerError.PersistenceError, result.remark or result.outcome.value)]
@@ -218,6 +229,38 @@ class PulsarFront:
         if req.HasField("highest_sequence_id"):
             r.highest_sequence_id = req.highest_sequence_id
         return [_frame(reply)]
+
+    def _as_store_copy(self, conn: Connection, props: dict, stored: str) -> int:
+        """A copy a Pulsar client made of a message (a dead letter, a retry letter: with
+        REAL_TOPIC and ORIGIN_MESSAGE_ID): the record's own REAL_TOPIC and ORIGIN_MESSAGE_ID
+        are written in the store's terms — the original's store topic and offsetMsgId, as
+        a 4.x send-back's are — so the store's accounting finds its original; Pulsar
+        consumers still get the client's values, from the metadata. Returns the copy's
+        reconsumeTimes: RECONSUMETIMES when the client set it, else for a dead letter the
+        redelivery count its subscription reached + 1 (the subscription: the one consumer
+        of the original's topic on this connection, else the one the DLQ's name holds). A
+        copy of a message this broker does not hold is stored as sent."""
+        try:
+            real = store_topic(props[Prop.REAL_TOPIC])
+        except PulsarNameError:
+            return 0
+        m = _MESSAGE_ID_TEXT.match(props[Prop.ORIGIN_MESSAGE_ID])
+        if m is None or int(m.group(1)) != ledger_id(real):
+            return 0
+        offset = int(m.group(2))
+        entry = self.core.store.queue_entry(real, 0, offset)
+        original = self.core.store.look_message_by_offset(entry[0]) if entry else None
+        if original is None:
+            return 0
+        props[Prop.REAL_TOPIC], props[Prop.ORIGIN_MESSAGE_ID] = real, original.offset_msg_id
+        times = props.get("RECONSUMETIMES", "")
+        if times.isdigit():
+            return int(times)
+        if not stored.endswith(PULSAR_DLQ_SUFFIX):
+            return 0
+        readers = {c.group for c in conn.consumers.values() if c.stored == real}
+        group = readers.pop() if len(readers) == 1 else pulsar_dead_letter_group(stored, real)
+        return self.core.subscriptions.redelivery_count(group, real, offset) + 1
 
     # -- consumers ---------------------------------------------------------------------------
     def _subscribe(self, conn: Connection, cmd, frame) -> list[bytes]:
@@ -381,6 +424,21 @@ class PulsarFront:
         r.consumer_mark_delete_position.ledgerId = ledger_id(consumer.stored)
         r.consumer_mark_delete_position.entryId = mark_delete - 1 if mark_delete > 0 else (1 << 64) - 1
         return [_frame(reply)]
+
+    def closing(self, conn: Connection) -> list[bytes]:
+        """The broker is shutting down: CLOSE_PRODUCER and CLOSE_CONSUMER for everything
+        open on ``conn``, as Pulsar sends when it unloads a topic, so the client knows to
+        reconnect (it retries the service URL until the broker is back)."""
+        out = []
+        for producer_id in conn.producers:
+            cmd = s.BaseCommand(type=s.Type.CLOSE_PRODUCER)
+            cmd.close_producer.producer_id, cmd.close_producer.request_id = producer_id, 0
+            out.append(_frame(cmd))
+        for consumer_id in conn.consumers:
+            cmd = s.BaseCommand(type=s.Type.CLOSE_CONSUMER)
+            cmd.close_consumer.consumer_id, cmd.close_consumer.request_id = consumer_id, 0
+            out.append(_frame(cmd))
+        return out
 
     def disconnect(self, conn: Connection) -> None:
         """The connection is gone: its consumers give back what they held."""

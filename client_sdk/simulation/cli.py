@@ -44,9 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--orderly", action="store_true", help="consume orderly (give --max-reconsume-times too)")
     p.add_argument("--max-reconsume-times", type=int, help="the consumer's maxReconsumeTimes (default: 16)")
     p.add_argument("--consumers", type=int, help="consumer instances in the group (default: 1)")
-    p.add_argument("--protocol", choices=("4.x", "5.x"),
-                   help="the group's consumers: 4.x push (send-back, delay levels; default) or 5.x (pop with an "
-                        "invisible time, server-side retry and DLQ)")
+    p.add_argument("--protocol", choices=("4.x", "5.x", "pulsar"),
+                   help="the group's consumers: 4.x push (send-back, delay levels; default), 5.x (pop with an "
+                        "invisible time, server-side retry and DLQ) or pulsar (a Shared subscription: negative "
+                        "acks, redelivery counts, the client's dead-letter policy; the topic gets 1 queue)")
+    p.add_argument("--nack-delay", metavar="DURATION",
+                   help="pulsar: the negative-ack redelivery delay, whole seconds (default: 60s)")
+    p.add_argument("--ack-timeout", metavar="DURATION",
+                   help="pulsar: the ack timeout, 0 (off, the default) or at least 10s")
     p.add_argument("--invisible-time", metavar="DURATION",
                    help="5.x: each receive's invisible time, whole seconds like 60s or 2m (default: 60s)")
     p.add_argument("--crash-at", action="append", default=[], metavar="T",
@@ -93,6 +98,8 @@ def build_scenario(args) -> Scenario:
     topics = base.topics
     if args.queues is not None:
         topics = (TopicSpec(topics[0].name, args.queues),) + topics[1:]
+    elif args.protocol == "pulsar":           # a Pulsar topic is one log
+        topics = (TopicSpec(topics[0].name, 1),) + topics[1:]
     producers = base.producers
     if args.rate is not None or args.body_size is not None:
         p0 = producers[0]
@@ -122,6 +129,17 @@ def build_scenario(args) -> Scenario:
         if ms % 1000 or ms < 1000:
             raise ScenarioError(f"--invisible-time takes whole seconds of at least 1s, got {args.invisible_time!r}")
         group_options["invisible_seconds"] = ms // 1000
+    for opt, key in (("nack_delay", "nack_delay_seconds"), ("ack_timeout", "ack_timeout_seconds")):
+        text = getattr(args, opt)
+        if text is None:
+            continue
+        try:
+            ms = 0 if text == "0" else parse_duration(text)
+        except DelayLevelError as exc:
+            raise ScenarioError(f"--{opt.replace('_', '-')}: {exc}") from None
+        if ms % 1000:
+            raise ScenarioError(f"--{opt.replace('_', '-')} takes whole seconds, got {text!r}")
+        group_options[key] = ms // 1000
     if group_options:
         groups = (replace(groups[0], **group_options),) + groups[1:]
     return replace(base, topics=topics, producers=producers, groups=groups, **top)

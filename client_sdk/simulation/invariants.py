@@ -12,7 +12,7 @@ Invariants (each failure is a Violation with the step, the virtual time and the 
                     commit-log offset its send result named (its offsetMsgId), with its
                     UNIQ_KEY: nothing acknowledged was lost, and no offset a producer was
                     given went to another message
-  attempts          concurrent groups (4.x and 5.x): a dead-lettered message failed in exactly
+  attempts          concurrent groups (4.x and 5.x; Pulsar: see below): a dead-lettered message failed in exactly
                     maxReconsumeTimes + 1 copies the broker stored (reconsumeTimes 0..max,
                     each once; after a crash a repeat is allowed — at-least-once — but no
                     level may be missing), and no stored copy above max is delivered.
@@ -29,6 +29,13 @@ Invariants (each failure is a Violation with the step, the virtual time and the 
                     copy carries ORIGIN_MESSAGE_ID = the original's offsetMsgId
   order             an orderly group gets a queue's messages in queue order: nothing
                     after an unfinished message
+
+A Pulsar group's retries are the same stored message delivered again with its
+redelivery count (``reconsume_times`` here), not new copies: its dead letters must have
+failed at counts 0..max_redeliver_count, each exactly once (again: after a crash or a
+consumer restart a count may repeat), no delivery above the maximum reaches the
+listener, and a redelivery comes no earlier than the nack delay or ack timeout its
+failure left it (``delay_ms``).
 """
 from __future__ import annotations
 
@@ -132,8 +139,9 @@ class InvariantChecker:
                                           f"sent as {self.uniq[number]}")
         if not spec.orderly:
             failures = fate.failures           # empty for most deliveries: skip the scans
-            fresh_copy = not failures or all(msg.commit_log_offset != f[2] for f in failures)
-            if k > 0 and fresh_copy:
+            redelivered = spec.protocol == "pulsar"     # (every delivery of the one stored message)
+            fresh_copy = redelivered or not failures or all(msg.commit_log_offset != f[2] for f in failures)
+            if k > 0 and fresh_copy and not redelivered:
                 origin = msg.properties.get("ORIGIN_MESSAGE_ID")
                 if origin != self.offset_id[number]:
                     self.fail("identity", now_ms, f"{spec.name}: retry {k} of message #{number} carries "
@@ -145,7 +153,7 @@ class InvariantChecker:
             if previous:
                 # The same copy again means its send-back failed and the client retried it
                 # locally (5 s); a new copy came through the broker's delay level.
-                waits = [(now_ms - t, LOCAL_RETRY_MS if phys == msg.commit_log_offset else delay)
+                waits = [(now_ms - t, LOCAL_RETRY_MS if phys == msg.commit_log_offset and not redelivered else delay)
                          for _, t, phys, delay in previous]
                 if not any(waited >= due for waited, due in waits):
                     waited, due = waits[0]
@@ -253,6 +261,13 @@ class InvariantChecker:
         the same copy locally with reconsumeTimes + 1, but the broker goes on counting
         from the copy it stored (upstream does the same), so those repeats are extra."""
         want = spec.max_attempts_failed
+        if spec.protocol == "pulsar":                    # one stored message, its redelivery counts
+            counts = [k for k, _, _, _ in fate.failures]
+            if sorted(set(counts)) != list(range(want)) or (not self.crashed and len(counts) != want):
+                self.fail("attempts", now_ms, f"{spec.name}: message #{number} was dead-lettered after failed "
+                                              f"deliveries with redelivery counts {sorted(counts)}, expected "
+                                              f"0..{want - 1} once each")
+            return
         copies: dict[int, int] = {}                      # commit-log offset -> stored reconsumeTimes
         for k, _, phys, _ in fate.failures:
             copies[phys] = min(k, copies.get(phys, k))

@@ -23,6 +23,8 @@ from rocketmq_emulator.broker.operations import AckOutcome, InvisibleOutcome, Po
 from rocketmq_emulator.broker.retry_lifecycle import ROCKETMQ5_UNORDERED_INTERVALS_MS
 from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX
 
+from .in_process import InProcessConsumer, StoredDelivery
+
 if TYPE_CHECKING:
     from .scenario import GroupSpec
 
@@ -38,14 +40,13 @@ def retry_interval_ms(delivery_attempt: int) -> int:
     return table[min(delivery_attempt, len(table)) - 1]
 
 
-class Delivery:
-    """What the listener gets: the stored copy, seen as the application sees a 5.x
-    message (the attributes the simulator's checker reads)."""
+class Delivery(StoredDelivery):
+    """A popped copy: its attempt is the delivery attempt the server counts."""
 
-    __slots__ = ("record", "delivery_attempt", "receipt_handle", "topic", "queue_id", "queue_offset")
+    __slots__ = ("delivery_attempt", "receipt_handle", "topic", "queue_id", "queue_offset")
 
     def __init__(self, popped) -> None:
-        self.record = popped.record
+        super().__init__(popped.record)
         self.delivery_attempt = popped.delivery_attempt
         self.receipt_handle = popped.receipt_handle
         self.topic = popped.topic
@@ -53,45 +54,27 @@ class Delivery:
         self.queue_offset = popped.queue_offset
 
     @property
-    def body(self) -> bytes:
-        return self.record.body
-
-    @property
-    def properties(self) -> dict:
-        return self.record.properties
-
-    @property
-    def msg_id(self) -> str:
-        return self.record.properties.get("UNIQ_KEY", "")
-
-    @property
     def reconsume_times(self) -> int:
         return self.delivery_attempt - 1
 
-    @property
-    def commit_log_offset(self) -> int:
-        return self.record.commit_log_offset
 
-
-class PopConsumer:
+class PopConsumer(InProcessConsumer):
     """One 5.x consumer of ``spec``'s group on ``embedded``'s core. ``listener(delivery)``
     returns "ok", "fail" or "hang". ``start()``; ``shutdown()`` (in-flight deliveries
     are left to their invisible time, as when a real client goes away)."""
 
+    what = "5.x consumer"
+
     def __init__(self, spec: "GroupSpec", embedded, listener) -> None:
+        super().__init__(embedded)
         self.spec = spec
-        self.embedded = embedded
         self.listener = listener
         self.topic = spec.topic
         self.retry_topic = f"{RETRY_PREFIX}{spec.name}{POP_RETRY_SEPARATOR}{spec.topic}"
         self.invisible_ms = spec.invisible_seconds * 1000
-        self.transport = None
-        self._armed = False
-        self._closed = False
-        self._unsubscribe = None
 
     def start(self) -> "PopConsumer":
-        self.transport = self.embedded.connect()
+        self.connect()
         core = self._core()
         try:
             gc = core.groups.find(self.spec.name)          # (auto-created, as a 5.x client's group is)
@@ -114,22 +97,9 @@ class PopConsumer:
             self.transport.close()
 
     # -- receiving -----------------------------------------------------------------------
-    def _core(self):
-        core = self.transport.core()
-        if core is None:
-            raise RuntimeError("the simulator's 5.x consumer needs the core's typed calls "
-                               "(no observer or injected fault on the hub)")
-        return core
-
     def _on_event(self, event) -> None:
         if event.topic == self.topic or event.topic == self.retry_topic:
             self._arm()
-
-    def _arm(self) -> None:
-        if not self._armed and not self._closed:
-            self._armed = True
-            runtime = self.embedded.runtime
-            runtime.call_at(runtime.now_ms(), self._receive)
 
     def _receive(self) -> None:
         self._armed = False

@@ -17,10 +17,14 @@ order the producers send them):
                        listener's late verdict decides. In a 5.x group the delivery is
                        never answered: it comes back when its invisible time ends
 
-A group's ``protocol`` is "4.x" (the SDK's PushConsumer: pull, send-back, delay levels)
-or "5.x" (pop with an invisible time, server-side attempts and DLQ: pop_consumer.py);
-``invisible_seconds`` is a 5.x group's invisible time per receive, ``batch_size`` its
-receive batch.
+A group's ``protocol`` is "4.x" (the SDK's PushConsumer: pull, send-back, delay levels),
+"5.x" (pop with an invisible time, server-side attempts and DLQ: pop_consumer.py) or
+"pulsar" (a Shared subscription with the Pulsar client's negative acks, ack timeout and
+dead-letter policy: pulsar_consumer.py); ``invisible_seconds`` is a 5.x group's invisible
+time per receive, ``batch_size`` its receive batch. A Pulsar group's max_reconsume_times
+is its max_redeliver_count (-1: 16, as the Java client's default), ``nack_delay_seconds``
+its negative-ack delay, ``ack_timeout_seconds`` its ack timeout (0: none; a slow delivery
+then never comes back, so slow_probability needs one); its topic is one log (1 queue).
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestar
            "ScenarioError", "w1_scenario"]
 
 
-PROTOCOLS = ("4.x", "5.x")
+PROTOCOLS = ("4.x", "5.x", "pulsar")
 
 
 class ScenarioError(ValueError):
@@ -71,6 +75,8 @@ class GroupSpec:
     slow_probability: float = 0.0
     protocol: str = "4.x"              # "5.x": pop, invisible time, server-side retry and DLQ
     invisible_seconds: int = 60        # 5.x: invisible time of each receive
+    nack_delay_seconds: int = 60       # pulsar: negative_ack_redelivery_delay (the client's default)
+    ack_timeout_seconds: int = 0       # pulsar: unacked_messages_timeout (0: off; else at least 10 s)
 
     @property
     def max_attempts_failed(self) -> int:
@@ -208,6 +214,8 @@ def _validate(s: Scenario) -> None:
         if g.protocol == "5.x" and g.orderly:
             raise ScenarioError(f"group {g.name}: 5.x FIFO groups are not simulated; use a 4.x orderly group "
                                 f"or a 5.x concurrent one")
+        if g.protocol == "pulsar":
+            _pulsar_group(g, {t.name: t for t in s.topics}[g.topic])
         for key in ("fail_probability", "slow_probability"):
             v = getattr(g, key)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
@@ -236,6 +244,26 @@ def _validate(s: Scenario) -> None:
             parse_delay_table(s.message_delay_level)
         except DelayTableError as exc:
             raise ScenarioError(f"message_delay_level: {exc}") from None
+
+
+def _pulsar_group(g: GroupSpec, topic: TopicSpec) -> None:
+    _int(f"group {g.name}: nack_delay_seconds", g.nack_delay_seconds, lo=1, hi=24 * 3600)
+    _int(f"group {g.name}: ack_timeout_seconds", g.ack_timeout_seconds, lo=0, hi=24 * 3600)
+    if g.orderly:
+        raise ScenarioError(f"group {g.name}: Pulsar groups are simulated as Shared subscriptions; orderly is "
+                            f"for 4.x groups")
+    if topic.queues != 1:
+        raise ScenarioError(f"group {g.name}: a Pulsar topic is one log; give topic {topic.name} 1 queue, "
+                            f"not {topic.queues}")
+    if g.max_reconsume_times == 0:
+        raise ScenarioError(f"group {g.name}: a Pulsar max_redeliver_count must be at least 1 (the client's "
+                            f"rule); give max_reconsume_times 1 or more")
+    if 0 < g.ack_timeout_seconds < 10:
+        raise ScenarioError(f"group {g.name}: ack_timeout_seconds must be 0 (off) or at least 10, as the "
+                            f"Pulsar client requires; got {g.ack_timeout_seconds}")
+    if g.slow_probability and not g.ack_timeout_seconds:
+        raise ScenarioError(f"group {g.name}: slow deliveries of a Pulsar group come back only through an ack "
+                            f"timeout; give ack_timeout_seconds (10 or more) or slow_probability 0")
 
 
 def _within(s: Scenario, at_ms: int, what: str) -> None:

@@ -46,6 +46,7 @@ from ..message import Message
 from ..push_consumer import PushConsumer
 from .invariants import InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
+from .pulsar_consumer import PulsarConsumer, dead_letter_topic
 from .scenario import GroupSpec, Scenario
 
 __all__ = ["Simulation", "SimulationResult", "START_MS", "run_simulation"]
@@ -179,6 +180,12 @@ class Simulation:
             self.consumers[spec.name] = [PopConsumer(spec, self.embedded, listener).start()
                                          for _ in range(spec.consumers)]
             return
+        if spec.protocol == "pulsar":
+            listener = self._pulsar_listener(spec)
+            self.consumers[spec.name] = [
+                PulsarConsumer(spec, self.embedded, listener, self._pulsar_dead_letter(spec)).start()
+                for _ in range(spec.consumers)]
+            return
         made = []
         for i in range(spec.consumers):
             c = self.consumer_class(
@@ -202,11 +209,15 @@ class Simulation:
         self.producer.shutdown()
         emb.run_until_idle()
         now = self.clock.now_ms()
-        dlq = {g.name: emb.dlq_messages(g.name) for g in self.scenario.groups}
+        dlq = {g.name: emb.messages(dead_letter_topic(g)) if g.protocol == "pulsar" else emb.dlq_messages(g.name)
+               for g in self.scenario.groups}
         self.checker.final_checks(now, dlq)
         self.core.flush()
         accounts = account_message_store(self.core.store).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
+        for (group, topic), stats in self.core.subscriptions.stats().items():
+            if group in per_group:          # a Pulsar group: the redeliveries its broker counted
+                per_group[group].update(stats)
         settled = self.checker.pending == 0 and self.next_number >= self.scenario.messages
         carried = self.idle_runs_carried
         self._stop_events()
@@ -321,7 +332,8 @@ class Simulation:
         self.checker.step += 1
         for c in self.consumers.pop(group, []):
             # (a 5.x consumer holds nothing: it answers each delivery at once, or never)
-            if any(pq.msg_count for pq in getattr(c, "process_queues", {}).values()):
+            if any(pq.msg_count for pq in getattr(c, "process_queues", {}).values()) or \
+                    getattr(c, "holds_messages", False):
                 # A message still in flight (its listener overrunning, its local retry
                 # waiting) holds the committed offset: it and whatever followed it are
                 # delivered again on restart. At-least-once, as after a crash, so the
@@ -434,11 +446,29 @@ class Simulation:
         return on_messages
 
     def _pop_listener(self, spec: GroupSpec):
-        """A 5.x group's listener: the same checks and failure pattern as a 4.x one's;
-        its verdict is the consumer's answer (ack, a new invisible time, or none)."""
+        """A 5.x group's listener: its verdict is the consumer's answer (ack, a new
+        invisible time, or none); a failure comes back after the retry interval of its
+        attempt, a hang after the receive's invisible time."""
+        invisible_ms = spec.invisible_seconds * 1000
+        return self._answering_listener(
+            spec, lambda d, hangs: invisible_ms if hangs else retry_interval_ms(d.delivery_attempt),
+            finish_failed=True)
+
+    def _pulsar_listener(self, spec: GroupSpec):
+        """A Pulsar group's listener: its verdict is the consumer's answer (ack, negative
+        ack, or none); a failure comes back after the nack delay, a hang after the ack
+        timeout. What it failed stays unacknowledged until then."""
+        nack_ms, ack_timeout_ms = spec.nack_delay_seconds * 1000, spec.ack_timeout_seconds * 1000
+        return self._answering_listener(spec, lambda d, hangs: ack_timeout_ms if hangs else nack_ms,
+                                        finish_failed=False)
+
+    def _answering_listener(self, spec: GroupSpec, retry_delay_ms, *, finish_failed: bool):
+        """A listener that answers one delivery at a time (5.x, Pulsar): the same checks
+        and failure pattern as a 4.x one's. ``retry_delay_ms(delivery, hangs)``: when a
+        failed or hung delivery is due back. ``finish_failed``: a failed delivery is done
+        with at once (a 5.x retry is another stored copy)."""
         checker = self.checker
         clock = self.clock
-        invisible_ms = spec.invisible_seconds * 1000
 
         def on_delivery(d) -> str:
             now = clock.now_ms()
@@ -446,18 +476,27 @@ class Simulation:
             fate = checker.delivered(spec, number, d, spec.topic, now)
             failing = self._fails(spec, number, d.reconsume_times)
             hangs = bool(spec.slow_probability) and self.rng.random() < spec.slow_probability
-            # finished before the answer: an ack commits the offset at once
-            checker.finished(spec.name, d.record.topic, d.queue_id, d.queue_offset, now, False)
+            if finish_failed or not (hangs or failing):
+                # finished before the answer: an ack commits the offset at once
+                checker.finished(spec.name, d.record.topic, d.queue_id, d.queue_offset, now, False)
             if hangs or failing:
                 if fate is not None:
-                    delay = invisible_ms if hangs else retry_interval_ms(d.delivery_attempt)
-                    checker.failed(spec, fate, d, now, delay_ms=delay)
+                    checker.failed(spec, fate, d, now, delay_ms=retry_delay_ms(d, hangs))
                 return "hang" if hangs else "fail"
             if fate is not None:
                 checker.succeeded(spec, number, fate)
             return "ok"
 
         return on_delivery
+
+    def _pulsar_dead_letter(self, spec: GroupSpec):
+        """The client moved a message to the group's dead-letter topic and is about to ack it."""
+        def moved(d) -> None:
+            now = self.clock.now_ms()
+            self.checker.finished(spec.name, spec.topic, 0, d.queue_offset, now, False)
+            self.checker.dead_lettered(spec.name, d.msg_id, now)
+
+        return moved
 
     def _overrun(self, spec, msgs, numbers, fates, ctx, now, first_fail):
         """A listener that takes longer than consumeTimeout. While it runs, the

@@ -63,6 +63,8 @@ CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", 
                          "broker.processors.route", "broker.processors.send", "broker.processors.send_back",
                          # the retry tables the 5.x clients are told (the simulator's 5.x consumer)
                          "broker.retry_lifecycle",
+                         # Pulsar-style subscriptions (the simulator's Pulsar consumer)
+                         "broker.subscriptions",
                          # the pytest fixtures rocketmq5_endpoint and pulsar_endpoint start listeners beside the test
                          "broker.adapters.listener_thread"}
 

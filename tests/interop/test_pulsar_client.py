@@ -188,6 +188,11 @@ def test_the_clients_dead_letter_policy_ends_in_a_dlq_topic_kept_for_its_initial
         assert "ORIGIN_MESSAGE_ID" in dead.properties() and dead.properties()["REAL_TOPIC"].endswith("/orders")
     finally:
         client.close()
+    # the stored copy names its original in the store's terms (what accounting and 4.x read)
+    [original] = on_loop(lambda: records(core))
+    [copy] = on_loop(lambda: records(core, "pulsar|public|default|orders-DLQ"))
+    assert (copy.properties["REAL_TOPIC"], copy.properties["ORIGIN_MESSAGE_ID"], copy.reconsume_times) == \
+        (STORED, original.offset_msg_id, 3)
 
 
 def test_a_reader_reads_from_earliest_or_a_message_id_and_leaves_no_subscription(broker):

@@ -138,3 +138,18 @@ def test_the_readme_5x_simulation_line_runs_as_written(tmp_path):
     printed = json.loads(proc.stdout)
     assert printed["invariant_violations"] == 0 and printed["settled"] and printed["crashes"] == 1
     assert printed["dead_lettered"] == 10 and printed["succeeded"] == 990
+
+
+def test_the_readme_pulsar_simulation_line_runs_as_written(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Guide: deterministic simulation", 1)[1]
+    line = next(ln for ln in section.splitlines() if "--protocol pulsar" in ln and ln.startswith(".venv/bin/"))
+    args = line.split()[1:]
+    args[args.index("/tmp/simp")] = str(tmp_path / "simp")
+    script = Path(sys.executable).with_name("rocketmq-emulator")
+    proc = subprocess.run([str(script), *args, "--json", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed["invariant_violations"] == 0 and printed["settled"] and printed["crashes"] == 1
+    assert printed["dead_lettered"] == 10 and printed["succeeded"] == 990
+    assert printed["groups"]["SimGroup"]["max_redelivery_count"] == 16

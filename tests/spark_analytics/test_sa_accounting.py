@@ -141,3 +141,33 @@ def test_5x_pop_retry_copies_belong_to_their_group(as_heads):
     assert a.summary() == {"produced": 2, "succeeded": 1, "dead_lettered": 1, "send_backs": 3}
     (per,) = a.per_group
     assert (per.group, per.topic, per.retried) == (g, t, {1: 2})
+
+
+@pytest.mark.parametrize("as_heads", [False, True], ids=["mappings", "heads"])
+def test_pulsar_dead_letters_belong_to_the_subscription_their_topic_names(as_heads):
+    """A Pulsar client's dead letter is a copy in ``<topic>-<subscription>-DLQ`` (the
+    clients' default) or ``<subscription>-DLQ`` (the older name), with REAL_TOPIC and
+    ORIGIN_MESSAGE_ID in the store's terms (the front writes them so). The subscription
+    acked the original after moving it: dead-lettered, not succeeded. Redeliveries are
+    no records: their stats come from config/subscriptions.json."""
+    t = "pulsar|public|default|orders"
+    originals = [_Rec(t, {}, qoff=i, phys=100 * i) for i in range(3)]
+    if as_heads:
+        originals = [_as_head(r) for r in originals]
+    first, second = originals[0].offset_msg_id, originals[1].offset_msg_id
+    recs = originals + [
+        _Rec(t + "-bill_ing-DLQ", {"REAL_TOPIC": t, "ORIGIN_MESSAGE_ID": first}, recon=3, phys=300),
+        _Rec("pulsar|public|default|audit-DLQ", {"REAL_TOPIC": t, "ORIGIN_MESSAGE_ID": second}, recon=2, phys=400),
+        _Rec("pulsar|public|default|plain-DLQ", {}, phys=500)]            # no copy: a topic's own message
+    if as_heads:
+        recs = recs[:3] + [_as_head(r) for r in recs[3:]]
+    stats = {f"{t}@bill_ing": {"acked": [], "stats": {"redeliveries": 5, "redelivered_messages": 2,
+                                                      "max_redelivery_count": 2}}}
+    a = account(recs, {f"{t}@bill_ing": {"0": 3}, f"{t}@audit": {"0": 3}}, stats)
+    per = {(g.group, g.topic): (g.produced, g.succeeded, g.dead_lettered, g.send_backs) for g in a.per_group}
+    assert per == {("audit", t): (3, 2, 1, 1), ("bill_ing", t): (3, 2, 1, 1)}
+    assert a.produced_by_topic == {t: 3, "pulsar|public|default|plain-DLQ": 1}
+    assert a.to_dict()["redeliveries"] == [{"group": "bill_ing", "topic": t, "redeliveries": 5,
+                                            "redelivered_messages": 2, "max_redelivery_count": 2}]
+    assert classify(t + "-s-DLQ", {"REAL_TOPIC": t}) is Kind.DEAD_LETTER
+    assert classify(t + "-s-DLQ", {"REAL_TOPIC": t + "-s-DLQ", "DELAY": "2"}) is Kind.DELAYED_DELIVERY

@@ -33,6 +33,18 @@ def test_analyze_counts_equal_simulate_json(spark, tmp_path, capsys, monkeypatch
     assert {k: summary[k] for k in COUNTS} == {k: printed[k] for k in COUNTS}
 
 
+def simulate_and_analyze(spark, tmp_path, capsys, monkeypatch, scenario):
+    """``simulate --scenario`` (settled, no violation), a snapshot, ``analyze`` through the
+    data source: (what simulate printed, analyze's summary)."""
+    store = tmp_path / "store"
+    rc = main(["simulate", "--scenario", str(scenario), "--out", str(store), "--json", "--quiet"])
+    printed = json.loads(capsys.readouterr().out)
+    assert rc == 0 and printed["invariant_violations"] == 0 and printed["settled"]
+    take_snapshot(store, tmp_path / "snap", wall_ms=wall_ms)
+    monkeypatch.setattr(datasource, "LOCAL_READ_MAX_BYTES", 0)
+    return printed, analyze_snapshot(str(tmp_path / "snap"), str(tmp_path / "report"), spark=spark)
+
+
 def test_analyze_counts_5x_retries_and_orderly_dead_letters_as_simulate_does(spark, tmp_path, capsys, monkeypatch):
     """A 5.x group (redeliveries through %RETRY%<group>+<topic>, its DLQ copies one
     reconsume time above 4.x's) and a 4.x orderly group (retries in place, its dead
@@ -44,12 +56,30 @@ def test_analyze_counts_5x_retries_and_orderly_dead_letters_as_simulate_does(spa
         "groups": [{"name": "Pop_Group", "protocol": "5.x", "poison_every": 100, "fail_once_every": 10,
                     "fail_once_remainder": 5, "slow_probability": 0.02, "invisible_seconds": 30},
                    {"name": "Orderly", "orderly": True, "max_reconsume_times": 2, "poison_every": 100}]}))
-    store = tmp_path / "store"
-    rc = main(["simulate", "--scenario", str(scenario), "--out", str(store), "--json", "--quiet"])
-    printed = json.loads(capsys.readouterr().out)
-    assert rc == 0 and printed["invariant_violations"] == 0 and printed["settled"]
+    printed, summary = simulate_and_analyze(spark, tmp_path, capsys, monkeypatch, scenario)
     assert printed["dead_lettered"] == 6 and printed["succeeded"] == 2 * 300 - 6
-    take_snapshot(store, tmp_path / "snap", wall_ms=wall_ms)
-    monkeypatch.setattr(datasource, "LOCAL_READ_MAX_BYTES", 0)
-    summary = analyze_snapshot(str(tmp_path / "snap"), str(tmp_path / "report"), spark=spark)
     assert {k: summary[k] for k in COUNTS} == {k: printed[k] for k in COUNTS}
+
+
+def test_analyze_counts_pulsar_dead_letters_and_redeliveries_as_simulate_does(spark, tmp_path, capsys, monkeypatch):
+    """A Pulsar group (redeliveries counted by the broker, in no record; dead letters the
+    client copies to <topic>-<subscription>-DLQ) beside a 4.x group on one topic, with a
+    crash: analyze's four counts equal simulate's, and its redeliveries table holds the
+    counts the subscription saved."""
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({
+        "messages": 300, "duration": "10m", "crashes": ["3m"], "topics": [{"name": "SimTopic", "queues": 1}],
+        "groups": [{"name": "Pulse", "protocol": "pulsar", "poison_every": 100, "fail_once_every": 10,
+                    "fail_once_remainder": 5, "nack_delay_seconds": 20, "max_reconsume_times": 4},
+                   {"name": "Classic", "poison_every": 100}]}))
+    printed, summary = simulate_and_analyze(spark, tmp_path, capsys, monkeypatch, scenario)
+    assert printed["dead_lettered"] == 6 and printed["succeeded"] == 2 * 300 - 6
+    assert {k: summary[k] for k in COUNTS} == {k: printed[k] for k in COUNTS}
+    per = {(r["group"], r["topic"]): (r["produced"], r["succeeded"], r["dead_lettered"])
+           for r in summary["tables"]["per_group"]}
+    assert per == {("Pulse", "SimTopic"): (300, 297, 3), ("Classic", "SimTopic"): (300, 297, 3)}
+    [row] = summary["tables"]["redeliveries"]
+    pulse = printed["groups"]["Pulse"]
+    assert (row["group"], row["topic"], row["redeliveries"], row["max_redelivery_count"]) == \
+        ("Pulse", "SimTopic", pulse["redeliveries"], 4)
+    assert "Pulsar redeliveries" in (tmp_path / "report" / "report.html").read_text()

@@ -1,0 +1,149 @@
+"""Pulsar-style groups in the simulator (issue 21, item 9): a Shared subscription with the
+client's negative acks, ack timeout and dead-letter policy on the core's subscriptions,
+under the same invariants as 4.x and 5.x groups; planted bugs are caught."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.client_sdk.simulation import (ConsumerRestart, GroupSpec, Scenario, Simulation, TopicSpec,
+                                                     WriteOffWindow, run_simulation)
+from rocketmq_emulator.client_sdk.simulation import pulsar_consumer
+from rocketmq_emulator.client_sdk.simulation.scenario import ScenarioError
+from rocketmq_emulator.client_sdk.simulation.simulator import START_MS
+
+from .conftest import W1, small as small_4x
+
+ONE_LOG = (TopicSpec(queues=1),)
+
+
+def small(**kw) -> Scenario:
+    kw.setdefault("topics", ONE_LOG)
+    return small_4x(**kw)
+
+
+def pulsar(**kw) -> GroupSpec:
+    return GroupSpec(protocol="pulsar", **{**W1, "nack_delay_seconds": 30, **kw})
+
+
+def test_the_w1_pattern_redelivers_with_counts_and_dead_letters_after_max_redeliveries(store_dir):
+    result = run_simulation(small(groups=(pulsar(max_reconsume_times=5),)), store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    s = result.summary()
+    # 200 messages: 2 poison (6 deliveries: counts 0..5), 20 fail once (2 each), 178 once
+    assert result.deliveries == 2 * 6 + 20 * 2 + 178
+    assert (s["produced"], s["succeeded"], s["dead_lettered"], s["send_backs"]) == (200, 198, 2, 2)
+    assert result.per_group == {"SimGroup": {"dead_lettered": 2, "redeliveries": 2 * 5 + 20,
+                                             "redelivered_messages": 22, "max_redelivery_count": 5}}
+    # nothing but the originals and the two dead letters is stored: redeliveries are no records
+    from rocketmq_emulator.store import MessageStore, StoreConfig
+    store = MessageStore(store_dir, StoreConfig())
+    try:
+        topics = {h.topic for h in store.heads()}
+        dead = [store.look_message_by_offset(h.commit_log_offset) for h in store.heads()
+                if h.topic == "SimTopic-SimGroup-DLQ"]
+        originals = {h.queue_offset: h.offset_msg_id for h in store.heads() if h.topic == "SimTopic"}
+    finally:
+        store.close()
+    assert topics == {"SimTopic", "SimTopic-SimGroup-DLQ"}
+    assert [(d.body[:9], d.reconsume_times, d.properties["REAL_TOPIC"]) for d in dead] == \
+        [(b"00000000|", 6, "SimTopic"), (b"00000100|", 6, "SimTopic")]
+    assert [d.properties["ORIGIN_MESSAGE_ID"] for d in dead] == [originals[0], originals[100]]
+    # the poison message: 5 nack delays of 30 s after its first delivery, then the move
+    assert dead[0].store_timestamp - START_MS >= 6 * 30_000
+
+
+def test_every_fault_keeps_every_invariant(store_dir):
+    scenario = small(messages=300, groups=(pulsar(consumers=2, fail_probability=0.03, slow_probability=0.03,
+                                                  ack_timeout_seconds=20),),
+                     crashes_ms=(2_000, 20 * 60_000), write_off=(WriteOffWindow(1_000, 4_000),),
+                     consumer_restarts=(ConsumerRestart("SimGroup", 60_000, 30_000),))
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    assert result.settled and result.crashes == 2 and result.refused_sends > 0
+    s = result.summary()
+    assert s["produced"] == 300 and s["dead_lettered"] >= 3
+    assert s["succeeded"] + s["dead_lettered"] == 300
+
+
+def test_4x_5x_and_pulsar_groups_on_one_topic_each_keep_their_books(store_dir):
+    scenario = small(groups=(GroupSpec(name="Old", **W1), GroupSpec(name="New", protocol="5.x", **W1),
+                             pulsar(name="Pulse")), settle_ms=8 * 3_600_000)
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    s = result.summary()
+    assert s["produced"] == 200 and s["dead_lettered"] == 6 and s["succeeded"] == 3 * 198
+    assert {g: v["dead_lettered"] for g, v in result.per_group.items()} == {"Old": 2, "New": 2, "Pulse": 2}
+
+
+def test_a_redelivery_before_its_nack_delay_is_caught(store_dir, monkeypatch):
+    # planted bug: the consumer sends a negative ack back after 1 s, not the 30 s it was given
+    later = pulsar_consumer.PulsarConsumer._later
+    monkeypatch.setattr(pulsar_consumer.PulsarConsumer, "_later", lambda self, ms, d: later(self, 1000, d))
+    result = Simulation(small(groups=(pulsar(),)), store_dir).run()
+    delays = [v for v in result.violations if v.invariant == "retry_delay"]
+    assert delays and "it is due after 30000 ms" in delays[0].message
+
+
+def test_a_dead_letter_one_redelivery_early_is_caught(store_dir, monkeypatch):
+    # planted bug: the client's threshold one below the group's max_redeliver_count
+    start = pulsar_consumer.PulsarConsumer.start
+
+    def start_with_a_lower_max(self):
+        self.max_redeliver_count -= 1
+        return start(self)
+
+    monkeypatch.setattr(pulsar_consumer.PulsarConsumer, "start", start_with_a_lower_max)
+    result = Simulation(small(groups=(pulsar(max_reconsume_times=3),)), store_dir).run()
+    attempts = [v for v in result.violations if v.invariant == "attempts"]
+    assert attempts and "expected 0..3" in attempts[0].message
+
+
+def test_a_broker_that_forgets_to_count_is_caught(store_dir, monkeypatch):
+    # planted bug: redeliveries not counted, so the client never sees the maximum: the
+    # poison messages never end (they are reported lost when the run stops)
+    from rocketmq_emulator.broker.subscriptions import SubscriptionService
+    back = SubscriptionService._back
+    monkeypatch.setattr(SubscriptionService, "_back", lambda self, cursor, offsets, count=True:
+                        back(self, cursor, offsets, count=False))
+    result = Simulation(small(groups=(pulsar(),), settle_ms=3_600_000), store_dir).run()
+    assert not result.settled and "lost" in {v.invariant for v in result.violations}
+
+
+def test_pulsar_groups_refuse_what_the_client_or_a_topic_cannot_do(tmp_path, capsys):
+    with pytest.raises(ScenarioError, match="a Pulsar topic is one log; give topic SimTopic 1 queue, not 4"):
+        Scenario(groups=(pulsar(),))
+    with pytest.raises(ScenarioError, match="0 .off. or at least 10"):
+        Scenario(topics=ONE_LOG, groups=(pulsar(ack_timeout_seconds=5),))
+    with pytest.raises(ScenarioError, match="come back only through an ack timeout"):
+        Scenario(topics=ONE_LOG, groups=(pulsar(slow_probability=0.1),))
+    with pytest.raises(ScenarioError, match="at least 1"):
+        Scenario(topics=ONE_LOG, groups=(pulsar(max_reconsume_times=0),))
+    with pytest.raises(ScenarioError, match="Shared subscriptions"):
+        Scenario(topics=ONE_LOG, groups=(pulsar(orderly=True, max_reconsume_times=2),))
+    rc = main(["simulate", "--protocol", "pulsar", "--ack-timeout", "9s", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count("\n") == 0 and "at least 10" in err
+
+
+def test_the_cli_runs_a_pulsar_group(tmp_path, capsys):
+    rc = main(["simulate", "--protocol", "pulsar", "--messages", "300", "--pattern", "w1", "--nack-delay", "10s",
+               "--ack-timeout", "30s", "--slow-probability", "0.05", "--crash-at", "2m", "--out",
+               str(tmp_path / "o"), "--json", "--quiet"])
+    printed = json.loads(capsys.readouterr().out)
+    assert rc == 0 and printed["invariant_violations"] == 0 and printed["settled"]
+    assert printed["produced"] == 300 and printed["dead_lettered"] == 3
+    assert printed["succeeded"] + printed["dead_lettered"] == 300
+    assert printed["groups"]["SimGroup"]["max_redelivery_count"] == 16
+
+
+def test_the_same_seed_writes_the_same_bytes_with_pulsar_groups(tmp_path):
+    from .conftest import commit_log_bytes
+
+    scenario = small(messages=150, groups=(pulsar(fail_probability=0.05, slow_probability=0.05,
+                                                  ack_timeout_seconds=15),), crashes_ms=(90_000,))
+    run_simulation(scenario, tmp_path / "a")
+    run_simulation(scenario, tmp_path / "b")
+    assert commit_log_bytes(tmp_path / "a") == commit_log_bytes(tmp_path / "b")
