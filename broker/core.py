@@ -200,6 +200,8 @@ class BrokerCore:
                                          rec.reconsume_times, lane, due, props[Prop.ORIGIN_MESSAGE_ID],
                                          props[Prop.RETRY_TOPIC]))
             return res
+        if rec.topic in self.subscriptions.topics:      # a Pulsar-style subscription reads it
+            self.subscriptions.stored(rec.topic)
         if kind is EventKind.SENT_BACK:
             kind = EventKind.STORED         # (a send-back that is not delayed: a transaction half)
         if kind in self.events.wanted:

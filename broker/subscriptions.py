@@ -34,6 +34,8 @@ costs only the permits of the indexes left. Saved with the individual acks.
 Delayed delivery: a Shared or Key_Shared subscription that reads a message due later
 keeps it in its *delayed* heap; ``tick`` moves what has come due into the replay set and
 tells the watchers (the front pumps), on the core's one clock, so `clock advance` moves it.
+The core tells them too of every store into a topic some subscription reads (``stored``):
+whoever stored it, a Pulsar producer, a 4.x or 5.x client, a delayed message come due.
 Exact by default; ``delayed_delivery_tick_time_millis`` (delayedDeliveryTickTimeMillis)
 gives Pulsar's tolerance: due within a tick is not held, and held ones go a tick early.
 """
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+from collections import Counter
 import zlib
 from dataclasses import dataclass, field
 
@@ -122,7 +125,8 @@ class SubscriptionService:
         self.core = core
         self._cursors: dict[tuple[str, str], _Cursor] = {}
         self._of: dict[object, _Cursor] = {}              # consumer key -> its cursor
-        self.watchers: list = []                          # fn(topic): delayed messages came due
+        self.watchers: list = []                          # fn(topic): something new to dispatch there
+        self.topics: dict[str, int] = {}                  # topic -> its subscriptions (the core looks here)
         self._dirty = False                               # acks or counts changed since the last save
         self._saved = None                                # config/subscriptions.json as loaded
 
@@ -148,6 +152,7 @@ class SubscriptionService:
             else:
                 at = lo if earliest else hi
             cursor = self._cursors[(group, topic)] = _Cursor(group, topic, sub_type, at, at, durable=durable)
+            self.topics[topic] = self.topics.get(topic, 0) + 1
             if durable and committed >= 0:
                 self._restore(cursor)
             self._commit(cursor)
@@ -190,7 +195,7 @@ class SubscriptionService:
         cursor.consumers.remove(c)
         self._back(cursor, c.pending, count=False)
         if not cursor.durable and not cursor.consumers:
-            del self._cursors[(cursor.group, cursor.topic)]
+            self._drop(cursor)
         elif not cursor.consumers and self.core.config.redelivery_count_in_memory:
             cursor.redeliveries.clear()        # Pulsar forgets them when the last consumer leaves
 
@@ -203,7 +208,7 @@ class SubscriptionService:
         if any(c.key is not consumer for c in cursor.consumers):
             return SubscribeOutcome.OTHER_CONSUMERS
         del self._of[consumer]
-        del self._cursors[(cursor.group, cursor.topic)]
+        self._drop(cursor)
         if cursor.durable:
             self.core.record_offsets_deleted(cursor.group, cursor.topic)
             if self._loaded().pop(f"{cursor.topic}@{cursor.group}", None) is not None:
@@ -383,7 +388,20 @@ class SubscriptionService:
 
     def subscribed(self, topic: str) -> bool:
         """Whether some subscription reads ``topic`` (a store into it may be dispatched)."""
-        return any(t == topic for _, t in self._cursors)
+        return topic in self.topics
+
+    def stored(self, topic: str) -> None:
+        """The core stored into ``topic``, which a subscription reads: the watchers are told."""
+        for fn in self.watchers:
+            fn(topic)
+
+    def _drop(self, cursor: _Cursor) -> None:
+        del self._cursors[(cursor.group, cursor.topic)]
+        left = self.topics[cursor.topic] - 1
+        if left:
+            self.topics[cursor.topic] = left
+        else:
+            del self.topics[cursor.topic]
 
     # -- the clock ----------------------------------------------------------------------------
     def next_deadline(self) -> int | None:
@@ -494,6 +512,7 @@ class SubscriptionService:
     def _check(self) -> None:
         """Every pending or replayed offset is between the mark-delete and the read position;
         no offset is both pending and acknowledged."""
+        assert self.topics == dict(Counter(t for _, t in self._cursors)), "the topic index is off"
         for cursor in self._cursors.values():
             held = set(cursor.replay)
             delayed = {o for _, o in cursor.delayed}

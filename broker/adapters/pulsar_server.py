@@ -43,13 +43,14 @@ class _Protocol(asyncio.Protocol):
             self.server.pump()
 
     def data_received(self, data: bytes) -> None:
+        # the replies to every frame of this read go out in one write: a client with 32
+        # sends in flight sends them back to back, and a write each was a syscall each
+        replies: list[bytes] = []
         try:
             frames = self.decoder.feed(data)
             for frame in frames:
                 with self.server.lock:
-                    replies = self.server.front.handle(self.conn, frame)
-                for out in replies:
-                    self.transport.write(out)
+                    replies += self.server.front.handle(self.conn, frame)
                 if self.conn.closed:
                     break
         except FrameError as exc:
@@ -59,6 +60,8 @@ class _Protocol(asyncio.Protocol):
             log.exception("Pulsar connection %s closed: the broker failed on its request", self.conn.peer)
             self.conn.closed = True
         finally:
+            if replies:
+                self.transport.write(b"".join(replies))
             self.server.pump()
             self.server.after_activity()
         if self.conn.closed:

@@ -62,11 +62,18 @@ class Frame:
             return False
         return _U32.unpack_from(self.entry, 2)[0] == crc32c(memoryview(self.entry)[6:])
 
-    def metadata_and_payload(self) -> tuple[bytes, bytes]:
-        """(serialized MessageMetadata, payload) of a payload command."""
-        if self.entry is None:
+    def metadata_and_payload(self, *, checked: bool = False) -> tuple[bytes, bytes] | None:
+        """(serialized MessageMetadata, payload) of a payload command; with ``checked``,
+        None when its checksum is wrong (one pass over the entry: every SEND takes it)."""
+        entry = self.entry
+        if entry is None:
             raise FrameError("a simple command has no metadata")
-        body = memoryview(self.entry)[6:] if self.has_checksum else memoryview(self.entry)
+        if len(entry) >= 6 and entry[0] == 0x0E and entry[1] == 0x01:          # MAGIC_CHECKSUM
+            body = memoryview(entry)[6:]
+            if checked and _U32.unpack_from(entry, 2)[0] != crc32c(body):
+                return None
+        else:
+            body = memoryview(entry)
         if len(body) < 4:
             raise FrameError("payload command shorter than its metadata size")
         size = _U32.unpack_from(body)[0]

@@ -32,12 +32,11 @@ from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_dead_le
 from rocketmq_emulator.store.records import Prop
 
 from ..config import PERM_READ, PERM_WRITE
-from ..events import EventKind
 from ..operations import SendOutcome, SendRequest
 from ..subscriptions import DELIVER_AT_PROPERTY, KEY_PROPERTY, SubscribeOutcome, SubType
 from . import schema as s
 from .frames import DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, encode_payload, encode_simple
-from .names import STORE_PREFIX, PulsarNameError, parse_topic, store_group, store_topic
+from .names import PulsarNameError, parse_topic, store_group, store_topic
 
 __all__ = ["PulsarFront", "Connection", "METADATA_PROPERTY", "ledger_id"]
 
@@ -59,6 +58,10 @@ class _Producer:
     topic: str                  # the Pulsar topic's full name
     stored: str                 # the store's topic
     name: str
+    ledger: int = 0             # ledger_id(stored), worked out once
+
+    def __post_init__(self) -> None:
+        self.ledger = ledger_id(self.stored)
 
 
 @dataclass(eq=False)          # (a connection is itself: kept in sets, compared by identity)
@@ -92,8 +95,8 @@ class PulsarFront:
         self._dirty: set[str] = set()           # store topics with something new to dispatch
         self._active: dict[tuple[str, str], _Consumer] = {}   # Failover: the active consumer last told
         self.on_dirty = None                    # the listener's hook: pump soon
-        core.events.subscribe(self._on_stored, kinds=(EventKind.STORED, EventKind.REDELIVERED))
-        core.subscriptions.watchers.append(self._mark)     # delayed messages came due
+        # a store into a subscribed topic, whoever stored it, or delayed messages come due
+        core.subscriptions.watchers.append(self._mark)
 
     # -- the one entry point -----------------------------------------------------------------
     def handle(self, conn: Connection, frame: Frame) -> list[bytes]:
@@ -193,10 +196,11 @@ class PulsarFront:
         if producer is None:
             return [_send_error(req, s.ServerError.UnknownError,
                                 f"producer {req.producer_id} is not open on this connection")]
-        if not frame.checksum_ok():
-            return [_send_error(req, s.ServerError.ChecksumError, "checksum failed on the broker")]
         try:
-            raw_meta, payload = frame.metadata_and_payload()
+            parts = frame.metadata_and_payload(checked=True)
+            if parts is None:
+                return [_send_error(req, s.ServerError.ChecksumError, "checksum failed on the broker")]
+            raw_meta, payload = parts
             meta = s.MessageMetadata.FromString(raw_meta)
         except Exception as exc:
             return [_send_error(req, s.ServerError.UnknownError, f"bad message metadata: {exc}")]
@@ -225,7 +229,7 @@ class PulsarFront:
         reply = s.BaseCommand(type=s.Type.SEND_RECEIPT)
         r = reply.send_receipt
         r.producer_id, r.sequence_id = req.producer_id, req.sequence_id
-        r.message_id.ledgerId, r.message_id.entryId = ledger_id(producer.stored), result.queue_offset
+        r.message_id.ledgerId, r.message_id.entryId = producer.ledger, result.queue_offset
         if req.HasField("highest_sequence_id"):
             r.highest_sequence_id = req.highest_sequence_id
         return [_frame(reply)]
@@ -448,11 +452,6 @@ class PulsarFront:
         conn.producers.clear()
 
     # -- dispatch --------------------------------------------------------------------------------
-    def _on_stored(self, event) -> None:
-        # (a topic nobody subscribes to has nothing to dispatch: most stores while producing)
-        if event.topic.startswith(STORE_PREFIX) and self.core.subscriptions.subscribed(event.topic):
-            self._mark(event.topic)
-
     def _mark(self, stored: str) -> None:
         if not self._dirty and self.on_dirty is not None:
             self.on_dirty()

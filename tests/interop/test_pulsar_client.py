@@ -364,3 +364,20 @@ def test_a_dead_letter_topic_nobody_subscribes_to_keeps_its_messages(broker):
         assert later.receive(timeout_millis=5000).data() == b"poison"
     finally:
         client.close()
+
+
+def test_an_unacknowledged_message_comes_back_after_the_ack_timeout_with_its_count(broker):
+    """The client's ack timeout (at least 10 s, its own real-time timer; reference §7)
+    asks for the redelivery; the broker counts it as a negative ack's."""
+    core, server, on_loop = broker
+    client = client_of(server)
+    try:
+        consumer = client.subscribe("orders", "forgetful", consumer_type=pulsar.ConsumerType.Shared,
+                                    unacked_messages_timeout_ms=10_000)
+        client.create_producer("orders").send(b"unanswered")
+        first = consumer.receive(timeout_millis=5000)
+        again = consumer.receive(timeout_millis=20_000)       # ~11 s: the timeout plus the client's 1 s tick
+        assert (first.redelivery_count(), again.data(), again.redelivery_count()) == (0, b"unanswered", 1)
+        consumer.acknowledge(again)
+    finally:
+        client.close()
