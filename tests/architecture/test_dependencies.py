@@ -65,6 +65,8 @@ CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", 
                          "broker.retry_lifecycle",
                          # Pulsar-style subscriptions (the simulator's Pulsar consumer)
                          "broker.subscriptions",
+                         # the Pulsar codec (one codec, two ends) and the front the in-process client talks to
+                         "broker.pulsar_front",
                          # the pytest fixtures rocketmq5_endpoint and pulsar_endpoint start listeners beside the test
                          "broker.adapters.listener_thread"}
 
