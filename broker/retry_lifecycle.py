@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX
 from rocketmq_emulator.store.records import Prop
 
 from .topics import DLQ_PREFIX, RETRY_PREFIX
@@ -39,9 +40,8 @@ _S, _M, _H = 1000, 60_000, 3_600_000
 # the 16th, 2 hours each. (The same durations as 4.x delay levels 3..18.)
 ROCKETMQ5_UNORDERED_INTERVALS_MS = (10 * _S, 30 * _S, 1 * _M, 2 * _M, 3 * _M, 4 * _M, 5 * _M, 6 * _M, 7 * _M,
                                     8 * _M, 9 * _M, 10 * _M, 20 * _M, 30 * _M, 1 * _H, 2 * _H)
-# Seed 000: "[topic name]-[subscription name]-RETRY" / "-DLQ" (clusters on 2.9.2 and later).
-PULSAR_RETRY_SUFFIX = "-RETRY"
-PULSAR_DLQ_SUFFIX = "-DLQ"
+# (PULSAR_RETRY_SUFFIX / PULSAR_DLQ_SUFFIX: seed 000's "[topic name]-[subscription name]-RETRY"
+# / "-DLQ", defined with the store's accounting, which reads those names)
 # RocketMQ 4.x: a send-back without a level asks for 3 + reconsumeTimes (10 s first).
 _FIRST_RETRY_LEVEL = 3
 

@@ -120,6 +120,23 @@ def pulsar_endpoint(rocketmq_broker):
     listener.close()
 
 
+@pytest.fixture
+def pulsar_client(rocketmq_broker):
+    """The SDK's Pulsar client (client_sdk.pulsar_client) on ``rocketmq_broker``, in process
+    and on its virtual clock: ``time_travel`` moves nack delays, ack timeouts and
+    retry-letter delays (needs the pulsar extra)."""
+    from rocketmq_emulator.broker.cli_common import missing_extra
+
+    missing = missing_extra("pulsar", "google_crc32c")
+    if missing:
+        pytest.fail(f"pulsar_client {missing}")
+    from .pulsar_client import PulsarClient
+
+    client = PulsarClient(rocketmq_broker)
+    yield client
+    client.close()
+
+
 def _listener(broker, fixture: str, thread_class: str, extra: str, *modules: str):
     """A started listener thread of ``thread_class`` on the broker's core (its lock shared);
     a missing extra fails the test with the one line that says which to install."""

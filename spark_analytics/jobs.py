@@ -26,8 +26,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from rocketmq_emulator.store import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_table
-from rocketmq_emulator.store.accounting import (NOT_BUSINESS_PREFIXES, PULSAR_DLQ_SUFFIX, Kind, normalize_offsets,
-                                                redelivery_stats)
+from rocketmq_emulator.store.accounting import (NOT_BUSINESS_PREFIXES, PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX, Kind,
+                                                normalize_offsets, redelivery_stats)
 from rocketmq_emulator.store.records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
 from .datasource import read_commitlog
@@ -75,6 +75,8 @@ def classify_expr() -> Column:
                   F.when(real.eqNullSafe(topic), Kind.DELAYED_DELIVERY.value)
                   .when(real.isNotNull() & (real != "") & topic.endswith(PULSAR_DLQ_SUFFIX),
                         Kind.DEAD_LETTER.value)                                              # Pulsar's
+                  .when(real.isNotNull() & (real != "") & topic.endswith(PULSAR_RETRY_SUFFIX),
+                        Kind.RETRY_DIRECT.value)
                   .otherwise(Kind.ORIGINAL.value))
             .otherwise(Kind.OTHER.value))
 
@@ -84,17 +86,20 @@ def group_expr() -> Column:
     kind = F.col("kind")
     return (F.when(kind == Kind.RETRY_SCHEDULED.value, F.expr(f"substring(real_topic, {len(RETRY_PREFIX) + 1})"))
             .when(kind.isin(Kind.RETRY_DELIVERY.value, Kind.RETRY_DIRECT.value),     # (5.x: %RETRY%<group>+<topic>)
-                  F.substring_index(F.expr(f"substring(topic, {len(RETRY_PREFIX) + 1})"), POP_RETRY_SEPARATOR, 1))
+                  F.when(F.col("topic").startswith(RETRY_PREFIX), F.substring_index(
+                      F.expr(f"substring(topic, {len(RETRY_PREFIX) + 1})"), POP_RETRY_SEPARATOR, 1))
+                  .otherwise(_pulsar_letter_group()))
             .when(kind == Kind.DEAD_LETTER.value,
                   F.when(F.col("topic").startswith(DLQ_PREFIX), F.expr(f"substring(topic, {len(DLQ_PREFIX) + 1})"))
-                  .otherwise(_pulsar_dead_letter_group())))
+                  .otherwise(_pulsar_letter_group())))
 
 
-def _pulsar_dead_letter_group() -> Column:
-    """accounting.pulsar_dead_letter_group, as a Spark column."""
-    n = len(PULSAR_DLQ_SUFFIX)
-    default_form = F.col("topic").startswith(F.concat(F.col("real_topic"), F.lit("-"))) & (
-        F.length("topic") - n > F.length("real_topic") + 1)
+def _pulsar_letter_group() -> Column:
+    """accounting.pulsar_letter_group, as a Spark column."""
+    n = (f"(CASE WHEN endswith(topic, '{PULSAR_DLQ_SUFFIX}') THEN {len(PULSAR_DLQ_SUFFIX)} "
+         f"ELSE {len(PULSAR_RETRY_SUFFIX)} END)")
+    default_form = F.col("topic").startswith(F.concat(F.col("real_topic"), F.lit("-"))) & F.expr(
+        f"length(topic) - {n} > length(real_topic) + 1")
     return (F.when(default_form, F.expr(f"substring(topic, length(real_topic) + 2, "
                                         f"length(topic) - length(real_topic) - 1 - {n})"))
             .otherwise(F.expr(f"substring_index(substring(topic, 1, length(topic) - {n}), '|', -1)")))

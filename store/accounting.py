@@ -18,13 +18,17 @@ Every stored record is one of these kinds (``classify``):
   retry_direct      stored straight into %RETRY%<group> without a delay: a send-back
                     and deliverable. 5.x redeliveries are of this kind too: a delivery
                     whose invisible time ended is re-stored in %RETRY%<group>+<topic>
-                    (the pop retry topic; the group is the name before the "+")
+                    (the pop retry topic; the group is the name before the "+"); and a
+                    Pulsar client's retry letter (``reconsume_later``): a record in a
+                    topic named ``…-RETRY`` whose REAL_TOPIC is another topic, its
+                    reconsumeTimes its RECONSUMETIMES, its group the subscription its
+                    name holds (``pulsar_letter_group``)
   dead_letter       stored in %DLQ%<group>: a send-back and a dead letter. A Pulsar
                     client's dead letter is of this kind too: a record in a topic named
                     ``…-DLQ`` whose REAL_TOPIC is another topic (the Pulsar front writes
                     REAL_TOPIC and ORIGIN_MESSAGE_ID in the store's terms: the original's
                     store topic and offsetMsgId). Its group is the subscription its
-                    name holds (``pulsar_dead_letter_group``)
+                    name holds (``pulsar_letter_group``)
   other             system topics, prepared / rolled-back transaction halves
 
 A *message* is one stored original (or delayed delivery): its key is that record's
@@ -77,12 +81,15 @@ __all__ = [
     "Accounts",
     "account",
     "account_message_store",
-    "pulsar_dead_letter_group",
+    "pulsar_letter_group",
     "redelivery_stats",
     "PULSAR_DLQ_SUFFIX",
+    "PULSAR_RETRY_SUFFIX",
 ]
 
+# Seed 000: a subscription's letter topics are "<topic>-<subscription>-RETRY" / "-DLQ"
 PULSAR_DLQ_SUFFIX = "-DLQ"
+PULSAR_RETRY_SUFFIX = "-RETRY"
 
 # Not a business topic: a system one, or a group's retry / dead-letter topic.
 NOT_BUSINESS_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX) + SYSTEM_PREFIXES
@@ -130,19 +137,22 @@ def _kind(topic: str, real: str | None, sys_flag: int) -> Kind:
     if topic.startswith(DLQ_PREFIX):
         return _DEAD_LETTER
     if is_business_topic(topic):
-        if real and real != topic and topic.endswith(PULSAR_DLQ_SUFFIX):
-            return _DEAD_LETTER                     # a Pulsar client's dead letter
+        if real and real != topic:
+            if topic.endswith(PULSAR_DLQ_SUFFIX):
+                return _DEAD_LETTER                 # a Pulsar client's dead letter
+            if topic.endswith(PULSAR_RETRY_SUFFIX):
+                return _RETRY_DIRECT                # a Pulsar client's retry letter
         return _DELAYED_DELIVERY if real == topic else _ORIGINAL
     return _OTHER
 
 
-def pulsar_dead_letter_group(topic: str, real: str | None) -> str:
-    """The subscription (store group) a Pulsar dead letter in ``topic`` belongs to, its
-    original in the store topic ``real``: the Pulsar clients' default name is
-    ``<topic>-<subscription>-DLQ``, the older one ``<subscription>-DLQ`` in the same
-    namespace; for any other name, the name before ``-DLQ`` (a custom dead-letter topic
-    does not say its subscription)."""
-    end = len(topic) - len(PULSAR_DLQ_SUFFIX)
+def pulsar_letter_group(topic: str, real: str | None) -> str:
+    """The subscription (store group) a Pulsar dead or retry letter in ``topic`` belongs
+    to, its original in the store topic ``real``: the Pulsar clients' default name is
+    ``<topic>-<subscription>-DLQ`` (``-RETRY``), the older one ``<subscription>-DLQ`` in
+    the same namespace; for any other name, the name before the suffix (a custom letter
+    topic does not say its subscription)."""
+    end = len(topic) - len(PULSAR_DLQ_SUFFIX if topic.endswith(PULSAR_DLQ_SUFFIX) else PULSAR_RETRY_SUFFIX)
     if real and topic.startswith(real + "-") and end > len(real) + 1:
         return topic[len(real) + 1:end]
     return topic[:end].rpartition("|")[2]
@@ -170,9 +180,11 @@ def _group(kind: Kind, topic: str, real: str | None) -> str | None:
     if kind is _RETRY_SCHEDULED:
         return (real or "")[len(RETRY_PREFIX):]
     if kind in RETRY_COPY_KINDS:
+        if not topic.startswith(RETRY_PREFIX):
+            return pulsar_letter_group(topic, real)
         return topic[len(RETRY_PREFIX):].partition(POP_RETRY_SEPARATOR)[0]
     if kind is _DEAD_LETTER:
-        return topic[len(DLQ_PREFIX):] if topic.startswith(DLQ_PREFIX) else pulsar_dead_letter_group(topic, real)
+        return topic[len(DLQ_PREFIX):] if topic.startswith(DLQ_PREFIX) else pulsar_letter_group(topic, real)
     return None
 
 

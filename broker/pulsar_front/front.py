@@ -28,7 +28,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 
-from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_dead_letter_group
+from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import Prop
 
 from ..config import PERM_READ, PERM_WRITE
@@ -263,7 +263,7 @@ class PulsarFront:
         if not stored.endswith(PULSAR_DLQ_SUFFIX):
             return 0
         readers = {c.group for c in conn.consumers.values() if c.stored == real}
-        group = readers.pop() if len(readers) == 1 else pulsar_dead_letter_group(stored, real)
+        group = readers.pop() if len(readers) == 1 else pulsar_letter_group(stored, real)
         return self.core.subscriptions.redelivery_count(group, real, offset) + 1
 
     # -- consumers ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Callable
 from rocketmq_emulator.broker.pulsar_front.frames import FrameDecoder, FrameError
 from rocketmq_emulator.broker.pulsar_front.front import Connection, PulsarFront
 
-from ..errors import RemotingConnectError
+from .errors import PulsarClientError
 
 __all__ = ["InProcessLink", "TcpLink", "parse_service_url"]
 
@@ -96,7 +96,7 @@ class InProcessLink:
 
     def write(self, data: bytes) -> None:
         if self.closed:
-            raise RemotingConnectError("the Pulsar connection is closed")
+            raise PulsarClientError("the Pulsar connection is closed")
         replies = []
         with self.shared.locked():
             for frame in self._decoder.feed(data):
@@ -134,7 +134,7 @@ class TcpLink:
         try:
             self.sock = socket.create_connection((host, port), timeout=connect_timeout_s)
         except OSError as exc:
-            raise RemotingConnectError(f"cannot connect to pulsar://{host}:{port}: {exc.strerror or exc}") from None
+            raise PulsarClientError(f"cannot connect to pulsar://{host}:{port}: {exc.strerror or exc}") from None
         self.sock.settimeout(None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.closed = False
@@ -144,13 +144,13 @@ class TcpLink:
 
     def write(self, data: bytes) -> None:
         if self.closed:
-            raise RemotingConnectError("the Pulsar connection is closed")
+            raise PulsarClientError("the Pulsar connection is closed")
         try:
             with self._write_lock:
                 self.sock.sendall(data)
         except OSError as exc:
             self._lost(f"write failed: {exc.strerror or exc}")
-            raise RemotingConnectError(f"the Pulsar connection failed: {exc.strerror or exc}") from None
+            raise PulsarClientError(f"the Pulsar connection failed: {exc.strerror or exc}") from None
 
     def _read_loop(self) -> None:
         decoder = FrameDecoder()
