@@ -365,6 +365,11 @@ class SubscriptionService:
         cursor.replay.update(parked)
         return out
 
+    def consumer_keys(self, group: str, topic: str) -> list:
+        """The consumers attached to ``group``'s subscription of ``topic``."""
+        cursor = self._cursors.get((group, topic))
+        return [c.key for c in cursor.consumers] if cursor is not None else []
+
     def members(self, consumer) -> tuple[list, object | None]:
         """The consumers attached to ``consumer``'s subscription, and the active one of a
         Failover subscription (None for other types or when ``consumer`` is not attached)."""

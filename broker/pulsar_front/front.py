@@ -468,6 +468,9 @@ class PulsarFront:
             for group, topic in subs.cursors():
                 if topic != stored:
                     continue
+                keys = subs.consumer_keys(group, topic)
+                if not keys or not all(isinstance(k, _Consumer) for k in keys):
+                    continue        # (a subscription of another kind of consumer: the simulator's, in process)
                 for d in subs.dispatch(group, topic, cost=_permits_of):
                     consumer = d.consumer
                     if consumer.conn.closed:

@@ -40,7 +40,7 @@ from rocketmq_emulator.delay_scheduler import parse_duration
 from .errors import PulsarClientError, PulsarTimeout
 from .messages import Message, messages_of
 
-__all__ = ["Consumer", "ConsumerType", "InitialPosition", "DeadLetterPolicy", "MESSAGE_DELAYLEVEL",
+__all__ = ["Consumer", "ConsumerType", "InitialPosition", "DeadLetterPolicy", "MESSAGE_DELAYLEVEL", "parse_delay_levels",
            "MIN_RETRY_DELAY_MS", "MAX_RETRY_DELAY_MS"]
 
 log = logging.getLogger("client_sdk.pulsar")
@@ -114,7 +114,7 @@ class Consumer:
         self.ack_timeout_ms = unacked_messages_timeout_ms
         self.policy = dead_letter_policy
         self.listener = listener
-        self.delay_levels = _levels(delay_levels)
+        self.delay_levels = parse_delay_levels(delay_levels)
         self.max_reconsume_times = dead_letter_policy.max_redeliver_count if dead_letter_policy else \
             DEFAULT_MAX_RECONSUME_TIMES
         self.dead_letter_topic = (dead_letter_policy and dead_letter_policy.dead_letter_topic) or \
@@ -299,13 +299,17 @@ class Consumer:
             try:
                 self._producer(self.dead_letter_topic, initial).send(m.data(), props, partition_key=m.partition_key())
             except PulsarClientError as exc:
-                log.warning("dead letter of %s to %s failed (%s); it is redelivered", m.message_id(),
-                            self.dead_letter_topic, exc)
-                self._plain_redeliver(m)
+                # (the clients fall back to a redelivery; after the nack delay, so a broker
+                # that refuses writes is not asked again and again in one instant)
+                log.warning("dead letter of %s to %s failed (%s); it is redelivered after %d ms", m.message_id(),
+                            self.dead_letter_topic, exc, self.nack_delay_ms)
+                self.runtime.call_later(self.nack_delay_ms, self._plain_redeliver, m)
                 continue
             self.acknowledge(m)
 
     def _plain_redeliver(self, m: Message) -> None:
+        if self.closed or self.session.lost is not None:
+            return
         self.session.command("redeliverUnacknowledgedMessages", s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES,
                              consumer_id=m.channel.consumer_id,
                              message_ids=[{"ledgerId": m.message_id().ledger, "entryId": m.message_id().entry}])
@@ -398,7 +402,7 @@ def _letter_topic(topic: str, subscription: str, kind: str, legacy: bool) -> str
     return f"{topic}-{subscription}-{kind}"
 
 
-def _levels(text: str) -> list[int]:
+def parse_delay_levels(text: str) -> list[int]:
     try:
         levels = [parse_duration(w) for w in text.split()]
     except Exception:

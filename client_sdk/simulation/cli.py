@@ -52,6 +52,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="pulsar: the negative-ack redelivery delay, whole seconds (default: 60s)")
     p.add_argument("--ack-timeout", metavar="DURATION",
                    help="pulsar: the ack timeout, 0 (off, the default) or at least 10s")
+    p.add_argument("--retry-letters", choices=("increasing", "level", "delay"),
+                   help="pulsar: retry through the retry-letter topic with the SDK's Pulsar consumer "
+                        "(reconsume_later by attempt level, a fixed --retry-level, or a fixed --retry-delay); "
+                        "the topic becomes pulsar|public|default|<name>")
+    p.add_argument("--retry-level", type=int, help="pulsar, --retry-letters level: the ladder's level (default 1)")
+    p.add_argument("--retry-delay", metavar="DURATION",
+                   help="pulsar, --retry-letters delay: whole seconds, 1s to 864000s (default 10s)")
     p.add_argument("--invisible-time", metavar="DURATION",
                    help="5.x: each receive's invisible time, whole seconds like 60s or 2m (default: 60s)")
     p.add_argument("--crash-at", action="append", default=[], metavar="T",
@@ -101,11 +108,17 @@ def build_scenario(args) -> Scenario:
     elif args.protocol == "pulsar":           # a Pulsar topic is one log
         topics = (TopicSpec(topics[0].name, 1),) + topics[1:]
     producers = base.producers
+    groups = base.groups
+    if args.retry_letters and not topics[0].name.startswith("pulsar|"):
+        # a retry-letter group reads a Pulsar topic: the first topic becomes one, by name
+        old, new = topics[0].name, "pulsar|public|default|" + topics[0].name
+        topics = (replace(topics[0], name=new),) + topics[1:]
+        producers = tuple(replace(p, topic=new) if p.topic == old else p for p in producers)
+        groups = tuple(replace(g, topic=new) if g.topic == old else g for g in groups)
     if args.rate is not None or args.body_size is not None:
         p0 = producers[0]
         producers = (ProducerSpec(p0.topic, p0.rate if args.rate is None else args.rate,
                                   p0.body_size if args.body_size is None else args.body_size),) + producers[1:]
-    groups = base.groups
     group_options = {}
     if args.pattern == "w1":
         group_options.update(poison_every=100, fail_once_every=10, fail_once_remainder=5)
@@ -129,7 +142,12 @@ def build_scenario(args) -> Scenario:
         if ms % 1000 or ms < 1000:
             raise ScenarioError(f"--invisible-time takes whole seconds of at least 1s, got {args.invisible_time!r}")
         group_options["invisible_seconds"] = ms // 1000
-    for opt, key in (("nack_delay", "nack_delay_seconds"), ("ack_timeout", "ack_timeout_seconds")):
+    if args.retry_letters:
+        group_options["retry_letters"] = args.retry_letters
+    if args.retry_level is not None:
+        group_options["retry_level"] = args.retry_level
+    for opt, key in (("nack_delay", "nack_delay_seconds"), ("ack_timeout", "ack_timeout_seconds"),
+                     ("retry_delay", "retry_delay_seconds")):
         text = getattr(args, opt)
         if text is None:
             continue

@@ -25,6 +25,11 @@ time per receive, ``batch_size`` its receive batch. A Pulsar group's max_reconsu
 is its max_redeliver_count (-1: 16, as the Java client's default), ``nack_delay_seconds``
 its negative-ack delay, ``ack_timeout_seconds`` its ack timeout (0: none; a slow delivery
 then never comes back, so slow_probability needs one); its topic is one log (1 queue).
+With ``retry_letters`` a Pulsar group retries through its retry-letter topic instead, with
+the SDK's Pulsar consumer (client_sdk.pulsar_client, seed 000): "increasing" (1 s, 5 s,
+10 s ... by attempt), "level" (``retry_level`` of the ladder each time) or "delay"
+(``retry_delay_seconds`` each time); its topic is then a Pulsar one, named in the store's
+terms: ``pulsar|<tenant>|<namespace>|<name>``.
 """
 from __future__ import annotations
 
@@ -77,6 +82,9 @@ class GroupSpec:
     invisible_seconds: int = 60        # 5.x: invisible time of each receive
     nack_delay_seconds: int = 60       # pulsar: negative_ack_redelivery_delay (the client's default)
     ack_timeout_seconds: int = 0       # pulsar: unacked_messages_timeout (0: off; else at least 10 s)
+    retry_letters: str = ""            # pulsar: "" (negative acks), "increasing", "level" or "delay"
+    retry_level: int = 1               # pulsar, retry_letters "level": the ladder's level
+    retry_delay_seconds: int = 10      # pulsar, retry_letters "delay": 1 to 864,000
 
     @property
     def max_attempts_failed(self) -> int:
@@ -261,9 +269,29 @@ def _pulsar_group(g: GroupSpec, topic: TopicSpec) -> None:
     if 0 < g.ack_timeout_seconds < 10:
         raise ScenarioError(f"group {g.name}: ack_timeout_seconds must be 0 (off) or at least 10, as the "
                             f"Pulsar client requires; got {g.ack_timeout_seconds}")
-    if g.slow_probability and not g.ack_timeout_seconds:
+    if g.retry_letters:
+        _retry_letters(g, topic)
+    elif g.slow_probability and not g.ack_timeout_seconds:
         raise ScenarioError(f"group {g.name}: slow deliveries of a Pulsar group come back only through an ack "
                             f"timeout; give ack_timeout_seconds (10 or more) or slow_probability 0")
+
+
+RETRY_LETTER_MODES = ("increasing", "level", "delay")
+PULSAR_STORE_PREFIX = "pulsar|"
+
+
+def _retry_letters(g: GroupSpec, topic: TopicSpec) -> None:
+    if g.retry_letters not in RETRY_LETTER_MODES:
+        raise ScenarioError(f"group {g.name}: retry_letters must be one of {', '.join(RETRY_LETTER_MODES)} (or "
+                            f"empty for negative acks), got {g.retry_letters!r}")
+    if not topic.name.startswith(PULSAR_STORE_PREFIX) or topic.name.count("|") != 3:
+        raise ScenarioError(f"group {g.name}: a retry-letter group reads a Pulsar topic; name topic {topic.name} "
+                            f"pulsar|<tenant>|<namespace>|<name>, e.g. pulsar|public|default|{topic.name}")
+    _int(f"group {g.name}: retry_level", g.retry_level, lo=1, hi=18)
+    _int(f"group {g.name}: retry_delay_seconds", g.retry_delay_seconds, lo=1, hi=864_000)
+    if g.slow_probability:
+        raise ScenarioError(f"group {g.name}: a retry-letter group's deliveries are answered; give "
+                            f"slow_probability 0")
 
 
 def _within(s: Scenario, at_ms: int, what: str) -> None:

@@ -46,6 +46,7 @@ from ..message import Message
 from ..push_consumer import PushConsumer
 from .invariants import InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
+from . import retry_letters
 from .pulsar_consumer import PulsarConsumer, dead_letter_topic
 from .scenario import GroupSpec, Scenario
 
@@ -180,6 +181,12 @@ class Simulation:
             self.consumers[spec.name] = [PopConsumer(spec, self.embedded, listener).start()
                                          for _ in range(spec.consumers)]
             return
+        if spec.protocol == "pulsar" and spec.retry_letters:
+            listener = self._retry_letter_listener(spec)
+            moved = self._retry_letter_dead(spec)
+            self.consumers[spec.name] = [retry_letters.RetryLetterConsumer(spec, self.embedded, listener, moved).start()
+                                         for _ in range(spec.consumers)]
+            return
         if spec.protocol == "pulsar":
             listener = self._pulsar_listener(spec)
             self.consumers[spec.name] = [
@@ -209,7 +216,7 @@ class Simulation:
         self.producer.shutdown()
         emb.run_until_idle()
         now = self.clock.now_ms()
-        dlq = {g.name: emb.messages(dead_letter_topic(g)) if g.protocol == "pulsar" else emb.dlq_messages(g.name)
+        dlq = {g.name: emb.messages(_dead_letter_topic(g)) if g.protocol == "pulsar" else emb.dlq_messages(g.name)
                for g in self.scenario.groups}
         self.checker.final_checks(now, dlq)
         self.core.flush()
@@ -217,7 +224,9 @@ class Simulation:
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
         for (group, topic), stats in self.core.subscriptions.stats().items():
             if group in per_group:          # a Pulsar group: the redeliveries its broker counted
-                per_group[group].update(stats)
+                mine = per_group[group]
+                for k, v in stats.items():
+                    mine[k] = max(mine.get(k, 0), v) if k.startswith("max_") else mine.get(k, 0) + v
         settled = self.checker.pending == 0 and self.next_number >= self.scenario.messages
         carried = self.idle_runs_carried
         self._stop_events()
@@ -489,6 +498,32 @@ class Simulation:
 
         return on_delivery
 
+    def _retry_letter_listener(self, spec: GroupSpec):
+        """A retry-letter group's listener (retry_letters.py): the same checks and failure
+        pattern; a failure is a new copy in the retry-letter topic, due after the delay of
+        the group's mode, or, after the last retry, a copy in the dead-letter topic."""
+        checker = self.checker
+        clock = self.clock
+
+        def on_copy(d) -> str:
+            now = clock.now_ms()
+            number = int(d.body[:NUMBER_WIDTH])
+            fate = checker.delivered(spec, number, d, d.topic, now)
+            # answered at once either way (reconsume_later acks the copy it retries)
+            checker.finished(spec.name, d.topic, 0, d.queue_offset, now, False)
+            if not self._fails(spec, number, d.reconsume_times):
+                if fate is not None:
+                    checker.succeeded(spec, number, fate)
+                return "ok"
+            if fate is not None:
+                checker.failed(spec, fate, d, now, delay_ms=retry_letters.retry_delay_ms(spec, d.reconsume_times))
+            return "fail"
+
+        return on_copy
+
+    def _retry_letter_dead(self, spec: GroupSpec):
+        return lambda d: self.checker.dead_lettered(spec.name, d.msg_id, self.clock.now_ms())
+
     def _pulsar_dead_letter(self, spec: GroupSpec):
         """The client moved a message to the group's dead-letter topic and is about to ack it."""
         def moved(d) -> None:
@@ -569,6 +604,10 @@ class Simulation:
         elif e.kind == EventKind.DEAD_LETTERED:
             group = e.group or e.topic[len("%DLQ%"):]
             self.checker.dead_lettered(group, e.msg_id, e.time_ms)
+
+
+def _dead_letter_topic(spec: GroupSpec) -> str:
+    return retry_letters.dead_letter_topic(spec) if spec.retry_letters else dead_letter_topic(spec)
 
 
 def _verdict(ctx, first_fail: int | None) -> ConsumeConcurrentlyStatus:

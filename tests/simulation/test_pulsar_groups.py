@@ -8,8 +8,8 @@ import json
 import pytest
 
 from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.client_sdk.simulation import (ConsumerRestart, GroupSpec, Scenario, Simulation, TopicSpec,
-                                                     WriteOffWindow, run_simulation)
+from rocketmq_emulator.client_sdk.simulation import (ConsumerRestart, GroupSpec, ProducerSpec, Scenario, Simulation,
+                                                     TopicSpec, WriteOffWindow, run_simulation)
 from rocketmq_emulator.client_sdk.simulation import pulsar_consumer
 from rocketmq_emulator.client_sdk.simulation.scenario import ScenarioError
 from rocketmq_emulator.client_sdk.simulation.simulator import START_MS
@@ -147,3 +147,83 @@ def test_the_same_seed_writes_the_same_bytes_with_pulsar_groups(tmp_path):
     run_simulation(scenario, tmp_path / "a")
     run_simulation(scenario, tmp_path / "b")
     assert commit_log_bytes(tmp_path / "a") == commit_log_bytes(tmp_path / "b")
+
+
+LETTERS = "pulsar|public|default|Letters"
+
+
+def lettered(mode: str, **kw) -> Scenario:
+    kw.setdefault("groups", (pulsar(topic=LETTERS, retry_letters=mode, max_reconsume_times=4),))
+    return small_4x(topics=(TopicSpec(LETTERS, 1),), producers=(ProducerSpec(topic=LETTERS),), **kw)
+
+
+@pytest.mark.parametrize("mode, retry_gaps_s", [("increasing", [1, 5, 10, 30]), ("level", [10] * 4),
+                                                ("delay", [7] * 4)])
+def test_retry_letter_groups_walk_their_mode_into_the_dlq(store_dir, mode, retry_gaps_s):
+    """Seed 000's three reconsume_later modes through the SDK's Pulsar consumer: each
+    retry is a new copy in <topic>-<subscription>-RETRY, due after its mode's delay; the
+    copy after the 4th retry goes to the DLQ."""
+    scenario = lettered(mode, groups=(pulsar(topic=LETTERS, retry_letters=mode, max_reconsume_times=4,
+                                             retry_level=3, retry_delay_seconds=7),))
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    s = result.summary()
+    assert (s["produced"], s["succeeded"], s["dead_lettered"]) == (200, 198, 2)
+    assert s["send_backs"] == 2 * 4 + 20 + 2             # the retry letters and the dead letters
+    from rocketmq_emulator.store import MessageStore, StoreConfig
+    store = MessageStore(store_dir, StoreConfig())
+    try:
+        poison = sorted((store.look_message_by_offset(h.commit_log_offset) for h in store.heads()
+                         if h.topic == LETTERS + "-SimGroup-RETRY"), key=lambda r: r.store_timestamp)
+        poison = [r for r in poison if r.body.startswith(b"00000000|")]
+        dead = [h for h in store.heads() if h.topic == LETTERS + "-SimGroup-DLQ"]
+    finally:
+        store.close()
+    assert [r.properties["RECONSUMETIMES"] for r in poison] == ["1", "2", "3", "4"] and len(dead) == 2
+    delays = [int(r.properties["DELAY_TIME"]) // 1000 for r in poison]
+    assert delays == retry_gaps_s
+
+
+def test_retry_letter_groups_keep_every_invariant_through_faults(store_dir):
+    scenario = lettered("increasing", messages=300, crashes_ms=(2_000, 20 * 60_000),
+                        write_off=(WriteOffWindow(1_000, 4_000), WriteOffWindow(30_000, 90_000)),
+                        groups=(pulsar(topic=LETTERS, retry_letters="increasing", consumers=2,
+                                       fail_probability=0.05),),
+                        consumer_restarts=(ConsumerRestart("SimGroup", 60_000, 30_000),))
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    s = result.summary()
+    assert result.settled and s["produced"] == 300 and s["succeeded"] + s["dead_lettered"] == 300
+
+
+def test_a_retry_letter_sooner_than_its_mode_is_caught(store_dir, monkeypatch):
+    # planted bug: the application retries at level 1 (1 s) where the group says level 3 (10 s)
+    from rocketmq_emulator.client_sdk.pulsar_client.consumer import Consumer
+    reconsume = Consumer.reconsume_later
+    monkeypatch.setattr(Consumer, "reconsume_later", lambda self, m, delay_ms=None, level=None:
+                        reconsume(self, m, level=1))
+    result = Simulation(lettered("level", groups=(pulsar(topic=LETTERS, retry_letters="level", retry_level=3),)),
+                        store_dir).run()
+    delays = [v for v in result.violations if v.invariant == "retry_delay"]
+    assert delays and "it is due after 10000 ms" in delays[0].message
+
+
+def test_retry_letter_groups_need_a_pulsar_topic_and_a_known_mode(tmp_path, capsys):
+    with pytest.raises(ScenarioError, match="name topic SimTopic pulsar"):
+        Scenario(topics=ONE_LOG, groups=(pulsar(retry_letters="increasing"),))
+    with pytest.raises(ScenarioError, match="retry_letters must be one of"):
+        lettered("sometimes")
+    with pytest.raises(ScenarioError, match="retry_delay_seconds must be <= 864000"):
+        lettered("delay", groups=(pulsar(topic=LETTERS, retry_letters="delay", retry_delay_seconds=900_000),))
+    rc = main(["simulate", "--protocol", "pulsar", "--retry-letters", "level", "--retry-level", "19",
+               "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count("\n") == 0 and "retry_level must be <= 18" in err
+
+
+def test_the_cli_runs_a_retry_letter_group(tmp_path, capsys):
+    rc = main(["simulate", "--protocol", "pulsar", "--retry-letters", "increasing", "--messages", "300",
+               "--pattern", "w1", "--crash-at", "2m", "--out", str(tmp_path / "o"), "--json", "--quiet"])
+    printed = json.loads(capsys.readouterr().out)
+    assert rc == 0 and printed["invariant_violations"] == 0 and printed["settled"]
+    assert (printed["produced"], printed["dead_lettered"], printed["succeeded"]) == (300, 3, 297)

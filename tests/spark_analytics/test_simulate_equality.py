@@ -61,25 +61,36 @@ def test_analyze_counts_5x_retries_and_orderly_dead_letters_as_simulate_does(spa
     assert {k: summary[k] for k in COUNTS} == {k: printed[k] for k in COUNTS}
 
 
+TOPIC = "pulsar|public|default|SimTopic"
+
+
 def test_analyze_counts_pulsar_dead_letters_and_redeliveries_as_simulate_does(spark, tmp_path, capsys, monkeypatch):
-    """A Pulsar group (redeliveries counted by the broker, in no record; dead letters the
-    client copies to <topic>-<subscription>-DLQ) beside a 4.x group on one topic, with a
-    crash: analyze's four counts equal simulate's, and its redeliveries table holds the
-    counts the subscription saved."""
+    """On one Pulsar topic: a Pulsar group (redeliveries counted by the broker, in no
+    record; dead letters the client copies to <topic>-<subscription>-DLQ), a retry-letter
+    group (the SDK's reconsume_later: copies in <topic>-<subscription>-RETRY) and a 4.x
+    group, with a crash: analyze's four counts equal simulate's, and its redeliveries
+    table holds the counts the subscription saved."""
     scenario = tmp_path / "scenario.json"
     scenario.write_text(json.dumps({
-        "messages": 300, "duration": "10m", "crashes": ["3m"], "topics": [{"name": "SimTopic", "queues": 1}],
-        "groups": [{"name": "Pulse", "protocol": "pulsar", "poison_every": 100, "fail_once_every": 10,
-                    "fail_once_remainder": 5, "nack_delay_seconds": 20, "max_reconsume_times": 4},
-                   {"name": "Classic", "poison_every": 100}]}))
+        "messages": 300, "duration": "10m", "crashes": ["3m"], "topics": [{"name": TOPIC, "queues": 1}],
+        "producers": [{"topic": TOPIC}],
+        "groups": [{"name": "Pulse", "topic": TOPIC, "protocol": "pulsar", "poison_every": 100,
+                    "fail_once_every": 10, "fail_once_remainder": 5, "nack_delay_seconds": 20,
+                    "max_reconsume_times": 4},
+                   {"name": "Classic", "topic": TOPIC, "poison_every": 100},
+                   {"name": "Letters", "topic": TOPIC, "protocol": "pulsar", "retry_letters": "increasing",
+                    "poison_every": 100, "fail_once_every": 10, "fail_once_remainder": 5,
+                    "max_reconsume_times": 3}]}))
     printed, summary = simulate_and_analyze(spark, tmp_path, capsys, monkeypatch, scenario)
-    assert printed["dead_lettered"] == 6 and printed["succeeded"] == 2 * 300 - 6
+    assert printed["dead_lettered"] == 9 and printed["succeeded"] == 3 * 297
     assert {k: summary[k] for k in COUNTS} == {k: printed[k] for k in COUNTS}
     per = {(r["group"], r["topic"]): (r["produced"], r["succeeded"], r["dead_lettered"])
            for r in summary["tables"]["per_group"]}
-    assert per == {("Pulse", "SimTopic"): (300, 297, 3), ("Classic", "SimTopic"): (300, 297, 3)}
-    [row] = summary["tables"]["redeliveries"]
+    # (the retry-letter subscription's own offsets on the retry topic: a row with nothing produced there)
+    assert per == {**{(g, TOPIC): (300, 297, 3) for g in ("Pulse", "Classic", "Letters")},
+                   ("Letters", TOPIC + "-Letters-RETRY"): (0, 0, 0)}
+    [row] = [r for r in summary["tables"]["redeliveries"] if r["group"] == "Pulse"]
     pulse = printed["groups"]["Pulse"]
     assert (row["group"], row["topic"], row["redeliveries"], row["max_redelivery_count"]) == \
-        ("Pulse", "SimTopic", pulse["redeliveries"], 4)
+        ("Pulse", TOPIC, pulse["redeliveries"], 4)
     assert "Pulsar redeliveries" in (tmp_path / "report" / "report.html").read_text()

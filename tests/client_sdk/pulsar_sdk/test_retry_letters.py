@@ -183,3 +183,21 @@ def test_listener_style_runs_on_the_brokers_loop(pulsar_client, time_travel):
     assert got == [(b"l", None), (b"l", "1")]
     time_travel("1s")
     assert got[-1] == (b"l", "2")
+
+
+def test_a_dead_letter_the_broker_refuses_comes_back_after_the_nack_delay(pulsar_client, rocketmq_broker, caplog):
+    """The clients fall back to a redelivery when the dead-letter send fails; here after
+    the nack delay, so a read-only broker is not asked again and again in one instant."""
+    consumer = pulsar_client.subscribe("orders", "stuck", consumer_type=ConsumerType.Shared,
+                                       negative_ack_redelivery_delay_ms=10_000, dead_letter_policy=DeadLetterPolicy(1))
+    pulsar_client.create_producer("orders").send(b"poison")
+    consumer.negative_acknowledge(consumer.receive())
+    consumer.negative_acknowledge(consumer.receive())         # count 1: the next step is the DLQ
+    rocketmq_broker.set_writeable(False)
+    with caplog.at_level("WARNING", logger="client_sdk.pulsar"):
+        rocketmq_broker.advance("60s")
+    tries = [r for r in caplog.records if "dead letter of" in r.getMessage()]
+    assert 4 <= len(tries) <= 7                               # about one per nack delay, not a loop
+    rocketmq_broker.set_writeable(True)
+    rocketmq_broker.advance("25s")
+    assert [d.data() for d in dead_letters(pulsar_client, "orders-stuck-DLQ")] == [b"poison"]
