@@ -73,6 +73,7 @@ class Connection:
     producers: dict[int, _Producer] = field(default_factory=dict)
     consumers: dict[int, "_Consumer"] = field(default_factory=dict)
     closed: bool = False                    # set when the front wants the socket closed
+    checksums: bool = True                  # MESSAGE frames with a CRC-32C (off in process: no wire)
     outgoing: list[bytes] = field(default_factory=list)   # MESSAGE frames pushed to it
 
 
@@ -488,7 +489,8 @@ class PulsarFront:
             m.redelivery_count = d.redelivery_count
         if d.unacked_mask is not None:            # a partly acked batch: the client skips the others
             m.ack_set.extend(_words_of(d.unacked_mask))
-        return encode_payload(cmd.SerializeToString(), _metadata_of(d.record), d.record.body)
+        return encode_payload(cmd.SerializeToString(), _metadata_of(d.record), d.record.body,
+                              checksum=consumer.conn.checksums)
 
     def _ensure_topic(self, stored: str) -> None:
         core = self.core

@@ -19,7 +19,7 @@ import socket
 import threading
 from typing import Callable
 
-from rocketmq_emulator.broker.pulsar_front.frames import FrameDecoder, FrameError
+from rocketmq_emulator.broker.pulsar_front.frames import Frame, FrameDecoder, FrameError, encode_payload, encode_simple
 from rocketmq_emulator.broker.pulsar_front.front import Connection, PulsarFront
 
 from .errors import PulsarClientError
@@ -82,28 +82,29 @@ def _front_of(embedded) -> _FrontOfCore:
 
 
 class InProcessLink:
-    """A session's connection to the Pulsar front of ``embedded``'s core."""
+    """A session's connection to the Pulsar front of ``embedded``'s core. Frames go over
+    as objects and without checksums (there is no wire to damage them), and the front's
+    answer to a command is handled before ``write_frame`` returns, as a reply that was
+    already on the socket would be."""
+
+    checksums = False
 
     def __init__(self, embedded, on_frames: FrameHandler) -> None:
         self.embedded = embedded
         self.runtime = embedded.runtime
         self.on_frames = on_frames
         self.shared = _front_of(embedded)
-        self.conn = Connection(peer="in-process")
+        self.conn = Connection(peer="in-process", checksums=False)
         self.shared.links[self.conn] = self
         self.closed = False
-        self._decoder = FrameDecoder()
 
-    def write(self, data: bytes) -> None:
+    def write_frame(self, command: bytes, entry: bytes | None) -> None:
         if self.closed:
             raise PulsarClientError("the Pulsar connection is closed")
-        replies = []
         with self.shared.locked():
-            for frame in self._decoder.feed(data):
-                replies += self.shared.front.handle(self.conn, frame)
-        frames = FrameDecoder().feed(b"".join(replies)) if replies else []
-        if frames:
-            self.runtime.call_soon(self.on_frames, frames)
+            replies = self.shared.front.handle(self.conn, Frame(command, entry))
+        if replies:
+            self.on_frames(FrameDecoder().feed(replies[0] if len(replies) == 1 else b"".join(replies)))
         if self.conn.outgoing:
             self.deliver_outgoing()
 
@@ -138,9 +139,13 @@ class TcpLink:
         self.sock.settimeout(None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.closed = False
+        self.checksums = True
         self._write_lock = threading.Lock()
         self._reader = threading.Thread(target=self._read_loop, name=f"pulsar-reader-{host}:{port}", daemon=True)
         self._reader.start()
+
+    def write_frame(self, command: bytes, entry: bytes | None) -> None:
+        self.write(encode_simple(command) if entry is None else encode_payload(command, entry=entry))
 
     def write(self, data: bytes) -> None:
         if self.closed:

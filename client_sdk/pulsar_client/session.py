@@ -12,7 +12,7 @@ import itertools
 from typing import Callable
 
 from rocketmq_emulator.broker.pulsar_front import schema as s
-from rocketmq_emulator.broker.pulsar_front.frames import encode_payload, encode_simple
+from rocketmq_emulator.broker.pulsar_front.frames import entry_of
 
 from .errors import PulsarClientError, server_error
 
@@ -77,7 +77,7 @@ class Session:
         inner.request_id = request_id
         for k, v in fields.items():
             _set(inner, k, v)
-        self._write(cmd, pending)
+        self._write(cmd)
         return pending
 
     def command(self, field: str, type_: int, **fields) -> None:
@@ -94,16 +94,13 @@ class Session:
         self._receipts[(producer_id, sequence_id)] = pending
         cmd = s.BaseCommand(type=s.Type.SEND)
         cmd.send.producer_id, cmd.send.sequence_id, cmd.send.num_messages = producer_id, sequence_id, 1
-        self._write_bytes(encode_payload(cmd.SerializeToString(), metadata, payload), pending)
+        self._write(cmd, entry_of(metadata, payload, self.link.checksums))
         return pending
 
-    def _write(self, cmd, pending: Pending | None = None) -> None:
-        self._write_bytes(encode_simple(cmd.SerializeToString()), pending)
-
-    def _write_bytes(self, data: bytes, pending: Pending | None = None) -> None:
+    def _write(self, cmd, entry: bytes | None = None) -> None:
         if self.lost is not None:
             raise PulsarClientError(f"the connection is gone: {self.lost}")
-        self.link.write(data)
+        self.link.write_frame(cmd.SerializeToString(), entry)
 
     def close(self) -> None:
         self.link.close()
