@@ -46,9 +46,8 @@ from ..message import Message
 from ..push_consumer import PushConsumer
 from .invariants import InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
-from . import retry_letters
 from .pulsar_consumer import PulsarConsumer, dead_letter_topic
-from .scenario import GroupSpec, Scenario
+from .scenario import GroupSpec, Scenario, ScenarioError
 
 __all__ = ["Simulation", "SimulationResult", "START_MS", "run_simulation"]
 
@@ -184,8 +183,8 @@ class Simulation:
         if spec.protocol == "pulsar" and spec.retry_letters:
             listener = self._retry_letter_listener(spec)
             moved = self._retry_letter_dead(spec)
-            self.consumers[spec.name] = [retry_letters.RetryLetterConsumer(spec, self.embedded, listener, moved).start()
-                                         for _ in range(spec.consumers)]
+            self.consumers[spec.name] = [_retry_letters().RetryLetterConsumer(spec, self.embedded, listener, moved)
+                                         .start() for _ in range(spec.consumers)]
             return
         if spec.protocol == "pulsar":
             listener = self._pulsar_listener(spec)
@@ -504,6 +503,7 @@ class Simulation:
         the group's mode, or, after the last retry, a copy in the dead-letter topic."""
         checker = self.checker
         clock = self.clock
+        retry_delay_ms = _retry_letters().retry_delay_ms
 
         def on_copy(d) -> str:
             now = clock.now_ms()
@@ -516,7 +516,7 @@ class Simulation:
                     checker.succeeded(spec, number, fate)
                 return "ok"
             if fate is not None:
-                checker.failed(spec, fate, d, now, delay_ms=retry_letters.retry_delay_ms(spec, d.reconsume_times))
+                checker.failed(spec, fate, d, now, delay_ms=retry_delay_ms(spec, d.reconsume_times))
             return "fail"
 
         return on_copy
@@ -607,7 +607,18 @@ class Simulation:
 
 
 def _dead_letter_topic(spec: GroupSpec) -> str:
-    return retry_letters.dead_letter_topic(spec) if spec.retry_letters else dead_letter_topic(spec)
+    return _retry_letters().dead_letter_topic(spec) if spec.retry_letters else dead_letter_topic(spec)
+
+
+def _retry_letters():
+    """retry_letters.py, which needs the SDK's Pulsar client and so the pulsar extra (a
+    base install simulates every other kind of group)."""
+    try:
+        from . import retry_letters
+    except ImportError as exc:
+        raise ScenarioError(f"retry-letter groups need the pulsar extra (pip install "
+                            f"'rocketmq-emulator[pulsar]'): {exc}") from None
+    return retry_letters
 
 
 def _verdict(ctx, first_fail: int | None) -> ConsumeConcurrentlyStatus:

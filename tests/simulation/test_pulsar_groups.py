@@ -227,3 +227,12 @@ def test_the_cli_runs_a_retry_letter_group(tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert rc == 0 and printed["invariant_violations"] == 0 and printed["settled"]
     assert (printed["produced"], printed["dead_lettered"], printed["succeeded"]) == (300, 3, 297)
+
+
+def test_without_the_pulsar_extra_a_retry_letter_group_is_one_clear_line(monkeypatch):
+    import rocketmq_emulator.broker.cli_common as cli_common
+    monkeypatch.setattr(cli_common, "missing_extra", lambda extra, *m: f"needs the {extra} extra, which is not "
+                                                                        f"installed: pip install x")
+    with pytest.raises(ScenarioError, match="runs the SDK's Pulsar client, which needs the pulsar extra"):
+        lettered("increasing")
+    assert Scenario(topics=ONE_LOG, groups=(pulsar(),)).groups[0].protocol == "pulsar"   # nack groups need none

@@ -98,3 +98,22 @@ def test_the_real_client_reads_our_retry_and_dead_letters_and_we_read_its(server
         real.close()
     assert (got.data(), got.properties()["who"]) == (b"from-cpp", "cpp")
     assert got.properties()["REAL_TOPIC"] == "persistent://public/default/native"
+
+
+@pytest.mark.parametrize("how, legacy", [({"delay_ms": 1000}, False), ({"level": 1}, False), ({}, False),
+                                         ({}, True)], ids=["delay", "level", "increasing", "older-names"])
+def test_every_mode_and_both_namings_over_tcp(client, how, legacy):
+    topic = f"tcp-modes-{len(how)}-{'legacy' if legacy else 'default'}-{next(iter(how), 'inc')}"
+    consumer = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared, enable_retry=True,
+                                dead_letter_policy=DeadLetterPolicy(1), delay_levels="1s", legacy_retry_names=legacy)
+    client.create_producer(topic).send(b"m")
+    first = consumer.receive(timeout_millis=5000)
+    t0 = time.monotonic()
+    consumer.reconsume_later(first, **how)
+    retry = consumer.receive(timeout_millis=10_000)
+    assert time.monotonic() - t0 >= 1.0 and retry.properties()["RECONSUMETIMES"] == "1"
+    expected_retry = "persistent://public/default/" + ("sub-RETRY" if legacy else f"{topic}-sub-RETRY")
+    assert retry.topic_name() == expected_retry
+    consumer.reconsume_later(retry, **how)
+    dlq = client.subscribe(consumer.dead_letter_topic, "audit", initial_position=InitialPosition.Earliest)
+    assert dlq.receive(timeout_millis=5000).properties()["RECONSUMETIMES"] == "2"
