@@ -126,30 +126,28 @@ def test_the_readme_scenario_example_is_a_valid_scenario():
     assert [g.name for g in scenario.groups] == ["billing", "audit"] and scenario.crashes_ms == (1_800_000,)
 
 
-def test_the_readme_5x_simulation_line_runs_as_written(tmp_path):
+def run_readme_simulation_line(marker: str, out_dir, tmp_path) -> dict:
+    """The simulation guide's command line with ``marker`` in it, run as written (its
+    --out replaced by a directory of the test), with --json: what it printed."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Guide: deterministic simulation", 1)[1]
-    line = next(ln for ln in section.splitlines() if "--protocol 5.x" in ln and ln.startswith(".venv/bin/"))
+    line = next(ln for ln in section.splitlines() if marker in ln and ln.startswith(".venv/bin/"))
     args = line.split()[1:]
-    args[args.index("/tmp/sim5")] = str(tmp_path / "sim5")
+    args[args.index(out_dir)] = str(tmp_path / "out")
     script = Path(sys.executable).with_name("rocketmq-emulator")
     proc = subprocess.run([str(script), *args, "--json", "--quiet"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     printed = json.loads(proc.stdout)
     assert printed["invariant_violations"] == 0 and printed["settled"] and printed["crashes"] == 1
+    return printed
+
+
+def test_the_readme_5x_simulation_line_runs_as_written(tmp_path):
+    printed = run_readme_simulation_line("--protocol 5.x", "/tmp/sim5", tmp_path)
     assert printed["dead_lettered"] == 10 and printed["succeeded"] == 990
 
 
 def test_the_readme_pulsar_simulation_line_runs_as_written(tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Guide: deterministic simulation", 1)[1]
-    line = next(ln for ln in section.splitlines() if "--protocol pulsar" in ln and ln.startswith(".venv/bin/"))
-    args = line.split()[1:]
-    args[args.index("/tmp/simp")] = str(tmp_path / "simp")
-    script = Path(sys.executable).with_name("rocketmq-emulator")
-    proc = subprocess.run([str(script), *args, "--json", "--quiet"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    printed = json.loads(proc.stdout)
-    assert printed["invariant_violations"] == 0 and printed["settled"] and printed["crashes"] == 1
+    printed = run_readme_simulation_line("--protocol pulsar", "/tmp/simp", tmp_path)
     assert printed["dead_lettered"] == 10 and printed["succeeded"] == 990
     assert printed["groups"]["SimGroup"]["max_redelivery_count"] == 16
