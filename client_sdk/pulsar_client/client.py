@@ -101,8 +101,16 @@ class PulsarClient:
         self.close()
 
     def lookup(self, topic: str) -> None:
-        """LOOKUP, as the real clients do before PRODUCER and SUBSCRIBE: a Pulsar broker
-        takes ownership of the topic then. A redirect elsewhere is refused (one broker)."""
+        """PARTITIONED_METADATA and LOOKUP, as the real clients do before PRODUCER and
+        SUBSCRIBE (a Pulsar broker takes ownership of the topic then). A partitioned topic
+        and a redirect to another broker are refused: this client talks to one topic on
+        one broker."""
+        meta = self.wait(self.session.request("partitionMetadata", s.Type.PARTITIONED_METADATA, topic=topic))
+        if meta.response == s.PartitionedLookupType.Failed:
+            raise PulsarClientError(f"{topic}: {meta.message or 'the broker refused the topic'}")
+        if meta.partitions > 0:
+            raise PulsarClientError(f"{topic} is partitioned ({meta.partitions} partitions); this client takes one "
+                                    f"partition at a time: {topic}-partition-0 ... -{meta.partitions - 1}")
         reply = self.wait(self.session.request("lookupTopic", s.Type.LOOKUP, topic=topic))
         if reply.response == s.LookupType.Failed:
             raise PulsarClientError(f"lookup of {topic} failed: {reply.message}")

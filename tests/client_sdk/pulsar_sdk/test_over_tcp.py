@@ -17,10 +17,15 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def serve_process(tmp_path_factory):
     proc = EmulatorProcess(tmp_path_factory.mktemp("pulsar-sdk") / "store", pulsar=True).start()
-    yield f"pulsar://127.0.0.1:{proc.pulsar_port}"
+    yield proc
     proc.stop()
+
+
+@pytest.fixture
+def server(serve_process):
+    return f"pulsar://127.0.0.1:{serve_process.pulsar_port}"
 
 
 @pytest.fixture
@@ -117,3 +122,17 @@ def test_every_mode_and_both_namings_over_tcp(client, how, legacy):
     consumer.reconsume_later(retry, **how)
     dlq = client.subscribe(consumer.dead_letter_topic, "audit", initial_position=InitialPosition.Earliest)
     assert dlq.receive(timeout_millis=5000).properties()["RECONSUMETIMES"] == "2"
+
+
+def test_a_partitioned_topic_is_refused_in_one_line_and_a_partition_works(serve_process, client):
+    from tests.support.cli_run import run_cli
+
+    done = run_cli("topic", "create", "persistent://public/default/parts", "--pulsar", "--partitions", "2",
+                   "--server", f"127.0.0.1:{serve_process.port}")
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(PulsarClientError, match="parts is partitioned .2 partitions.; this client takes one"):
+        client.subscribe("parts", "s")
+    producer = client.create_producer("parts-partition-1")
+    producer.send(b"p1")
+    reader = client.subscribe("parts-partition-1", "s", initial_position=InitialPosition.Earliest)
+    assert reader.receive(timeout_millis=5000).data() == b"p1"
