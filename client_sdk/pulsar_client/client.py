@@ -146,15 +146,15 @@ class Producer:
         return MessageId(mid.ledgerId, mid.entryId, mid.partition)
 
     def send_async(self, data: bytes, callback: Callable[[Exception | None, MessageId | None], None],
-                   properties: dict | None = None, **kw) -> None:
+                   properties: dict | None = None, *, partition_key: str | None = None,
+                   deliver_after_ms: int | None = None, deliver_at_ms: int | None = None) -> None:
         """``callback(error, message_id)`` on the client loop when the receipt (or the error) comes."""
         def done(p: Pending) -> None:
             if p.error is not None:
                 callback(p.error, None)
             else:
                 callback(None, MessageId(p.reply.ledgerId, p.reply.entryId, p.reply.partition))
-        self._send(data, properties, kw.get("partition_key"), kw.get("deliver_after_ms"), kw.get("deliver_at_ms"),
-                   done)
+        self._send(data, properties, partition_key, deliver_after_ms, deliver_at_ms, done)
 
     def _send(self, data, properties, partition_key, deliver_after_ms, deliver_at_ms, callback) -> Pending:
         if self.closed:

@@ -201,3 +201,35 @@ def test_a_dead_letter_the_broker_refuses_comes_back_after_the_nack_delay(pulsar
     rocketmq_broker.set_writeable(True)
     rocketmq_broker.advance("25s")
     assert [d.data() for d in dead_letters(pulsar_client, "orders-stuck-DLQ")] == [b"poison"]
+
+
+def test_send_async_calls_back_with_the_id_and_delays_on_the_virtual_clock(pulsar_client, time_travel):
+    consumer = pulsar_client.subscribe("later", "s", consumer_type=ConsumerType.Shared)
+    got = []
+    pulsar_client.create_producer("later").send_async(b"in-a-minute", lambda err, mid: got.append((err, mid)),
+                                                      {"k": "v"}, deliver_after_ms=60_000)
+    pulsar_client.run_until(lambda: got, "1s")
+    assert got[0][0] is None and got[0][1].entry_id() == 0
+    with pytest.raises(PulsarTimeout):
+        consumer.receive(timeout_millis=59_000)
+    assert consumer.receive(timeout_millis=2_000).properties() == {"k": "v"}
+    with pytest.raises(TypeError):
+        pulsar_client.create_producer("later").send_async(b"x", print, deliver_after=5)
+
+
+def test_an_exclusive_negative_ack_sends_everything_unacknowledged_back(pulsar_client):
+    """Exclusive and Failover redeliver everything unacknowledged, in order (Pulsar's
+    REDELIVER without ids); the broker counts it (Pulsar does not: its fidelity setting)."""
+    consumer = pulsar_client.subscribe("solo", "only", negative_ack_redelivery_delay_ms=1_000)
+    producer = pulsar_client.create_producer("solo")
+    for body in (b"a", b"b", b"c"):
+        producer.send(body)
+    first = consumer.receive()
+    consumer.acknowledge(consumer.receive())                   # b is done
+    consumer.negative_acknowledge(first)
+    got = [consumer.receive() for _ in range(3)]               # c at once (already here), then a and c again
+    assert [(m.data(), m.redelivery_count()) for m in got] == [(b"c", 0), (b"a", 1), (b"c", 1)]
+    for m in got[1:]:
+        consumer.acknowledge(m)
+    with pytest.raises(PulsarTimeout):
+        consumer.receive(timeout_millis=5_000)
