@@ -125,11 +125,7 @@ def pulsar_client(rocketmq_broker):
     """The SDK's Pulsar client (client_sdk.pulsar_client) on ``rocketmq_broker``, in process
     and on its virtual clock: ``time_travel`` moves nack delays, ack timeouts and
     retry-letter delays (needs the pulsar extra)."""
-    from rocketmq_emulator.broker.cli_common import missing_extra
-
-    missing = missing_extra("pulsar", "google_crc32c")
-    if missing:
-        pytest.fail(f"pulsar_client {missing}")
+    _require("pulsar_client", "pulsar", "google_crc32c")
     from .pulsar_client import PulsarClient
 
     client = PulsarClient(rocketmq_broker)
@@ -138,13 +134,17 @@ def pulsar_client(rocketmq_broker):
 
 
 def _listener(broker, fixture: str, thread_class: str, extra: str, *modules: str):
-    """A started listener thread of ``thread_class`` on the broker's core (its lock shared);
-    a missing extra fails the test with the one line that says which to install."""
+    """A started listener thread of ``thread_class`` on the broker's core (its lock shared)."""
+    _require(fixture, extra, *modules)
+    import rocketmq_emulator.broker.adapters.listener_thread as listener_thread
+
+    return getattr(listener_thread, thread_class)(broker.core, broker.hub.share()).start()
+
+
+def _require(fixture: str, extra: str, *modules: str) -> None:
+    """A missing extra fails the test with the one line that says which to install."""
     from rocketmq_emulator.broker.cli_common import missing_extra
 
     missing = missing_extra(extra, *modules)
     if missing:
         pytest.fail(f"{fixture} {missing}")
-    import rocketmq_emulator.broker.adapters.listener_thread as listener_thread
-
-    return getattr(listener_thread, thread_class)(broker.core, broker.hub.share()).start()

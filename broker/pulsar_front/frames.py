@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import google_crc32c
 
 __all__ = ["Frame", "FrameDecoder", "FrameError", "FrameTooLarge", "crc32c", "encode_simple", "encode_payload",
-           "entry_of", "MAGIC_CHECKSUM", "MAGIC_BROKER_ENTRY_METADATA", "DEFAULT_MAX_MESSAGE_SIZE", "FRAME_PADDING"]
+           "entry_of", "signed_id", "mask_of_ack_set", "ack_set_of_mask", "MAGIC_CHECKSUM", "MAGIC_BROKER_ENTRY_METADATA", "DEFAULT_MAX_MESSAGE_SIZE", "FRAME_PADDING"]
 
 MAGIC_CHECKSUM = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
@@ -80,6 +80,24 @@ class Frame:
         if 4 + size > len(body):
             raise FrameError(f"metadata size {size} runs past the frame ({len(body) - 4} bytes left)")
         return bytes(body[4:4 + size]), bytes(body[4 + size:])
+
+
+def signed_id(v: int) -> int:
+    """uint64 ids carry -1 as 2^64 - 1 (reference §1)."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def mask_of_ack_set(words) -> int:
+    """An ack_set (int64 words, bit i of word k is index 64k + i) as one number."""
+    return sum((w & 0xFFFFFFFFFFFFFFFF) << (64 * k) for k, w in enumerate(words))
+
+
+def ack_set_of_mask(mask: int) -> list[int]:
+    words = []
+    while mask:
+        words.append(signed_id(mask & 0xFFFFFFFFFFFFFFFF))
+        mask >>= 64
+    return words
 
 
 def encode_simple(command: bytes) -> bytes:

@@ -35,7 +35,8 @@ from ..config import PERM_READ, PERM_WRITE
 from ..operations import SendOutcome, SendRequest
 from ..subscriptions import DELIVER_AT_PROPERTY, KEY_PROPERTY, SubscribeOutcome, SubType
 from . import schema as s
-from .frames import DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, encode_payload, encode_simple
+from .frames import (DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, ack_set_of_mask, encode_payload,
+                     encode_simple, mask_of_ack_set, signed_id)
 from .names import PulsarNameError, parse_topic, store_group, store_topic
 
 __all__ = ["PulsarFront", "Connection", "METADATA_PROPERTY", "ledger_id"]
@@ -282,7 +283,7 @@ class PulsarFront:
         start = None
         if not req.durable and req.HasField("start_message_id"):
             # a reader: earliest is (-1, -1), latest (2^63-1, 2^63-1), else an entry id of ours
-            entry = _signed(req.start_message_id.entryId)
+            entry = signed_id(req.start_message_id.entryId)
             start = 0 if entry < 0 else entry
         outcome = self.core.subscriptions.subscribe(group, stored, consumer, SubType(req.subType),
                                                     earliest=req.initialPosition == s.InitialPosition.Earliest,
@@ -339,25 +340,25 @@ class PulsarFront:
         if req.ack_type == s.AckType.Cumulative:
             if len(req.message_id) == 1:          # (Pulsar ignores a cumulative ack of several ids)
                 [m] = req.message_id
-                offset = _signed(m.entryId)
+                offset = signed_id(m.entryId)
                 if m.ack_set:                     # up to this batch, and of it the indexes acked
                     subs.ack_cumulative(consumer, offset - 1)
-                    subs.ack_part(consumer, offset, _mask_of(m.ack_set))
+                    subs.ack_part(consumer, offset, mask_of_ack_set(m.ack_set))
                 else:
                     subs.ack_cumulative(consumer, offset)
             return []
-        whole = [_signed(m.entryId) for m in req.message_id if not m.ack_set]
+        whole = [signed_id(m.entryId) for m in req.message_id if not m.ack_set]
         subs.ack(consumer, whole)
         for m in req.message_id:
             if m.ack_set:                         # batch-index ack: bit i set = index i still unacked
-                subs.ack_part(consumer, _signed(m.entryId), _mask_of(m.ack_set))
+                subs.ack_part(consumer, signed_id(m.entryId), mask_of_ack_set(m.ack_set))
         return []
 
     def _redeliver(self, conn: Connection, cmd, frame) -> list[bytes]:
         req = cmd.redeliverUnacknowledgedMessages
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is not None:
-            ids = [_signed(m.entryId) for m in req.message_ids]
+            ids = [signed_id(m.entryId) for m in req.message_ids]
             self.core.subscriptions.redeliver(consumer, ids or None)
             self._mark(consumer.stored)
         return []
@@ -393,7 +394,7 @@ class PulsarFront:
         if req.HasField("message_publish_time"):
             offset = subs.offset_at_time(consumer.stored, req.message_publish_time)
         elif req.HasField("message_id"):
-            entry = _signed(req.message_id.entryId)
+            entry = signed_id(req.message_id.entryId)
             offset = 0 if entry < 0 else entry           # earliest arrives as (-1, -1)
         else:
             return [_error(req.request_id, s.ServerError.UnknownError, "seek needs a message id or a publish time")]
@@ -488,7 +489,7 @@ class PulsarFront:
         if d.redelivery_count:
             m.redelivery_count = d.redelivery_count
         if d.unacked_mask is not None:            # a partly acked batch: the client skips the others
-            m.ack_set.extend(_words_of(d.unacked_mask))
+            m.ack_set.extend(ack_set_of_mask(d.unacked_mask))
         return encode_payload(cmd.SerializeToString(), _metadata_of(d.record), d.record.body,
                               checksum=consumer.conn.checksums)
 
@@ -509,24 +510,6 @@ _HANDLERS = {
     s.Type.UNSUBSCRIBE: PulsarFront._unsubscribe,
     s.Type.GET_LAST_MESSAGE_ID: PulsarFront._get_last_message_id,
 }
-
-
-def _signed(v: int) -> int:
-    """uint64 ids carry -1 as 2^64 - 1 (reference §1)."""
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def _mask_of(words) -> int:
-    """An ack_set (int64 words, bit i of word k is index 64k + i) as one number."""
-    return sum((w & 0xFFFFFFFFFFFFFFFF) << (64 * k) for k, w in enumerate(words))
-
-
-def _words_of(mask: int) -> list[int]:
-    words = []
-    while mask:
-        words.append(_signed(mask & 0xFFFFFFFFFFFFFFFF))
-        mask >>= 64
-    return words
 
 
 def _metadata_of(rec) -> bytes:

@@ -5,13 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocketmq_emulator.broker.pulsar_front import schema as s
+from rocketmq_emulator.broker.pulsar_front.frames import mask_of_ack_set, signed_id
 
 __all__ = ["MessageId", "Message", "messages_of"]
-
-
-def signed(v: int) -> int:
-    """uint64 ids carry -1 as 2^64 - 1."""
-    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +85,7 @@ def messages_of(cmd_message, frame, topic: str, channel) -> list[Message]:
     raw_meta, payload = frame.metadata_and_payload()
     meta = s.MessageMetadata.FromString(raw_meta)
     mid = cmd_message.message_id
-    ledger, entry, partition = mid.ledgerId, signed(mid.entryId), mid.partition
+    ledger, entry, partition = mid.ledgerId, signed_id(mid.entryId), mid.partition
     count = cmd_message.redelivery_count
     if not meta.HasField("num_messages_in_batch"):
         props = {kv.key: kv.value for kv in meta.properties}
@@ -97,7 +93,7 @@ def messages_of(cmd_message, frame, topic: str, channel) -> list[Message]:
                         meta.event_time, meta.partition_key, channel)]
     left = None
     if cmd_message.ack_set:
-        left = sum((w & 0xFFFFFFFFFFFFFFFF) << (64 * k) for k, w in enumerate(cmd_message.ack_set))
+        left = mask_of_ack_set(cmd_message.ack_set)
     out, pos, n = [], 0, meta.num_messages_in_batch
     for index in range(n):
         size = int.from_bytes(payload[pos:pos + 4], "big")
