@@ -13,13 +13,17 @@ dead-lettered.
 
   in process   PulsarClient(EmbeddedBroker) on a virtual clock (the delays jump), beside
                benchmarks/w1_retry.py's PushConsumer run (the same shape, 4.x retries).
-  over TCP     PulsarClient("pulsar://...") against a `serve --clock virtual` subprocess;
-               when nothing is ready the benchmark moves the server's clock past the
-               longest level (`clock advance`, as a test would), so the wall is the
-               protocol's and the broker's work, not the delays.
+  over TCP     PulsarClient("pulsar://...") against a `serve --clock virtual` subprocess,
+               beside the SDK's PushConsumer through RemoteBroker against another one (4.x
+               retries: CONSUMER_SEND_MSG_BACK, delay levels, %RETRY%, %DLQ%). When nothing
+               came for 50 ms the benchmark moves the server's clock past the longest
+               level (`clock advance`, as a test would), the same way for both, so the
+               wall is the protocols' and the broker's work, not the delays.
 
 Verified each run: deliveries = 1.26 N, the dead letters are exactly the poison ids, 17
-deliveries per poison. Target (issue 22): within 2x of the PushConsumer's W1.
+deliveries per poison. Target (issue 22): within 2x of the PushConsumer's W1 on the same
+path (in process beside in process, TCP beside TCP); the TCP run beside the in-process
+PushConsumer is printed too.
 
 Usage: python benchmarks/pulsar_w1.py [--n 20000] [--runs 3] [--no-tcp]
 """
@@ -87,10 +91,7 @@ def run(client: PulsarClient, n: int, idle, wait_ms: int = 0) -> dict:
     t2 = time.perf_counter()
     dlq = client.subscribe(f"{TOPIC}-{SUB}-DLQ", "check", initial_position=InitialPosition.Earliest)
     dead_ids = sorted(common.index_of(dlq.receive(timeout_millis=5000).data()) for _ in range(poison))
-    ok = (deliveries == round(1.26 * n) and dead_ids == [i for i in range(n) if common.is_poison(i)]
-          and {attempts[i] for i in range(0, n, 100)} == {17})
-    if not ok:
-        raise AssertionError(f"W1 went wrong: {deliveries} deliveries, {len(dead_ids)} dead letters")
+    check(deliveries, n, dead_ids, attempts)
     return {"wall_s": t2 - t0, "produce_s": t1 - t0, "consume_s": t2 - t1, "msgs_per_s": n / (t2 - t0),
             "deliveries_per_s": deliveries / (t2 - t0)}
 
@@ -129,6 +130,75 @@ def push_consumer_w1(n: int) -> dict:
     return run_w1(n)
 
 
+def push_consumer_over_tcp(n: int) -> dict:
+    """W1 through the SDK's PushConsumer over TCP (RemoteBroker) to a virtual-clock serve."""
+    from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, Message, Producer, PushConsumer
+    from rocketmq_emulator.client_sdk.transport.remote import RemoteBroker
+    from tests.support.processes import EmulatorProcess
+
+    tmp = Path(tempfile.mkdtemp(prefix="push-w1-"))
+    server = EmulatorProcess(tmp / "store", "--clock", "virtual").start()
+    remote = RemoteBroker(f"127.0.0.1:{server.port}")
+    bodies = [common.body_for(i) for i in range(n)]
+    attempts: dict[int, int] = {}
+    counts = {"deliveries": 0, "acked": 0}
+
+    def listener(msgs, context):
+        i = common.index_of(msgs[0].body)
+        a = attempts.get(i, 0) + 1
+        attempts[i] = a
+        counts["deliveries"] += 1
+        if common.should_fail(i, a):
+            return RECONSUME_LATER                    # the 17th: to %DLQ%<group>
+        counts["acked"] += 1
+        return CONSUME_SUCCESS
+
+    poison = [i for i in range(n) if common.is_poison(i)]
+    clients = [Producer("w1_producer", remote).start(), PushConsumer("w1_consumer", remote)]
+    producer, consumer = clients
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_message_listener(listener)
+    consumer.start()
+    try:
+        gc.collect()
+        t0 = time.perf_counter()
+        for body in bodies:
+            producer.send(Message(TOPIC, body))
+        t1 = time.perf_counter()
+        while True:
+            before = counts["deliveries"]
+            remote.run_until(lambda: counts["deliveries"] != before, "50ms")
+            if counts["deliveries"] != before:
+                continue
+            if counts["acked"] == n - len(poison) and all(attempts[i] > MAX_REDELIVER for i in poison):
+                break
+            remote.advance_server_clock(MAX_LEVEL)
+        t2 = time.perf_counter()
+        dead: list[int] = []
+        dlq = PushConsumer("w1_check", remote)
+        clients.append(dlq)
+        dlq.subscribe("%DLQ%w1_consumer", "*")
+        dlq.register_message_listener(lambda msgs, c: dead.extend(common.index_of(m.body) for m in msgs)
+                                      or CONSUME_SUCCESS)
+        dlq.start()
+        remote.run_until(lambda: len(dead) >= len(poison), "30s")
+        check(counts["deliveries"], n, sorted(dead), attempts)
+        return {"wall_s": t2 - t0, "produce_s": t1 - t0, "consume_s": t2 - t1, "msgs_per_s": n / (t2 - t0),
+                "deliveries_per_s": counts["deliveries"] / (t2 - t0)}
+    finally:
+        for c in reversed(clients):
+            c.shutdown()
+        remote.close()
+        server.stop()
+
+
+def check(deliveries: int, n: int, dead_ids: list[int], attempts: dict[int, int]) -> None:
+    ok = (deliveries == round(1.26 * n) and dead_ids == [i for i in range(n) if common.is_poison(i)]
+          and {attempts[i] for i in range(0, n, 100)} == {MAX_REDELIVER + 1})
+    if not ok:
+        raise AssertionError(f"W1 went wrong: {deliveries} deliveries, {len(dead_ids)} dead letters")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=20_000)
@@ -139,27 +209,28 @@ def main() -> None:
         ap.error("--n must be >= 100 and --runs >= 1")
     print(f"W1 (N={a.n:,}: 1 % poison, 10 % fail once), {a.runs} run(s), median (min-max); python "
           f"{sys.version.split()[0]}; host {host_speed()}")
-    variants = [("RocketMQ PushConsumer, in process (w1_retry.py)", push_consumer_w1),
-                ("Pulsar SDK consumer, retry letters, in process", in_process)]
+    # (name, function, the name of the PushConsumer run it is compared with)
+    push_inproc, push_tcp = "RocketMQ PushConsumer, in process (w1_retry.py)", "RocketMQ PushConsumer, over TCP to serve"
+    variants = [(push_inproc, push_consumer_w1, None),
+                ("Pulsar SDK consumer, retry letters, in process", in_process, push_inproc)]
     if not a.no_tcp:
-        variants.append(("Pulsar SDK consumer, retry letters, over TCP to serve", over_tcp))
+        variants += [(push_tcp, push_consumer_over_tcp, None),
+                     ("Pulsar SDK consumer, retry letters, over TCP to serve", over_tcp, push_tcp)]
     rows: dict[str, list[float]] = {}
-    ratios: dict[str, list[float]] = {}
     for _ in range(a.runs):                 # interleaved: the host's drift hits every variant alike
-        base = None
-        for name, fn in variants:
-            rate = fn(a.n)["msgs_per_s"]
-            rows.setdefault(name, []).append(rate)
-            if base is None:
-                base = rate
-            else:
-                ratios.setdefault(name, []).append(base / rate)
+        for name, fn, _base in variants:
+            rows.setdefault(name, []).append(fn(a.n)["msgs_per_s"])
     for name, rates in rows.items():
         print(f"  {name:<56} {statistics.median(rates):>8,.0f} msgs/s ({min(rates):,.0f}-{max(rates):,.0f})")
-    for name, rs in ratios.items():
+    pairs = [(name, base) for name, _fn, base in variants if base is not None]
+    if not a.no_tcp:
+        pairs.append((variants[-1][0], push_inproc))        # shown, not the target: TCP beside in process
+    for name, base in pairs:
+        rs = [b / r for b, r in zip(rows[base], rows[name])]     # time ratio, run by run
         r = statistics.median(rs)
-        print(f"  {name}: {r:.2f}x the in-process PushConsumer's time ({min(rs):.2f}-{max(rs):.2f} over the "
-              f"runs); {'within' if r <= 2 else 'NOT within'} 2x (target)")
+        target = "target" if (base == push_inproc) == ("in process" in name) else "not the target's pairing"
+        print(f"  {name}: {r:.2f}x the time of '{base}' ({min(rs):.2f}-{max(rs):.2f} over the runs); "
+              f"{'within' if r <= 2 else 'NOT within'} 2x ({target})")
     print(f"host after the run: {host_speed()}")
 
 

@@ -233,3 +233,26 @@ def test_an_exclusive_negative_ack_sends_everything_unacknowledged_back(pulsar_c
         consumer.acknowledge(m)
     with pytest.raises(PulsarTimeout):
         consumer.receive(timeout_millis=5_000)
+
+
+def test_key_shared_retries_through_delayed_delivery_like_shared(pulsar_client):
+    consumer = retrying(pulsar_client, consumer_type=ConsumerType.KeyShared, dead_letter_policy=DeadLetterPolicy(2))
+    pulsar_client.create_producer("orders").send(b"x", partition_key="customer-7")
+    seen = walk(pulsar_client, consumer, lambda c, m: c.reconsume_later(m, delay_ms="1h"))
+    assert [s for s, _, _ in seen] == [0, 3600, 7200] and len(dead_letters(pulsar_client)) == 1
+    assert seen[1][2] == "persistent://public/default/orders-billing-RETRY"
+
+
+def test_a_cumulative_ack_settles_everything_up_to_the_message(pulsar_client):
+    consumer = pulsar_client.subscribe("orders", "ledger", consumer_type=ConsumerType.Exclusive,
+                                       initial_position=InitialPosition.Earliest)
+    producer = pulsar_client.create_producer("orders")
+    for body in (b"a", b"b", b"c", b"d"):
+        producer.send(body)
+    received = [consumer.receive() for _ in range(4)]
+    consumer.acknowledge_cumulative(received[2])              # a, b and c; d stays unacknowledged
+    consumer.close()
+    again = pulsar_client.subscribe("orders", "ledger", consumer_type=ConsumerType.Exclusive)
+    assert again.receive().data() == b"d"
+    with pytest.raises(PulsarTimeout):
+        again.receive(timeout_millis=0)
