@@ -64,6 +64,10 @@ def _serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int_in_range(0, 65535, "a port number"), default=9876,
                    help="one port for name-server and broker requests; 0 picks a free one (stdout says which "
                         "in a line `listening HOST:PORT remoting`)")
+    p.add_argument("--brokers", type=int_in_range(1, 26, "a number of brokers"), default=1,
+                   help="brokers broker-a, broker-b, ... in this process on one clock behind one name server; "
+                        "broker-a keeps --port (with the name server) and the data dir's root, the others take "
+                        "free ports (lines `listening HOST:PORT broker-b`) and stores in DATA_DIR/brokers/NAME")
     p.add_argument("--data-dir", default=None,
                    help=f"store directory (default: {DEFAULT_DATA_DIR_TEXT}, here {DEFAULT_DATA_DIR}, "
                         "or storePathRootDir from --config)")
@@ -295,6 +299,15 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         supervisor.watch(task, f"the remoting server's {task.get_coro().__qualname__}")
     core.config.listen_port = server.port
     core.store_host = (core.config.broker_ip, server.port)
+    try:
+        listeners = await _start_cluster(core, server, cfg, data_dir, clock, args, supervisor)
+    except _StartError as exc:
+        for srv in (pulsar_server, grpc_server, server):
+            if srv is not None:
+                await srv.stop()
+        core.close()
+        return fail("serve", str(exc))
+    cores = [srv.core for srv in listeners.servers.values()]
     bridge = None
     if args.mqtt_settings is not None:
         from .adapters.mqtt_bridge import MqttBridge
@@ -304,7 +317,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     flusher = None
     if keeper is not None:
         flusher = supervisor.watch(asyncio.create_task(
-            _flush_in_real_time(core, cfg.flush_interval_commit_log / 1000)), "the store's flush")
+            _flush_in_real_time(core.names, cfg.flush_interval_commit_log / 1000)), "the store's flush")
     # before the listening lines: a script that reads one may signal us at once
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
@@ -316,6 +329,8 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     when = f" at {_utc(clock.now_ms())}" if clock.is_virtual else ""
     print(f"rocketmq-emulator listening on {address} (name server + broker); {where}; clock {args.clock}{when}")
     print(f"listening {address} remoting", flush=True)      # for scripts: one line per listener
+    for name, srv in list(listeners.servers.items())[1:]:
+        print(f"listening {_host_port(args.host, srv.port)} {name}", flush=True)
     if grpc_server is not None:
         print(f"listening {_host_port(args.host, grpc_server.port)} grpc", flush=True)      # RocketMQ 5.x
     if pulsar_server is not None:
@@ -327,21 +342,74 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         await pulsar_server.stop()
     if grpc_server is not None:
         await grpc_server.stop()
-    await server.stop()
+    for srv in listeners.servers.values():
+        await srv.stop()
     if flusher is not None:
         flusher.cancel()
-    try:
-        unsaved = core.close()      # a store that could not be written says why (logged)
-    except Exception as exc:        # logged and said; the run's first failure is the one reported
-        supervisor.fail("closing the store", exc)
-    else:
-        if unsaved is not None and supervisor.failure is None:
-            supervisor.failure = f"stopped, but the store could not be flushed: {unsaved}"
+    for member in cores:
+        try:
+            unsaved = member.close()        # a store that could not be written says why (logged)
+        except Exception as exc:            # logged and said; the run's first failure is the one reported
+            supervisor.fail("closing the store", exc)
+        else:
+            if unsaved is not None and supervisor.failure is None:
+                supervisor.failure = f"stopped, but the store could not be flushed: {unsaved}"
     if supervisor.failure is not None:
         return fail("serve", supervisor.failure, 1)
     print("rocketmq-emulator stopped; store flushed" if data_dir is not None else "rocketmq-emulator stopped",
           flush=True)
     return 0
+
+
+class _StartError(Exception):
+    """A broker of the cluster could not start: one line for `serve` to print."""
+
+
+async def _start_cluster(core, server, cfg, data_dir: Path | None, clock, args, supervisor):
+    """broker-a (``core`` on ``server``, started) and ``--brokers - 1`` more, each on its
+    own store (DATA_DIR/brokers/NAME) and a free port, behind one name server: the
+    ClusterListeners of them all. What this started is stopped again on a failure."""
+    from rocketmq_emulator.store import StoreError
+
+    from .adapters.cluster_listeners import ClusterListeners
+    from .adapters.tcp import RemotingServer
+    from .cluster import Cluster, broker_names
+
+    names = broker_names(args.brokers)
+    if args.brokers > 1 and core.config.broker_name != names[0]:
+        core.config.broker_name = names[0]     # the cluster's names are broker-a, broker-b, ...
+    listeners = ClusterListeners({names[0]: server}, names[0], supervisor)
+    started = []
+    try:
+        for name in names[1:]:
+            where = data_dir / "brokers" / name if data_dir is not None else None
+            try:
+                member, _keeper = _open_core(cfg.replace(broker_name=name), where, clock, 0)
+            except (StoreError, OSError) as exc:
+                raise _StartError(f"cannot open the store of {name} ({where}): {exc}") from None
+            srv = RemotingServer(member, args.host, 0, max_frame_size=server.max_frame_size,
+                                 max_connections=server.max_connections, idle_timeout_s=server.idle_timeout_s,
+                                 frame_timeout_s=server.frame_timeout_s,
+                                 max_outgoing_buffer=server.max_outgoing_buffer)
+            listeners.servers[name] = srv
+            started.append(srv)
+            try:
+                await listeners.start_listening(name)
+            except OSError as exc:
+                raise _StartError(f"cannot listen for {name} on {args.host}: {exc.strerror or exc}") from None
+            member.config.listen_port = srv.port
+            member.store_host = (member.config.broker_ip, srv.port)
+    except _StartError:
+        for srv in started:
+            for task in srv.background_tasks():
+                supervisor.release(task)
+            await srv.stop()
+            srv.core.close()
+        raise
+    cluster = Cluster([srv.core for srv in listeners.servers.values()])
+    cluster.control = listeners
+    cluster.after_change.append(listeners.write_outgoing)
+    return listeners
 
 
 @dataclass(frozen=True)
@@ -458,6 +526,8 @@ def topic_main(argv: list[str]) -> int:
                         help="TOPIC is a Pulsar topic (persistent://tenant/ns/name or a short name): one queue")
     create.add_argument("--partitions", type=int_in_range(1, 1024), default=None,
                         help="with --pulsar: a partitioned topic of N partitions (<name>-partition-<i>)")
+    create.add_argument("--broker", default=None, metavar="NAME",
+                        help="create it on this broker only (default: on every broker that is up)")
     _add_server_options(create, 10.0)
     try:
         args = p.parse_args(argv)
@@ -474,18 +544,25 @@ def topic_main(argv: list[str]) -> int:
         return fail("topic create", "--partitions is for Pulsar topics: give --pulsar too")
     else:
         names, queues = [args.topic], args.queues or 8
-    for name in names:
-        req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-            "topic": name, "readQueueNums": queues, "writeQueueNums": queues,
-            "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
-        reply = _call_server("topic create", args.server, req, args.timeout)
-        if isinstance(reply, int):
-            return reply
+    from .cli_brokers import broker_addresses
+
+    brokers = broker_addresses("topic create", args.server, args.timeout, args.broker)
+    if isinstance(brokers, int):
+        return brokers
+    for address in brokers.values():            # as mqadmin updateTopic -c: to every broker
+        for name in names:
+            req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+                "topic": name, "readQueueNums": queues, "writeQueueNums": queues,
+                "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
+            reply = _call_server("topic create", address, req, args.timeout)
+            if isinstance(reply, int):
+                return reply
     if args.pulsar:
         what = f"{args.partitions} partitions" if args.partitions else "not partitioned"
         print(f"Pulsar topic {args.topic} created: {what}, stored as {', '.join(names)}")
     else:
-        print(f"topic {args.topic} created: {queues} queues, perm {args.perm}")
+        on = f" on {', '.join(brokers)}" if len(brokers) > 1 or args.broker else ""
+        print(f"topic {args.topic} created: {queues} queues, perm {args.perm}{on}")
     return 0
 
 
@@ -537,9 +614,10 @@ def group_main(argv: list[str]) -> int:
     return 0
 
 
-def _call_server(command: str, server: str, req, timeout: float):
+def _call_server(command: str, server: str, req, timeout: float, refused_exit: int = 1):
     """Send one request to ``server`` (HOST:PORT, already checked) and return its
-    successful reply, or the exit code after printing one error line."""
+    successful reply, or the exit code after printing one error line (``refused_exit``
+    when the server refused the request)."""
     from .protocol import ProtocolError
     from .protocol.codec import FrameDecoder, encode
 
@@ -555,7 +633,7 @@ def _call_server(command: str, server: str, req, timeout: float):
                 for cmd in decoder.feed(data):
                     if cmd.opaque == req.opaque:
                         if cmd.code != 0:
-                            return fail(command, cmd.remark or f"refused with code {cmd.code}", 1)
+                            return fail(command, cmd.remark or f"refused with code {cmd.code}", refused_exit)
                         return cmd
     except (OSError, ProtocolError) as exc:
         return fail(command, f"cannot reach {server}: {exc}", 1)
@@ -569,6 +647,7 @@ commands:
   clock      read or move a server's time: clock now / clock advance 2h --server HOST:PORT
   topic      create a topic on a server (mqadmin updateTopic): topic create NAME --queues 4
   group      create a consumer group (mqadmin updateSubGroup): group create NAME [--orderly]
+  broker     a cluster's brokers (serve --brokers N): broker list / perm NAME --write off / stop / start
   snapshot   take a consistent snapshot of a store: snapshot --data-dir DIR --out SNAP
   analyze    Spark analysis of a snapshot: analyze SNAP --out DIR [--master URL]
   simulate   deterministic simulation run: simulate --seed N --messages M --duration 6h --out DIR
@@ -596,6 +675,10 @@ def main(argv: list[str] | None = None) -> int:
         return topic_main(rest)
     if cmd == "group":
         return group_main(rest)
+    if cmd == "broker":
+        from .cli_brokers import broker_main
+
+        return broker_main(rest)
     registered = _registered_command(cmd)
     if registered is None:
         return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")

@@ -23,7 +23,6 @@ from rocketmq_emulator.store.records import MessageRecord, Prop, parse_host, tag
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
-from .errors import ClockError
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
@@ -34,13 +33,18 @@ from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisi
                          OffsetCommit, PopRequest, PopResult, PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .processors import build_processor_table
-from .protocol import RemotingCommand, RequestCode, RequestRefused, ResponseCode
+from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode,
+                       RequestRefused, ResponseCode)
 from .schedule import ScheduleService
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
 
 log = logging.getLogger("broker")
+
+# What a stopped cluster member still answers: its port is the name server's too.
+_ALWAYS_ANSWERED = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO,
+                              EMULATOR_CLOCK_ADVANCE, EMULATOR_BROKER_CONTROL})
 
 # A failed re-store of a due delayed message is retried after this (DELAY_FOR_A_WHILE).
 _SCHEDULE_RETRY_MS = 100
@@ -77,6 +81,12 @@ class BrokerCore:
         self._schedule_failing = False                   # re-stores of due delayed messages fail
         self._processors = build_processor_table()
         self._closed = False
+        # The name server this broker's name-server requests ask: itself, or the Cluster
+        # it belongs to (broker/cluster.py), which sets this.
+        self.names = self
+        # A stopped cluster member answers only name-server and emulator requests (its
+        # listener, when it has its own, is closed too: broker/cluster.py).
+        self.stopped = False
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
         self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save]
 
@@ -123,6 +133,10 @@ class BrokerCore:
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         """Process one request. None means no reply now (oneway, or a held pull)."""
         fn = self._processors.get(request.code)
+        if self.stopped and request.code not in _ALWAYS_ANSWERED:
+            return None if request.is_oneway else request.response(
+                ResponseCode.SYSTEM_ERROR, f"broker {self.config.broker_name} is stopped "
+                                           f"(rocketmq-emulator broker start {self.config.broker_name})")
         if fn is None:
             # Sent even for oneway requests, as upstream does.
             return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
@@ -416,7 +430,10 @@ class BrokerCore:
 
     # -- time ----------------------------------------------------------------------------
     def tick(self) -> None:
-        """Do everything due at the clock's current time."""
+        """Do everything due at the clock's current time (a stopped broker: nothing;
+        what came due meanwhile is done at its first tick after it starts)."""
+        if self.stopped:
+            return
         now = self.clock.now_ms()
         if now >= self._schedule_retry_at:
             self._deliver_due(now)
@@ -465,6 +482,8 @@ class BrokerCore:
     def next_deadline(self, *, holds: bool = True) -> int | None:
         """When ``tick`` next has something to do (``holds=False``: leaving out the
         suspend timeouts of held pulls)."""
+        if self.stopped:
+            return None
         candidates = [self.holds.next_deadline() if holds else None, self._flush_due, self.pops.next_deadline(),
                       self.subscriptions.next_deadline()]
         d = self.schedule.scheduler.next_deadline(self.clock.now_ms())
@@ -476,22 +495,9 @@ class BrokerCore:
     def advance_clock(self, ms: int) -> int:
         """Move a VirtualClock forward by ``ms``, ticking at every deadline on the way,
         so everything due by then has been re-stored and waiting pulls answered."""
-        if not isinstance(self.clock, VirtualClock) and not getattr(self.clock, "is_virtual", False):
-            raise ClockError("this server runs on the real clock; restart it with `rocketmq-emulator serve --clock virtual` "
-                             "(or `./dev serve --clock virtual`) to move its time")
-        if ms < 0:
-            raise ValueError(f"cannot move the clock backwards ({ms} ms)")
-        target = self.clock.now_ms() + ms
-        self.tick()
-        while True:
-            d = self.next_deadline()
-            if d is None or d > target:
-                break
-            self.clock.advance_to(max(d, self.clock.now_ms()))
-            self.tick()
-        self.clock.advance_to(target)
-        self.tick()
-        return target
+        from .cluster import advance_together
+
+        return advance_together(self.clock, [self], ms)
 
     # -- persistence -------------------------------------------------------------------
     def _dirty(self, now: int) -> None:

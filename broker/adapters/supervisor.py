@@ -23,6 +23,7 @@ class Supervisor:
     def __init__(self) -> None:
         self.stop = asyncio.Event()          # set by a signal or by a failure
         self.failure: str | None = None
+        self._watched: set[asyncio.Task] = set()
 
     def fail(self, what: str, exc: BaseException) -> None:
         log.error("%s failed; stopping the server", what, exc_info=exc)
@@ -31,8 +32,13 @@ class Supervisor:
         self.stop.set()
 
     def watch(self, task: asyncio.Task, what: str) -> asyncio.Task:
-        """``task`` must run until the server stops: any other end is a failure."""
+        """``task`` must run until the server stops (or ``release``): any other end is a failure."""
+        self._watched.add(task)
+
         def done(t: asyncio.Task) -> None:
+            if t not in self._watched:
+                return
+            self._watched.discard(t)
             if t.cancelled():
                 if not self.stop.is_set():
                     self.fail(what, RuntimeError("cancelled while the server was running"))
@@ -42,6 +48,18 @@ class Supervisor:
                 self.fail(what, exc)
             elif not self.stop.is_set():
                 self.fail(what, RuntimeError("ended while the server was running"))
+        task.add_done_callback(done)
+        return task
+
+    def release(self, task: asyncio.Task) -> None:
+        """``task`` may end from now on (a cluster broker being stopped cancels its own)."""
+        self._watched.discard(task)
+
+    def watch_start(self, task: asyncio.Task, what: str) -> asyncio.Task:
+        """``task`` is a start that must finish without an exception."""
+        def done(t: asyncio.Task) -> None:
+            if not t.cancelled() and t.exception() is not None:
+                self.fail(what, t.exception())
         task.add_done_callback(done)
         return task
 

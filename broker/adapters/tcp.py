@@ -238,10 +238,15 @@ class RemotingServer:
         self._refusal_logged_at: float | None = None
         self.virtual_hold_limit_s = virtual_hold_limit_s
 
-    async def start(self) -> None:
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Listen on host:port, or on ``sock`` when given (bound already: a broker that
+        starts again binds its port before its start is answered)."""
         loop = asyncio.get_running_loop()
         self.loop_time = loop.time
-        self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
+        if sock is not None:
+            self._server = await loop.create_server(lambda: _Connection(self), sock=sock)
+        else:
+            self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         if self._virtual:
             self._hold_bound = asyncio.create_task(self._bound_holds_in_real_time())
@@ -327,6 +332,23 @@ class RemotingServer:
             await asyncio.sleep(self.virtual_hold_limit_s)
             self.core.answer_holds_before(mark)
             self.after_activity()
+
+    def background_tasks(self) -> list[asyncio.Task]:
+        """The tasks ``start`` made, which run until ``stop`` / ``close_now``."""
+        return [t for t in (self._hold_bound, self._watch) if t is not None]
+
+    def close_now(self) -> None:
+        """Stop listening and drop every connection at once, from the loop's thread (a
+        cluster broker stopped by a request: its clients see connections refused)."""
+        for pending in (self._timer, self._hold_bound, self._watch):
+            if pending:
+                pending.cancel()
+        self._timer = self._armed_at = self._hold_bound = self._watch = None
+        if self._server:
+            self._server.close()
+            self._server = None
+        for conn in list(self.connections.values()):
+            conn.transport.abort()
 
     async def stop(self) -> None:
         for pending in (self._timer, self._hold_bound, self._watch):

@@ -1,7 +1,7 @@
 """Request processors: one module per family, each a function (core, request, channel)."""
 from __future__ import annotations
 
-from ..protocol import EMULATOR_CLOCK_ADVANCE, RequestCode as RC
+from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RequestCode as RC
 
 __all__ = ["build_processor_table"]
 
@@ -32,5 +32,7 @@ def build_processor_table() -> dict:
         RC.GET_BROKER_CLUSTER_INFO: route.get_broker_cluster_info,
         RC.UPDATE_AND_CREATE_TOPIC: admin.update_and_create_topic,
         RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: admin.update_and_create_subscription_group,
+        RC.UPDATE_BROKER_CONFIG: admin.update_broker_config,
         EMULATOR_CLOCK_ADVANCE: admin.clock_advance,
+        EMULATOR_BROKER_CONTROL: admin.broker_control,
     }

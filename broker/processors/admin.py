@@ -1,5 +1,6 @@
-"""UPDATE_AND_CREATE_TOPIC (17), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) and the
-emulator's clock control (EMULATOR_CLOCK_ADVANCE)."""
+"""UPDATE_AND_CREATE_TOPIC (17), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
+UPDATE_BROKER_CONFIG (25, brokerPermission), and the emulator's clock control
+(EMULATOR_CLOCK_ADVANCE) and broker control (EMULATOR_BROKER_CONTROL)."""
 from __future__ import annotations
 
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
@@ -8,7 +9,8 @@ from ..errors import ClockError
 from ..protocol import ResponseCode as RC
 from ..topics import TopicConfig, validate_topic_name
 
-__all__ = ["update_and_create_topic", "update_and_create_subscription_group", "clock_advance"]
+__all__ = ["update_and_create_topic", "update_and_create_subscription_group", "clock_advance",
+           "update_broker_config", "broker_control"]
 
 
 def update_and_create_topic(core, request, channel):
@@ -64,10 +66,60 @@ def clock_advance(core, request, channel):
         # An advance of nothing only reads the clock (`clock now`): a real clock answers too.
         return request.response(RC.SUCCESS, None, {"nowMillis": core.clock.now_ms(), "clock": "real"})
     try:
-        now = core.advance_clock(ms)
+        now = core.names.advance_clock(ms)
     except ClockError as exc:
         return request.response(RC.SYSTEM_ERROR, str(exc))
     # A move of time someone asked for is written before the reply: what it delivered
     # and (serve) the clock's new time survive a kill right after it.
-    core.flush()
+    core.names.flush()
     return request.response(RC.SUCCESS, None, {"nowMillis": now, "clock": "virtual"})
+
+
+def update_broker_config(core, request, channel):
+    """mqadmin updateBrokerConfig: the body is properties text (``key=value`` lines).
+    brokerPermission is honoured (6 read+write, 4 read only, 2 write only): routes carry
+    it from the reply on, as upstream's re-registration does; other keys are refused
+    by name rather than silently kept."""
+    from ..config import parse_properties
+    from ..protocol import RequestRefused
+
+    props = parse_properties((request.body or b"").decode("utf-8", "replace"))
+    unknown = sorted(k for k in props if k != "brokerPermission")
+    if unknown or not props:
+        raise RequestRefused(f"this broker changes only brokerPermission at run time, not "
+                             f"{', '.join(unknown) or 'an empty config'}")
+    try:
+        core.set_broker_permission(int(props["brokerPermission"]))
+    except ValueError as exc:
+        raise RequestRefused(f"brokerPermission: {exc}") from None
+    return request.response(RC.SUCCESS)
+
+
+def broker_control(core, request, channel):
+    """Header ``action``: list (body: every broker as JSON), write (``value`` on/off),
+    stop or start ``brokerName``. A single broker is a cluster of one."""
+    import json
+
+    from ..cluster import Cluster, ClusterError
+
+    names = core.names if isinstance(core.names, Cluster) else Cluster([core])
+    action, name = request.header("action"), request.header("brokerName")
+    try:
+        if action == "write":
+            value = request.header("value")
+            if value not in ("on", "off"):
+                return request.response(RC.SYSTEM_ERROR, f"write is on or off, not {value!r}")
+            names.set_write(name, value == "on")
+        elif action == "stop":
+            names.stop(name)
+        elif action == "start":
+            names.start(name)
+        elif action != "list":
+            return request.response(RC.SYSTEM_ERROR, f"unknown broker action {action!r}")
+    except ClusterError as exc:
+        return request.response(RC.SYSTEM_ERROR, str(exc))
+    except OSError as exc:
+        return request.response(RC.SYSTEM_ERROR, f"cannot start {name}: {exc.strerror or exc}")
+    states = [{"brokerName": b.name, "address": b.address, "up": b.up, "brokerPermission": b.permission,
+               "topics": b.topics} for b in names.states()]
+    return request.response(RC.SUCCESS, body=json.dumps(states).encode())

@@ -1,6 +1,6 @@
-"""Name-server requests answered by the broker itself: every route points at this
-one broker (GET_ROUTEINFO_BY_TOPIC 105, GET_BROKER_CLUSTER_INFO 106) - the 4.x JSON of
-the core's typed routes (BrokerCore.route, brokers)."""
+"""Name-server requests answered by the broker itself (GET_ROUTEINFO_BY_TOPIC 105,
+GET_BROKER_CLUSTER_INFO 106): the 4.x JSON of the typed routes of ``core.names`` - the
+core alone, or the cluster it belongs to (broker/cluster.py)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ def _broker_data(broker) -> dict:
 
 def topic_route(core, topic: str) -> dict | None:
     """The core's route of ``topic`` as 4.x's TopicRouteData JSON object (None: unknown)."""
-    route = core.route(topic)
+    route = core.names.route(topic)
     if route is None:
         return None
     return {
@@ -38,7 +38,7 @@ def get_route_info_by_topic(core, request, channel):
 
 
 def get_broker_cluster_info(core, request, channel):
-    brokers = core.brokers()
+    brokers = core.names.brokers()
     clusters: dict[str, list[str]] = {}
     for b in brokers:
         clusters.setdefault(b.cluster, []).append(b.broker_name)

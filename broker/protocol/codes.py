@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "EMULATOR_CLOCK_ADVANCE"]
+__all__ = ["RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "EMULATOR_CLOCK_ADVANCE",
+           "EMULATOR_BROKER_CONTROL"]
 
 
 class RequestCode(IntEnum):
@@ -20,6 +21,8 @@ class RequestCode(IntEnum):
     GET_MIN_OFFSET = 31
     GET_EARLIEST_MSG_STORETIME = 32
     VIEW_MESSAGE_BY_ID = 33
+    UPDATE_BROKER_CONFIG = 25
+    GET_BROKER_CONFIG = 26
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
     CONSUMER_SEND_MSG_BACK = 36
@@ -43,6 +46,8 @@ class RequestCode(IntEnum):
 # The emulator's own clock-control request travels outside RocketMQ's code ranges
 # (upstream uses < 1000 and 200000+ in 5.x) so a real client can never send it by accident.
 EMULATOR_CLOCK_ADVANCE = 91_001
+# The cluster's brokers: list them, switch one's write permission, stop or start one.
+EMULATOR_BROKER_CONTROL = 91_002
 
 
 class ResponseCode(IntEnum):

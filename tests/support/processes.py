@@ -74,7 +74,7 @@ class Mosquitto:
         self.proc = None
 
 
-LISTENING = re.compile(r"^listening (\S+):(\d+) (\w+)$")
+LISTENING = re.compile(r"^listening (\S+):(\d+) ([\w-]+)$")
 
 
 def read_listening(proc: subprocess.Popen, timeout: float = 20.0,
@@ -111,9 +111,11 @@ def read_listening(proc: subprocess.Popen, timeout: float = 20.0,
 class EmulatorProcess:
     """`rocketmq-emulator serve` in its own process, port read from its `listening` line."""
 
-    def __init__(self, data_dir: Path, *args: str, grpc: bool = False, pulsar: bool = False):
+    def __init__(self, data_dir: Path, *args: str, grpc: bool = False, pulsar: bool = False, brokers: int = 1):
         self.data_dir = data_dir
         self.args = args
+        self.brokers = brokers
+        self.broker_ports: dict[str, int] = {}
         self.grpc = grpc
         self.pulsar = pulsar
         self.proc = None
@@ -128,10 +130,14 @@ class EmulatorProcess:
             cmd.append("--no-grpc")
         if not self.pulsar:
             cmd.append("--no-pulsar")
+        names = [f"broker-{chr(ord('a') + i)}" for i in range(self.brokers)]
+        if self.brokers > 1:
+            cmd += ["--brokers", str(self.brokers)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         kinds = ("remoting",) + (("grpc",) if self.grpc else ()) + (("pulsar",) if self.pulsar else ())
-        found = read_listening(self.proc, kinds=kinds)
+        found = read_listening(self.proc, kinds=kinds + tuple(names[1:]))
         self.port = found["remoting"][1]
+        self.broker_ports = {names[0]: self.port, **{n: found[n][1] for n in names[1:]}}
         self.grpc_port = found["grpc"][1] if self.grpc else None
         self.pulsar_port = found["pulsar"][1] if self.pulsar else None
         return self
