@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
@@ -27,6 +28,7 @@ from .producer import Producer
 from .push_consumer import PushConsumer
 from .runtime import ClientRuntime
 from .transport.base import Connector
+from .transport.cluster import InProcessCluster
 from .transport.inprocess import InProcessBroker, InProcessTransport
 from .transport.loopback import LoopbackBroker
 
@@ -51,25 +53,42 @@ class EmbeddedBroker(Connector):
     ``transport``: ``"inprocess"`` (default: commands are handed to the core as objects)
     or ``"loopback"`` (every command is encoded into a frame and decoded again, as over
     TCP; ``transport.loopback``).
+
+    ``brokers=N`` (default 1): a cluster of broker-a, broker-b, ... behind one name
+    server on one clock (``broker.cluster``); clients spread over them as over a real
+    cluster. ``core`` is then broker-a's; the inspection helpers read every broker's
+    store (or ``broker=NAME``'s), and ``set_writeable`` / ``stop_broker`` /
+    ``start_broker`` / ``brokers()`` inject the faults of one broker.
     """
 
     def __init__(self, core: BrokerCore | None = None, *, clock: Clock | None = None,
                  config: BrokerConfig | None = None, seed: int = 0, pid: int | None = None,
                  strict: bool = True, skip_idle: bool = True, transport: str = "inprocess",
-                 **broker_conf) -> None:
+                 brokers: int = 1, **broker_conf) -> None:
         hub_class = _HUBS.get(transport)
         if hub_class is None:
             raise ValueError(f"transport {transport!r} is not one of {', '.join(sorted(_HUBS))}")
+        names = broker_names(brokers)
         if core is None:
             if broker_conf:
                 config = BrokerConfig.from_properties({k: _conf_str(v) for k, v in broker_conf.items()}, config)
-            core = BrokerCore.in_memory(clock=clock or VirtualClock(), config=config, rng=random.Random(seed))
+            clock = clock or VirtualClock()
+            cores = [BrokerCore.in_memory(clock=clock, config=_member_config(config, name, i, brokers),
+                                          rng=random.Random(seed + i)) for i, name in enumerate(names)]
         elif broker_conf or config is not None:
             raise TypeError("pass either a ready core or a config, not both")
-        self.core = core
-        self.clock = core.clock
-        self.runtime = ClientRuntime(core.clock, pid=pid)
-        self.hub = hub_class(core, self.runtime, skip_idle=skip_idle)
+        elif brokers > 1:
+            raise TypeError("a ready core is one broker: pass brokers=N without a core")
+        else:
+            cores = [core]
+        self.core = cores[0]
+        self.clock = self.core.clock
+        self.runtime = ClientRuntime(self.clock, pid=pid)
+        self.cluster = Cluster(cores) if brokers > 1 else None
+        if self.cluster is not None:
+            self.hub = InProcessCluster(self.cluster, self.runtime, hub_class=hub_class, skip_idle=skip_idle)
+        else:
+            self.hub = hub_class(self.core, self.runtime, skip_idle=skip_idle)
         self.strict = strict
         self._clients: list = []
 
@@ -123,23 +142,60 @@ class EmbeddedBroker(Connector):
         return self.clock.now_ms()
 
     # -- broker administration --------------------------------------------------------------------
-    def create_topic(self, topic: str, queues: int = 4, *, order: bool = False, perm: int = PERM_READ | PERM_WRITE):
-        """UPDATE_AND_CREATE_TOPIC from Python."""
-        return self.core.create_topic(topic, queues, perm, order=order)
+    def _cores(self, broker: str | None) -> list[BrokerCore]:
+        """The cores an operation concerns: ``broker``'s, else every broker's."""
+        if broker is not None:
+            if self.cluster is None:
+                if broker != self.core.config.broker_name:
+                    raise ValueError(f"no broker named {broker!r}; the broker is {self.core.config.broker_name}")
+                return [self.core]
+            return [self.cluster.core(broker)]
+        return [self.core] if self.cluster is None else [self.cluster.core(n) for n in self.cluster.names]
+
+    def create_topic(self, topic: str, queues: int = 4, *, order: bool = False, perm: int = PERM_READ | PERM_WRITE,
+                     broker: str | None = None):
+        """UPDATE_AND_CREATE_TOPIC from Python, on every broker (or ``broker``)."""
+        return [c.create_topic(topic, queues, perm, order=order) for c in self._cores(broker)][0]
 
     @property
     def broker_permission(self) -> int:
-        """brokerPermission: 6 read+write, 4 read-only, 2 write-only."""
+        """brokerPermission (broker-a's in a cluster): 6 read+write, 4 read-only, 2 write-only."""
         return self.core.config.broker_permission
 
     @broker_permission.setter
     def broker_permission(self, perm: int) -> None:
         self.core.set_broker_permission(perm)
 
-    def set_writeable(self, writeable: bool) -> None:
-        """Switch the broker's write permission off (brokerPermission 4) or on (6)."""
-        perm = self.broker_permission
-        self.core.set_broker_permission(perm | PERM_WRITE if writeable else perm & ~PERM_WRITE)
+    def set_writeable(self, writeable: bool, broker: str | None = None) -> None:
+        """Switch a broker's write permission off (brokerPermission 4) or on (6): the
+        broker's (broker-a's unless ``broker`` names another). Routes carry it at once."""
+        for core in self._cores(broker or self.core.config.broker_name):
+            perm = core.config.broker_permission
+            core.set_broker_permission(perm | PERM_WRITE if writeable else perm & ~PERM_WRITE)
+
+    def brokers(self) -> list[BrokerState]:
+        """Every broker: name, address, up or stopped, brokerPermission, topics."""
+        if self.cluster is not None:
+            return self.cluster.states()
+        c = self.core
+        return [BrokerState(c.config.broker_name, c.addr, True, c.config.broker_permission, len(c.topics.table))]
+
+    def stop_broker(self, name: str) -> None:
+        """Stop a broker of the cluster: out of every route, its client connections
+        closed, requests to it refused until ``start_broker``. ClusterError (a
+        ValueError) for an unknown name or the last broker serving a topic."""
+        self._cluster_only("stop_broker").stop_broker(name)
+        self.runtime.run_until_idle()
+
+    def start_broker(self, name: str) -> None:
+        self._cluster_only("start_broker").start_broker(name)
+        self.runtime.run_until_idle()
+
+    def _cluster_only(self, what: str) -> InProcessCluster:
+        if self.cluster is None:
+            raise ValueError(f"{what} needs a cluster: EmbeddedBroker(brokers=2) (a lone broker has nowhere to send "
+                             f"its clients)")
+        return self.hub
 
     def inject_fault(self, code: int, *, times: int | None = None, error=None):
         """Fail requests with ``code`` in transit (see InProcessBroker.inject_fault);
@@ -153,20 +209,29 @@ class EmbeddedBroker(Connector):
         return self.core.events
 
     # -- inspection -------------------------------------------------------------------------------
-    def messages(self, topic: str, queue_id: int | None = None) -> list[MessageExt]:
-        """Every message stored in ``topic`` (all queues, or one), in queue order."""
-        store = self.core.store
-        qids = [queue_id] if queue_id is not None else sorted(store.queues().get(topic, []))
+    def messages(self, topic: str, queue_id: int | None = None, *, broker: str | None = None) -> list[MessageExt]:
+        """Every message stored in ``topic`` (all queues, or one), in queue order, broker
+        by broker (every broker's, or ``broker``'s)."""
         out = []
-        for qid in qids:
-            for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
-                entry = store.queue_entry(topic, qid, off)
-                if entry is None:
-                    continue
-                raw = store.read(entry[0])
-                if raw is not None:
-                    out.append(MessageExt.adopt(decode_record(raw, check_crc=False)))
+        for core in self._cores(broker):
+            store = core.store
+            qids = [queue_id] if queue_id is not None else sorted(store.queues().get(topic, []))
+            for qid in qids:
+                for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
+                    entry = store.queue_entry(topic, qid, off)
+                    if entry is None:
+                        continue
+                    raw = store.read(entry[0])
+                    if raw is not None:
+                        out.append(MessageExt.adopt(decode_record(raw, check_crc=False)))
         return out
+
+    def broker_of(self, message: MessageExt) -> str:
+        """The name of the broker that stored ``message`` (by its store host)."""
+        for core in self._cores(None):
+            if tuple(message.store_host) == tuple(core.store_host):
+                return core.config.broker_name
+        raise ValueError(f"no broker here stored {message!r}")
 
     def retry_messages(self, group: str) -> list[MessageExt]:
         """Messages that reached ``%RETRY%<group>`` (delivered retries; pending ones wait
@@ -185,16 +250,17 @@ class EmbeddedBroker(Connector):
             msgs = [m for m in msgs if m.properties.get("REAL_TOPIC") == real_topic]
         return msgs
 
-    def committed_offset(self, group: str, topic: str, queue_id: int = 0) -> int:
-        """The offset the broker holds for (group, topic, queue); −1 if none."""
-        return self.core.store.query_offset(group, topic, queue_id)
+    def committed_offset(self, group: str, topic: str, queue_id: int = 0, *, broker: str | None = None) -> int:
+        """The offset the broker (broker-a, or ``broker``) holds for (group, topic, queue); −1 if none."""
+        return self._cores(broker or self.core.config.broker_name)[0].store.query_offset(group, topic, queue_id)
 
-    def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
-        """{queue id: committed offset} for every queue of ``topic`` that has one."""
-        return {int(q): o for q, o in self.core.store.offset_table().get(f"{topic}@{group}", {}).items()}
+    def committed_offsets(self, group: str, topic: str, *, broker: str | None = None) -> dict[int, int]:
+        """{queue id: committed offset} for every queue of ``topic`` that has one (broker-a's, or ``broker``'s)."""
+        store = self._cores(broker or self.core.config.broker_name)[0].store
+        return {int(q): o for q, o in store.offset_table().get(f"{topic}@{group}", {}).items()}
 
-    def max_offset(self, topic: str, queue_id: int = 0) -> int:
-        return self.core.store.max_offset(topic, queue_id)
+    def max_offset(self, topic: str, queue_id: int = 0, *, broker: str | None = None) -> int:
+        return self._cores(broker or self.core.config.broker_name)[0].store.max_offset(topic, queue_id)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:
@@ -206,7 +272,8 @@ class EmbeddedBroker(Connector):
                 pass
         self._clients.clear()
         self.hub.close()
-        self.core.close()
+        for core in self._cores(None):
+            core.close()
 
     def __enter__(self) -> "EmbeddedBroker":
         return self
@@ -216,6 +283,15 @@ class EmbeddedBroker(Connector):
 
     def __repr__(self) -> str:
         return f"EmbeddedBroker({self.core.addr}, now={self.clock.now_ms()})"
+
+
+def _member_config(config: BrokerConfig | None, name: str, index: int, brokers: int) -> BrokerConfig | None:
+    """A cluster member's config: its name and a port of its own (10911, 10912, ...), so
+    routes and offsetMsgIds tell the brokers apart."""
+    if brokers == 1:
+        return config
+    base = config or BrokerConfig()
+    return base.replace(broker_name=name, listen_port=base.listen_port + index)
 
 
 def _conf_str(v) -> str:

@@ -22,10 +22,12 @@ import logging
 import threading
 from typing import Callable
 
-from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode
+from rocketmq_emulator.broker.cluster import BrokerState
+from rocketmq_emulator.broker.protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RemotingCommand,
+                                             ResponseCode)
 from rocketmq_emulator.delay_scheduler import SystemClock
 
-from ..errors import MQClientError, RemotingTimeoutError, ServerClockError
+from ..errors import MQBrokerError, MQClientError, RemotingTimeoutError, ServerClockError
 from ..runtime import ClientRuntime, to_millis
 from .base import Connector
 from .tcp import TcpTransport, parse_addresses
@@ -92,6 +94,39 @@ class RemoteBroker(Connector):
         if reply.code != ResponseCode.SUCCESS:
             raise ServerClockError(reply.code, reply.remark, self.namesrv_addr)
         return reply.header_int("nowMillis")
+
+    # -- the cluster's brokers (serve --brokers N) ---------------------------------------------------
+    def brokers(self) -> list[BrokerState]:
+        """Every broker behind the name server: name, address, up or stopped, permission, topics."""
+        import json
+
+        reply = self._broker_control("list")
+        return [BrokerState(b["brokerName"], b["address"], b["up"], b["brokerPermission"], b["topics"])
+                for b in json.loads(reply.body or b"[]")]
+
+    def set_writeable(self, writeable: bool, broker: str) -> None:
+        """Switch ``broker``'s write permission (brokerPermission 6 / 4); routes change at once."""
+        self._broker_control("write", broker, "on" if writeable else "off")
+
+    def stop_broker(self, name: str) -> None:
+        """Stop a broker of the server's cluster: out of every route, connections refused.
+        MQBrokerError (the server's one line) for an unknown name or the last broker
+        serving a topic."""
+        self._broker_control("stop", name)
+
+    def start_broker(self, name: str) -> None:
+        self._broker_control("start", name)
+
+    def _broker_control(self, action: str, name: str | None = None, value: str | None = None,
+                        timeout_ms: int = 10000) -> RemotingCommand:
+        if self._admin is None or self._admin.closed:
+            self._admin = self.connect()
+        fields = {"action": action, "brokerName": name, "value": value}
+        cmd = RemotingCommand.request(EMULATOR_BROKER_CONTROL, {k: v for k, v in fields.items() if v is not None})
+        reply = self._admin._call(self._admin._connect_name_server(), cmd, timeout_ms)
+        if reply.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(reply.code, reply.remark, self.namesrv_addr, f"broker {action}")
+        return reply
 
     # -- the loop ---------------------------------------------------------------------------------
     def run_for(self, duration: int | str) -> None:

@@ -49,6 +49,7 @@ from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
 from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from ..runtime import ClientRuntime
 from .base import RequestHandler, ResponseCallback, Transport
+from .routing import EVERY_BROKER_CODES, NAME_SERVER_CODES, broker_name_of
 
 __all__ = ["TcpTransport", "parse_addresses", "CONNECT_TIMEOUT_S"]
 
@@ -57,10 +58,6 @@ log = logging.getLogger("client_sdk.tcp")
 CONNECT_TIMEOUT_S = 3.0
 SCAN_INTERVAL_S = 0.1               # how late an async timeout may be noticed
 _RECV_SIZE = 256 * 1024
-_NAME_SERVER_CODES = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO})
-_EVERY_BROKER_CODES = frozenset({RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT})
-_SEND_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
-_LOCK_CODES = frozenset({RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ})
 
 
 def parse_addresses(text: str) -> list[tuple[str, int]]:
@@ -263,7 +260,7 @@ class TcpTransport(Transport):
                 r = self._call(conn, RemotingCommand.request(cmd.code, cmd.ext_fields, cmd.body), timeout_ms)
                 if reply is None or (r.code != ResponseCode.SUCCESS and reply.code == ResponseCode.SUCCESS):
                     reply = r
-        if cmd.code in _NAME_SERVER_CODES:
+        if cmd.code in NAME_SERVER_CODES:
             self._learn(cmd.code, reply)
         return reply
 
@@ -345,13 +342,13 @@ class TcpTransport(Transport):
         if self._closed:
             raise RemotingConnectError("the connection is closed (the client was shut down)")
         code = cmd.code
-        if code in _NAME_SERVER_CODES:
+        if code in NAME_SERVER_CODES:
             return [self._connect_name_server()]
         if not self._brokers:
             self._discover_brokers()
-        if code in _EVERY_BROKER_CODES:
+        if code in EVERY_BROKER_CODES:
             return [self._connect(addr) for addr in sorted(set(self._brokers.values()))]
-        name = self._broker_name_of(cmd)
+        name = broker_name_of(cmd)
         if name is None:
             return [self._connect(min(self._brokers.values()))]
         addr = self._brokers.get(name)
@@ -362,23 +359,6 @@ class TcpTransport(Transport):
                 raise RemotingConnectError(f"broker {name!r} is in no route or cluster info "
                                            f"(known: {sorted(self._brokers)})")
         return [self._connect(addr)]
-
-    @staticmethod
-    def _broker_name_of(cmd: RemotingCommand) -> str | None:
-        ext = cmd.ext_fields
-        if ext:
-            name = ext.get("bname")
-            if name is None and cmd.code in _SEND_CODES:
-                name = ext.get("n")
-            if name is not None:
-                return name
-        if cmd.code in _LOCK_CODES and cmd.body:
-            try:
-                mqs = loads_fastjson(cmd.body).get("mqSet") or []
-                return mqs[0]["brokerName"] if mqs else None
-            except (ValueError, AttributeError, KeyError, TypeError, IndexError):
-                return None
-        return None
 
     def _discover_brokers(self) -> None:
         """Ask the name server for every broker (GET_BROKER_CLUSTER_INFO)."""

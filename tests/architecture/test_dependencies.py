@@ -65,6 +65,8 @@ CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", 
                          "broker.retry_lifecycle",
                          # Pulsar-style subscriptions (the simulator's Pulsar consumer)
                          "broker.subscriptions",
+                         # a cluster of brokers in process (EmbeddedBroker(brokers=N))
+                         "broker.cluster",
                          # the Pulsar codec (one codec, two ends) and the front the in-process client talks to
                          "broker.pulsar_front",
                          # the pytest fixtures rocketmq5_endpoint and pulsar_endpoint start listeners beside the test

@@ -134,3 +134,17 @@ def test_serve_refuses_a_cluster_size_out_of_range(count, capsys):
     assert main(["serve", "--brokers", count, "--in-memory"]) == 2
     err = capsys.readouterr().err
     assert "--brokers" in err and len(err.strip().splitlines()) == 1
+
+
+def test_remote_broker_does_from_python_what_the_cli_does(cluster):
+    from rocketmq_emulator.client_sdk.errors import MQBrokerError
+
+    remote = cluster.remote
+    assert [(b.name, b.up, b.permission) for b in remote.brokers()] == [("broker-a", True, 6), ("broker-b", True, 6)]
+    remote.set_writeable(False, "broker-b")
+    remote.stop_broker("broker-b")
+    assert [(b.name, b.up, b.permission) for b in remote.brokers()] == [("broker-a", True, 6), ("broker-b", False, 4)]
+    with pytest.raises(MQBrokerError, match="broker-b is already stopped"):
+        remote.stop_broker("broker-b")
+    remote.start_broker("broker-b")
+    assert all(b.up for b in remote.brokers())
