@@ -138,12 +138,26 @@ def send_raw_frames(port: int, frames: list[bytes], window: int) -> None:
         sock.close()
 
 
-def run_w2(n: int, sync_n: int, window: int, batch: int, profiles: dict | None = None) -> dict:
+def run_w2(n: int, sync_n: int, window: int, batch: int, profiles: dict | None = None, brokers: int = 1) -> dict:
+    """One W2 run against a fresh `serve` (``brokers`` > 1: `serve --brokers N`, the
+    topics made on every broker beforehand, as auto-creation would put a topic on the
+    first broker that takes a send only)."""
     bodies = [common.body_for(i) for i in range(n)]           # prepared outside the timers
     sync_msgs = [Message(SYNC_TOPIC, common.body_for(i)) for i in range(sync_n)]
     msgs = [Message(TOPIC, b) for b in bodies]
     tmp = Path(tempfile.mkdtemp(prefix="w2-"))
-    server = EmulatorProcess(tmp / "store").start()
+    server = EmulatorProcess(tmp / "store", brokers=brokers).start()
+    if brokers > 1:
+        import contextlib
+        import io
+
+        from rocketmq_emulator.broker.cli import main as cli
+
+        for topic in (TOPIC, SYNC_TOPIC, BATCH_TOPIC):
+            with contextlib.redirect_stdout(io.StringIO()):
+                created = cli(["topic", "create", topic, "--queues", "4", "--server", server.address])
+            if created != 0:
+                raise AssertionError(f"topic create {topic} failed")
     remote = RemoteBroker(server.address)
     rt = remote.runtime
     prof = (lambda name: profiles.setdefault(name, cProfile.Profile())) if profiles is not None else (lambda name: None)

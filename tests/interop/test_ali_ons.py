@@ -217,3 +217,41 @@ def test_ali_ons_produces_consumes_retries_and_dead_letters(emulator):
                                {"topic": topic, "consumerGroup": GROUP, "queueId": q})
             assert reply.code == RC.SUCCESS, (topic, q, reply.remark)
             assert int(reply.header("offset")) == max_offset(port, topic, q), (topic, q)
+
+
+def test_ali_ons_falls_back_to_the_other_broker_when_the_send_back_is_refused(tmp_path):
+    """Seed 004 against two brokers: poison-0 sits on broker-a, whose write permission is
+    then switched off; ali-ons' CONSUMER_SEND_MSG_BACK to broker-a gets NO_PERMISSION, and
+    the client publishes the retry copy itself (its default producer, delay level 0) to
+    %RETRY%CG_ONS - which the route now offers on broker-b only."""
+    from rocketmq_emulator.broker.cli import main as cli
+    from rocketmq_emulator.client_sdk import Message, MessageQueue, Producer, RemoteBroker
+
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", brokers=2).start()
+    driver = None
+    try:
+        assert cli(["topic", "create", TOPIC, "--queues", "1", "--server", server.address]) == 0
+        remote = RemoteBroker(server.address)
+        producer = Producer("PG_SDK", remote).start()
+        producer.send(Message(TOPIC, b"poison-0", tags="TagP", keys="poison-0"), MessageQueue(TOPIC, "broker-a", 0))
+        producer.shutdown()
+        remote.close()
+        assert cli(["broker", "perm", "broker-a", "--write", "off", "--server", server.address]) == 0
+
+        driver = OnsDriver(server.address, ok_count=0, poison_count=0)
+        driver.wait_for(lambda ev: failures(ev, "poison-0") == [0, 1])
+        retry = "%RETRY%" + GROUP
+        assert max_offset(server.broker_ports["broker-b"], retry) == 1      # the client's own copy
+        reply = admin_call(server.broker_ports["broker-b"], RQ.QUERY_MESSAGE, {
+            "topic": retry, "key": "poison-0", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 2**62})
+        assert reply.code == RC.SUCCESS, reply.remark
+        (copy,) = list(iter_records(reply.body, check_crc=True))
+        assert copy.body == b"poison-0" and copy.properties[Prop.RETRY_TOPIC] == TOPIC
+        assert copy.properties[Prop.RECONSUME_TIME] == "1"
+        refused = [e for e in driver.of("error") if "sending message is forbidden" in e["text"]]
+        assert refused, f"ali-ons did not report the refused send-back; events: {driver.events}"
+        driver.close()
+    finally:
+        if driver is not None:
+            driver.close()
+        server.stop()
