@@ -1,7 +1,7 @@
 """The README's failover example, verbatim (README.md), run as a test; the last test
 keeps the snippet and this file identical."""
-import pathlib
-import re
+
+from tests.support.readme import assert_readme_shows
 
 # --- README example: begin ---
 import pytest
@@ -35,8 +35,4 @@ def test_a_retry_survives_a_read_only_broker(rocketmq_broker, rocketmq_producer,
 
 
 def test_the_readme_snippet_is_this_test():
-    here = pathlib.Path(__file__).read_text()
-    example = here.split("# --- README example: begin ---\n")[1].split("# --- README example: end ---")[0]
-    readme = pathlib.Path(__file__).resolve().parents[2] / "README.md"
-    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
-    assert example.strip() in [b.strip() for b in blocks], "README.md and this test differ"
+    assert_readme_shows(__file__)

@@ -1,11 +1,11 @@
 """The README's Pulsar SDK example, verbatim (README.md), run as a test; the last test
 keeps the snippet and this file identical."""
-import pathlib
-import re
 
 import pytest
 
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
+
+from tests.support.readme import assert_readme_shows
 
 # --- README example: begin ---
 from rocketmq_emulator.client_sdk.pulsar_client import ConsumerType, DeadLetterPolicy, InitialPosition
@@ -31,8 +31,4 @@ def test_a_poison_order_climbs_the_retry_ladder_into_the_dlq(pulsar_client, time
 
 
 def test_the_readme_snippet_is_this_test():
-    here = pathlib.Path(__file__).read_text()
-    example = here.split("# --- README example: begin ---\n")[1].split("# --- README example: end ---")[0]
-    readme = pathlib.Path(__file__).resolve().parents[3] / "README.md"
-    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
-    assert example.strip() in [b.strip() for b in blocks], "README.md and this test differ"
+    assert_readme_shows(__file__)
