@@ -65,7 +65,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from .record_view import RecordHead, prop_value
 from .records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, Prop
@@ -80,6 +80,8 @@ __all__ = [
     "GroupTopicCounts",
     "Accounts",
     "account",
+    "account_brokers",
+    "account_message_stores",
     "account_message_store",
     "pulsar_letter_group",
     "redelivery_stats",
@@ -278,21 +280,37 @@ def account(records: Iterable, offset_table: Mapping, subscriptions_doc: Mapping
     a delivery, and ORIGIN_MESSAGE_ID / the fallback's UNIQ_KEY name that earlier
     record). Memory: O(messages); a 10,000-message ladder of 340,000 records used to
     hold every copy's head until the end."""
-    offsets = normalize_offsets(offset_table)
+    return _account([(lambda: records, offset_table)], subscriptions_doc)
+
+
+def account_brokers(brokers: list[tuple[Callable[[], Iterable], Mapping]],
+                    subscriptions_doc: Mapping | None = None) -> Accounts:
+    """``account`` over a cluster: one (records, offset table) per broker, ``records`` a
+    function that iterates that broker's records (called twice). A copy may sit on
+    another broker than its message (a client's fallback send-back goes wherever its
+    producer finds a writable queue), so every broker's messages are read first and the
+    copies after; committed offsets are each broker's own (queue ids repeat across
+    brokers)."""
+    return _account(brokers, subscriptions_doc)
+
+
+_MESSAGE_KINDS = frozenset({Kind.ORIGINAL, Kind.DELAYED_DELIVERY, Kind.DELAYED_ORIGINAL})
+
+
+def _account(parts: list[tuple[Callable[[], Iterable], Mapping]], subscriptions_doc: Mapping | None) -> Accounts:
+    offsets_of = [normalize_offsets(table) for _, table in parts]
     by_offset_id: dict[str, tuple[str, str]] = {}    # offsetMsgId -> (key, topic)
     by_uniq: dict[str, tuple[str, str]] = {}         # UNIQ_KEY -> (key, topic) of its first original
     produced: dict[str, int] = defaultdict(int)
-    originals: list[tuple[str, str, int, int]] = []  # (key, topic, qid, qoff)
-    subscribed: set[tuple[str, str]] = {(t, g) for (t, g) in offsets if is_business_topic(t)}
+    originals: list[tuple[str, str, int, int, int]] = []  # (key, topic, qid, qoff, part)
+    subscribed: set[tuple[str, str]] = {(t, g) for offsets in offsets_of for (t, g) in offsets
+                                        if is_business_topic(t)}
     consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)    # (group, key) -> consumed attempts
     send_backs: dict[tuple[str, str], set[int]] = defaultdict(set)     # (group, key) -> send-back attempts
     retries: dict[tuple[str, str], set[int]] = defaultdict(set)
     dead: set[tuple[str, str]] = set()
     topic_of: dict[tuple[str, str], str] = {}
     sb_records: dict[tuple[str, str], int] = defaultdict(int)          # (group, topic) -> records
-
-    def committed(topic: str, group: str, qid: int) -> int:
-        return offsets.get((topic, group), {}).get(qid, -1)
 
     def resolve(rec, props) -> tuple[str, str]:
         origin = props.get(Prop.ORIGIN_MESSAGE_ID)
@@ -304,54 +322,63 @@ def account(records: Iterable, offset_table: Mapping, subscriptions_doc: Mapping
                 return by_uniq[k]
         return "?" + (origin or uniq or rec.offset_msg_id), props.get(Prop.RETRY_TOPIC, "")
 
-    for rec in records:
-        # a RecordHead's properties are looked up one by one, not parsed (most records
-        # need one or two values); most records (the originals) have no REAL_TOPIC at all
-        if rec.__class__ is RecordHead:
-            text = rec.properties_text
-            props = None
-            real = prop_value(text, Prop.REAL_TOPIC) if _REAL_TOPIC_KEY in text else None
-        else:
-            props = rec.properties
-            real = props.get(Prop.REAL_TOPIC)
-        topic = rec.topic
-        kind = _kind(topic, real, rec.sys_flag)
-        if kind is _ORIGINAL or kind is _DELAYED_DELIVERY:          # a message: keys point at it
-            if kind is _ORIGINAL:
-                produced[topic] += 1
-            key = rec.offset_msg_id
-            by_offset_id[key] = (key, topic)
-            uniq = prop_value(text, Prop.UNIQ_KEY) if props is None else props.get(Prop.UNIQ_KEY)
-            if uniq and uniq not in by_uniq:        # the first one in log order: the lowest offset
-                by_uniq[uniq] = (key, topic)
-            originals.append((key, topic, rec.queue_id, rec.queue_offset))
-        elif kind is _DELAYED_ORIGINAL:
-            produced[real] += 1
-        elif kind is not _OTHER:                                      # SEND_BACK_ or RETRY_COPY_KINDS
-            group = _group(kind, topic, real)
-            key, message_topic = resolve(rec, _TextProps(text) if props is None else props)
-            gk = (group, key)
-            topic_of[gk] = message_topic
-            subscribed.add((message_topic, group))
-            if kind in SEND_BACK_KINDS:
-                send_backs[gk].add(rec.reconsume_times)
-                sb_records[(group, message_topic)] += 1
-                if kind is _DEAD_LETTER:
-                    dead.add(gk)
+    # one broker: one pass; several: their messages first, then their copies
+    passes = [None] if len(parts) == 1 else [True, False]
+    for messages_only in passes:
+        for part, (records, _) in enumerate(parts):
+            offsets = offsets_of[part]
+            for rec in records():
+                # a RecordHead's properties are looked up one by one, not parsed (most records
+                # need one or two values); most records (the originals) have no REAL_TOPIC at all
+                if rec.__class__ is RecordHead:
+                    text = rec.properties_text
+                    props = None
+                    real = prop_value(text, Prop.REAL_TOPIC) if _REAL_TOPIC_KEY in text else None
                 else:
-                    retries[gk].add(rec.reconsume_times)
-            if kind in RETRY_COPY_KINDS and committed(topic, group, rec.queue_id) > rec.queue_offset:
-                consumed_ok[gk].add(rec.reconsume_times)
-    # topic -> [(group, that group's committed offsets of the topic)]: one look-up per
-    # original and group (this loop sees every message)
-    groups_of_topic: dict[str, list[tuple[str, dict[int, int]]]] = defaultdict(list)
+                    props = rec.properties
+                    real = props.get(Prop.REAL_TOPIC)
+                topic = rec.topic
+                kind = _kind(topic, real, rec.sys_flag)
+                if messages_only is not None and (kind in _MESSAGE_KINDS) is not messages_only:
+                    continue
+                if kind is _ORIGINAL or kind is _DELAYED_DELIVERY:          # a message: keys point at it
+                    if kind is _ORIGINAL:
+                        produced[topic] += 1
+                    key = rec.offset_msg_id
+                    by_offset_id[key] = (key, topic)
+                    uniq = prop_value(text, Prop.UNIQ_KEY) if props is None else props.get(Prop.UNIQ_KEY)
+                    if uniq and uniq not in by_uniq:        # the first one in log order: the lowest offset
+                        by_uniq[uniq] = (key, topic)
+                    originals.append((key, topic, rec.queue_id, rec.queue_offset, part))
+                elif kind is _DELAYED_ORIGINAL:
+                    produced[real] += 1
+                elif kind is not _OTHER:                                      # SEND_BACK_ or RETRY_COPY_KINDS
+                    group = _group(kind, topic, real)
+                    key, message_topic = resolve(rec, _TextProps(text) if props is None else props)
+                    gk = (group, key)
+                    topic_of[gk] = message_topic
+                    subscribed.add((message_topic, group))
+                    if kind in SEND_BACK_KINDS:
+                        send_backs[gk].add(rec.reconsume_times)
+                        sb_records[(group, message_topic)] += 1
+                        if kind is _DEAD_LETTER:
+                            dead.add(gk)
+                        else:
+                            retries[gk].add(rec.reconsume_times)
+                    if kind in RETRY_COPY_KINDS and \
+                            offsets.get((topic, group), {}).get(rec.queue_id, -1) > rec.queue_offset:
+                        consumed_ok[gk].add(rec.reconsume_times)
+    # (topic, broker) -> [(group, that group's committed offsets of the topic there)]: one
+    # look-up per original and group (this loop sees every message)
+    groups_of_topic: dict[tuple[str, int], list[tuple[str, dict[int, int]]]] = defaultdict(list)
     for topic, group in subscribed:
-        groups_of_topic[topic].append((group, offsets.get((topic, group), {})))
+        for part, offsets in enumerate(offsets_of):
+            groups_of_topic[(topic, part)].append((group, offsets.get((topic, group), {})))
     # Attempt 0 consumed, per (group, message) -> the message's topic: kept apart from the
     # copies' attempts because it is nearly every message and, mostly, its only attempt.
     first_ok: dict[tuple[str, str], str] = {}
-    for key, topic, qid, qoff in originals:
-        for group, queue_offsets in groups_of_topic.get(topic, ()):
+    for key, topic, qid, qoff, part in originals:
+        for group, queue_offsets in groups_of_topic.get((topic, part), ()):
             if queue_offsets.get(qid, -1) > qoff:
                 first_ok[(group, key)] = topic
 
@@ -392,3 +419,13 @@ def account_message_store(store) -> Accounts:
     records no consume queue lists count too — transaction halves, as *other*), and the
     store's consumer offset table and subscriptions' stats."""
     return account(store.heads(), store.offset_table(), store.load_config("subscriptions"))
+
+
+def account_message_stores(stores: list) -> Accounts:
+    """``account_message_store`` over the stores of a cluster's brokers (account_brokers)."""
+    if len(stores) == 1:
+        return account_message_store(stores[0])
+    subscriptions: dict = {}
+    for store in stores:
+        subscriptions.update(store.load_config("subscriptions") or {})
+    return account_brokers([(store.heads, store.offset_table()) for store in stores], subscriptions)

@@ -100,3 +100,30 @@ def test_faults_are_refused_in_one_line(cluster):
 @pytest.mark.rocketmq_broker(brokers=2)
 def test_the_fixture_takes_the_cluster_size(rocketmq_broker):
     assert [b.name for b in rocketmq_broker.brokers()] == ["broker-a", "broker-b"]
+
+
+def test_the_accounting_follows_a_copy_to_the_other_broker(cluster):
+    """The original on broker-b, its fallback copy on broker-a (stored first in neither
+    log's order): one message, one send-back, one success - not a success on broker-b
+    and a stray copy on broker-a."""
+    from rocketmq_emulator.store.accounting import account_message_store, account_message_stores
+
+    cluster.producer("pg").send(Message("Orders", b"flaky"), MessageQueue("Orders", "broker-b", 0))
+    cluster.set_writeable(False, "broker-b")
+    seen: list = []
+    c = cluster.push_consumer("cg", "Orders", listener=collecting(seen, lambda m: RECONSUME_LATER
+                                                                  if m.reconsume_times == 0 else CONSUME_SUCCESS))
+    cluster.advance("30s")
+    assert [(cluster.broker_of(m), m.reconsume_times) for m in seen] == [("broker-b", 0), ("broker-a", 1)]
+    assert c.stats.fallback_ok == 1
+    c.persist_offsets()
+    stores = [cluster.cluster.core(n).store for n in ("broker-a", "broker-b")]
+    accounts = account_message_stores(stores)
+    assert accounts.summary() == {"produced": 1, "succeeded": 1, "dead_lettered": 0, "send_backs": 1}
+    [orders] = [g for g in accounts.per_group if g.topic == "Orders"]
+    assert (orders.group, orders.retried) == ("cg", {1: 1})               # the message, retried once
+    # each broker alone counts the message twice: broker-b its success at attempt 0 (no
+    # send-back there), broker-a a success of a message it never saw produced
+    assert account_message_store(stores[1]).summary()["succeeded"] == 1
+    [alone] = [g for g in account_message_store(stores[0]).per_group if g.group == "cg"]
+    assert (alone.produced, alone.succeeded) == (0, 1)
