@@ -58,27 +58,31 @@ class EmbeddedBroker(Connector):
     server on one clock (``broker.cluster``); clients spread over them as over a real
     cluster. ``core`` is then broker-a's; the inspection helpers read every broker's
     store (or ``broker=NAME``'s), and ``set_writeable`` / ``stop_broker`` /
-    ``start_broker`` / ``brokers()`` inject the faults of one broker.
+    ``start_broker`` / ``brokers()`` inject the faults of one broker. ``cores``: the
+    ready cores of such a cluster (named broker-a, broker-b, ... on one clock).
     """
 
     def __init__(self, core: BrokerCore | None = None, *, clock: Clock | None = None,
                  config: BrokerConfig | None = None, seed: int = 0, pid: int | None = None,
                  strict: bool = True, skip_idle: bool = True, transport: str = "inprocess",
-                 brokers: int = 1, **broker_conf) -> None:
+                 brokers: int = 1, cores: list[BrokerCore] | None = None, **broker_conf) -> None:
         hub_class = _HUBS.get(transport)
         if hub_class is None:
             raise ValueError(f"transport {transport!r} is not one of {', '.join(sorted(_HUBS))}")
-        names = broker_names(brokers)
-        if core is None:
+        if cores is not None:           # ready cores of a cluster (on disk: the simulator's)
+            if core is not None or broker_conf or config is not None or brokers != 1:
+                raise TypeError("pass ready cores alone, without core, config or brokers")
+            brokers = len(cores)
+        elif core is None:
             if broker_conf:
                 config = BrokerConfig.from_properties({k: _conf_str(v) for k, v in broker_conf.items()}, config)
             clock = clock or VirtualClock()
             cores = [BrokerCore.in_memory(clock=clock, config=_member_config(config, name, i, brokers),
-                                          rng=random.Random(seed + i)) for i, name in enumerate(names)]
+                                          rng=random.Random(seed + i)) for i, name in enumerate(broker_names(brokers))]
         elif broker_conf or config is not None:
             raise TypeError("pass either a ready core or a config, not both")
         elif brokers > 1:
-            raise TypeError("a ready core is one broker: pass brokers=N without a core")
+            raise TypeError("a ready core is one broker: pass brokers=N without a core, or cores=[...]")
         else:
             cores = [core]
         self.core = cores[0]

@@ -69,18 +69,28 @@ class RemoteBrokerOffsetStore(_OffsetTable):
         return off
 
     def persist(self, mq: MessageQueue) -> None:
+        """Send ``mq``'s offset to its broker. A broker that cannot take it (stopped, gone)
+        is logged and skipped, as upstream's persist does: the offset stays here, and the
+        caller (a rebalance dropping the queue) goes on."""
         off = self.table.get(mq)
         if off is not None:
-            self.api.update_consumer_offset_oneway(self.group, mq.topic, mq.queue_id, off, mq.broker_name)
+            self._send(mq, off)
 
     def persist_all(self, mqs) -> None:
-        """persistAll: send every assigned queue's offset; forget unassigned ones."""
+        """persistAll: send every assigned queue's offset (each broker on its own: one that
+        is down does not keep the others' offsets back); forget unassigned ones."""
         wanted = set(mqs)
         for mq, off in list(self.table.items()):
             if mq in wanted:
-                self.api.update_consumer_offset_oneway(self.group, mq.topic, mq.queue_id, off, mq.broker_name)
+                self._send(mq, off)
             else:
                 del self.table[mq]
+
+    def _send(self, mq: MessageQueue, off: int) -> None:
+        try:
+            self.api.update_consumer_offset_oneway(self.group, mq.topic, mq.queue_id, off, mq.broker_name)
+        except (MQClientError, RemotingError) as exc:
+            log.warning("updateConsumeOffsetToBroker of %s failed: %s", mq, exc)
 
 
 class LocalOffsetStore(_OffsetTable):

@@ -8,10 +8,10 @@ virtual clock, faults on a timeline, invariants checked as it goes.
 ``client_sdk.simulation.strategies`` has hypothesis strategies for scenarios.
 """
 from .invariants import InvariantChecker, Violation
-from .scenario import (ConsumerRestart, GroupSpec, ProducerSpec, Scenario, ScenarioError, TopicSpec,
+from .scenario import (BrokerWindow, ConsumerRestart, GroupSpec, ProducerSpec, Scenario, ScenarioError, TopicSpec,
                        WriteOffWindow, w1_scenario)
 from .simulator import START_MS, Simulation, SimulationResult, run_simulation
 
-__all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "WriteOffWindow", "ConsumerRestart",
+__all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "WriteOffWindow", "ConsumerRestart", "BrokerWindow",
            "ScenarioError", "w1_scenario", "Simulation", "SimulationResult", "run_simulation", "Violation",
            "InvariantChecker", "START_MS"]

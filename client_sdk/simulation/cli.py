@@ -16,7 +16,8 @@ from pathlib import Path
 from rocketmq_emulator.broker.cli_common import CommandParser, UsageError, fail
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
-from .scenario import ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_restart, parse_window
+from .scenario import (ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_broker_window, parse_restart,
+                       parse_window)
 
 __all__ = ["simulate_main"]
 
@@ -67,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="switch the broker's write permission off between START and END (repeatable)")
     p.add_argument("--restart-consumer", action="append", default=[], metavar="GROUP@AT[+DOWN]",
                    help="stop GROUP's consumers at AT, start them DOWN later (DOWN default: 30s; repeatable)")
+    p.add_argument("--brokers", type=int, help="a cluster of N brokers (broker-a, broker-b, ...) behind one name "
+                                                "server, every topic on each; 4.x groups only (default: 1)")
+    p.add_argument("--broker-write-off", action="append", default=[], metavar="NAME@START..END",
+                   help="switch broker NAME's write permission off between START and END (repeatable)")
+    p.add_argument("--broker-down", action="append", default=[], metavar="NAME@AT+DOWN",
+                   help="stop broker NAME at AT and start it again DOWN later (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--no-idle-skip", action="store_true",
                    help="run every periodic client request (pull timeouts, offset and heartbeat timers) instead "
@@ -102,6 +109,12 @@ def build_scenario(args) -> Scenario:
         top["write_off"] = tuple(parse_window(w) for w in args.write_off)
     if args.restart_consumer:
         top["consumer_restarts"] = tuple(parse_restart(r) for r in args.restart_consumer)
+    if args.brokers is not None:
+        top["brokers"] = args.brokers
+    if args.broker_write_off:
+        top["broker_write_off"] = tuple(parse_broker_window(w, "--broker-write-off") for w in args.broker_write_off)
+    if args.broker_down:
+        top["broker_down"] = tuple(parse_broker_window(w, "--broker-down") for w in args.broker_down)
     topics = base.topics
     if args.queues is not None:
         topics = (TopicSpec(topics[0].name, args.queues),) + topics[1:]

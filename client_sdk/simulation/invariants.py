@@ -46,6 +46,7 @@ from .scenario import GroupSpec, Scenario
 __all__ = ["Violation", "InvariantChecker", "LOCAL_RETRY_MS", "EXPIRED_LEVEL"]
 
 LOCAL_RETRY_MS = 5000        # the client's own retry when a send-back fails
+FIRST_BROKER = "broker-a"    # the broker of a one-broker run, and of the 5.x and Pulsar groups
 EXPIRED_LEVEL = 3            # cleanExpiredMsg sends back with delay level 3
 
 
@@ -61,6 +62,12 @@ class Violation:
 
     def to_dict(self) -> dict:
         return {"invariant": self.invariant, "step": self.step, "time_ms": self.time_ms, "message": self.message}
+
+
+def _copy_of(msg):
+    """What tells one stored copy from another: its broker and commit-log offset (the
+    offsets of two brokers' logs repeat)."""
+    return getattr(msg, "store_host", None), msg.commit_log_offset
 
 
 class _Fate:
@@ -142,7 +149,8 @@ class InvariantChecker:
             # (Pulsar negative acks: every delivery is of the one stored message; Pulsar retry
             # letters are copies, but their ORIGIN_MESSAGE_ID is a Pulsar message id)
             redelivered = spec.protocol == "pulsar" and not spec.retry_letters
-            fresh_copy = redelivered or not failures or all(msg.commit_log_offset != f[2] for f in failures)
+            copy = _copy_of(msg)
+            fresh_copy = redelivered or not failures or all(copy != f[2] for f in failures)
             if k > 0 and fresh_copy and spec.protocol != "pulsar":
                 origin = msg.properties.get("ORIGIN_MESSAGE_ID")
                 if origin != self.offset_id[number]:
@@ -155,7 +163,7 @@ class InvariantChecker:
             if previous:
                 # The same copy again means its send-back failed and the client retried it
                 # locally (5 s); a new copy came through the broker's delay level.
-                waits = [(now_ms - t, LOCAL_RETRY_MS if phys == msg.commit_log_offset and not redelivered else delay)
+                waits = [(now_ms - t, LOCAL_RETRY_MS if phys == copy and not redelivered else delay)
                          for _, t, phys, delay in previous]
                 if not any(waited >= due for waited, due in waits):
                     waited, due = waits[0]
@@ -176,7 +184,7 @@ class InvariantChecker:
             delay = delay_ms
         if not fate.failures:
             fate.failures = []
-        fate.failures.append((k, now_ms, msg.commit_log_offset, delay))
+        fate.failures.append((k, now_ms, _copy_of(msg), delay))
 
     def succeeded(self, spec: GroupSpec, number: int, fate: _Fate) -> None:
         if not fate.succeeded and not fate.dead:
@@ -184,8 +192,8 @@ class InvariantChecker:
         fate.succeeded = True
 
     def finished(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int,
-                 orderly: bool) -> None:
-        key = (group, pulled_topic, queue_id)
+                 orderly: bool, broker: str = FIRST_BROKER) -> None:
+        key = (group, pulled_topic, queue_id, broker)
         book = self.queues.get(key)
         if book is None:
             book = self.queues[key] = _QueueBook()
@@ -194,33 +202,38 @@ class InvariantChecker:
                                        f"before offset {book.low}")
         book.finish(queue_offset)
 
-    def check_order(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int) -> None:
-        book = self.queues.setdefault((group, pulled_topic, queue_id), _QueueBook())
+    def check_order(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int,
+                    broker: str = FIRST_BROKER) -> None:
+        book = self.queues.setdefault((group, pulled_topic, queue_id, broker), _QueueBook())
         if queue_offset > book.low:
             self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} delivered offset {queue_offset} "
                                        f"while offset {book.low} is not consumed yet")
 
-    def recovered(self, store, now_ms: int) -> None:
+    def recovered(self, stores: dict, now_ms: int) -> None:
         """After a crash and restart: every accepted message is where its send result
-        said it was stored (the offset inside its offsetMsgId), with its UNIQ_KEY (looked
-        for as the property's bytes: a 32-hex-digit id found nowhere else)."""
+        said it was stored (the broker and offset inside its offsetMsgId), with its
+        UNIQ_KEY (looked for as the property's bytes: a 32-hex-digit id found nowhere
+        else). ``stores``: a broker's store by the first 16 hex digits of its
+        offsetMsgIds (its address)."""
         self.step += 1
-        read = store.read
         for number, (uniq, offset_id) in enumerate(zip(self.uniq, self.offset_id)):
             phys = int(offset_id[-16:], 16)
-            raw = read(phys)
+            store = stores.get(offset_id[:16])
+            raw = store.read(phys) if store is not None else None
             if raw is None or b"UNIQ_KEY\x01" + uniq.encode() not in raw:
                 what = "is gone" if raw is None else "holds another message"
                 self.fail("durable", now_ms, f"message #{number} ({uniq}) was accepted at offset {phys} "
                                              f"(offsetMsgId {offset_id}); after the restart that offset {what}")
 
     # -- what the broker records --------------------------------------------------------------
-    def offset_committed(self, group: str, topic: str, queue_id: int, offset: int, now_ms: int) -> None:
+    def offset_committed(self, group: str, topic: str, queue_id: int, offset: int, now_ms: int,
+                         broker: str = FIRST_BROKER) -> None:
         if group not in self.fates:
             return
-        book = self.queues.setdefault((group, topic, queue_id), _QueueBook())
+        book = self.queues.setdefault((group, topic, queue_id, broker), _QueueBook())
         if offset > book.low:
-            self.fail("commit", now_ms, f"{group} committed {topic}/{queue_id} offset {offset}, but offset "
+            where = "" if broker == FIRST_BROKER else f" on {broker}"
+            self.fail("commit", now_ms, f"{group} committed {topic}/{queue_id}{where} offset {offset}, but offset "
                                         f"{book.low} is not consumed yet")
 
     def dead_lettered(self, group: str, uniq_key: str | None, now_ms: int) -> None:
@@ -270,7 +283,7 @@ class InvariantChecker:
                                               f"deliveries with redelivery counts {sorted(counts)}, expected "
                                               f"0..{want - 1} once each")
             return
-        copies: dict[int, int] = {}                      # commit-log offset -> stored reconsumeTimes
+        copies: dict = {}                                # copy (broker, commit-log offset) -> stored reconsumeTimes
         for k, _, phys, _ in fate.failures:
             copies[phys] = min(k, copies.get(phys, k))
         levels = sorted(set(copies.values()))

@@ -30,6 +30,14 @@ the SDK's Pulsar consumer (client_sdk.pulsar_client, seed 000): "increasing" (1 
 10 s ... by attempt), "level" (``retry_level`` of the ladder each time) or "delay"
 (``retry_delay_seconds`` each time); its topic is then a Pulsar one, named in the store's
 terms: ``pulsar|<tenant>|<namespace>|<name>``.
+
+A scenario with ``brokers`` N > 1 runs a cluster (broker-a, broker-b, ... behind one
+name server, every topic on every broker): 4.x groups only (the 5.x and Pulsar fronts
+serve one broker). ``broker_write_off`` switches one broker's write permission off for
+a window (its producers move to another broker, a send-back it refuses is published by
+the client's inner producer to another one); ``broker_down`` stops one broker for a
+while (out of every route, its connections cut; back from its store). ``write_off``
+windows switch every broker off. At least one broker is up at every moment.
 """
 from __future__ import annotations
 
@@ -99,6 +107,14 @@ class WriteOffWindow:
 
 
 @dataclass(frozen=True)
+class BrokerWindow:
+    """One broker's fault from ``start_ms`` to ``end_ms``: write off, or down."""
+    broker: str
+    start_ms: int
+    end_ms: int
+
+
+@dataclass(frozen=True)
 class ConsumerRestart:
     group: str
     at_ms: int
@@ -118,6 +134,9 @@ class Scenario:
     write_off: tuple[WriteOffWindow, ...] = ()
     consumer_restarts: tuple[ConsumerRestart, ...] = ()
     message_delay_level: str | None = None   # None: the 18 default levels
+    brokers: int = 1
+    broker_write_off: tuple[BrokerWindow, ...] = ()
+    broker_down: tuple[BrokerWindow, ...] = ()
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -146,6 +165,8 @@ class Scenario:
                 kw[key] = tuple(_window(v) for v in _list(key, value))
             elif key == "consumer_restarts":
                 kw[key] = tuple(_restart(v) for v in _list(key, value))
+            elif key in ("broker_write_off", "broker_down"):
+                kw[key] = tuple(_broker_window(key, v) for v in _list(key, value))
             else:
                 kw[key] = value
         kw.update(overrides)
@@ -246,12 +267,48 @@ def _validate(s: Scenario) -> None:
         _int("consumer restart time", r.at_ms, lo=0)
         _int("consumer restart down time", r.down_ms, lo=0)
         _within(s, r.at_ms, f"a restart of group {r.group} at {format_duration(r.at_ms)} is")
+    _cluster(s)
     if s.message_delay_level is not None:
         from rocketmq_emulator.store.config import DelayTableError, parse_delay_table
         try:
             parse_delay_table(s.message_delay_level)
         except DelayTableError as exc:
             raise ScenarioError(f"message_delay_level: {exc}") from None
+
+
+def _cluster(s: Scenario) -> None:
+    from rocketmq_emulator.broker.cluster import MAX_BROKERS, broker_names
+
+    _int("brokers", s.brokers, lo=1, hi=MAX_BROKERS)
+    names = broker_names(s.brokers)
+    if s.brokers > 1:
+        other = [g.name for g in s.groups if g.protocol != "4.x"]
+        if other:
+            raise ScenarioError(f"a cluster runs 4.x groups only (the 5.x and Pulsar fronts serve one broker); "
+                                f"group {other[0]} is not 4.x")
+    for key in ("broker_write_off", "broker_down"):
+        for w in getattr(s, key):
+            if w.broker not in names:
+                raise ScenarioError(f"{key} names broker {w.broker!r}; the brokers are {', '.join(names)} "
+                                    f"(give brokers N for more)")
+            if not 0 <= w.start_ms < w.end_ms:
+                raise ScenarioError(f"a {key} window must have 0 <= start < end, got {w.start_ms}..{w.end_ms} ms")
+            _within(s, w.start_ms, f"a {key} of {w.broker} at {format_duration(w.start_ms)} is")
+    if s.broker_down and s.brokers == 1:
+        raise ScenarioError("broker_down needs a cluster: give brokers 2 or more (a lone broker's clients have "
+                            "nowhere to go; a crash is what stops a lone broker)")
+    downs = sorted(s.broker_down, key=lambda w: w.start_ms)
+    for i, w in enumerate(downs):
+        overlapping = {w.broker} | {o.broker for o in downs[:i] if o.end_ms > w.start_ms}
+        if len(overlapping) == s.brokers:
+            raise ScenarioError(f"at {format_duration(w.start_ms)} every broker would be down; "
+                                f"keep at least one up")
+    by_broker: dict[str, list[BrokerWindow]] = {}
+    for w in downs:
+        previous = by_broker.setdefault(w.broker, [])
+        if previous and previous[-1].end_ms > w.start_ms:
+            raise ScenarioError(f"two broker_down windows of {w.broker} overlap at {format_duration(w.start_ms)}")
+        previous.append(w)
 
 
 def _pulsar_group(g: GroupSpec, topic: TopicSpec) -> None:
@@ -386,6 +443,24 @@ def _restart(v) -> ConsumerRestart:
                            _duration("consumer restart down", v.get("down", 30_000)))
 
 
+def _broker_window(key: str, v) -> BrokerWindow:
+    if isinstance(v, str):
+        return parse_broker_window(v, "--" + key.replace("_", "-"))
+    if not isinstance(v, dict):
+        raise ScenarioError(f"a {key} entry is {{broker, start, end}} or \"NAME@START..END\", got {v!r}")
+    _no_unknown(f"{key} entry", v, _BrokerWindowKeys)
+    if "broker" not in v or "start" not in v or "end" not in v:
+        raise ScenarioError(f"a {key} entry needs broker, start and end")
+    return BrokerWindow(v["broker"], _duration(f"{key} start", v["start"]), _duration(f"{key} end", v["end"]))
+
+
+@dataclass
+class _BrokerWindowKeys:
+    broker: Any = None
+    start: Any = None
+    end: Any = None
+
+
 @dataclass
 class _WindowKeys:
     start: Any = None
@@ -417,4 +492,19 @@ def parse_restart(text: str) -> ConsumerRestart:
                            _duration("--restart-consumer", down) if down else 30_000)
 
 
-__all__ += ["parse_window", "parse_restart"]
+def parse_broker_window(text: str, option: str) -> BrokerWindow:
+    """``NAME@START..END`` (``--broker-write-off broker-a@10m..20m``) or ``NAME@AT+DOWN``
+    (``--broker-down broker-b@30m+5m``)."""
+    name, sep, rest = text.partition("@")
+    start, dots, end = rest.partition("..")
+    at, plus, down = rest.partition("+")
+    if not sep or not name or not (dots or plus):
+        raise ScenarioError(f"{option} takes NAME@START..END or NAME@AT+DOWN (like broker-a@10m..20m or "
+                            f"broker-b@30m+5m), got {text!r}")
+    if dots:
+        return BrokerWindow(name, _duration(option, start), _duration(option, end))
+    begin = _duration(option, at)
+    return BrokerWindow(name, begin, begin + _duration(option, down))
+
+
+__all__ += ["parse_window", "parse_restart", "parse_broker_window", "BrokerWindow"]

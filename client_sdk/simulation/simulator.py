@@ -34,10 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from rocketmq_emulator.broker.cluster import broker_names
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.delay_scheduler import VirtualClock
+from rocketmq_emulator.store.records import create_offset_msg_id
 
 from ..embedded import EmbeddedBroker
 from ..errors import MQClientError
@@ -130,6 +132,14 @@ class Simulation:
         # A simulated crash is a process crash: what was handed to the OS survives it,
         # so flushes need not wait for the disk (126 fsyncs, ~40 ms of a W1 run).
         self.config.fsync = False
+        # One config per broker, kept across crashes (a write-off outlives a restart). A
+        # one-broker run keeps the one config and its store layout.
+        self.broker_names = broker_names(scenario.brokers)
+        self.member_configs = {name: self.config if i == 0 else
+                               self.config.replace(broker_name=name, listen_port=self.config.listen_port + i)
+                               for i, name in enumerate(self.broker_names)}
+        self.down_brokers: set[str] = set()
+        self.cores: list[BrokerCore] = []
         self.checker = InvariantChecker(scenario, list(self.config.delay_levels.delays_ms), START_MS)
         self.schedule = _send_schedule(scenario)
         self.next_number = 0
@@ -157,15 +167,25 @@ class Simulation:
     def _boot(self) -> None:
         n = self.boots
         self.boots += 1
-        core = BrokerCore.open(self.store_dir, self.clock, self.config,
-                               rng=random.Random(f"{self.scenario.seed}/broker/{n}"))
-        self.core = core
-        self.embedded = EmbeddedBroker(core, pid=SIM_PID + n, strict=False, skip_idle=self.skip_idle)
-        for t in self.scenario.topics:
-            if core.topics.get(t.name) is None:
-                self.embedded.create_topic(t.name, t.queues)
-        self._stop_events = core.events.subscribe(
-            self._on_event, kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED))
+        self.cores = []
+        for i, name in enumerate(self.broker_names):
+            where = self.store_dir if i == 0 else self.store_dir / "brokers" / name
+            where.mkdir(parents=True, exist_ok=True)
+            seed = f"{self.scenario.seed}/broker/{n}" + (f"/{name}" if i else "")
+            self.cores.append(BrokerCore.open(where, self.clock, self.member_configs[name], rng=random.Random(seed)))
+        self.core = self.cores[0]
+        self.embedded = EmbeddedBroker(cores=self.cores, pid=SIM_PID + n, strict=False, skip_idle=self.skip_idle)
+        stops = []
+        for member in self.cores:
+            for t in self.scenario.topics:
+                if member.topics.get(t.name) is None:
+                    member.create_topic(t.name, t.queues)
+            stops.append(member.events.subscribe(
+                lambda e, b=member.config.broker_name: self._on_event(e, b),
+                kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)))
+        self._stop_events = lambda: [stop() for stop in stops]
+        for name in sorted(self.down_brokers):          # down when the process died: still down
+            self.embedded.stop_broker(name)
         self.producer = self.embedded.producer(PRODUCER_GROUP)
         self.consumers = {}
         for spec in self.scenario.groups:
@@ -206,7 +226,7 @@ class Simulation:
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
-        from rocketmq_emulator.store.accounting import account_message_store
+        from rocketmq_emulator.store.accounting import account_message_stores
 
         emb = self.embedded
         for group_consumers in self.consumers.values():
@@ -218,8 +238,9 @@ class Simulation:
         dlq = {g.name: emb.messages(_dead_letter_topic(g)) if g.protocol == "pulsar" else emb.dlq_messages(g.name)
                for g in self.scenario.groups}
         self.checker.final_checks(now, dlq)
-        self.core.flush()
-        accounts = account_message_store(self.core.store).summary()
+        for core in self.cores:
+            core.flush()
+        accounts = account_message_stores([core.store for core in self.cores]).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
         for (group, topic), stats in self.core.subscriptions.stats().items():
             if group in per_group:          # a Pulsar group: the redeliveries its broker counted
@@ -230,7 +251,8 @@ class Simulation:
         carried = self.idle_runs_carried
         self._stop_events()
         emb.hub.close()
-        self.core.close()
+        for core in self.cores:
+            core.close()
         return SimulationResult(
             self.scenario, self.store_dir, now - START_MS, settled, time.perf_counter() - self._wall0,
             self.next_number, self.refused_sends, self.checker.deliveries, self.crashes,
@@ -325,16 +347,34 @@ class Simulation:
         self.checker.crashed = True
         self.checker.step += 1
         self._stop_events()
-        self.core.store.crash()
+        for core in self.cores:
+            core.store.crash()
         self._carried_before = self.idle_runs_carried
         self.embedded = None
         self.consumers = {}
         self._boot()
-        self.checker.recovered(self.core.store, self.clock.now_ms())
+        stores = {create_offset_msg_id(core.store_host, 0)[:16]: core.store for core in self.cores}
+        self.checker.recovered(stores, self.clock.now_ms())
 
-    def set_writeable(self, writeable: bool) -> None:
+    def set_writeable(self, writeable: bool, broker: str | None = None) -> None:
+        """Switch ``broker``'s write permission (every broker's when None)."""
         self.checker.step += 1
-        self.embedded.set_writeable(writeable)
+        for name in [broker] if broker else self.broker_names:
+            self.embedded.set_writeable(writeable, name)
+
+    def stop_broker(self, name: str) -> None:
+        """A broker of the cluster stops: out of every route, its clients' connections
+        cut; what its consumers held and had not committed there is delivered again
+        (at-least-once, as after a crash)."""
+        self.checker.step += 1
+        self.checker.crashed = True
+        self.down_brokers.add(name)
+        self._run_clients(self.embedded.stop_broker, name)
+
+    def start_broker(self, name: str) -> None:
+        self.checker.step += 1
+        self.down_brokers.discard(name)
+        self._run_clients(self.embedded.start_broker, name)
 
     def stop_group(self, group: str) -> None:
         self.checker.step += 1
@@ -422,7 +462,7 @@ class Simulation:
                 if [m.queue_offset for m in msgs] != list(range(first, first + len(msgs))):
                     checker.fail("order", now, f"{spec.name}: a batch of {pulled}/{mq.queue_id} is not in "
                                                f"queue order: {[m.queue_offset for m in msgs]}")
-                checker.check_order(spec.name, pulled, mq.queue_id, first, now)
+                checker.check_order(spec.name, pulled, mq.queue_id, first, now, mq.broker_name)
             # every delivery is checked first, then the listener decides (in order, up
             # to the first failure: the seed's random draws come in that order)
             numbers = []
@@ -448,7 +488,7 @@ class Simulation:
                         checker.succeeded(spec, numbers[j], fate)
                     else:
                         checker.failed(spec, fate, m, now)
-                checker.finished(spec.name, pulled, mq.queue_id, m.queue_offset, now, False)
+                checker.finished(spec.name, pulled, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
             return _verdict(ctx, first_fail)
 
         return on_messages
@@ -550,7 +590,7 @@ class Simulation:
                 expected.append(fate.failures[-1])
             else:
                 expected.append(None)
-            checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False)
+            checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
         # Two timeout periods: the periodic expiry check runs every consumeTimeout minutes.
         # Meanwhile the world goes on: timers, other listeners, faults at their time.
         self._overrunning += 1
@@ -586,7 +626,7 @@ class Simulation:
             for m, fate in zip(msgs, fates):
                 if fate is not None:
                     checker.succeeded(spec, int(m.body[:NUMBER_WIDTH]), fate)
-                checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, True)
+                checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, True, mq.broker_name)
             return _ORDERLY_OK
         for m, fate in zip(msgs, fates):
             if fate is not None:
@@ -594,13 +634,13 @@ class Simulation:
         if all(m.reconsume_times >= max_times for m in msgs):
             # the client hands them to the broker's DLQ and moves past them
             for m in msgs:
-                checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, True)
+                checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, True, mq.broker_name)
         return _SUSPEND
 
     # -- what the broker records -------------------------------------------------------------------
-    def _on_event(self, e) -> None:
+    def _on_event(self, e, broker: str) -> None:
         if e.kind == EventKind.OFFSET_COMMITTED:
-            self.checker.offset_committed(e.group, e.topic, e.queue_id, e.queue_offset, e.time_ms)
+            self.checker.offset_committed(e.group, e.topic, e.queue_id, e.queue_offset, e.time_ms, broker)
         elif e.kind == EventKind.DEAD_LETTERED:
             group = e.group or e.topic[len("%DLQ%"):]
             self.checker.dead_lettered(group, e.msg_id, e.time_ms)
@@ -674,5 +714,13 @@ def _timeline(s: Scenario) -> list[tuple[int, Callable[[Simulation], None]]]:
         if r.at_ms <= s.duration_ms:
             add(r.at_ms, lambda sim, g=r.group: sim.stop_group(g))
             add(r.at_ms + r.down_ms, lambda sim, g=r.group: sim.start_group(g))
+    for w in s.broker_write_off:
+        if w.start_ms <= s.duration_ms:
+            add(w.start_ms, lambda sim, b=w.broker: sim.set_writeable(False, b))
+            add(w.end_ms, lambda sim, b=w.broker: sim.set_writeable(True, b))
+    for w in s.broker_down:
+        if w.start_ms <= s.duration_ms:
+            add(w.start_ms, lambda sim, b=w.broker: sim.stop_broker(b))
+            add(w.end_ms, lambda sim, b=w.broker: sim.start_broker(b))
     items.sort(key=lambda x: (x[0], x[1]))
     return [(t, fn) for t, _, fn in items]

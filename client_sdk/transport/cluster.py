@@ -32,6 +32,8 @@ class InProcessCluster(Connector):
         self.hubs: dict[str, InProcessBroker] = {
             name: hub_class(cluster.core(name), self.runtime, skip_idle=skip_idle) for name in cluster.names}
         self._transports: list[ClusterTransport] = []
+        # idle skipping needs one hub per runtime: with several it is off (see InProcessBroker)
+        self.skipper = None
 
     def connect(self) -> "ClusterTransport":
         t = ClusterTransport(self)

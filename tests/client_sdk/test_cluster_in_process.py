@@ -127,3 +127,23 @@ def test_the_accounting_follows_a_copy_to_the_other_broker(cluster):
     assert account_message_store(stores[1]).summary()["succeeded"] == 1
     [alone] = [g for g in account_message_store(stores[0]).per_group if g.group == "cg"]
     assert (alone.produced, alone.succeeded) == (0, 1)
+
+
+def test_a_consumer_resumes_the_queues_of_a_broker_that_comes_back(cluster):
+    """While broker-b is down the consumer's rebalance drops its queues there; the offset
+    it cannot persist to broker-b is logged, not raised (upstream's persist), so the
+    queues come back after the restart and the retries go on."""
+    cluster.producer("pg").send(Message("Orders", b"poison"), MessageQueue("Orders", "broker-b", 0))
+    seen: list = []
+    cluster.push_consumer("cg", "Orders", listener=collecting(seen, lambda m: RECONSUME_LATER),
+                          max_reconsume_times=6)
+    cluster.advance("5m")                       # the first delivery and retries at 10 s, 30 s, 1 m, 2 m
+    before = len(seen)
+    assert before == 5
+    cluster.stop_broker("broker-b")
+    cluster.advance("10m")
+    assert len(seen) == before                  # the retries wait on broker-b
+    cluster.start_broker("broker-b")
+    cluster.advance("1h")
+    assert [m.reconsume_times for m in seen] == list(range(7))
+    assert [m.body for m in cluster.dlq_messages("cg")] == [b"poison"]

@@ -151,3 +151,9 @@ def test_the_readme_pulsar_simulation_line_runs_as_written(tmp_path):
     printed = run_readme_simulation_line("--protocol pulsar", "/tmp/simp", tmp_path)
     assert printed["dead_lettered"] == 10 and printed["succeeded"] == 990
     assert printed["groups"]["SimGroup"]["max_redelivery_count"] == 16
+
+
+def test_the_readme_cluster_simulation_line_runs_as_written(tmp_path):
+    printed = run_readme_simulation_line("--brokers 2", "/tmp/simc", tmp_path)
+    assert printed["dead_lettered"] == 10 and printed["succeeded"] == 990
+    assert (tmp_path / "out" / "brokers" / "broker-b" / "commitlog").is_dir()
