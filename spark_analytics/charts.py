@@ -130,7 +130,9 @@ def lag_chart(lag: list[dict]) -> Chart:
                 "queue's end.")
     rows = list(reversed(lag))                               # first row on top
     fig, ax = plt.subplots(figsize=(7, max(2.2, 0.32 * len(rows) + 1.2)))
-    labels = [f"{r['group']} · {r['topic']} · q{r['queue_id']}" for r in rows]
+    clustered = len({r.get("broker") for r in rows}) > 1          # name the broker when there are several
+    labels = [f"{r['group']} · {r['topic']} · {r['broker'] + ' ' if clustered else ''}q{r['queue_id']}"
+              for r in rows]
     bars = ax.barh(labels, [r["lag"] for r in rows], color=_COLORS["lag"])
     for bar, r in zip(bars, rows):
         ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {r['lag']}", va="center", fontsize=8)

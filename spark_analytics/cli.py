@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 import sys
 import time
 
@@ -35,31 +36,54 @@ def _fail(prog: str, msg: str, code: int = 2) -> int:
 
 def snapshot_main(argv: list[str]) -> int:
     p = _Parser(prog="rocketmq-emulator snapshot",
-                description="Take a consistent, read-only snapshot of a store (live or stopped).")
+                description="Take a consistent, read-only snapshot of a store (live or stopped); of a cluster's "
+                            "store (serve --brokers N, simulate --brokers N), every broker's.")
     p.add_argument("--data-dir", required=True, help="the store directory (storePathRootDir)")
     p.add_argument("--out", required=True, help="the snapshot directory to create (must not exist, or be empty)")
-    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.add_argument("--broker", default=None, metavar="NAME",
+                   help="of a cluster's store, only this broker's (default: every broker's)")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON (of a cluster: one per broker)")
     try:
         args = p.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     from rocketmq_emulator.store.snapshot import take_snapshot
 
+    from rocketmq_emulator.store.store_dir import cluster_members
+
+    members = cluster_members(args.data_dir)
+    if args.broker is not None:
+        chosen = [(n, w) for n, w in members if n == args.broker]
+        if not chosen:
+            return _fail(p.prog, f"no broker named {args.broker!r} in {args.data_dir}; its brokers are "
+                                 f"{', '.join(n for n, _ in members)}")
+        members = chosen
+    out = Path(args.out)
+    manifests = {}
     try:
-        m = take_snapshot(args.data_dir, args.out, wall_ms=lambda: int(time.time() * 1000))
+        for i, (name, where) in enumerate(members):
+            # the first (broker-a, or the one asked for) at --out, the others beside it as in the store
+            target = out if i == 0 else out / "brokers" / name
+            manifests[name] = take_snapshot(where, target, wall_ms=lambda: int(time.time() * 1000))
     except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
     if args.json:
-        print(json.dumps(m.to_dict(), indent=2))
+        docs = {name: m.to_dict() for name, m in manifests.items()}
+        print(json.dumps(docs[members[0][0]] if len(docs) == 1 else docs, indent=2))
         return 0
-    cl = m.commitlog
-    print(f"snapshot {args.out}: commit log {cl['min_offset']}..{cl['max_offset']}, {cl['records']} records "
-          f"in {len(cl['segments'])} segment(s), {sum(len(q) for q in m.consume_queues.values())} consume "
-          f"queue(s), {len(m.config_files)} config file(s); took {m.took_ms} ms")
-    if m.damage:
-        d = m.damage
-        print(f"warning: the commit log is damaged: {d['kind']} record at offset {d['offset']} ({d['detail']}); "
-              f"the snapshot stops before it", file=sys.stderr)
+    for name, m in manifests.items():
+        cl = m.commitlog
+        whose = f" ({name})" if len(manifests) > 1 else ""
+        print(f"snapshot {args.out}{whose}: commit log {cl['min_offset']}..{cl['max_offset']}, {cl['records']} "
+              f"records in {len(cl['segments'])} segment(s), {sum(len(q) for q in m.consume_queues.values())} "
+              f"consume queue(s), {len(m.config_files)} config file(s); took {m.took_ms} ms")
+        if m.damage:
+            d = m.damage
+            print(f"warning: the commit log{whose} is damaged: {d['kind']} record at offset {d['offset']} "
+                  f"({d['detail']}); the snapshot stops before it", file=sys.stderr)
+    if len(manifests) > 1:
+        print("note: each broker's snapshot is consistent on its own; of a live cluster they are not one cut "
+              "across brokers")
     return 0
 
 

@@ -33,7 +33,7 @@ from rocketmq_emulator.store.records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RET
 from .datasource import read_commitlog
 
 __all__ = ["DEFAULT_DELAY_LEVELS", "parse_delay_levels", "Analysis", "analyze", "classify_expr", "group_expr",
-           "READ_COLUMNS", "TABLES"]
+           "READ_COLUMNS", "TABLES", "BrokerInput"]
 
 DEFAULT_DELAY_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL      # the store's messageDelayLevel (defined there)
 
@@ -44,7 +44,7 @@ READ_COLUMNS = ["physical_offset", "store_timestamp", "born_timestamp", "topic",
                 "reconsume_times", "tags", "keys", "sys_flag", "body_size"]
 
 TABLES = ("per_group", "retried", "funnel", "lateness", "lateness_by_level", "time_to_dlq", "poison",
-          "duplicates", "lag", "pinning", "produced_by_topic", "redeliveries")
+          "duplicates", "lag", "pinning", "produced_by_topic", "redeliveries", "copies_by_broker")
 
 
 def parse_delay_levels(text: str) -> list[int]:
@@ -106,7 +106,18 @@ def _pulsar_letter_group() -> Column:
 
 
 _OFFSETS_SCHEMA = StructType([StructField("o_topic", StringType()), StructField("o_group", StringType()),
-                              StructField("o_queue_id", IntegerType()), StructField("committed", LongType())])
+                              StructField("o_queue_id", IntegerType()), StructField("committed", LongType()),
+                              StructField("o_broker", StringType())])
+
+
+@dataclass(frozen=True)
+class BrokerInput:
+    """One broker's snapshot (or store) in a cluster's analysis: its commit log, its
+    consumer offset table and its consume queues' max offsets (from the manifest)."""
+    name: str
+    path: str
+    offset_table: dict
+    queue_max_offsets: dict
 
 
 @dataclass
@@ -139,13 +150,21 @@ def _pct(col: str, p: float) -> Column:
 def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_ms: list[int] | None = None,
             queue_max_offsets: dict[tuple[str, int], int] | None = None, top_n: int = 10,
             progress=lambda msg: None, damage_reported: bool = False,
-            subscriptions_doc: dict | None = None) -> Analysis:
+            subscriptions_doc: dict | None = None, brokers: list[BrokerInput] | None = None) -> Analysis:
     """Build every analysis of the snapshot (or store) at ``path`` (``damage_reported``:
     see ``read_commitlog``; ``subscriptions_doc``: its config/subscriptions.json, whose
-    Pulsar redelivery counts are in no record)."""
+    Pulsar redelivery counts are in no record). ``brokers``: a cluster's snapshots, in
+    broker order (then ``path``, ``offset_table`` and ``queue_max_offsets`` are
+    broker-a's, its first). Queues, offsets and log positions are each broker's own;
+    messages and copies are matched across brokers (offsetMsgIds name their broker)."""
     delays = delay_levels_ms or parse_delay_levels(DEFAULT_DELAY_LEVELS)
-    progress("reading the commit log")
-    raw = read_commitlog(spark, path, READ_COLUMNS, damage_reported=damage_reported)
+    inputs = brokers or [BrokerInput("broker-a", path, offset_table, queue_max_offsets or {})]
+    progress("reading the commit log" + (f"s of {len(inputs)} brokers" if len(inputs) > 1 else ""))
+    raw = None
+    for i, b in enumerate(inputs):
+        one = (read_commitlog(spark, b.path, READ_COLUMNS, damage_reported=damage_reported)
+               .withColumn("broker", F.lit(b.name)).withColumn("broker_idx", F.lit(i)))
+        raw = one if raw is None else raw.unionByName(one)
     c = raw.withColumn("kind", classify_expr()).withColumn("group", group_expr()).cache()
     stats = c.agg(F.count("*").alias("records"), F.max("store_timestamp").alias("now"),
                   F.min("store_timestamp").alias("first")).first()
@@ -153,21 +172,24 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
     progress(f"{stats['records']:,} records; classifying")
 
     offsets = spark.createDataFrame(
-        [(t, g, q, o) for (t, g), qs in normalize_offsets(offset_table).items() for q, o in qs.items()],
-        _OFFSETS_SCHEMA)
+        [(t, g, q, o, b.name) for b in inputs for (t, g), qs in normalize_offsets(b.offset_table).items()
+         for q, o in qs.items()], _OFFSETS_SCHEMA)
     kind = F.col("kind")
     messages = (c.filter(kind.isin(Kind.ORIGINAL.value, Kind.DELAYED_DELIVERY.value))
                 .select(F.col("offset_msg_id").alias("key"), F.col("topic").alias("m_topic"), "queue_id",
                         "queue_offset", "uniq_key", F.col("store_timestamp").alias("first_store"),
-                        "physical_offset", "keys", "tags"))
+                        "physical_offset", "keys", "tags", "broker", "broker_idx"))
+    # the first message with a UNIQ_KEY: in broker order, then log order (accounting's order)
     by_uniq = (messages.filter(F.col("uniq_key").isNotNull())
-               .withColumn("rn", F.row_number().over(Window.partitionBy("uniq_key").orderBy("physical_offset")))
-               .filter("rn = 1").select("uniq_key", "key", "m_topic"))
+               .withColumn("rn", F.row_number().over(Window.partitionBy("uniq_key")
+                                                     .orderBy("broker_idx", "physical_offset")))
+               .filter("rn = 1").select("uniq_key", "key", "m_topic", "broker"))
     u1 = by_uniq.select(F.col("uniq_key").alias("u1_uniq"), F.col("key").alias("u1_key"),
-                        F.col("m_topic").alias("u1_topic"))
+                        F.col("m_topic").alias("u1_topic"), F.col("broker").alias("u1_broker"))
     u2 = by_uniq.select(F.col("uniq_key").alias("u2_uniq"), F.col("key").alias("u2_key"),
-                        F.col("m_topic").alias("u2_topic"))
-    m1 = messages.select(F.col("key").alias("m1_key"), F.col("m_topic").alias("m1_topic"))
+                        F.col("m_topic").alias("u2_topic"), F.col("broker").alias("u2_broker"))
+    m1 = messages.select(F.col("key").alias("m1_key"), F.col("m_topic").alias("m1_topic"),
+                         F.col("broker").alias("m1_broker"))
     sb_kinds = (Kind.RETRY_SCHEDULED.value, Kind.RETRY_DIRECT.value, Kind.DEAD_LETTER.value)
     retry_kinds = (Kind.RETRY_DELIVERY.value, Kind.RETRY_DIRECT.value)
     copies = (c.filter(kind.isin(*sb_kinds, *retry_kinds))
@@ -181,7 +203,9 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
                           .when(F.col("u1_key").isNotNull(), F.col("u1_topic"))
                           .when(F.col("u2_key").isNotNull(), F.col("u2_topic"))
                           .otherwise(F.coalesce("retry_topic", F.lit(""))))
-              .drop("m1_key", "m1_topic", "u1_uniq", "u1_key", "u1_topic", "u2_uniq", "u2_key", "u2_topic")
+              .withColumn("message_broker", F.coalesce("m1_broker", "u1_broker", "u2_broker"))
+              .drop("m1_key", "m1_topic", "u1_uniq", "u1_key", "u1_topic", "u2_uniq", "u2_key", "u2_topic",
+                    "m1_broker", "u1_broker", "u2_broker")
               .cache())
     subscribed = (offsets.filter(_business(F.col("o_topic"))).select(F.col("o_topic").alias("s_topic"),
                                                                      F.col("o_group").alias("s_group"))
@@ -191,14 +215,14 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
         messages.join(subscribed, messages.m_topic == subscribed.s_topic)
         .select(F.col("s_group").alias("group"), "key", F.col("m_topic").alias("btopic"),
                 F.col("m_topic").alias("src_topic"), "queue_id", "queue_offset", F.lit(0).alias("attempt"),
-                "uniq_key")
+                "uniq_key", "broker")
         .unionByName(copies.filter(kind.isin(*retry_kinds)).select(
             "group", "key", "btopic", F.col("topic").alias("src_topic"), "queue_id", "queue_offset",
-            F.col("reconsume_times").alias("attempt"), "uniq_key"))
+            F.col("reconsume_times").alias("attempt"), "uniq_key", "broker"))
         .join(offsets, (F.col("src_topic") == F.col("o_topic")) & (F.col("group") == F.col("o_group"))
-              & (F.col("queue_id") == F.col("o_queue_id")), "left")
+              & (F.col("queue_id") == F.col("o_queue_id")) & (F.col("broker") == F.col("o_broker")), "left")
         .withColumn("consumed", F.coalesce("committed", F.lit(-1)) > F.col("queue_offset"))
-        .drop("o_topic", "o_group", "o_queue_id")
+        .drop("o_topic", "o_group", "o_queue_id", "o_broker")
         .cache())
     send_backs = (copies.filter(kind.isin(*sb_kinds))
                   .select("group", "key", "btopic", F.col("reconsume_times").alias("attempt"),
@@ -248,9 +272,11 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
 
     progress("delivery lateness per delay level")
     delay_df = spark.createDataFrame([(i + 1, ms) for i, ms in enumerate(delays)], "level int, delay_ms bigint")
-    pair_keys = ["p_topic", "p_qid", "p_uniq", "p_origin", "p_recon", "p_born"]
+    # (a due message is re-stored by the broker that held it: pairs never cross brokers)
+    pair_keys = ["p_broker", "p_topic", "p_qid", "p_uniq", "p_origin", "p_recon", "p_born"]
     sched = (c.filter(F.col("topic") == SCHEDULE_TOPIC)
              .select((F.col("queue_id") + 1).alias("level"), F.col("store_timestamp").alias("s_store"),
+                     F.col("broker").alias("p_broker"),
                      F.col("real_topic").alias("p_topic"), F.col("real_qid").alias("p_qid"),
                      F.col("uniq_key").alias("p_uniq"), F.col("origin_message_id").alias("p_origin"),
                      F.col("reconsume_times").alias("p_recon"), F.col("born_timestamp").alias("p_born"),
@@ -263,14 +289,16 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
              .withColumn("due", F.col("s_store") + F.coalesce("delay_ms", F.lit(1000)))
              .withColumn("rn", F.row_number().over(Window.partitionBy(*pair_keys).orderBy("s_phys"))))
     restored = (c.filter(F.col("real_topic").eqNullSafe(F.col("topic")))
-                .select(F.col("topic").alias("r_topic"), F.col("queue_id").alias("r_qid"),
+                .select(F.col("broker").alias("r_broker"), F.col("topic").alias("r_topic"),
+                        F.col("queue_id").alias("r_qid"),
                         F.col("uniq_key").alias("r_uniq"), F.col("origin_message_id").alias("r_origin"),
                         F.col("reconsume_times").alias("r_recon"), F.col("born_timestamp").alias("r_born"),
                         F.col("store_timestamp").alias("r_store"), F.col("physical_offset").alias("r_phys"))
                 .withColumn("r_rn", F.row_number().over(
-                    Window.partitionBy("r_topic", "r_qid", "r_uniq", "r_origin", "r_recon", "r_born")
+                    Window.partitionBy("r_broker", "r_topic", "r_qid", "r_uniq", "r_origin", "r_recon", "r_born")
                     .orderBy("r_phys"))))
-    cond = ((F.col("p_topic").eqNullSafe(F.col("r_topic"))) & (F.col("p_qid").eqNullSafe(F.col("r_qid")))
+    cond = ((F.col("p_broker") == F.col("r_broker")) & (F.col("p_topic").eqNullSafe(F.col("r_topic")))
+            & (F.col("p_qid").eqNullSafe(F.col("r_qid")))
             & (F.col("p_uniq").eqNullSafe(F.col("r_uniq"))) & (F.col("p_origin").eqNullSafe(F.col("r_origin")))
             & (F.col("p_recon") == F.col("r_recon")) & (F.col("p_born") == F.col("r_born"))
             & (F.col("rn") == F.col("r_rn")))
@@ -316,29 +344,40 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
                   .filter("copies > 1").orderBy("group", "topic", "uniq_key", "reconsume_times"))
 
     progress("consumer lag and pinning messages")
-    qmax = c.groupBy(F.col("topic").alias("q_topic"), F.col("queue_id").alias("q_qid")).agg(
-        (F.max("queue_offset") + 1).alias("log_max"))
-    cq_rows = [(t, q, m) for (t, q), m in (queue_max_offsets or {}).items()]
-    cq = spark.createDataFrame(cq_rows, "cq_topic string, cq_qid int, cq_max bigint")
-    lag = (offsets.join(qmax, (F.col("o_topic") == F.col("q_topic")) & (F.col("o_queue_id") == F.col("q_qid")), "left")
-           .join(cq, (F.col("o_topic") == F.col("cq_topic")) & (F.col("o_queue_id") == F.col("cq_qid")), "left")
+    qmax = c.groupBy(F.col("broker").alias("q_broker"), F.col("topic").alias("q_topic"),
+                     F.col("queue_id").alias("q_qid")).agg((F.max("queue_offset") + 1).alias("log_max"))
+    cq_rows = [(b.name, t, q, m) for b in inputs for (t, q), m in (b.queue_max_offsets or {}).items()]
+    cq = spark.createDataFrame(cq_rows, "cq_broker string, cq_topic string, cq_qid int, cq_max bigint")
+    lag = (offsets.join(qmax, (F.col("o_topic") == F.col("q_topic")) & (F.col("o_queue_id") == F.col("q_qid"))
+                        & (F.col("o_broker") == F.col("q_broker")), "left")
+           .join(cq, (F.col("o_topic") == F.col("cq_topic")) & (F.col("o_queue_id") == F.col("cq_qid"))
+                 & (F.col("o_broker") == F.col("cq_broker")), "left")
            .withColumn("max_offset", F.coalesce("log_max", "cq_max", "committed"))
            .withColumn("lag", F.greatest(F.col("max_offset") - F.col("committed"), F.lit(0)))
            .select(F.col("o_group").alias("group"), F.col("o_topic").alias("topic"),
-                   F.col("o_queue_id").alias("queue_id"), "committed", "max_offset", "lag")
-           .orderBy("group", "topic", "queue_id"))
+                   F.col("o_broker").alias("broker"), F.col("o_queue_id").alias("queue_id"), "committed",
+                   "max_offset", "lag")
+           .orderBy("group", "topic", "broker", "queue_id"))
     pinned = (lag.filter("lag > 0")
-              .withColumn("queue_min", F.min("committed").over(Window.partitionBy("topic", "queue_id")))
-              .join(c.select(F.col("topic").alias("c_topic"), F.col("queue_id").alias("c_qid"),
-                             F.col("queue_offset").alias("c_qoff"), "physical_offset", "uniq_key", "keys",
-                             "store_timestamp", "reconsume_times"),
-                    (F.col("topic") == F.col("c_topic")) & (F.col("queue_id") == F.col("c_qid"))
-                    & (F.col("committed") == F.col("c_qoff")), "left")
+              .withColumn("queue_min", F.min("committed").over(Window.partitionBy("broker", "topic", "queue_id")))
+              .join(c.select(F.col("broker").alias("c_broker"), F.col("topic").alias("c_topic"),
+                             F.col("queue_id").alias("c_qid"), F.col("queue_offset").alias("c_qoff"),
+                             "physical_offset", "uniq_key", "keys", "store_timestamp", "reconsume_times"),
+                    (F.col("broker") == F.col("c_broker")) & (F.col("topic") == F.col("c_topic"))
+                    & (F.col("queue_id") == F.col("c_qid")) & (F.col("committed") == F.col("c_qoff")), "left")
               .withColumn("age_ms", F.lit(now) - F.col("store_timestamp"))
-              .select("group", "topic", "queue_id", F.col("committed").alias("queue_offset"), "lag",
+              .select("group", "topic", "broker", "queue_id", F.col("committed").alias("queue_offset"), "lag",
                       (F.col("committed") == F.col("queue_min")).alias("pins_queue_min"), "physical_offset",
                       "uniq_key", "keys", "store_timestamp", "reconsume_times", "age_ms")
-              .orderBy("group", "topic", "queue_id"))
+              .orderBy("group", "topic", "broker", "queue_id"))
+    # Where each group's retry and dead-letter copies landed, beside where their message
+    # is: a client's fallback send-back puts a copy on another broker than its message's.
+    copies_by_broker = (copies.filter(kind.isin(*sb_kinds))
+                        .groupBy("group", F.col("btopic").alias("topic"),
+                                 F.coalesce("message_broker", F.lit("?")).alias("message_broker"),
+                                 F.col("broker").alias("copy_broker"))
+                        .agg(F.count("*").alias("copies"), F.countDistinct("key").alias("messages"))
+                        .orderBy("group", "topic", "message_broker", "copy_broker"))
     produced_by_topic = produced.select(F.col("btopic").alias("topic"), "produced").orderBy("topic")
     redeliveries = spark.createDataFrame(
         [(r["group"], r["topic"], r["redeliveries"], r["redelivered_messages"], r["max_redelivery_count"])
@@ -350,5 +389,5 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
     tables = {"per_group": per_group, "retried": retried, "funnel": funnel, "lateness": lateness,
               "lateness_by_level": lateness_by_level, "time_to_dlq": time_to_dlq, "poison": poison,
               "duplicates": duplicates, "lag": lag, "pinning": pinned, "produced_by_topic": produced_by_topic,
-              "redeliveries": redeliveries}
+              "redeliveries": redeliveries, "copies_by_broker": copies_by_broker}
     return Analysis(facts, tables)

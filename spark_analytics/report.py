@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 
 from . import charts
 from .errors import AnalyticsError
-from .jobs import DEFAULT_DELAY_LEVELS, analyze, parse_delay_levels
-from rocketmq_emulator.store.store_dir import read_json, resolve_store
+from .jobs import DEFAULT_DELAY_LEVELS, BrokerInput, analyze, parse_delay_levels
+from rocketmq_emulator.store.store_dir import cluster_members, read_json, resolve_store
 from .commitlog import list_segments, scan_segment
 
 __all__ = ["analyze_snapshot", "write_report", "Progress"]
@@ -67,22 +67,36 @@ def _source_info(path: str) -> dict:
 
 def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spark=None,
                      delay_levels: str | None = None, progress=None) -> dict:
-    """The ``analyze`` command: Spark analysis of ``path`` written to ``out_dir``.
+    """The ``analyze`` command: Spark analysis of ``path`` written to ``out_dir``
+    (a cluster's snapshot: broker-a's at ``path``, the others' in ``path/brokers/NAME``).
     Returns the summary (what summary.json holds)."""
     progress = progress or Progress()
-    info = _source_info(path)
-    if info["damage"]:
-        d = info["damage"]
-        progress(f"the commit log is damaged: reading up to the {d['kind']} record at offset {d['offset']} "
-                 f"({d['detail']})")
-    offsets = read_json(Path(path) / "config" / "consumerOffset.json", {}) or {}
-    subscriptions = read_json(Path(path) / "config" / "subscriptions.json", {}) or {}
+    members = cluster_members(path)
+    infos = {name: _source_info(where) for name, where in members}
+    info = dict(infos[members[0][0]])
+    if len(members) > 1:
+        info["brokers"] = [name for name, _ in members]
+    for name, one in infos.items():
+        if one["damage"]:
+            d = one["damage"]
+            whose = f" of {name}" if len(members) > 1 else ""
+            progress(f"the commit log{whose} is damaged: reading up to the {d['kind']} record at offset {d['offset']} "
+                     f"({d['detail']})")
+    info["damage"] = next((one["damage"] for one in infos.values() if one["damage"]), None)
+    subscriptions: dict = {}
+    inputs = []
+    for name, where in members:
+        subscriptions.update(read_json(Path(where) / "config" / "subscriptions.json", {}) or {})
+        inputs.append(BrokerInput(name, str(Path(where).resolve()),
+                                  read_json(Path(where) / "config" / "consumerOffset.json", {}) or {},
+                                  infos[name]["queue_max_offsets"]))
+    levels_seen = {k: v for one in infos.values() for k, v in one["delay_levels_ms"].items()}
     if delay_levels:
         delays = parse_delay_levels(delay_levels)
-    elif info["delay_levels_ms"]:
+    elif levels_seen:
         # Levels seen in the snapshot's schedule queues override the default table.
         delays = parse_delay_levels(DEFAULT_DELAY_LEVELS)
-        for lvl, ms in info["delay_levels_ms"].items():
+        for lvl, ms in levels_seen.items():
             while len(delays) < int(lvl):
                 delays.append(1000)
             delays[int(lvl) - 1] = int(ms)
@@ -92,9 +106,10 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
         progress(f"starting Spark ({master or 'local[*]'})")
         from .session import build_session
         spark = build_session(master)
-    analysis = analyze(spark, str(Path(path).resolve()), offsets, delay_levels_ms=delays,
-                       queue_max_offsets=info["queue_max_offsets"], progress=progress,
-                       damage_reported=True, subscriptions_doc=subscriptions)
+    first = inputs[0]
+    analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
+                       queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
+                       subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None)
     return write_report(analysis, info, out_dir, progress)
 
 
@@ -172,6 +187,10 @@ _NOTES = {
     "duplicates": "A UNIQ_KEY stored more than once for the same group and attempt (producer re-sends, "
                   "repeated deliveries).",
     "lag": "max offset (from the commit log) - committed offset, per queue in the offset table.",
+    "copies_by_broker": "Send-back copies (retries and dead letters) by the broker that holds their message "
+                        "and the broker they landed on. In a cluster a copy lands on another broker when the "
+                        "message's broker refused the send-back (write permission off, stopped) and the "
+                        "client's inner producer published it elsewhere.",
     "pinning": "For each queue with lag: the message at the committed offset — the oldest one not yet "
                "acknowledged, which holds the group's committed offset (ProcessQueue minimum-offset commit). "
                "pins_queue_min: this group's offset is the lowest of all groups on that queue.",
@@ -181,7 +200,7 @@ _TITLES = {"per_group": "Per consumer group and topic", "retried": "Retried 1, 2
            "funnel": "Retry funnel by reconsumeTimes", "lateness": "Delivery lateness per delay level",
            "time_to_dlq": "Time from first store to the DLQ", "poison": "Top poison messages",
            "duplicates": "Duplicates", "lag": "Consumer lag per queue", "pinning": "Messages pinning committed offsets",
-           "redeliveries": "Pulsar redeliveries"}
+           "redeliveries": "Pulsar redeliveries", "copies_by_broker": "Where the copies landed, per broker"}
 
 _MS_COLUMNS = {"p50_ms", "p99_ms", "max_ms", "min_ms", "age_ms", "delay_ms"}
 _TS_COLUMNS = {"first_store", "last_send_back", "store_timestamp"}
@@ -270,7 +289,7 @@ def _html(summary: dict, rows: dict, figs: dict, totals: dict) -> str:
                          ("send_backs", "send-backs"))) + "</div>")
     sections = [("per_group", "outcomes"), ("retried", "retried"), ("funnel", "funnel"), ("lateness", "lateness"),
                 ("time_to_dlq", None), ("poison", None), ("redeliveries", None), ("duplicates", None), ("lag", "lag"),
-                ("pinning", None)]
+                ("pinning", None), ("copies_by_broker", None)]
     for name, fig in sections:
         parts.append(f"<h2 id={name}>{_TITLES[name]}</h2><p class=note>{html.escape(_NOTES[name])}</p>")
         if fig:

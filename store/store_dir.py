@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .errors import SnapshotError
 
-__all__ = ["MANIFEST_NAME", "FORMAT_NAME", "FORMAT_VERSION", "StoreDir", "lock_is_held", "resolve_store", "read_json"]
+__all__ = ["MANIFEST_NAME", "FORMAT_NAME", "FORMAT_VERSION", "StoreDir", "lock_is_held", "resolve_store", "read_json",
+           "cluster_members"]
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_NAME = "rocketmq-emulator-snapshot"
@@ -111,3 +112,13 @@ def resolve_store(path: str | os.PathLike, what: str = "store") -> StoreDir:
             raise SnapshotError(f"{str(mpath)!r} has format version {manifest.get('format_version')}; "
                                 f"this build reads up to {FORMAT_VERSION}")
     return StoreDir(root, commitlog, manifest)
+
+
+def cluster_members(path: str) -> list[tuple[str, str]]:
+    """[(broker name, its snapshot or store directory)]: broker-a at ``path``, then each
+    ``path/brokers/NAME`` holding a commit log (a one-broker store: itself alone)."""
+    members = [("broker-a", str(path))]
+    extra = Path(path) / "brokers"
+    if extra.is_dir():
+        members += [(d.name, str(d)) for d in sorted(extra.iterdir()) if (d / "commitlog").is_dir()]
+    return members

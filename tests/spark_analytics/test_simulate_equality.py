@@ -94,3 +94,31 @@ def test_analyze_counts_pulsar_dead_letters_and_redeliveries_as_simulate_does(sp
     assert (row["group"], row["topic"], row["redeliveries"], row["max_redelivery_count"]) == \
         ("Pulse", TOPIC, pulse["redeliveries"], 4)
     assert "Pulsar redeliveries" in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_analyze_of_a_cluster_counts_as_simulate_does_and_shows_where_copies_landed(spark, tmp_path, capsys,
+                                                                                     monkeypatch):
+    """Two brokers, broker-a read-only for a while (its refused send-backs published by the
+    clients to broker-b) and broker-b down for a while, with a crash: `snapshot` takes
+    both brokers' stores, analyze's counts follow copies across brokers and equal
+    simulate's, and the copies_by_broker table shows the copies that crossed."""
+    store = tmp_path / "store"
+    rc = main(["simulate", "--seed", "5", "--messages", "400", "--duration", "20m", "--pattern", "w1",
+               "--brokers", "2", "--broker-write-off", "broker-a@3m..8m", "--broker-down", "broker-b@10m+3m",
+               "--crash-at", "15m", "--out", str(store), "--json", "--quiet"])
+    printed = json.loads(capsys.readouterr().out)
+    assert rc == 0 and printed["invariant_violations"] == 0 and printed["settled"]
+    assert main(["snapshot", "--data-dir", str(store), "--out", str(tmp_path / "snap")]) == 0
+    assert "(broker-b)" in capsys.readouterr().out
+    monkeypatch.setattr(datasource, "LOCAL_READ_MAX_BYTES", 0)
+    summary = analyze_snapshot(str(tmp_path / "snap"), str(tmp_path / "report"), spark=spark)
+    assert {k: summary[k] for k in COUNTS} == {k: printed[k] for k in COUNTS}
+    assert summary["snapshot"]["brokers"] == ["broker-a", "broker-b"]
+    crossed = {(r["message_broker"], r["copy_broker"]): r["copies"] for r in summary["tables"]["copies_by_broker"]}
+    assert crossed.get(("broker-a", "broker-b"), 0) > 0
+    assert sum(crossed.values()) == printed["send_backs"]
+    assert {r["broker"] for r in summary["tables"]["lag"]} == {"broker-a", "broker-b"}
+    assert "Where the copies landed, per broker" in (tmp_path / "report" / "report.html").read_text()
+    # one broker's snapshot alone
+    assert main(["snapshot", "--data-dir", str(store), "--out", str(tmp_path / "only-b"), "--broker", "broker-b"]) == 0
+    assert not (tmp_path / "only-b" / "brokers").exists()
