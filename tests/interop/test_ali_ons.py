@@ -238,8 +238,13 @@ def test_ali_ons_falls_back_to_the_other_broker_when_the_send_back_is_refused(tm
         remote.close()
         assert cli(["broker", "perm", "broker-a", "--write", "off", "--server", server.address]) == 0
 
-        driver = OnsDriver(server.address, ok_count=0, poison_count=0)
-        driver.wait_for(lambda ev: failures(ev, "poison-0") == [0, 1])
+        driver = OnsDriver(server.address, ok_count=8, poison_count=0)
+        driver.wait_for(lambda ev: failures(ev, "poison-0") == [0, 1]
+                        and len({e["body"] for e in ev if e["event"] == "consumed"}) == 8)
+        # ali-ons took the routes from the name server: with broker-a read-only it produced
+        # to broker-b only (an offsetMsgId names its broker's address), and consumed from both
+        ports = {int(e["msgId"][8:16], 16) for e in driver.of("sent")}
+        assert ports == {server.broker_ports["broker-b"]}
         retry = "%RETRY%" + GROUP
         assert max_offset(server.broker_ports["broker-b"], retry) == 1      # the client's own copy
         reply = admin_call(server.broker_ports["broker-b"], RQ.QUERY_MESSAGE, {
@@ -250,6 +255,28 @@ def test_ali_ons_falls_back_to_the_other_broker_when_the_send_back_is_refused(tm
         assert copy.properties[Prop.RECONSUME_TIME] == "1"
         refused = [e for e in driver.of("error") if "sending message is forbidden" in e["text"]]
         assert refused, f"ali-ons did not report the refused send-back; events: {driver.events}"
+        driver.close()
+    finally:
+        if driver is not None:
+            driver.close()
+        server.stop()
+
+
+def test_ali_ons_spreads_over_the_brokers_of_a_cluster(tmp_path):
+    """`serve --brokers 2`: ali-ons finds both brokers through the name server, produces to
+    the queues of both and consumes from both."""
+    from rocketmq_emulator.broker.cli import main as cli
+
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", brokers=2).start()
+    driver = None
+    try:
+        assert cli(["topic", "create", TOPIC, "--queues", "2", "--server", server.address]) == 0
+        driver = OnsDriver(server.address, ok_count=12, poison_count=0)
+        driver.wait_for(lambda ev: len({e["body"] for e in ev if e["event"] == "consumed"}) == 12)
+        ports = [int(e["msgId"][8:16], 16) for e in driver.of("sent")]
+        assert set(ports) == set(server.broker_ports.values())
+        for name, port in server.broker_ports.items():
+            assert sum(max_offset(port, TOPIC, q) for q in range(2)) == ports.count(port), name
         driver.close()
     finally:
         if driver is not None:
