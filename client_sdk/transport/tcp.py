@@ -3,9 +3,9 @@
 ``TcpTransport`` is the Transport of ``base.py`` on real sockets; ``remote.RemoteBroker``
 is the Connector users hand to Producer / PushConsumer.
 
-Threads, and why not asyncio. Each connection is a blocking socket plus one reader
-thread that decodes frames with ``broker.protocol``'s sans-I/O codec and completes
-requests by opaque. A blocking ``request`` registers a pre-acquired lock, writes its
+Threads, and why not asyncio. Each connection is a blocking socket; one reader thread
+per transport waits on all of them (a selector) and decodes frames with
+``broker.protocol``'s sans-I/O codec, completing requests by opaque. A blocking ``request`` registers a pre-acquired lock, writes its
 frame from the calling thread and waits on that lock; the reader releases it. So a
 synchronous send costs one ``sendall``, one ``recv`` and one lock hand-off, needs no
 loop, and works from any thread (a listener on the client loop may send). An asyncio
@@ -14,10 +14,10 @@ a self-pipe write, a loop iteration) to every request for no gain: the SDK's own
 is ``ClientRuntime``, not asyncio.
 
 Async replies and broker→client requests (NOTIFY_CONSUMER_IDS_CHANGED) are handed to
-the client loop with ``runtime.call_soon_threadsafe``, one hand-off per ``recv`` however
-many frames it carried, so listeners, rebalancing and offsets stay single-threaded on
+the client loop with ``runtime.call_soon_threadsafe``, one hand-off per wake-up of the
+reader however many frames and connections it carried, so listeners, rebalancing and offsets stay single-threaded on
 the runtime exactly as in process. Async timeouts are found by the reader too: it
-polls with a short timeout and scans for expired calls (RocketMQ's scanResponseTable,
+waits with a short timeout and scans for expired calls (RocketMQ's scanResponseTable,
 every 100 ms here rather than 1 s), so ``request_async`` never touches the loop's
 timers and may be called from any thread. Whoever pops a pending entry first (the
 reader for a reply or a timeout, ``close``) owns it, so a callback runs once. Pending
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import _thread
 import logging
-import select
+import selectors
 import socket
 import threading
 import time
@@ -127,9 +127,8 @@ class _Connection:
         self.closed = False
         self.close_reason = f"connection to {self.name} is closed"
         self._send_lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read_loop, name=f"rocketmq-remoting-{self.name}",
-                                        daemon=True)
-        self._reader.start()
+        self.decoder = FrameDecoder()
+        owner._reader.add(self)
 
     def write(self, data: bytes) -> None:
         if self.closed:
@@ -143,52 +142,32 @@ class _Connection:
             self.close(f"send to {self.name} failed: {exc}")
             raise RemotingConnectError(self.close_reason) from None
 
-    def _read_loop(self) -> None:
-        decoder = FrameDecoder()
+    def take(self, data: bytes, for_loop: list) -> None:
+        """Bytes read from the socket (by the transport's reader thread): replies complete
+        their waiters here; async replies and broker requests go to ``for_loop``."""
         pending = self.pending
-        owner = self.owner
-        recv = self.sock.recv
-        poll = select.poll()
-        poll.register(self.sock, select.POLLIN)
-        wait_ms = int(SCAN_INTERVAL_S * 1000)
-        monotonic = time.monotonic
-        next_scan = monotonic() + SCAN_INTERVAL_S
-        why = None
-        try:
-            while True:
-                if pending and monotonic() >= next_scan:
-                    self._expire(monotonic())
-                    next_scan = monotonic() + SCAN_INTERVAL_S
-                if not poll.poll(wait_ms):
-                    continue
-                data = recv(_RECV_SIZE)
-                if not data:
-                    decoder.eof()
-                    why = f"connection to {self.name} closed by the peer"
-                    break
-                for_loop = None
-                for cmd in decoder.feed(data):
-                    if cmd.flag & 1:                       # a response
-                        entry = pending.pop(cmd.opaque, None)
-                        if entry is None:
-                            log.debug("%s: response %d to an unknown or timed-out request", self.name, cmd.opaque)
-                        elif entry.__class__ is _Waiter:
-                            entry.complete(cmd, None)
-                        else:
-                            if for_loop is None:
-                                for_loop = []
-                            for_loop.append((entry, cmd))
-                    else:                                  # the broker asks us something
-                        if for_loop is None:
-                            for_loop = []
-                        for_loop.append((None, cmd))
-                if for_loop is not None:
-                    owner.runtime.call_soon_threadsafe(owner._on_loop, self, for_loop)
-        except (OSError, ProtocolError) as exc:
-            why = f"connection to {self.name} broken: {exc}"
-        finally:
-            self.close(why)
-            self.fail_pending(RemotingConnectError(self.close_reason))
+        items = None
+        for cmd in self.decoder.feed(data):
+            if cmd.flag & 1:                       # a response
+                entry = pending.pop(cmd.opaque, None)
+                if entry is None:
+                    log.debug("%s: response %d to an unknown or timed-out request", self.name, cmd.opaque)
+                elif entry.__class__ is _Waiter:
+                    entry.complete(cmd, None)
+                else:
+                    if items is None:
+                        items = []
+                    items.append((entry, cmd))
+            else:                                  # the broker asks us something
+                if items is None:
+                    items = []
+                items.append((None, cmd))
+        if items is not None:
+            for_loop.append((self, items))
+
+    def lost(self, why: str) -> None:
+        self.close(why)
+        self.fail_pending(RemotingConnectError(self.close_reason))
 
     def _expire(self, now: float) -> None:
         """Time out the async calls past their deadline (blocking waiters time
@@ -224,11 +203,82 @@ class _Connection:
         if reason:
             self.close_reason = reason
         self.closed = True
+        self.owner._reader.remove(self)
         try:
-            self.sock.shutdown(socket.SHUT_RDWR)   # wakes the reader out of recv()
+            self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.sock.close()
+
+
+class _Reader:
+    """One thread reads every connection of a transport (name server and brokers): it
+    waits on all their sockets at once and hands what they brought to the client loop in
+    one ``call_soon_threadsafe`` per wake-up, however many connections had data: with
+    several brokers, one thread competes with the loop for the GIL instead of one per
+    connection."""
+
+    def __init__(self, owner: "TcpTransport") -> None:
+        self.owner = owner
+        self.selector = selectors.DefaultSelector()
+        self.conns: dict[int, _Connection] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, conn: _Connection) -> None:
+        with self._lock:
+            self.selector.register(conn.sock, selectors.EVENT_READ, conn)
+            self.conns[conn.sock.fileno()] = conn
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rocketmq-remoting-reader", daemon=True)
+                self._thread.start()
+
+    def remove(self, conn: _Connection) -> None:
+        with self._lock:
+            for fd, c in list(self.conns.items()):
+                if c is conn:
+                    del self.conns[fd]
+                    try:
+                        self.selector.unregister(conn.sock)
+                    except (KeyError, ValueError, OSError):
+                        pass
+
+    def _run(self) -> None:
+        owner = self.owner
+        select = self.selector.select
+        monotonic = time.monotonic
+        next_scan = monotonic() + SCAN_INTERVAL_S
+        while not owner._closed:
+            try:
+                ready = select(SCAN_INTERVAL_S)
+            except (OSError, ValueError):          # a socket closed under the selector: look again
+                ready = []
+            for_loop: list = []
+            for key, _ in ready:
+                conn = key.data
+                if conn.closed:
+                    continue
+                try:
+                    data = conn.sock.recv(_RECV_SIZE)
+                except OSError as exc:
+                    conn.lost(f"connection to {conn.name} broken: {exc}")
+                    continue
+                if not data:
+                    conn.lost(f"connection to {conn.name} closed by the peer")
+                    continue
+                try:
+                    conn.take(data, for_loop)
+                except ProtocolError as exc:
+                    conn.lost(f"connection to {conn.name} broken: {exc}")
+            if for_loop:
+                owner.runtime.call_soon_threadsafe(owner._on_loop_all, for_loop)
+            now = monotonic()
+            if now >= next_scan:
+                for conn in list(self.conns.values()):
+                    if conn.pending:
+                        conn._expire(now)
+                next_scan = now + SCAN_INTERVAL_S
+        self.selector.close()
 
 
 class TcpTransport(Transport):
@@ -245,6 +295,7 @@ class TcpTransport(Transport):
         self._handler: RequestHandler | None = None
         self._closed = False
         self._name_server: tuple[str, int] | None = None
+        self._reader = _Reader(self)
         self._connect_name_server()                        # fail now if nothing listens
 
     # -- Transport -------------------------------------------------------------------------
@@ -419,6 +470,10 @@ class TcpTransport(Transport):
             return conn
 
     # -- on the client loop ---------------------------------------------------------------------
+    def _on_loop_all(self, batches: list) -> None:
+        for conn, items in batches:
+            self._on_loop(conn, items)
+
     def _on_loop(self, conn: _Connection, items: list) -> None:
         for entry, cmd in items:
             if entry is not None:
