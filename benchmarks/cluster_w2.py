@@ -53,6 +53,15 @@ def main() -> None:
               f"({min(rates[2]):,.0f}-{max(rates[2]):,.0f})   2/1 = {r:.2f} ({min(ratios):.2f}-{max(ratios):.2f}); "
               f"{'not slower' if r >= 0.95 else 'SLOWER'} (target: not slower than one broker; "
               f"within 5 % counts as not slower: runs of one setup differ by more)")
+        # CPU per message (client + server): the work each setup does, less sensitive to
+        # the scheduling noise of a loaded 2-core host than the wall clock
+        count = a.sync_n if phase == "produce_sync" else a.n
+        cpu = {b: [(r[phase]["client_cpu_s"] + r[phase]["server_cpu_s"]) / count * 1e6 for r in rows[b]]
+               for b in rows}
+        cpu_ratios = [two / one for one, two in zip(cpu[1], cpu[2])]
+        print(f"  {'':<34} CPU per message: 1 broker {statistics.median(cpu[1]):.0f} us, 2 brokers "
+              f"{statistics.median(cpu[2]):.0f} us, 2/1 = {statistics.median(cpu_ratios):.2f} "
+              f"({min(cpu_ratios):.2f}-{max(cpu_ratios):.2f})")
     print(f"host after the run: {host_speed()}")
 
 
