@@ -210,7 +210,8 @@ def main() -> None:
     print(f"W1 (N={a.n:,}: 1 % poison, 10 % fail once), {a.runs} run(s), median (min-max); python "
           f"{sys.version.split()[0]}; host {host_speed()}")
     # (name, function, the name of the PushConsumer run it is compared with)
-    push_inproc, push_tcp = "RocketMQ PushConsumer, in process (w1_retry.py)", "RocketMQ PushConsumer, over TCP to serve"
+    push_inproc = "RocketMQ PushConsumer, in process (w1_retry.py)"
+    push_tcp = "RocketMQ PushConsumer, over TCP to serve"
     variants = [(push_inproc, push_consumer_w1, None),
                 ("Pulsar SDK consumer, retry letters, in process", in_process, push_inproc)]
     if not a.no_tcp:

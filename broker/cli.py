@@ -648,6 +648,7 @@ commands:
   topic      create a topic on a server (mqadmin updateTopic): topic create NAME --queues 4
   group      create a consumer group (mqadmin updateSubGroup): group create NAME [--orderly]
   broker     a cluster's brokers (serve --brokers N): broker list / perm NAME --write off / stop / start
+  dlq        a group's dead letters: dlq list GROUP / dlq redrive GROUP --all [--dry-run]
   snapshot   take a consistent snapshot of a store: snapshot --data-dir DIR --out SNAP
   analyze    Spark analysis of a snapshot: analyze SNAP --out DIR [--master URL]
   simulate   deterministic simulation run: simulate --seed N --messages M --duration 6h --out DIR
@@ -679,6 +680,10 @@ def main(argv: list[str] | None = None) -> int:
         from .cli_brokers import broker_main
 
         return broker_main(rest)
+    if cmd == "dlq":
+        from .cli_dlq import dlq_main
+
+        return dlq_main(rest)
     registered = _registered_command(cmd)
     if registered is None:
         return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")

@@ -205,8 +205,8 @@ def advance_together(clock, cores: list, ms: int) -> int:
     of any of them on the way, so everything due by then has been re-stored and
     waiting pulls answered; returns the new time."""
     if not getattr(clock, "is_virtual", False):
-        raise ClockError("this server runs on the real clock; restart it with `rocketmq-emulator serve --clock virtual` "
-                         "(or `./dev serve --clock virtual`) to move its time")
+        raise ClockError("this server runs on the real clock; restart it with `rocketmq-emulator serve "
+                         "--clock virtual` (or `./dev serve --clock virtual`) to move its time")
     if ms < 0:
         raise ValueError(f"cannot move the clock backwards ({ms} ms)")
     target = clock.now_ms() + ms

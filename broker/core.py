@@ -33,7 +33,7 @@ from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisi
                          OffsetCommit, PopRequest, PopResult, PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .processors import build_processor_table
-from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode,
+from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand, RequestCode,
                        RequestRefused, ResponseCode)
 from .schedule import ScheduleService
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicManager, retry_topic
@@ -44,7 +44,7 @@ log = logging.getLogger("broker")
 
 # What a stopped cluster member still answers: its port is the name server's too.
 _ALWAYS_ANSWERED = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO,
-                              EMULATOR_CLOCK_ADVANCE, EMULATOR_BROKER_CONTROL})
+                              EMULATOR_CLOCK_ADVANCE, EMULATOR_BROKER_CONTROL, EMULATOR_DLQ})
 
 # A failed re-store of a due delayed message is retried after this (DELAY_FOR_A_WHILE).
 _SCHEDULE_RETRY_MS = 100

@@ -20,6 +20,8 @@ from typing import Callable
 from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.dead_letters import (DeadLetter, DeadLetterError, RedriveResult, check_ids, dead_letters,
+                                                   redrive, stored_here)
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
 
@@ -194,6 +196,32 @@ class EmbeddedBroker(Connector):
     def start_broker(self, name: str) -> None:
         self._cluster_only("start_broker").start_broker(name)
         self.runtime.run_until_idle()
+
+    def dead_letters(self, group: str) -> list[DeadLetter]:
+        """``group``'s dead letters on every broker (broker/dead_letters.py): id, keys,
+        tags, original topic, attempts, when it died, and what it was re-driven as."""
+        return [d for core in self._cores(None) for d in dead_letters(core, group)]
+
+    def redrive(self, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:
+        """Send ``group``'s dead letters (``ids``, or every one) back to their topic as new
+        messages, each once (the rule: broker/dead_letters.py). DeadLetterError (a
+        ValueError) for an empty DLQ or an id that is not one of its dead letters."""
+        cores = self._cores(None)
+        if ids is None:
+            found = [c for c in cores if dead_letters(c, group)]
+            if not found:
+                raise DeadLetterError(f"group {group!r} has no dead letters (no %DLQ%{group} messages)")
+            parts = [redrive(c, group, None, dry_run=dry_run) for c in found]
+        else:
+            check_ids(ids)
+            mine = {id(c): [i for i in ids if stored_here(c, i)] for c in cores}
+            stray = [i for i in ids if not any(i in m for m in mine.values())]
+            if stray:
+                raise DeadLetterError(f"not a dead letter of {group}: {', '.join(stray[:5])}")
+            parts = [redrive(c, group, mine[id(c)], dry_run=dry_run) for c in cores if mine[id(c)]]
+        self.runtime.run_until_idle()
+        return RedriveResult(tuple(x for r in parts for x in r.sent), tuple(x for r in parts for x in r.already),
+                             dry_run)
 
     def _cluster_only(self, what: str) -> InProcessCluster:
         if self.cluster is None:

@@ -13,21 +13,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
-from rocketmq_emulator.store.records import MessageRecord, Prop
+from rocketmq_emulator.store.records import SYSTEM_PROPERTY_KEYS, MessageRecord, Prop
 
 __all__ = ["Message", "MessageExt", "MessageQueue", "SendResult", "SendStatus", "SYSTEM_PROPERTY_KEYS"]
-
-# MessageConst.STRING_HASH_SET: names a user property may not take (putUserProperty refuses them).
-SYSTEM_PROPERTY_KEYS = frozenset({
-    "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID",
-    "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG",
-    "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME", "UNIQ_KEY", "MAX_RECONSUME_TIMES",
-    "CONSUME_START_TIME", "TRAN_PREPARED_QUEUE_OFFSET", "TRANSACTION_CHECK_TIMES",
-    "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID", "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL",
-    "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE", "INNER_MULTI_DISPATCH",
-    "INNER_MULTI_QUEUE_OFFSET", "__CRC32#",
-})
-
 
 class MessageQueue(NamedTuple):
     """One queue of a topic on one broker: (topic, broker_name, queue_id). Immutable;

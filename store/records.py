@@ -63,6 +63,7 @@ __all__ = [
     "prop_crc_digits",
     "prop_crc_check",
     "relocated",
+    "SYSTEM_PROPERTY_KEYS",
 ]
 
 MAGIC_CODE = 0xDAA320A7          # -626843481 as a signed int32
@@ -117,6 +118,18 @@ class Prop:
     TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
     TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
     TIMER_DELAY_MS = "TIMER_DELAY_MS"
+
+
+# MessageConst.STRING_HASH_SET: names a user property may not take (putUserProperty refuses them).
+SYSTEM_PROPERTY_KEYS = frozenset({
+    "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID",
+    "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG",
+    "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME", "UNIQ_KEY", "MAX_RECONSUME_TIMES",
+    "CONSUME_START_TIME", "TRAN_PREPARED_QUEUE_OFFSET", "TRANSACTION_CHECK_TIMES",
+    "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID", "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL",
+    "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE", "INNER_MULTI_DISPATCH",
+    "INNER_MULTI_QUEUE_OFFSET", "__CRC32#",
+})
 
 
 # System topics whose names are part of the store's format, named once for every package.

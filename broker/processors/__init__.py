@@ -1,13 +1,13 @@
 """Request processors: one module per family, each a function (core, request, channel)."""
 from __future__ import annotations
 
-from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RequestCode as RC
+from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RequestCode as RC
 
 __all__ = ["build_processor_table"]
 
 
 def build_processor_table() -> dict:
-    from . import admin, client, offsets, pull, query, route, send, send_back
+    from . import admin, client, dead_letters, offsets, pull, query, route, send, send_back
 
     return {
         RC.SEND_MESSAGE: send.send_message,
@@ -35,4 +35,5 @@ def build_processor_table() -> dict:
         RC.UPDATE_BROKER_CONFIG: admin.update_broker_config,
         EMULATOR_CLOCK_ADVANCE: admin.clock_advance,
         EMULATOR_BROKER_CONTROL: admin.broker_control,
+        EMULATOR_DLQ: dead_letters.dead_letter_request,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = ["RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "EMULATOR_CLOCK_ADVANCE",
-           "EMULATOR_BROKER_CONTROL"]
+           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ"]
 
 
 class RequestCode(IntEnum):
@@ -48,6 +48,8 @@ class RequestCode(IntEnum):
 EMULATOR_CLOCK_ADVANCE = 91_001
 # The cluster's brokers: list them, switch one's write permission, stop or start one.
 EMULATOR_BROKER_CONTROL = 91_002
+# A group's dead letters: list them, re-drive them to their topic.
+EMULATOR_DLQ = 91_003
 
 
 class ResponseCode(IntEnum):

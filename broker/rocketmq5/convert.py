@@ -16,7 +16,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 
-from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag
+from rocketmq_emulator.store.records import SYSTEM_PROPERTY_KEYS, MessageRecord, Prop, SysFlag
 
 from ..pop import SHARDING_KEY
 
@@ -25,14 +25,12 @@ from .stubs import pb
 __all__ = ["pb", "SHARDING_KEY", "status", "timestamp_ms", "duration_ms", "duration", "to_proto_message",
            "user_properties", "message_type_of"]
 
-# Properties the broker or the proxy sets (MessageConst): never shown as user properties.
-_SYSTEM_KEYS = frozenset({
-    Prop.KEYS, Prop.TAGS, Prop.WAIT, Prop.DELAY, Prop.RETRY_TOPIC, Prop.REAL_TOPIC, Prop.REAL_QID,
-    Prop.ORIGIN_MESSAGE_ID, Prop.RECONSUME_TIME, Prop.MAX_RECONSUME_TIMES, Prop.UNIQ_KEY, Prop.CONSUME_START_TIME,
-    Prop.TRAN_MSG, Prop.MIN_OFFSET, Prop.MAX_OFFSET, Prop.CLUSTER, Prop.MSG_REGION, Prop.TRACE_ON, Prop.PGROUP,
+# Properties the broker or the proxy sets (MessageConst's, and the 5.x ones): never shown
+# as user properties.
+_SYSTEM_KEYS = SYSTEM_PROPERTY_KEYS | {
     Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC, SHARDING_KEY, "__BORNHOST",
-    "BORN_TIMESTAMP", "__CRC32#", "POP_CK", "1ST_POP_TIME", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS",
-})
+    "BORN_TIMESTAMP", "POP_CK", "1ST_POP_TIME", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS",
+}
 
 
 def status(code: int, message: str | None = None) -> pb.Status:

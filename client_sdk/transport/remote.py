@@ -23,8 +23,9 @@ import threading
 from typing import Callable
 
 from rocketmq_emulator.broker.cluster import BrokerState
-from rocketmq_emulator.broker.protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RemotingCommand,
-                                             ResponseCode)
+from rocketmq_emulator.broker.dead_letters import DeadLetter, RedriveResult
+from rocketmq_emulator.broker.protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ,
+                                             RemotingCommand, ResponseCode)
 from rocketmq_emulator.delay_scheduler import SystemClock
 
 from ..errors import MQBrokerError, MQClientError, RemotingTimeoutError, ServerClockError
@@ -117,16 +118,40 @@ class RemoteBroker(Connector):
     def start_broker(self, name: str) -> None:
         self._broker_control("start", name)
 
-    def _broker_control(self, action: str, name: str | None = None, value: str | None = None,
-                        timeout_ms: int = 10000) -> RemotingCommand:
+    # -- dead letters --------------------------------------------------------------------------------
+    def dead_letters(self, group: str) -> list[DeadLetter]:
+        """``group``'s dead letters on the server (every broker of a cluster)."""
+        import json
+
+        reply = self._admin_request(EMULATOR_DLQ, {"action": "list", "consumerGroup": group}, "dlq list")
+        return [DeadLetter(**{k: v for k, v in d.items() if k != "broker"}) for d in json.loads(reply.body or b"[]")]
+
+    def redrive(self, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:
+        """Re-drive ``group``'s dead letters (``ids``, or every one) on the server; the
+        server's refusal (an empty DLQ, an unknown id) is an MQBrokerError with its line."""
+        import json
+
+        fields = {"action": "redrive", "consumerGroup": group, "dryRun": "true" if dry_run else "false"}
+        if ids is not None:
+            fields["ids"] = ",".join(ids)
+        doc = json.loads(self._admin_request(EMULATOR_DLQ, fields, "dlq redrive").body)
+        return RedriveResult(tuple((s["id"], s["new_id"]) for s in doc["sent"]), tuple(doc["already"]),
+                             doc["dry_run"])
+
+    def _admin_request(self, code: int, fields: dict, what: str, timeout_ms: int = 30000) -> RemotingCommand:
         if self._admin is None or self._admin.closed:
             self._admin = self.connect()
-        fields = {"action": action, "brokerName": name, "value": value}
-        cmd = RemotingCommand.request(EMULATOR_BROKER_CONTROL, {k: v for k, v in fields.items() if v is not None})
-        reply = self._admin._call(self._admin._connect_name_server(), cmd, timeout_ms)
+        reply = self._admin._call(self._admin._connect_name_server(), RemotingCommand.request(code, fields),
+                                  timeout_ms)
         if reply.code != ResponseCode.SUCCESS:
-            raise MQBrokerError(reply.code, reply.remark, self.namesrv_addr, f"broker {action}")
+            raise MQBrokerError(reply.code, reply.remark, self.namesrv_addr, what)
         return reply
+
+    def _broker_control(self, action: str, name: str | None = None, value: str | None = None,
+                        timeout_ms: int = 10000) -> RemotingCommand:
+        fields = {"action": action, "brokerName": name, "value": value}
+        return self._admin_request(EMULATOR_BROKER_CONTROL, {k: v for k, v in fields.items() if v is not None},
+                                   f"broker {action}", timeout_ms)
 
     # -- the loop ---------------------------------------------------------------------------------
     def run_for(self, duration: int | str) -> None:

@@ -5,18 +5,19 @@ is the Connector users hand to Producer / PushConsumer.
 
 Threads, and why not asyncio. Each connection is a blocking socket; one reader thread
 per transport waits on all of them (a selector) and decodes frames with
-``broker.protocol``'s sans-I/O codec, completing requests by opaque. A blocking ``request`` registers a pre-acquired lock, writes its
-frame from the calling thread and waits on that lock; the reader releases it. So a
-synchronous send costs one ``sendall``, one ``recv`` and one lock hand-off, needs no
-loop, and works from any thread (a listener on the client loop may send). An asyncio
-loop in a thread would add a cross-thread hop (``run_coroutine_threadsafe``: a future,
-a self-pipe write, a loop iteration) to every request for no gain: the SDK's own loop
-is ``ClientRuntime``, not asyncio.
+``broker.protocol``'s sans-I/O codec, completing requests by opaque. A blocking
+``request`` registers a pre-acquired lock, writes its frame from the calling thread and
+waits on that lock; the reader releases it. So a synchronous send costs one
+``sendall``, one ``recv`` and one lock hand-off, needs no loop, and works from any
+thread (a listener on the client loop may send). An asyncio loop in a thread would add
+a cross-thread hop (``run_coroutine_threadsafe``: a future, a self-pipe write, a loop
+iteration) to every request for no gain: the SDK's own loop is ``ClientRuntime``, not
+asyncio.
 
 Async replies and broker→client requests (NOTIFY_CONSUMER_IDS_CHANGED) are handed to
 the client loop with ``runtime.call_soon_threadsafe``, one hand-off per wake-up of the
-reader however many frames and connections it carried, so listeners, rebalancing and offsets stay single-threaded on
-the runtime exactly as in process. Async timeouts are found by the reader too: it
+reader however many frames and connections it carried, so listeners, rebalancing and
+offsets stay single-threaded on the runtime exactly as in process. Async timeouts are found by the reader too: it
 waits with a short timeout and scans for expired calls (RocketMQ's scanResponseTable,
 every 100 ms here rather than 1 s), so ``request_async`` never touches the loop's
 timers and may be called from any thread. Whoever pops a pending entry first (the

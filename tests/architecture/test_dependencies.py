@@ -67,6 +67,8 @@ CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", 
                          "broker.subscriptions",
                          # a cluster of brokers in process (EmbeddedBroker(brokers=N))
                          "broker.cluster",
+                         # a group's dead letters and their re-drive (EmbeddedBroker, RemoteBroker)
+                         "broker.dead_letters",
                          # the Pulsar codec (one codec, two ends) and the front the in-process client talks to
                          "broker.pulsar_front",
                          # the pytest fixtures rocketmq5_endpoint and pulsar_endpoint start listeners beside the test

@@ -1,0 +1,169 @@
+"""A group's dead letters, and re-driving them to their topic (sans-I/O, on a core).
+
+Listing reads ``%DLQ%<group>`` (every queue) as stored: each dead letter's id (its
+offsetMsgId), UNIQ_KEY, keys, tags, original topic (RETRY_TOPIC, which the broker's
+send-back writes; REAL_TOPIC for a Pulsar client's copy), attempts (its
+reconsumeTimes) and when it died (its store time).
+
+The re-drive rule. A re-driven dead letter is stored in its original topic as a new
+message: the same body, tags, keys and user properties, its ORIGIN_MESSAGE_ID kept
+(the first copy's offsetMsgId, so it still names where it came from) and its UNIQ_KEY
+kept (what the application saw as its id), a reconsume count of 0 (a fresh retry
+budget), none of the retry machinery's properties (DELAY, RETRY_TOPIC, REAL_TOPIC,
+REAL_QID, MAX_RECONSUME_TIMES), and REDRIVEN_FROM = the dead letter's id. The DLQ
+entry stays where it is (a commit log is append-only) and is marked re-driven in
+``config/redriven.json`` before the call returns, so a second re-drive, also after a
+restart, sends nothing twice. Calls on a core are serialised by its driver, so two
+re-drives at once cannot both send one dead letter.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import re
+
+from rocketmq_emulator.store.records import DLQ_PREFIX, SYSTEM_PROPERTY_KEYS, Prop, create_offset_msg_id, decode_record
+
+from .operations import SendOutcome, SendRequest
+
+__all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "redrive", "REDRIVEN_FROM",
+           "REDRIVE_PRODUCER_GROUP", "stored_here", "check_ids"]
+
+REDRIVEN_FROM = "REDRIVEN_FROM"
+REDRIVE_PRODUCER_GROUP = "rocketmq-emulator-redrive"
+_CONFIG = "redriven"                    # config/redriven.json: {group: {dead letter id: new message id}}
+
+
+class DeadLetterError(ValueError):
+    """A request about dead letters that cannot be done: one readable line."""
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    msg_id: str                     # the DLQ record's offsetMsgId
+    uniq_key: str | None
+    keys: str | None
+    tags: str | None
+    original_topic: str | None
+    attempts: int                   # its reconsumeTimes: the failed deliveries before it died
+    died_at_ms: int
+    origin_message_id: str | None
+    body_size: int
+    redriven_as: str | None         # the new message's id once re-driven
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RedriveResult:
+    sent: tuple[tuple[str, str], ...]        # (dead letter id, new message id)
+    already: tuple[str, ...]                 # re-driven before: nothing sent
+    dry_run: bool = False
+
+    def to_dict(self) -> dict:
+        return {"sent": [{"id": d, "new_id": n} for d, n in self.sent], "already": list(self.already),
+                "dry_run": self.dry_run}
+
+
+_OFFSET_MSG_ID = re.compile(r"^[0-9A-F]{32}$")
+
+
+def check_ids(ids: list[str]) -> None:
+    """DeadLetterError for an id that is not an offsetMsgId (32 hex digits)."""
+    bad = [i for i in ids if not _OFFSET_MSG_ID.match(i.upper())]
+    if bad:
+        raise DeadLetterError(f"not a message id (32 hex digits, as `dlq list` shows): {', '.join(bad[:3])}")
+
+
+def stored_here(core, msg_id: str) -> bool:
+    """Whether an offsetMsgId names this broker (its first 16 hex digits: the address)."""
+    return msg_id.upper()[:16] == create_offset_msg_id(core.store_host, 0)[:16]
+
+
+def _marks(core) -> dict:
+    doc = core.store.load_config(_CONFIG)
+    return doc if isinstance(doc, dict) else {}
+
+
+def _records(core, group: str):
+    store = core.store
+    topic = DLQ_PREFIX + group
+    for qid in sorted(store.queues().get(topic, [])):
+        for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
+            entry = store.queue_entry(topic, qid, off)
+            raw = store.read(entry[0]) if entry is not None else None
+            if raw is not None:
+                yield decode_record(raw, check_crc=False)
+
+
+def _original_topic(props: dict) -> str | None:
+    return props.get(Prop.RETRY_TOPIC) or props.get(Prop.REAL_TOPIC)
+
+
+def dead_letters(core, group: str) -> list[DeadLetter]:
+    """The dead letters of ``group`` on this broker, oldest first ([] when it has none)."""
+    marks = _marks(core).get(group, {})
+    out = []
+    for rec in _records(core, group):
+        p = rec.properties
+        out.append(DeadLetter(rec.offset_msg_id, p.get(Prop.UNIQ_KEY), p.get(Prop.KEYS), p.get(Prop.TAGS),
+                              _original_topic(p), rec.reconsume_times, rec.store_timestamp,
+                              p.get(Prop.ORIGIN_MESSAGE_ID), len(rec.body), marks.get(rec.offset_msg_id)))
+    return out
+
+
+def redrive(core, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:
+    """Re-drive ``group``'s dead letters (``ids``, or all when None) by the rule above.
+    DeadLetterError: no dead letter for the group, an id that is not one of them, a
+    dead letter without an original topic, or a topic that refuses the message (what
+    was sent before that stays sent, and marked)."""
+    records = {rec.offset_msg_id: rec for rec in _records(core, group)}
+    if not records:
+        raise DeadLetterError(f"group {group!r} has no dead letters here (no %DLQ%{group} messages)")
+    if ids is not None:
+        check_ids(ids)
+        ids = [i.upper() for i in ids]
+        unknown = [i for i in ids if i not in records]
+        if unknown:
+            raise DeadLetterError(f"not a dead letter of {group}: {', '.join(unknown[:5])}"
+                                  + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
+        wanted = list(dict.fromkeys(ids))
+    else:
+        wanted = list(records)
+    doc = _marks(core)
+    marks = doc.setdefault(group, {})
+    sent, already = [], []
+    channel = core.connect()
+    for msg_id in wanted:
+        if msg_id in marks:
+            already.append(msg_id)
+            continue
+        rec = records[msg_id]
+        topic = _original_topic(rec.properties)
+        if not topic:
+            raise DeadLetterError(f"dead letter {msg_id} names no original topic (no RETRY_TOPIC or REAL_TOPIC)")
+        if dry_run:
+            sent.append((msg_id, ""))
+            continue
+        props = {k: v for k, v in rec.properties.items() if k not in SYSTEM_PROPERTY_KEYS}
+        for key in (Prop.TAGS, Prop.KEYS, Prop.UNIQ_KEY, Prop.ORIGIN_MESSAGE_ID):
+            if rec.properties.get(key):
+                props[key] = rec.properties[key]
+        props[REDRIVEN_FROM] = msg_id
+        result = core.send(SendRequest(REDRIVE_PRODUCER_GROUP, topic, rec.body, -1, props, rec.flag,
+                                       born_timestamp=core.clock.now_ms()), channel)
+        if result.outcome is not SendOutcome.STORED:
+            _save(core, doc)
+            raise DeadLetterError(f"re-driving {msg_id} to {topic} was refused: {result.remark or result.outcome.value}"
+                                  f" ({len(sent)} sent before it)")
+        new_id = result.msg_id
+        marks[msg_id] = new_id
+        sent.append((msg_id, new_id))
+    if sent and not dry_run:
+        _save(core, doc)
+    return RedriveResult(tuple(sent), tuple(already), dry_run)
+
+
+def _save(core, doc: dict) -> None:
+    core.store.save_config(_CONFIG, doc)

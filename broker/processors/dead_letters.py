@@ -1,0 +1,53 @@
+"""EMULATOR_DLQ: a group's dead letters over the wire (``rocketmq-emulator dlq``). Header
+``action`` (list | redrive), ``consumerGroup``; for redrive ``ids`` (comma-separated
+dead-letter ids, or absent for all) and ``dryRun``. The body of the reply is JSON.
+In a cluster every broker that is up is asked: a dead-letter id names its broker."""
+from __future__ import annotations
+
+import json
+
+from ..dead_letters import DeadLetterError, check_ids, dead_letters, redrive, stored_here
+from ..protocol import RequestRefused, ResponseCode as RC
+
+__all__ = ["dead_letter_request"]
+
+
+def _cores(core) -> list:
+    from ..cluster import Cluster
+
+    return core.names.live_cores() if isinstance(core.names, Cluster) else [core]
+
+
+def dead_letter_request(core, request, channel):
+    action, group = request.header("action"), request.header("consumerGroup")
+    if not group:
+        raise RequestRefused("a consumer group is needed (consumerGroup)")
+    cores = _cores(core)
+    if action == "list":
+        rows = [dict(d.to_dict(), broker=c.config.broker_name) for c in cores for d in dead_letters(c, group)]
+        return request.response(RC.SUCCESS, body=json.dumps(rows).encode())
+    if action != "redrive":
+        raise RequestRefused(f"unknown dead-letter action {action!r} (list or redrive)")
+    text = request.header("ids")
+    ids = None if not text else [i.strip() for i in text.split(",") if i.strip()]
+    dry_run = request.header_bool("dryRun")
+    try:
+        if ids is not None:
+            check_ids(ids)
+            by_core = {id(c): [] for c in cores}
+            for i in ids:
+                owner = next((c for c in cores if stored_here(c, i)), None)
+                if owner is None:
+                    raise DeadLetterError(f"not a dead letter of {group} on a running broker: {i}")
+                by_core[id(owner)].append(i)
+            results = [redrive(c, group, by_core[id(c)], dry_run=dry_run) for c in cores if by_core[id(c)]]
+        else:
+            has = [c for c in cores if dead_letters(c, group)]
+            if not has:
+                raise DeadLetterError(f"group {group!r} has no dead letters (no %DLQ%{group} messages)")
+            results = [redrive(c, group, None, dry_run=dry_run) for c in has]
+    except DeadLetterError as exc:
+        raise RequestRefused(str(exc)) from None
+    body = {"sent": [s for r in results for s in r.to_dict()["sent"]],
+            "already": [a for r in results for a in r.already], "dry_run": dry_run}
+    return request.response(RC.SUCCESS, body=json.dumps(body).encode())

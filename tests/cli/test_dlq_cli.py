@@ -1,0 +1,86 @@
+"""`rocketmq-emulator dlq list|redrive` against a running `serve` (and RemoteBroker's
+dead_letters / redrive): the table, --json, a dry run, a re-drive that a second one
+does not repeat, and bad input in one line with exit 2."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.client_sdk import RECONSUME_LATER, Message, Producer, PushConsumer, RemoteBroker
+from rocketmq_emulator.client_sdk.errors import MQBrokerError
+from tests.support.processes import EmulatorProcess
+
+
+@pytest.fixture
+def dead(tmp_path):
+    """A serve whose group `billing` has two dead letters (maxReconsumeTimes 0: the first
+    failure goes to the DLQ)."""
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual").start()
+    remote = RemoteBroker(server.address)
+    assert main(["topic", "create", "Orders", "--queues", "1", "--server", server.address]) == 0
+    producer = Producer("pg", remote).start()
+    for i in range(2):
+        producer.send(Message("Orders", b"poison-%d" % i, tags="TagP", keys=f"order-{i}"))
+    failed = []
+    consumer = PushConsumer("billing", remote, max_reconsume_times=0)
+    consumer.subscribe("Orders", "*")
+    consumer.register_message_listener(lambda msgs, ctx: failed.extend(msgs) or RECONSUME_LATER)
+    consumer.start()
+    assert remote.run_until(lambda: consumer.stats.send_back_ok == 2, "15s")
+    consumer.shutdown()
+    producer.shutdown()
+    server.remote = remote
+    yield server
+    remote.close()
+    server.stop()
+
+
+def dlq(server, *argv: str) -> int:
+    return main(["dlq", *argv, "--server", server.address])
+
+
+def test_list_shows_each_dead_letter_and_json_says_the_same(dead, capsys):
+    assert dlq(dead, "list", "billing") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["ID", "TOPIC", "TAGS"] and len(lines) == 3
+    assert all(" Orders " in line and "TagP" in line and line.endswith("dead") for line in lines[1:])
+    assert dlq(dead, "list", "billing", "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(d["keys"] for d in doc) == ["order-0", "order-1"]
+    assert {(d["original_topic"], d["attempts"], d["broker"], d["redriven_as"]) for d in doc} == {
+        ("Orders", 1, "broker-a", None)}
+    assert [d.msg_id for d in dead.remote.dead_letters("billing")] == [d["msg_id"] for d in doc]
+    assert dlq(dead, "list", "nobody") == 0
+    assert capsys.readouterr().out.strip() == "no dead letters for nobody"
+
+
+def test_redrive_sends_each_once(dead, capsys):
+    assert dlq(dead, "list", "billing", "--json") == 0
+    ids = [d["msg_id"] for d in json.loads(capsys.readouterr().out)]
+    assert dlq(dead, "redrive", "billing", "--all", "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert out.count("would re-drive") == 2 and "2 to send" in out
+    assert dlq(dead, "redrive", "billing", "--ids", ids[0]) == 0
+    assert "1 sent, 0 re-driven before" in capsys.readouterr().out
+    assert dlq(dead, "redrive", "billing", "--all") == 0
+    assert "1 sent, 1 re-driven before" in capsys.readouterr().out
+    result = dead.remote.redrive("billing")
+    assert (result.sent, sorted(result.already)) == ((), sorted(ids))
+    assert dlq(dead, "list", "billing") == 0
+    assert capsys.readouterr().out.count("re-driven as") == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["redrive", "nobody", "--all"], "group 'nobody' has no dead letters"),
+    (["redrive", "billing", "--ids", "not-an-id"], "not a message id"),
+    (["redrive", "billing", "--ids", "7F00000100002A9F0000000000000000"], "not a dead letter of billing"),
+    (["redrive", "billing"], "one of the arguments --ids --all is required"),
+])
+def test_bad_input_is_one_line_and_exit_2(dead, capsys, argv, message):
+    assert dlq(dead, *argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(MQBrokerError, match="has no dead letters"):
+        dead.remote.redrive("nobody")
