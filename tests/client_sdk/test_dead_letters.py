@@ -103,3 +103,21 @@ def test_dead_letters_of_a_cluster_come_back_to_their_own_broker():
     moved = {m.offset_msg_id: broker.broker_of(m) for m in broker.messages("Orders")}
     dlq_broker = {m.offset_msg_id: broker.broker_of(m) for m in broker.dlq_messages("billing")}
     assert all(moved[new] == dlq_broker[old] for old, new in result.sent)
+
+
+def test_a_5x_groups_dead_letters_redrive_the_same_way(tmp_path):
+    """5.x groups dead-letter on the broker (attempts exhausted): their %DLQ% copies name
+    the topic too, so the same rule sends them back."""
+    from rocketmq_emulator.client_sdk.simulation import GroupSpec, Scenario, run_simulation
+
+    scenario = Scenario(seed=2, messages=200, duration_ms=10 * 60_000,
+                        groups=(GroupSpec(protocol="5.x", poison_every=100, max_reconsume_times=2),))
+    assert run_simulation(scenario, tmp_path / "store").ok
+    broker = EmbeddedBroker(BrokerCore.open(tmp_path / "store", VirtualClock()))
+    dead = broker.dead_letters("SimGroup")
+    assert len(dead) == 2 and {d.original_topic for d in dead} == {"SimTopic"}
+    assert len(broker.redrive("SimGroup").sent) == 2
+    again = [m for m in broker.messages("SimTopic") if REDRIVEN_FROM in m.properties]
+    assert sorted(m.body[:8] for m in again) == [b"00000000", b"00000100"]
+    assert {m.reconsume_times for m in again} == {0}
+    broker.close()
