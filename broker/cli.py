@@ -513,8 +513,8 @@ def topic_main(argv: list[str]) -> int:
     """``topic create``: UPDATE_AND_CREATE_TOPIC, what ``mqadmin updateTopic`` sends.
     Clients without the Java client's TBW102 fallback (ali-ons) need their topics made
     before they send."""
-    p = CommandParser(prog="rocketmq-emulator topic", description="Create or update a topic on a server.")
-    sub = p.add_subparsers(dest="action", required=True, metavar="{create}")
+    p = CommandParser(prog="rocketmq-emulator topic", description="Create, list, show or delete topics on a server.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show,delete}")
     create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic",
                             description="Create (or update) TOPIC on a server, as mqadmin updateTopic does.")
     create.add_argument("topic")
@@ -529,10 +529,15 @@ def topic_main(argv: list[str]) -> int:
     create.add_argument("--broker", default=None, metavar="NAME",
                         help="create it on this broker only (default: on every broker that is up)")
     _add_server_options(create, 10.0)
+    from .cli_views import add_topic_views, run_view
+
+    add_topic_views(sub, _add_server_options)
     try:
         args = p.parse_args(argv)
     except UsageError as exc:
         return _usage_error(exc)
+    if args.action != "create":
+        return run_view("topic", args)
     from .protocol import RemotingCommand, RequestCode
 
     if args.pulsar:
@@ -584,8 +589,8 @@ def _pulsar_store_topics(args) -> list[str] | str:
 def group_main(argv: list[str]) -> int:
     """``group create``: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, what ``mqadmin updateSubGroup``
     sends: a 5.x FIFO group (--orderly) and its maximum retries."""
-    p = CommandParser(prog="rocketmq-emulator group", description="Create or update a consumer group on a server.")
-    sub = p.add_subparsers(dest="action", required=True, metavar="{create}")
+    p = CommandParser(prog="rocketmq-emulator group", description="Create, list or show consumer groups on a server.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show}")
     create = sub.add_parser("create", help="create (or update) GROUP, as mqadmin updateSubGroup",
                             description="Create (or update) consumer GROUP on a server, as mqadmin updateSubGroup.")
     create.add_argument("group")
@@ -595,10 +600,15 @@ def group_main(argv: list[str]) -> int:
                         help="a FIFO group for 5.x clients (consumeMessageOrderly): a message group's next "
                              "message waits for the one before")
     _add_server_options(create, 10.0)
+    from .cli_views import add_group_views, run_view
+
+    add_group_views(sub, _add_server_options)
     try:
         args = p.parse_args(argv)
     except UsageError as exc:
         return _usage_error(exc)
+    if args.action != "create":
+        return run_view("group", args)
     import json
 
     from .protocol import RemotingCommand, RequestCode
@@ -614,10 +624,10 @@ def group_main(argv: list[str]) -> int:
     return 0
 
 
-def _call_server(command: str, server: str, req, timeout: float, refused_exit: int = 1):
+def _call_server(command: str, server: str, req, timeout: float, refused_exit: int = 1, accept=()):
     """Send one request to ``server`` (HOST:PORT, already checked) and return its
-    successful reply, or the exit code after printing one error line (``refused_exit``
-    when the server refused the request)."""
+    successful reply (or one whose code is in ``accept``), or the exit code after
+    printing one error line (``refused_exit`` when the server refused the request)."""
     from .protocol import ProtocolError
     from .protocol.codec import FrameDecoder, encode
 
@@ -632,7 +642,7 @@ def _call_server(command: str, server: str, req, timeout: float, refused_exit: i
                     return fail(command, f"{server} closed the connection", 1)
                 for cmd in decoder.feed(data):
                     if cmd.opaque == req.opaque:
-                        if cmd.code != 0:
+                        if cmd.code != 0 and cmd.code not in accept:
                             return fail(command, cmd.remark or f"refused with code {cmd.code}", refused_exit)
                         return cmd
     except (OSError, ProtocolError) as exc:
@@ -645,8 +655,8 @@ _USAGE = """usage: rocketmq-emulator COMMAND [options]
 commands:
   serve      run the name server + broker (RocketMQ 4.x remoting protocol)
   clock      read or move a server's time: clock now / clock advance 2h --server HOST:PORT
-  topic      create a topic on a server (mqadmin updateTopic): topic create NAME --queues 4
-  group      create a consumer group (mqadmin updateSubGroup): group create NAME [--orderly]
+  topic      topics on a server: topic create NAME --queues 4 / list / show NAME / delete NAME
+  group      consumer groups: group create NAME [--orderly] / list / show NAME (offsets, lag, retries, DLQ)
   broker     a cluster's brokers (serve --brokers N): broker list / perm NAME --write off / stop / start
   dlq        a group's dead letters: dlq list GROUP / dlq redrive GROUP --all [--dry-run]
   snapshot   take a consistent snapshot of a store: snapshot --data-dir DIR --out SNAP

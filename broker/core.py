@@ -44,6 +44,7 @@ log = logging.getLogger("broker")
 
 # What a stopped cluster member still answers: its port is the name server's too.
 _ALWAYS_ANSWERED = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO,
+                              RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
                               EMULATOR_CLOCK_ADVANCE, EMULATOR_BROKER_CONTROL, EMULATOR_DLQ})
 
 # A failed re-store of a due delayed message is retried after this (DELAY_FOR_A_WHILE).

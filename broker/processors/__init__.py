@@ -7,7 +7,7 @@ __all__ = ["build_processor_table"]
 
 
 def build_processor_table() -> dict:
-    from . import admin, client, dead_letters, offsets, pull, query, route, send, send_back
+    from . import admin, admin_views, client, dead_letters, offsets, pull, query, route, send, send_back
 
     return {
         RC.SEND_MESSAGE: send.send_message,
@@ -33,6 +33,12 @@ def build_processor_table() -> dict:
         RC.UPDATE_AND_CREATE_TOPIC: admin.update_and_create_topic,
         RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: admin.update_and_create_subscription_group,
         RC.UPDATE_BROKER_CONFIG: admin.update_broker_config,
+        RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: admin_views.get_all_topic_list,
+        RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: admin_views.get_all_subscription_group_config,
+        RC.GET_TOPIC_STATS_INFO: admin_views.get_topic_stats_info,
+        RC.GET_CONSUME_STATS: admin_views.get_consume_stats,
+        RC.DELETE_TOPIC_IN_BROKER: admin_views.delete_topic_in_broker,
+        RC.DELETE_TOPIC_IN_NAMESRV: admin_views.delete_topic_in_namesrv,
         EMULATOR_CLOCK_ADVANCE: admin.clock_advance,
         EMULATOR_BROKER_CONTROL: admin.broker_control,
         EMULATOR_DLQ: dead_letters.dead_letter_request,

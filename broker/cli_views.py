@@ -1,0 +1,142 @@
+"""``topic list|show|delete`` and ``group list|show``: the reads mqadmin does (topicList,
+topicStatus, deleteTopic, consumerProgress), over the same request codes, with readable
+tables and ``--json``. Broker addresses come from the name server, as mqadmin finds them."""
+from __future__ import annotations
+
+import json
+
+__all__ = ["add_topic_views", "add_group_views", "run_view"]
+
+
+def add_topic_views(sub, add_server_options) -> None:
+    ls = sub.add_parser("list", help="every topic the name server knows (mqadmin topicList)")
+    show = sub.add_parser("show", help="TOPIC's queues on each broker: min, max, last store (mqadmin topicStatus)")
+    show.add_argument("topic")
+    delete = sub.add_parser("delete", help="delete TOPIC from every broker (mqadmin deleteTopic)")
+    delete.add_argument("topic")
+    for q in (ls, show, delete):
+        q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+        add_server_options(q, 10.0)
+
+
+def add_group_views(sub, add_server_options) -> None:
+    ls = sub.add_parser("list", help="every subscription group of the brokers")
+    show = sub.add_parser("show", help="GROUP's progress per queue: broker offset, committed, lag; its retries "
+                                       "and dead letters (mqadmin consumerProgress)")
+    show.add_argument("group")
+    show.add_argument("--topic", default=None, help="only this topic (default: every topic it has offsets for)")
+    for q in (ls, show):
+        q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+        add_server_options(q, 10.0)
+
+
+def _request(code, fields=None):
+    from .protocol import RemotingCommand
+
+    return RemotingCommand.request(code, fields or {})
+
+
+def _queue_rows(body: bytes, broker_field: str = "broker") -> list[dict]:
+    """A TopicStatsTable / ConsumeStats offsetTable (fastjson, MessageQueue keys) as rows."""
+    from .protocol.fastjson import loads_fastjson
+
+    rows = []
+    for key, value in (loads_fastjson(body).get("offsetTable") or {}).items():
+        mq = json.loads(key)
+        rows.append({"topic": mq["topic"], broker_field: mq["brokerName"], "queue_id": mq["queueId"], **value})
+    return sorted(rows, key=lambda r: (r["topic"], r[broker_field], r["queue_id"]))
+
+
+def run_view(kind: str, args) -> int:
+    from .cli import _call_server
+    from .cli_brokers import broker_addresses
+    from .protocol import RequestCode as RQ
+
+    command = f"{kind} {args.action}"
+    def call(server, code, fields=None, refused=1, accept=()):
+        return _call_server(command, server, _request(code, fields), args.timeout, refused_exit=refused,
+                            accept=accept)
+    if kind == "topic" and args.action == "list":
+        reply = call(args.server, RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        if isinstance(reply, int):
+            return reply
+        topics = json.loads(reply.body)["topicList"]
+        print(json.dumps(topics, indent=2) if args.json else "\n".join(topics))
+        return 0
+    brokers = broker_addresses(command, args.server, args.timeout)
+    if isinstance(brokers, int):
+        return brokers
+    if kind == "topic" and args.action == "delete":
+        deleted = []
+        for name, address in brokers.items():
+            reply = call(address, RQ.DELETE_TOPIC_IN_BROKER, {"topic": args.topic}, refused=2)
+            if isinstance(reply, int):
+                return reply
+            deleted.append(name)
+        call(args.server, RQ.DELETE_TOPIC_IN_NAMESRV, {"topic": args.topic})
+        print(json.dumps({"topic": args.topic, "deleted_on": deleted}) if args.json
+              else f"topic {args.topic} deleted on {', '.join(deleted)}")
+        return 0
+    if kind == "topic":         # show
+        rows = []
+        for name, address in brokers.items():
+            reply = call(address, RQ.GET_TOPIC_STATS_INFO, {"topic": args.topic}, refused=2)
+            if isinstance(reply, int):
+                return reply
+            rows += _queue_rows(reply.body)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return 0
+        print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10}  LAST STORE (ms)")
+        for r in rows:
+            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10}  "
+                  f"{r['lastUpdateTimestamp']}")
+        return 0
+    if args.action == "list":
+        groups = {}
+        for name, address in brokers.items():
+            reply = call(address, RQ.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+            if isinstance(reply, int):
+                return reply
+            for g, conf in json.loads(reply.body)["subscriptionGroupTable"].items():
+                groups.setdefault(g, conf)
+        print(json.dumps(groups, indent=2) if args.json else "\n".join(sorted(groups)))
+        return 0
+    return _group_show(args, brokers, call)
+
+
+def _group_show(args, brokers: dict, call) -> int:
+    from .protocol import RequestCode as RQ, ResponseCode as RC
+
+    fields = {"consumerGroup": args.group, **({"topic": args.topic} if args.topic else {})}
+    rows, retries, dead = [], 0, 0
+    for name, address in brokers.items():
+        reply = call(address, RQ.GET_CONSUME_STATS, fields, refused=2)
+        if isinstance(reply, int):
+            return reply
+        rows += [dict(r, lag=max(r["brokerOffset"] - r["consumerOffset"], 0)) for r in _queue_rows(reply.body)]
+        for topic in (f"%RETRY%{args.group}", f"%DLQ%{args.group}"):
+            stats = call(address, RQ.GET_TOPIC_STATS_INFO, {"topic": topic}, accept=(RC.TOPIC_NOT_EXIST,))
+            if isinstance(stats, int):
+                return stats
+            found = _queue_rows(stats.body) if stats.code == RC.SUCCESS else []
+            count = sum(r["maxOffset"] - r["minOffset"] for r in found)
+            if topic.startswith("%RETRY%"):
+                retries += count
+            else:
+                dead += count
+    business = [r for r in rows if not r["topic"].startswith("%RETRY%")]
+    if not rows and not dead:
+        from .cli_common import fail
+        return fail(f"group {args.action}", f"group {args.group!r} has no offsets and no dead letters on any broker")
+    doc = {"group": args.group, "queues": business, "lag": sum(r["lag"] for r in business),
+           "retry_messages": retries, "dead_letters": dead}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{'TOPIC':<24} {'BROKER':<10} {'QUEUE':>5} {'BROKER OFFSET':>14} {'COMMITTED':>10} {'LAG':>8}")
+    for r in business:
+        print(f"{r['topic']:<24} {r['broker']:<10} {r['queue_id']:>5} {r['brokerOffset']:>14} "
+              f"{r['consumerOffset']:>10} {r['lag']:>8}")
+    print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}")
+    return 0

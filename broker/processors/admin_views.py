@@ -1,0 +1,119 @@
+"""What mqadmin's everyday reads and rocketmq-dashboard ask a 4.x name server and broker
+(4.9.8's AdminBrokerProcessor / DefaultRequestProcessor), answered with the same bodies:
+
+  GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206)  TopicList {"topicList": [...]}: every topic of
+                                            every broker up (the name server's view)
+  GET_TOPIC_STATS_INFO (202)                TopicStatsTable {"offsetTable": {MessageQueue:
+                                            {minOffset, maxOffset, lastUpdateTimestamp}}}
+  GET_CONSUME_STATS (208)                   ConsumeStats {"offsetTable": {MessageQueue:
+                                            {brokerOffset, consumerOffset, lastTimestamp}},
+                                            "consumeTps": 0.0}; without a topic, every topic
+                                            the group has offsets for
+  GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201)    SubscriptionGroupWrapper {"subscriptionGroupTable":
+                                            {group: config}, "dataVersion": {...}}
+  DELETE_TOPIC_IN_BROKER (215)              the topic's config and the groups' offsets of it
+                                            go; its records stay in the append-only log
+  DELETE_TOPIC_IN_NAMESRV (216)             routes are the brokers' topic configs: nothing
+                                            more to delete
+
+A map keyed by MessageQueue is written as fastjson writes it (the key an object), which
+the Java clients' fastjson reads; ``fastjson.loads_fastjson`` reads it here.
+"""
+from __future__ import annotations
+
+import json
+
+from ..protocol import RequestRefused, ResponseCode as RC
+from ..topics import RETRY_PREFIX
+
+__all__ = ["get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
+           "delete_topic_in_namesrv", "queue_map"]
+
+
+def queue_map(entries) -> str:
+    """fastjson's text of a Map<MessageQueue, V>: ``{{"brokerName":..,"queueId":..,"topic":..}:{...}}``."""
+    parts = []
+    for (topic, broker, qid), value in entries:
+        key = json.dumps({"brokerName": broker, "queueId": qid, "topic": topic}, separators=(",", ":"),
+                         sort_keys=True)
+        parts.append(f"{key}:{json.dumps(value, separators=(',', ':'), sort_keys=True)}")
+    return "{" + ",".join(parts) + "}"
+
+
+def _last_store_time(core, topic: str, qid: int, offset: int) -> int:
+    """Store time of the message at ``offset`` of a queue (0 when there is none)."""
+    if offset < 0:
+        return 0
+    entry = core.store.queue_entry(topic, qid, offset)
+    raw = core.store.read(entry[0]) if entry else None
+    if raw is None:
+        return 0
+    from rocketmq_emulator.store.records import decode_record
+    return decode_record(raw, check_crc=False).store_timestamp
+
+
+def get_all_topic_list(core, request, channel):
+    from ..cluster import Cluster
+
+    cores = core.names.live_cores() if isinstance(core.names, Cluster) else [core]
+    topics = sorted({t for c in cores for t in c.topics.table})
+    return request.response(RC.SUCCESS, body=json.dumps({"topicList": topics}).encode())
+
+
+def get_all_subscription_group_config(core, request, channel):
+    return request.response(RC.SUCCESS, body=json.dumps(core.groups.to_json()).encode())
+
+
+def get_topic_stats_info(core, request, channel):
+    topic = request.header_str("topic")
+    tc = core.topics.get(topic)
+    if tc is None:
+        return request.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+    store, name = core.store, core.config.broker_name
+    entries = []
+    for qid in range(tc.write_queue_nums):
+        lo, hi = store.min_offset(topic, qid), store.max_offset(topic, qid)
+        entries.append(((topic, name, qid), {"minOffset": max(lo, 0), "maxOffset": max(hi, 0),
+                                             "lastUpdateTimestamp": _last_store_time(core, topic, qid, hi - 1)}))
+    return request.response(RC.SUCCESS, body=('{"offsetTable":' + queue_map(entries) + "}").encode())
+
+
+def get_consume_stats(core, request, channel):
+    group = request.header_str("consumerGroup")
+    topic = request.header("topic")
+    store, name = core.store, core.config.broker_name
+    if topic:
+        if core.topics.get(topic) is None:
+            return request.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        topics = [topic]
+    else:       # every topic the group has offsets for (ConsumerOffsetManager.whichTopicByConsumer)
+        topics = sorted({key.rpartition("@")[0] for key in store.offset_table() if key.rpartition("@")[2] == group})
+    entries = []
+    for t in topics:
+        tc = core.topics.get(t)
+        if tc is None:
+            continue
+        for qid in range(tc.write_queue_nums):
+            broker_offset = max(store.max_offset(t, qid), 0)
+            consumer_offset = max(store.query_offset(group, t, qid), 0)
+            entries.append(((t, name, qid), {"brokerOffset": broker_offset, "consumerOffset": consumer_offset,
+                                             "lastTimestamp": _last_store_time(core, t, qid, consumer_offset - 1)}))
+    body = '{"consumeTps":0.0,"offsetTable":' + queue_map(entries) + "}"
+    return request.response(RC.SUCCESS, body=body.encode())
+
+
+def delete_topic_in_broker(core, request, channel):
+    topic = request.header_str("topic")
+    if core.topics.is_system(topic) and not topic.startswith(RETRY_PREFIX):
+        raise RequestRefused(f"the topic[{topic}] is a system topic and cannot be deleted")
+    if not core.topics.delete(topic):
+        return request.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+    for key in list(core.store.offset_table()):
+        t, _, group = key.rpartition("@")
+        if t == topic:
+            core.record_offsets_deleted(group, topic)
+    return request.response(RC.SUCCESS)
+
+
+def delete_topic_in_namesrv(core, request, channel):
+    return request.response(RC.SUCCESS)

@@ -1,0 +1,100 @@
+"""The reads mqadmin does, over its request codes (206, 202, 208, 201, 215/216), and the
+CLI verbs on them: topic list|show|delete, group list|show - against a running `serve`
+(two brokers, so every view spans the cluster)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, MessageQueue, Producer,
+                                         PushConsumer, RemoteBroker)
+from tests.support.processes import EmulatorProcess
+from tests.support.remoting import RawClient
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """serve --brokers 2: Orders (2 queues on each broker) with 6 messages, 5 consumed by
+    `billing` and one poison message in its DLQ (maxReconsumeTimes 0)."""
+    server = EmulatorProcess(tmp_path_factory.mktemp("views") / "store", "--clock", "virtual", brokers=2).start()
+    remote = RemoteBroker(server.address)
+    assert main(["topic", "create", "Orders", "--queues", "2", "--server", server.address]) == 0
+    producer = Producer("pg", remote).start()
+    for i in range(5):
+        producer.send(Message("Orders", b"ok-%d" % i))
+    producer.send(Message("Orders", b"poison"), MessageQueue("Orders", "broker-b", 1))
+    done = []
+    consumer = PushConsumer("billing", remote, max_reconsume_times=0, persist_consumer_offset_interval=100)
+    consumer.subscribe("Orders", "*")
+    consumer.register_message_listener(lambda msgs, ctx: done.extend(msgs) or (
+        RECONSUME_LATER if msgs[0].body == b"poison" else CONSUME_SUCCESS))
+    consumer.start()
+    assert remote.run_until(lambda: len(done) == 6 and consumer.stats.send_back_ok == 1, "15s")
+    consumer.persist_offsets()
+    remote.run_for("300ms")
+    consumer.shutdown()
+    producer.shutdown()
+    remote.close()
+    yield server
+    server.stop()
+
+
+def cli(server, *argv):
+    return main([*argv, "--server", server.address])
+
+
+def test_the_name_server_lists_every_topic_as_mqadmin_topiclist_reads_it(loaded, capsys):
+    reply = RawClient(loaded.port).call(RemotingCommand.request(RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}))
+    assert reply.code == RC.SUCCESS and {"Orders", "%DLQ%billing", "%RETRY%billing"} <= set(
+        json.loads(reply.body)["topicList"])
+    assert cli(loaded, "topic", "list") == 0
+    assert "Orders" in capsys.readouterr().out.split()
+
+
+def test_topic_stats_are_fastjson_maps_keyed_by_message_queue(loaded, capsys):
+    b_port = loaded.broker_ports["broker-b"]
+    reply = RawClient(b_port).call(RemotingCommand.request(RQ.GET_TOPIC_STATS_INFO, {"topic": "Orders"}))
+    assert reply.code == RC.SUCCESS and reply.body.startswith(b'{"offsetTable":{{"brokerName":"broker-b"')
+    table = loads_fastjson(reply.body)["offsetTable"]
+    assert sorted(json.loads(k)["queueId"] for k in table) == [0, 1]
+    assert cli(loaded, "topic", "show", "Orders", "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["broker"], r["queue_id"]) for r in rows] == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0),
+                                                            ("broker-b", 1)]
+    assert sum(r["maxOffset"] for r in rows) == 6 and all(r["lastUpdateTimestamp"] > 0 for r in rows if r["maxOffset"])
+    missing = RawClient(b_port).call(RemotingCommand.request(RQ.GET_TOPIC_STATS_INFO, {"topic": "Nope"}))
+    assert missing.code == RC.TOPIC_NOT_EXIST
+    assert cli(loaded, "topic", "show", "Nope") == 2
+    assert "topic[Nope] not exist" in capsys.readouterr().err
+
+
+def test_group_show_is_consumer_progress_with_retries_and_dead_letters(loaded, capsys):
+    assert cli(loaded, "group", "show", "billing", "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["lag"] == 0 and doc["dead_letters"] == 1
+    assert sum(q["consumerOffset"] for q in doc["queues"]) == 6
+    assert {(q["broker"], q["queue_id"]) for q in doc["queues"]} == {(b, q) for b in ("broker-a", "broker-b")
+                                                                     for q in (0, 1)}
+    assert cli(loaded, "group", "show", "billing") == 0
+    out = capsys.readouterr().out
+    assert "BROKER OFFSET" in out and "dead letters: 1" in out
+    assert cli(loaded, "group", "list") == 0
+    assert "billing" in capsys.readouterr().out.split()
+    assert cli(loaded, "group", "show", "nobody") == 2
+    assert "has no offsets and no dead letters" in capsys.readouterr().err
+
+
+def test_topic_delete_takes_it_off_every_broker(loaded, capsys):
+    assert cli(loaded, "topic", "create", "Scratch", "--queues", "1") == 0
+    capsys.readouterr()
+    assert cli(loaded, "topic", "delete", "Scratch") == 0
+    assert capsys.readouterr().out.strip() == "topic Scratch deleted on broker-a, broker-b"
+    assert cli(loaded, "topic", "list") == 0
+    assert "Scratch" not in capsys.readouterr().out.split()
+    assert cli(loaded, "topic", "delete", "Scratch") == 2
+    assert cli(loaded, "topic", "delete", "SCHEDULE_TOPIC_XXXX") == 2
+    assert "system topic" in capsys.readouterr().err
