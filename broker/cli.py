@@ -659,6 +659,8 @@ commands:
   group      consumer groups: group create NAME [--orderly] / list / show NAME (offsets, lag, retries, DLQ)
   broker     a cluster's brokers (serve --brokers N): broker list / perm NAME --write off / stop / start
   dlq        a group's dead letters: dlq list GROUP / dlq redrive GROUP --all [--dry-run]
+  message    message show ID / message find --topic T --key K / message send TOPIC BODY [--tag --key]
+  status     each broker's runtime figures (mqadmin brokerStatus)
   snapshot   take a consistent snapshot of a store: snapshot --data-dir DIR --out SNAP
   analyze    Spark analysis of a snapshot: analyze SNAP --out DIR [--master URL]
   simulate   deterministic simulation run: simulate --seed N --messages M --duration 6h --out DIR
@@ -694,6 +696,10 @@ def main(argv: list[str] | None = None) -> int:
         from .cli_dlq import dlq_main
 
         return dlq_main(rest)
+    if cmd in ("message", "status"):
+        from .cli_messages import message_main, status_main
+
+        return (message_main if cmd == "message" else status_main)(rest)
     registered = _registered_command(cmd)
     if registered is None:
         return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")

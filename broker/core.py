@@ -88,6 +88,7 @@ class BrokerCore:
         # A stopped cluster member answers only name-server and emulator requests (its
         # listener, when it has its own, is closed too: broker/cluster.py).
         self.stopped = False
+        self.boot_ms = clock.now_ms()
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
         self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save]
 

@@ -11,6 +11,9 @@
                                             the group has offsets for
   GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201)    SubscriptionGroupWrapper {"subscriptionGroupTable":
                                             {group: config}, "dataVersion": {...}}
+  GET_BROKER_RUNTIME_INFO (28)              KVTable {"table": {name: text}}: brokerVersionDesc,
+                                            commitLogMin/MaxOffset, bootTimestamp, and the
+                                            emulator's clock, topics and groups
   DELETE_TOPIC_IN_BROKER (215)              the topic's config and the groups' offsets of it
                                             go; its records stay in the append-only log
   DELETE_TOPIC_IN_NAMESRV (216)             routes are the brokers' topic configs: nothing
@@ -26,7 +29,7 @@ import json
 from ..protocol import RequestRefused, ResponseCode as RC
 from ..topics import RETRY_PREFIX
 
-__all__ = ["get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
+__all__ = ["get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
            "delete_topic_in_namesrv", "queue_map"]
 
 
@@ -58,6 +61,24 @@ def get_all_topic_list(core, request, channel):
     cores = core.names.live_cores() if isinstance(core.names, Cluster) else [core]
     topics = sorted({t for c in cores for t in c.topics.table})
     return request.response(RC.SUCCESS, body=json.dumps({"topicList": topics}).encode())
+
+
+def get_broker_runtime_info(core, request, channel):
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("rocketmq-emulator")
+    except PackageNotFoundError:
+        ours = "unknown"
+    store, clock = core.store, core.clock
+    table = {"brokerVersionDesc": f"rocketmq-emulator {ours} (RocketMQ 4.9.8 remoting)",
+             "brokerName": core.config.broker_name, "brokerPermission": core.config.broker_permission,
+             "commitLogMinOffset": store.commit_log_min_offset, "commitLogMaxOffset": store.commit_log_max_offset,
+             "bootTimestamp": core.boot_ms, "clock": "virtual" if getattr(clock, "is_virtual", False) else "real",
+             "clockNowMillis": clock.now_ms(), "topics": len(core.topics.table), "groups": len(core.groups.table),
+             "stopped": core.stopped}
+    body = json.dumps({"table": {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in table.items()}})
+    return request.response(RC.SUCCESS, body=body.encode())
 
 
 def get_all_subscription_group_config(core, request, channel):

@@ -98,3 +98,32 @@ def test_topic_delete_takes_it_off_every_broker(loaded, capsys):
     assert cli(loaded, "topic", "delete", "Scratch") == 2
     assert cli(loaded, "topic", "delete", "SCHEDULE_TOPIC_XXXX") == 2
     assert "system topic" in capsys.readouterr().err
+
+
+def test_message_send_show_and_find(loaded, capsys):
+    assert cli(loaded, "message", "send", "Orders", "hello ünïcode", "--tag", "TagA", "--key", "order-42",
+               "--json") == 0
+    sent = json.loads(capsys.readouterr().out)
+    assert sent["status"] == "SEND_OK" and sent["broker"] in ("broker-a", "broker-b")
+    assert cli(loaded, "message", "show", sent["offset_msg_id"], "--json") == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["body"], shown["tags"], shown["keys"], shown["topic"], shown["queue_id"]) == (
+        "hello ünïcode", "TagA", "order-42", "Orders", sent["queue_id"])
+    assert shown["msg_id"] == sent["msg_id"]
+    assert cli(loaded, "message", "find", "--topic", "Orders", "--key", "order-42") == 0
+    assert capsys.readouterr().out.startswith(sent["offset_msg_id"])
+    assert cli(loaded, "message", "find", "--topic", "Orders", "--key", "no-such-key") == 0
+    assert "no message of Orders has key no-such-key" in capsys.readouterr().out
+    assert cli(loaded, "message", "show", "zz") == 2
+    assert "not an offsetMsgId" in capsys.readouterr().err
+    assert cli(loaded, "message", "send", "NoSuchTopic", "x") == 2
+    assert "No topic route info" in capsys.readouterr().err
+
+
+def test_status_shows_each_brokers_runtime_figures(loaded, capsys):
+    reply = RawClient(loaded.port).call(RemotingCommand.request(RQ.GET_BROKER_RUNTIME_INFO, {}))
+    table = json.loads(reply.body)["table"]
+    assert table["brokerName"] == "broker-a" and table["clock"] == "virtual" and int(table["commitLogMaxOffset"]) > 0
+    assert cli(loaded, "status", "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(doc) == ["broker-a", "broker-b"] and doc["broker-b"]["stopped"] == "false"

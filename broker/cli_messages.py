@@ -1,0 +1,193 @@
+"""``message show ID``, ``message find --topic T --key K``, ``message send TOPIC BODY``
+and ``status``: what mqadmin's queryMsgById / queryMsgByKey / sendMessage / brokerStatus
+do, over the same requests (VIEW_MESSAGE_BY_ID to the broker an offsetMsgId names,
+QUERY_MESSAGE to every broker, SEND_MESSAGE_V2 to a writable queue of the route,
+GET_BROKER_RUNTIME_INFO)."""
+from __future__ import annotations
+
+import datetime
+import itertools
+import json
+
+from .cli_common import CommandParser, UsageError, fail, int_in_range
+
+__all__ = ["message_main", "status_main", "record_view"]
+
+_SEND = itertools.count()
+
+
+def record_view(rec) -> dict:
+    """One stored message as the CLI shows it."""
+    body = rec.body
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return {"msg_id": rec.properties.get("UNIQ_KEY") or rec.offset_msg_id, "offset_msg_id": rec.offset_msg_id,
+            "topic": rec.topic, "queue_id": rec.queue_id, "queue_offset": rec.queue_offset, "tags": rec.tags,
+            "keys": rec.keys, "reconsume_times": rec.reconsume_times, "store_timestamp": rec.store_timestamp,
+            "born_timestamp": rec.born_timestamp, "properties": dict(rec.properties), "body_size": len(body),
+            "body": text if text is not None else body.hex(), "body_encoding": "utf-8" if text is not None else "hex"}
+
+
+def _print_message(view: dict) -> None:
+    when = datetime.datetime.fromtimestamp(view["store_timestamp"] / 1000, datetime.timezone.utc)
+    for k in ("msg_id", "offset_msg_id", "topic", "queue_id", "queue_offset", "tags", "keys", "reconsume_times"):
+        print(f"{k:<16} {view[k]}")
+    print(f"{'stored':<16} {when.isoformat(timespec='milliseconds')}")
+    print(f"{'properties':<16} {json.dumps(view['properties'], sort_keys=True)}")
+    print(f"{'body':<16} {view['body']}" + (" (hex)" if view["body_encoding"] == "hex" else ""))
+
+
+def message_main(argv: list[str]) -> int:
+    from .cli import _add_server_options, _usage_error
+
+    p = CommandParser(prog="rocketmq-emulator message", description="Look messages up, or send one.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{show,find,send}")
+    show = sub.add_parser("show", help="the message with this offsetMsgId (mqadmin queryMsgById)")
+    show.add_argument("id")
+    find = sub.add_parser("find", help="messages of TOPIC with KEY in KEYS or as UNIQ_KEY (mqadmin queryMsgByKey)")
+    find.add_argument("--topic", required=True)
+    find.add_argument("--key", required=True)
+    find.add_argument("--max", type=int_in_range(1, 1000), default=64, help="at most this many (default 64)")
+    send = sub.add_parser("send", help="send BODY to TOPIC (mqadmin sendMessage)")
+    send.add_argument("topic")
+    send.add_argument("body")
+    send.add_argument("--tag", default=None)
+    send.add_argument("--key", default=None)
+    send.add_argument("--delay-level", type=int_in_range(1, 99), default=None)
+    for q in (show, find, send):
+        q.add_argument("--json", action="store_true", help="JSON instead of lines")
+        _add_server_options(q, 10.0)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as exc:
+        return _usage_error(exc)
+    return {"show": _show, "find": _find, "send": _send}[args.action](args)
+
+
+def _show(args) -> int:
+    from rocketmq_emulator.store.records import decode_offset_msg_id, decode_record
+
+    from .cli import _call_server
+    from .protocol import RemotingCommand, RequestCode as RQ
+
+    try:
+        (ip, port), offset = decode_offset_msg_id(args.id.upper())
+    except ValueError as exc:
+        return fail("message show", f"{exc} (an offsetMsgId is 32 hex digits: `message find` and `dlq list` show "
+                                    f"them)")
+    # the id names its broker: ask that one, as mqadmin does
+    reply = _call_server("message show", f"{ip}:{port}", RemotingCommand.request(
+        RQ.VIEW_MESSAGE_BY_ID, {"offset": offset}), args.timeout, refused_exit=2)
+    if isinstance(reply, int):
+        return reply
+    view = record_view(decode_record(reply.body, check_crc=False))
+    print(json.dumps(view, indent=2)) if args.json else _print_message(view)
+    return 0
+
+
+def _find(args) -> int:
+    from rocketmq_emulator.store.records import iter_records
+
+    from .cli import _call_server
+    from .cli_brokers import broker_addresses
+    from .protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+
+    brokers = broker_addresses("message find", args.server, args.timeout)
+    if isinstance(brokers, int):
+        return brokers
+    views = []
+    for address in brokers.values():
+        req = RemotingCommand.request(RQ.QUERY_MESSAGE, {"topic": args.topic, "key": args.key, "maxNum": args.max,
+                                                         "beginTimestamp": 0, "endTimestamp": 2 ** 62})
+        reply = _call_server("message find", address, req, args.timeout, refused_exit=2,
+                             accept=(RC.QUERY_NOT_FOUND,))
+        if isinstance(reply, int):
+            return reply
+        if reply.code == RC.SUCCESS:
+            views += [record_view(r) for r in iter_records(reply.body, check_crc=False)]
+    views.sort(key=lambda v: v["store_timestamp"])
+    if args.json:
+        print(json.dumps(views, indent=2))
+        return 0
+    if not views:
+        print(f"no message of {args.topic} has key {args.key}")
+    for v in views:
+        print(f"{v['offset_msg_id']}  {v['topic']}/{v['queue_id']}@{v['queue_offset']}  tags={v['tags']}  "
+              f"keys={v['keys']}  reconsume_times={v['reconsume_times']}")
+    return 0
+
+
+def _send(args) -> int:
+    import os
+    import time
+
+    from rocketmq_emulator.store.records import Prop, properties_to_string
+
+    from .cli import _call_server
+    from .protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+
+    reply = _call_server("message send", args.server, RemotingCommand.request(
+        RQ.GET_ROUTEINFO_BY_TOPIC, {"topic": args.topic}), args.timeout, refused_exit=2)
+    if isinstance(reply, int):
+        return reply
+    route = json.loads(reply.body)
+    addresses = {b["brokerName"]: b["brokerAddrs"]["0"] for b in route["brokerDatas"]}
+    queues = [(q["brokerName"], i) for q in route["queueDatas"] if q["perm"] & 2 for i in range(q["writeQueueNums"])]
+    if not queues:
+        return fail("message send", f"topic {args.topic} has no writable queue (every broker read-only?)")
+    broker, qid = queues[(os.getpid() + next(_SEND)) % len(queues)]
+    props = {Prop.WAIT: "true", Prop.UNIQ_KEY: f"{os.getpid():08X}{time.time_ns():024X}"[:32]}
+    if args.tag:
+        props[Prop.TAGS] = args.tag
+    if args.key:
+        props[Prop.KEYS] = args.key
+    if args.delay_level:
+        props[Prop.DELAY] = str(args.delay_level)
+    req = RemotingCommand.request(RQ.SEND_MESSAGE, {
+        "producerGroup": "rocketmq-emulator-cli", "topic": args.topic, "defaultTopic": "TBW102",
+        "defaultTopicQueueNums": 4, "queueId": qid, "sysFlag": 0, "bornTimestamp": int(time.time() * 1000),
+        "flag": 0, "properties": properties_to_string(props), "reconsumeTimes": 0}, args.body.encode())
+    sent = _call_server("message send", addresses[broker], req, args.timeout, refused_exit=2)
+    if isinstance(sent, int):
+        return sent
+    doc = {"msg_id": props[Prop.UNIQ_KEY], "offset_msg_id": sent.header("msgId"), "broker": broker,
+           "queue_id": qid, "queue_offset": int(sent.header("queueOffset")), "status": "SEND_OK"
+           if sent.code == RC.SUCCESS else sent.code}
+    print(json.dumps(doc) if args.json else f"sent {doc['offset_msg_id']} to {args.topic} ({broker} queue {qid} "
+                                            f"offset {doc['queue_offset']})")
+    return 0
+
+
+def status_main(argv: list[str]) -> int:
+    from .cli import _add_server_options, _call_server, _usage_error
+    from .cli_brokers import broker_addresses
+    from .protocol import RemotingCommand, RequestCode as RQ
+
+    p = CommandParser(prog="rocketmq-emulator status", description="Each broker's runtime figures (mqadmin "
+                                                                  "brokerStatus): version, clock, topics, messages.")
+    p.add_argument("--json", action="store_true")
+    _add_server_options(p, 10.0)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as exc:
+        return _usage_error(exc)
+    brokers = broker_addresses("status", args.server, args.timeout)
+    if isinstance(brokers, int):
+        return brokers
+    tables = {}
+    for name, address in brokers.items():
+        reply = _call_server("status", address, RemotingCommand.request(RQ.GET_BROKER_RUNTIME_INFO, {}),
+                             args.timeout)
+        if isinstance(reply, int):
+            return reply
+        tables[name] = json.loads(reply.body)["table"]
+    if args.json:
+        print(json.dumps(tables, indent=2))
+        return 0
+    for name, table in tables.items():
+        print(f"{name} ({brokers[name]})")
+        for k, v in sorted(table.items()):
+            print(f"  {k:<28} {v}")
+    return 0
