@@ -661,6 +661,7 @@ commands:
   dlq        a group's dead letters: dlq list GROUP / dlq redrive GROUP --all [--dry-run]
   message    message show ID / message find --topic T --key K / message send TOPIC BODY [--tag --key]
   status     each broker's runtime figures (mqadmin brokerStatus)
+  offset     offset reset GROUP TOPIC --to earliest|latest|TIME (mqadmin resetOffsetByTime)
   snapshot   take a consistent snapshot of a store: snapshot --data-dir DIR --out SNAP
   analyze    Spark analysis of a snapshot: analyze SNAP --out DIR [--master URL]
   simulate   deterministic simulation run: simulate --seed N --messages M --duration 6h --out DIR
@@ -696,6 +697,10 @@ def main(argv: list[str] | None = None) -> int:
         from .cli_dlq import dlq_main
 
         return dlq_main(rest)
+    if cmd == "offset":
+        from .cli_offsets import offset_main
+
+        return offset_main(rest)
     if cmd in ("message", "status"):
         from .cli_messages import message_main, status_main
 

@@ -9,6 +9,7 @@ A consumer's inner producer (group CLIENT_INNER_PRODUCER) shares its consumer's 
 """
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING
 
@@ -172,4 +173,26 @@ class ClientInstance:
             group = cmd.header("consumerGroup")
             log.debug("%s: consumer ids of %s changed; rebalancing", self.client_id, group)
             self._guard(self.rebalance_all)   # rebalanceImmediately: every consumer of the instance
+        elif cmd.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
+            consumer = self.consumers.get(cmd.header("group") or "")
+            if consumer is not None:
+                offsets = _reset_offset_table(cmd.body)
+                log.info("%s: offsets of %s reset by the broker: %d queue(s)", self.client_id, consumer.group,
+                         len(offsets))
+                self._guard(functools.partial(consumer.reset_offsets, offsets))
         return None
+
+
+def _reset_offset_table(body: bytes) -> dict:
+    """ResetOffsetBody's offsetTable (fastjson, MessageQueue keys) → {MessageQueue: offset}."""
+    import json
+
+    from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+
+    from .message import MessageQueue
+
+    out = {}
+    for key, offset in (loads_fastjson(body or b"{}").get("offsetTable") or {}).items():
+        mq = json.loads(key)
+        out[MessageQueue(mq["topic"], mq["brokerName"], int(mq["queueId"]))] = int(offset)
+    return out

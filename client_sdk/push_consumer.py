@@ -378,6 +378,25 @@ class PushConsumer:
         if self.state is ServiceState.RUNNING:
             self.rebalancer.do_rebalance()
 
+    def reset_offsets(self, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (the Java client's resetOffset, ``mqadmin
+        resetOffsetByTime``): what is in flight from those queues is dropped, the new
+        offsets are set and committed, and a rebalance starts pulling from them."""
+        if self.state is not ServiceState.RUNNING or self.offset_store is None:
+            return
+        table = self.rebalancer.process_queue_table
+        for mq in offsets:
+            pq = table.get(mq)
+            if pq is not None:
+                pq.dropped = True
+                pq.clear()
+        for mq, offset in offsets.items():
+            self.offset_store.update(mq, offset, False)
+            self.offset_store.persist(mq)
+            table.pop(mq, None)
+            self.offset_store.remove(mq)
+        self.rebalancer.do_rebalance()
+
     def persist_offsets(self) -> None:
         if self.offset_store is not None:
             self.offset_store.persist_all(list(self.process_queues))

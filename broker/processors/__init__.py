@@ -35,6 +35,7 @@ def build_processor_table() -> dict:
         RC.UPDATE_BROKER_CONFIG: admin.update_broker_config,
         RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: admin_views.get_all_topic_list,
         RC.GET_BROKER_RUNTIME_INFO: admin_views.get_broker_runtime_info,
+        RC.INVOKE_BROKER_TO_RESET_OFFSET: admin_views.reset_offset,
         RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: admin_views.get_all_subscription_group_config,
         RC.GET_TOPIC_STATS_INFO: admin_views.get_topic_stats_info,
         RC.GET_CONSUME_STATS: admin_views.get_consume_stats,

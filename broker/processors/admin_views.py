@@ -14,6 +14,14 @@
   GET_BROKER_RUNTIME_INFO (28)              KVTable {"table": {name: text}}: brokerVersionDesc,
                                             commitLogMin/MaxOffset, bootTimestamp, and the
                                             emulator's clock, topics and groups
+  INVOKE_BROKER_TO_RESET_OFFSET (222)       header topic, group, timestamp (-1: the end),
+                                            isForce: each queue's offset at that time (or the
+                                            committed one when it is lower and not forced)
+                                            sent to every online consumer of the group as
+                                            RESET_CONSUMER_CLIENT_OFFSET (220, oneway; they
+                                            move there and commit it); none online:
+                                            CONSUMER_NOT_ONLINE, as 4.9.8 (mqadmin then sets
+                                            the offsets itself with UPDATE_CONSUMER_OFFSET)
   DELETE_TOPIC_IN_BROKER (215)              the topic's config and the groups' offsets of it
                                             go; its records stay in the append-only log
   DELETE_TOPIC_IN_NAMESRV (216)             routes are the brokers' topic configs: nothing
@@ -29,7 +37,7 @@ import json
 from ..protocol import RequestRefused, ResponseCode as RC
 from ..topics import RETRY_PREFIX
 
-__all__ = ["get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
+__all__ = ["reset_offset", "get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
            "delete_topic_in_namesrv", "queue_map"]
 
 
@@ -138,3 +146,32 @@ def delete_topic_in_broker(core, request, channel):
 
 def delete_topic_in_namesrv(core, request, channel):
     return request.response(RC.SUCCESS)
+
+
+def reset_offset(core, request, channel):
+    from ..protocol import RemotingCommand, RequestCode as RQ
+
+    topic, group = request.header_str("topic"), request.header_str("group")
+    timestamp = request.header_int("timestamp")
+    force = request.header_bool("isForce", True)
+    tc = core.topics.get(topic)
+    if tc is None:
+        return request.response(RC.SYSTEM_ERROR, f"[reset-offset] reset offset failed, no topic in this broker. "
+                                                 f"topic={topic}")
+    store, name = core.store, core.config.broker_name
+    entries = []
+    for qid in range(tc.write_queue_nums):
+        at = store.max_offset(topic, qid) if timestamp == -1 else core.offset_at_time(topic, qid, timestamp)
+        at = max(at, 0)
+        committed = store.query_offset(group, topic, qid)
+        entries.append(((topic, name, qid), at if force or committed < 0 or at < committed else committed))
+    table = '{"offsetTable":' + queue_map(entries) + "}"
+    info = core.consumers.get(group)
+    if info is None or not info.channels:
+        return request.response(RC.CONSUMER_NOT_ONLINE, f"Consumer not online, so can not reset offset, Group: "
+                                                         f"{group} Topic: {topic} Timestamp: {timestamp}")
+    for target in list(info.channels):
+        core.push(target, RemotingCommand.request(RQ.RESET_CONSUMER_CLIENT_OFFSET,
+                                                  {"topic": topic, "group": group, "timestamp": timestamp,
+                                                   "isForce": force}, table.encode(), oneway=True))
+    return request.response(RC.SUCCESS, body=table.encode())
