@@ -111,6 +111,10 @@ def _serve_parser() -> argparse.ArgumentParser:
                    help="port of the Pulsar binary protocol front (default 6650, Pulsar's, or a free one with "
                         "--port 0; 0 picks a free one)")
     p.add_argument("--no-pulsar", action="store_true", help="no Pulsar front")
+    p.add_argument("--http-port", type=int_in_range(0, 65535, "a port number"), default=None,
+                   help="port of the HTTP front: /healthz and Prometheus /metrics (default 8080, or a free one "
+                        "with --port 0; 0 picks a free one)")
+    p.add_argument("--no-http", action="store_true", help="no HTTP front")
     p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
                    help="least severe log lines shown on stderr (any case)")
     return p
@@ -308,6 +312,24 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         core.close()
         return fail("serve", str(exc))
     cores = [srv.core for srv in listeners.servers.values()]
+    http_server = None
+    if args.http is not None:
+        http_server = _http_front(args, listeners, grpc_server, pulsar_server)
+        try:
+            await http_server.start()
+        except OSError as exc:
+            for srv in listeners.servers.values():
+                for task in srv.background_tasks():
+                    supervisor.release(task)        # stopped on purpose: not a failure
+            for srv in [pulsar_server, grpc_server, *listeners.servers.values()]:
+                if srv is not None:
+                    await srv.stop()
+            for member in cores:
+                member.close()
+            if store_dir is not None:
+                store_dir.take_back()
+            return fail("serve", f"cannot listen on {_host_port(args.host, args.http)} (HTTP): "
+                                 f"{exc.strerror or exc}")
     bridge = None
     if args.mqtt_settings is not None:
         from .adapters.mqtt_bridge import MqttBridge
@@ -335,7 +357,11 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         print(f"listening {_host_port(args.host, grpc_server.port)} grpc", flush=True)      # RocketMQ 5.x
     if pulsar_server is not None:
         print(f"listening {_host_port(args.host, pulsar_server.port)} pulsar", flush=True)
+    if http_server is not None:
+        print(f"listening {_host_port(args.host, http_server.port)} http", flush=True)
     await supervisor.stop.wait()
+    if http_server is not None:
+        await http_server.stop()
     if bridge is not None:
         await bridge.stop()
     if pulsar_server is not None:
@@ -359,6 +385,32 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     print("rocketmq-emulator stopped; store flushed" if data_dir is not None else "rocketmq-emulator stopped",
           flush=True)
     return 0
+
+
+def _http_front(args, listeners, grpc_server, pulsar_server):
+    """The HTTP front over every broker of the server: ready when each listener is up
+    (a broker stopped on purpose with `broker stop` is reported, not counted)."""
+    from .adapters.http_server import HttpServer
+    from .metrics import BrokerCollector
+
+    servers = listeners.servers
+    by_core = {id(srv.core): srv for srv in servers.values()}
+
+    def state() -> dict[str, bool]:
+        up = {("remoting" if i == 0 else name): srv.listening or srv.core.stopped
+              for i, (name, srv) in enumerate(servers.items())}
+        if grpc_server is not None:
+            up["grpc"] = True           # started before the remoting server, stopped after it
+        if pulsar_server is not None:
+            up["pulsar"] = True
+        return up
+
+    def connections(core):
+        srv = by_core.get(id(core))
+        return len(srv.connections) if srv is not None else None
+
+    return HttpServer(args.host, args.http, BrokerCollector(lambda: [srv.core for srv in servers.values()],
+                                                            connections), state)
 
 
 class _StartError(Exception):
@@ -425,7 +477,8 @@ class _Front:
 _FRONTS = (_Front("grpc", "the RocketMQ 5.x gRPC front", "grpc", ("grpc", "rocketmq_emulator.broker.rocketmq5.stubs"),
                   8081),
            _Front("pulsar", "the Pulsar front", "pulsar",
-                  ("google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema"), 6650))
+                  ("google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema"), 6650),
+           _Front("http", "the HTTP front (/healthz, /metrics)", "http", ("aiohttp", "prometheus_client"), 8080))
 
 
 def _front_port(args, front: _Front) -> tuple[int | None, str | None]:

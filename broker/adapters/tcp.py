@@ -258,6 +258,10 @@ class RemotingServer:
             self._watch = asyncio.create_task(self._watch_connections(min([*timeouts, 4.0]) / 4))
 
     @property
+    def listening(self) -> bool:
+        return self._server is not None and self._server.is_serving()
+
+    @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 

@@ -74,11 +74,11 @@ def test_an_unknown_or_missing_command_prints_the_usage_and_exits_2(clone, args)
     assert calls(clone) == []
 
 
-def test_serve_installs_the_mqtt_extra_the_readme_serve_examples_use(clone):
+def test_serve_installs_the_extras_the_readme_serve_examples_use(clone):
     done = dev(clone, "serve", "--mqtt", "mqtt://127.0.0.1:1883")
     assert done.returncode == 0, done.stderr
     log = calls(clone)
-    assert any(re.search(r"-m pip install .*-e \.\[mqtt,grpc,pulsar\]$", line) for line in log), log
+    assert any(re.search(r"-m pip install .*-e \.\[mqtt,grpc,pulsar,http\]$", line) for line in log), log
     assert log[-1] == "rocketmq-emulator serve --mqtt mqtt://127.0.0.1:1883"
 
 

@@ -1,5 +1,5 @@
-"""`serve`'s listeners beside the remoting one — the RocketMQ 5.x gRPC front and the
-Pulsar front — each announced like the others (a free port with --port 0), turned off
+"""`serve`'s listeners beside the remoting one — the RocketMQ 5.x gRPC front, the
+Pulsar front and the HTTP front (health, metrics) — each announced like the others (a free port with --port 0), turned off
 with --no-NAME (a usage error with --NAME-port), and a port it cannot have is one line,
 exit 2, nothing left on disk."""
 from __future__ import annotations
@@ -15,7 +15,8 @@ from ..support.cli_run import one_error_line, run_cli
 from ..support.processes import read_listening
 
 # (name, how the error line names it, its default port, a module its extra installs)
-FRONTS = [("grpc", "gRPC", 8081, "rocketmq.grpc_protocol"), ("pulsar", "Pulsar", 6650, "google_crc32c")]
+FRONTS = [("grpc", "gRPC", 8081, "rocketmq.grpc_protocol"), ("pulsar", "Pulsar", 6650, "google_crc32c"),
+          ("http", "HTTP", 8080, "aiohttp")]
 
 
 def _needs(module: str):

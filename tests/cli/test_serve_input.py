@@ -58,7 +58,7 @@ def test_a_port_in_use_leaves_no_directory_behind(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = run_cli("serve", "--port", str(port), "--data-dir", str(data_dir), "--no-grpc", "--no-pulsar",
+        done = run_cli("serve", "--port", str(port), "--data-dir", str(data_dir), "--no-grpc", "--no-pulsar", "--no-http",
                        timeout=20)
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in one_error_line(done.stderr, "serve")
@@ -78,7 +78,7 @@ def test_a_port_in_use_keeps_an_existing_store(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         done = run_cli("serve", "--port", str(busy.getsockname()[1]), "--data-dir", str(data_dir), "--no-grpc",
-                       "--no-pulsar", timeout=20)
+                       "--no-pulsar", "--no-http", timeout=20)
     assert done.returncode == 2
     assert sorted(p.relative_to(data_dir) for p in data_dir.rglob("*")) == before
     assert "Kept" in (data_dir / "config" / "topics.json").read_text()

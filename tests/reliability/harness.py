@@ -46,7 +46,7 @@ def serve_command(port: int, data_dir: Path, conf: Path) -> list[str]:
     # (only the remoting port: a fixed one here, and the other fronts' default ports may be
     # taken on this machine — by a real Pulsar, say — or by another run)
     return [sys.executable, "-m", "rocketmq_emulator.broker.cli", "serve", "--port", str(port),
-            "--data-dir", str(data_dir), "--config", str(conf), "--log-level", "WARNING", "--no-grpc", "--no-pulsar"]
+            "--data-dir", str(data_dir), "--config", str(conf), "--log-level", "WARNING", "--no-grpc", "--no-pulsar", "--no-http"]
 
 
 class KillRun:

@@ -111,10 +111,13 @@ def read_listening(proc: subprocess.Popen, timeout: float = 20.0,
 class EmulatorProcess:
     """`rocketmq-emulator serve` in its own process, port read from its `listening` line."""
 
-    def __init__(self, data_dir: Path, *args: str, grpc: bool = False, pulsar: bool = False, brokers: int = 1):
+    def __init__(self, data_dir: Path, *args: str, grpc: bool = False, pulsar: bool = False, brokers: int = 1,
+                 http: bool = False):
         self.data_dir = data_dir
         self.args = args
         self.brokers = brokers
+        self.http = http
+        self.http_port = None
         self.broker_ports: dict[str, int] = {}
         self.grpc = grpc
         self.pulsar = pulsar
@@ -130,16 +133,20 @@ class EmulatorProcess:
             cmd.append("--no-grpc")
         if not self.pulsar:
             cmd.append("--no-pulsar")
+        if not self.http:
+            cmd.append("--no-http")
         names = [f"broker-{chr(ord('a') + i)}" for i in range(self.brokers)]
         if self.brokers > 1:
             cmd += ["--brokers", str(self.brokers)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        kinds = ("remoting",) + (("grpc",) if self.grpc else ()) + (("pulsar",) if self.pulsar else ())
+        kinds = ("remoting",) + (("grpc",) if self.grpc else ()) + (("pulsar",) if self.pulsar else ()) + \
+            (("http",) if self.http else ())
         found = read_listening(self.proc, kinds=kinds + tuple(names[1:]))
         self.port = found["remoting"][1]
         self.broker_ports = {names[0]: self.port, **{n: found[n][1] for n in names[1:]}}
         self.grpc_port = found["grpc"][1] if self.grpc else None
         self.pulsar_port = found["pulsar"][1] if self.pulsar else None
+        self.http_port = found["http"][1] if self.http else None
         return self
 
     @property

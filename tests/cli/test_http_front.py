@@ -1,0 +1,117 @@
+"""serve's HTTP front: /healthz (ready once every listener is up) and /metrics, parsed by
+the Prometheus client's own parser, against a running two-broker serve with traffic."""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytest.importorskip("aiohttp", reason="needs the http extra: ./dev test installs it")
+
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from rocketmq_emulator.broker.cli import main  # noqa: E402
+from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, Producer,  # noqa: E402
+                                         PushConsumer, RemoteBroker)
+from tests.support.processes import EmulatorProcess  # noqa: E402
+
+
+def get(port: int, path: str):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, r.headers.get("Content-Type"), r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Content-Type"), exc.read().decode()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = EmulatorProcess(tmp_path_factory.mktemp("http") / "store", "--clock", "virtual", brokers=2, http=True).start()
+    remote = RemoteBroker(s.address)
+    assert main(["topic", "create", "Orders", "--queues", "2", "--server", s.address]) == 0
+    producer = Producer("pg", remote).start()
+    for i in range(6):
+        producer.send(Message("Orders", b"poison" if i == 0 else b"ok"))
+    seen = []
+    consumer = PushConsumer("billing", remote, max_reconsume_times=0, persist_consumer_offset_interval=100)
+    consumer.subscribe("Orders", "*")
+    consumer.register_message_listener(lambda msgs, ctx: seen.extend(msgs) or (
+        RECONSUME_LATER if msgs[0].body == b"poison" else CONSUME_SUCCESS))
+    consumer.start()
+    assert remote.run_until(lambda: len(seen) == 6 and consumer.stats.send_back_ok == 1, "15s")
+    consumer.persist_offsets()
+    remote.run_for("300ms")
+    s.remote, s.clients = remote, [consumer, producer]
+    yield s
+    for c in s.clients:
+        c.shutdown()
+    remote.close()
+    s.stop()
+
+
+def samples(server) -> dict:
+    status, ctype, text = get(server.http_port, "/metrics")
+    assert status == 200 and ctype.startswith("text/plain")
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def test_healthz_is_ready_when_every_listener_is_up(server):
+    status, ctype, text = get(server.http_port, "/healthz")
+    body = json.loads(text)
+    assert status == 200 and ctype.startswith("application/json")
+    assert body["status"] == "ready" and body["listeners"] == {"remoting": True, "broker-b": True}
+
+
+def test_metrics_count_messages_lag_dead_letters_and_the_delay_queue(server):
+    m = samples(server)
+    stored = sum(v for (name, labels), v in m.items()
+                 if name == "rocketmq_emulator_topic_messages_total" and ("topic", "Orders") in labels)
+    assert stored == 6
+    dead = sum(v for (name, labels), v in m.items()
+               if name == "rocketmq_emulator_group_dead_letters_total" and ("group", "billing") in labels)
+    assert dead == 1
+    lag = [v for (name, labels), v in m.items()
+           if name == "rocketmq_emulator_group_lag" and ("topic", "Orders") in labels]
+    assert lag and sum(lag) == 0
+    levels = {dict(labels)["level"] for (name, labels) in m if name == "rocketmq_emulator_delay_queue_depth"}
+    assert levels == {str(i) for i in range(1, 19)}
+    assert {dict(labels)["broker"]: v for (name, labels), v in m.items() if name == "rocketmq_emulator_up"} == {
+        "broker-a": 1.0, "broker-b": 1.0}
+    assert all(v >= 1 for (name, labels), v in m.items() if name == "rocketmq_emulator_connections")
+
+
+def test_a_delayed_retry_shows_in_the_delay_queue_until_the_clock_moves(server):
+    producer = Producer("pg2", server.remote).start()
+    server.clients.append(producer)
+    producer.send(Message("Orders", b"later", delay_time_level=3))
+    m = samples(server)
+    waiting = sum(v for (name, labels), v in m.items()
+                  if name == "rocketmq_emulator_delay_queue_depth" and ("level", "3") in labels)
+    assert waiting == 1
+    server.remote.advance_server_clock("10s")
+    m = samples(server)
+    assert sum(v for (name, labels), v in m.items()
+               if name == "rocketmq_emulator_delay_queue_depth" and ("level", "3") in labels) == 0
+
+
+def test_a_stopped_broker_is_down_in_metrics_but_does_not_make_the_server_unready(server):
+    assert main(["broker", "stop", "broker-b", "--server", server.address]) == 0
+    try:
+        status, _, text = get(server.http_port, "/healthz")
+        assert status == 200 and json.loads(text)["status"] == "ready"
+        up = {dict(labels)["broker"]: v for (name, labels), v in samples(server).items()
+              if name == "rocketmq_emulator_up"}
+        assert up == {"broker-a": 1.0, "broker-b": 0.0}
+    finally:
+        assert main(["broker", "start", "broker-b", "--server", server.address]) == 0
+
+
+def test_an_unknown_path_is_a_json_404(server):
+    status, ctype, text = get(server.http_port, "/nope")
+    assert status == 404 and ctype.startswith("application/json") and json.loads(text)["error"]
