@@ -27,7 +27,7 @@ from rocketmq_emulator.store.records import DLQ_PREFIX, SYSTEM_PROPERTY_KEYS, Pr
 from .operations import SendOutcome, SendRequest
 
 __all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "redrive", "REDRIVEN_FROM",
-           "REDRIVE_PRODUCER_GROUP", "stored_here", "check_ids"]
+           "REDRIVE_PRODUCER_GROUP", "stored_here", "check_ids", "redrive_on"]
 
 REDRIVEN_FROM = "REDRIVEN_FROM"
 REDRIVE_PRODUCER_GROUP = "rocketmq-emulator-redrive"
@@ -167,3 +167,23 @@ def redrive(core, group: str, ids: list[str] | None = None, *, dry_run: bool = F
 
 def _save(core, doc: dict) -> None:
     core.store.save_config(_CONFIG, doc)
+
+
+def redrive_on(cores: list, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:
+    """``redrive`` over the brokers of a cluster: each id on the broker it names, or (ids
+    None) every broker that holds dead letters of ``group``. DeadLetterError as there,
+    and for an id no running broker holds."""
+    if ids is None:
+        found = [c for c in cores if dead_letters(c, group)]
+        if not found:
+            raise DeadLetterError(f"group {group!r} has no dead letters (no %DLQ%{group} messages)")
+        parts = [redrive(c, group, None, dry_run=dry_run) for c in found]
+    else:
+        check_ids(ids)
+        mine = {id(c): [i for i in ids if stored_here(c, i)] for c in cores}
+        stray = [i for i in ids if not any(i in m for m in mine.values())]
+        if stray:
+            raise DeadLetterError(f"not a dead letter of {group} on a running broker: {', '.join(stray[:5])}")
+        parts = [redrive(c, group, mine[id(c)], dry_run=dry_run) for c in cores if mine[id(c)]]
+    return RedriveResult(tuple(x for r in parts for x in r.sent), tuple(x for r in parts for x in r.already),
+                         dry_run)

@@ -20,8 +20,7 @@ from typing import Callable
 from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.dead_letters import (DeadLetter, DeadLetterError, RedriveResult, check_ids, dead_letters,
-                                                   redrive, stored_here)
+from rocketmq_emulator.broker.dead_letters import DeadLetter, RedriveResult, dead_letters, redrive_on
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
 
@@ -206,22 +205,9 @@ class EmbeddedBroker(Connector):
         """Send ``group``'s dead letters (``ids``, or every one) back to their topic as new
         messages, each once (the rule: broker/dead_letters.py). DeadLetterError (a
         ValueError) for an empty DLQ or an id that is not one of its dead letters."""
-        cores = self._cores(None)
-        if ids is None:
-            found = [c for c in cores if dead_letters(c, group)]
-            if not found:
-                raise DeadLetterError(f"group {group!r} has no dead letters (no %DLQ%{group} messages)")
-            parts = [redrive(c, group, None, dry_run=dry_run) for c in found]
-        else:
-            check_ids(ids)
-            mine = {id(c): [i for i in ids if stored_here(c, i)] for c in cores}
-            stray = [i for i in ids if not any(i in m for m in mine.values())]
-            if stray:
-                raise DeadLetterError(f"not a dead letter of {group}: {', '.join(stray[:5])}")
-            parts = [redrive(c, group, mine[id(c)], dry_run=dry_run) for c in cores if mine[id(c)]]
+        result = redrive_on(self._cores(None), group, ids, dry_run=dry_run)
         self.runtime.run_until_idle()
-        return RedriveResult(tuple(x for r in parts for x in r.sent), tuple(x for r in parts for x in r.already),
-                             dry_run)
+        return result
 
     def _cluster_only(self, what: str) -> InProcessCluster:
         if self.cluster is None:

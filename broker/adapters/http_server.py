@@ -1,10 +1,13 @@
-"""serve's HTTP front on the asyncio loop (aiohttp): ``/healthz`` and ``/metrics``.
+"""serve's HTTP front on the asyncio loop (aiohttp): ``/healthz``, ``/metrics`` and the
+dashboard (``/``, ``/api/state``, ``POST /api/clock/advance``, ``POST /api/dlq/redrive``).
 
 ``/healthz`` answers 200 with ``{"status": "ready", ...}`` once every listener of the
 server is up (each broker's remoting port, the gRPC and Pulsar fronts when on), 503
 with what is not otherwise; ``/metrics`` is the Prometheus text of broker/metrics.py's
 collector, in its own registry (no process-wide default collectors mixed in). Errors
-are JSON: ``{"error": "..."}`` with a 4xx. It decides nothing: it reads.
+are JSON: ``{"error": "..."}`` with a 4xx. The dashboard's actions call what the CLI's
+requests call (the cluster's clock advance, dead_letters.redrive_on); handlers run on the
+loop that serves every front, so they are serialised with every other request.
 """
 from __future__ import annotations
 
@@ -16,6 +19,10 @@ from typing import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from ..dashboard import dashboard_state, next_due_ms
+from ..dashboard_page import PAGE
+from ..dead_letters import DeadLetterError, redrive_on
+from ..errors import ClockError
 from ..metrics import BrokerCollector
 
 __all__ = ["HttpServer"]
@@ -25,14 +32,19 @@ log = logging.getLogger("broker.http")
 
 class HttpServer:
     def __init__(self, host: str, port: int, collector: BrokerCollector,
-                 listeners: Callable[[], dict[str, bool]]) -> None:
+                 listeners: Callable[[], dict[str, bool]], cores: Callable[[], list] | None = None) -> None:
         self.host, self.port = host, port
+        self.cores = cores if cores is not None else collector.cores
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
         self.listeners = listeners              # name -> up
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/", self._page)
+        app.router.add_get("/api/state", self._state)
+        app.router.add_post("/api/clock/advance", self._advance)
+        app.router.add_post("/api/dlq/redrive", self._redrive)
         app.middlewares.append(_json_errors)
         self._runner = web.AppRunner(app, access_log=None)
 
@@ -62,6 +74,71 @@ class HttpServer:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+    # -- the dashboard -----------------------------------------------------------------------
+    async def _page(self, request: web.Request) -> web.Response:
+        return web.Response(text=PAGE, content_type="text/html")
+
+    async def _state(self, request: web.Request) -> web.Response:
+        return web.json_response(dashboard_state(self.cores()))
+
+    async def _advance(self, request: web.Request) -> web.Response:
+        from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
+
+        body = await _json_body(request)
+        cores = self.cores()
+        names = cores[0].names
+        what = body.get("duration")
+        if what == "next":
+            due = next_due_ms([c for c in cores if not c.stopped])
+            if due is None:
+                return _error(409, "nothing is waiting for a delay: there is no next due message")
+            ms = max(due - cores[0].clock.now_ms(), 0)
+        else:
+            try:
+                ms = parse_duration(str(what)) if not isinstance(what, int) else what
+            except DelayLevelError as exc:
+                return _error(400, f"duration: {exc}")
+        try:
+            now = names.advance_clock(ms)
+        except (ClockError, ValueError) as exc:
+            return _error(409, str(exc))
+        names.flush()
+        return web.json_response({"now_ms": now, "advanced_ms": ms})
+
+    async def _redrive(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        group = body.get("group")
+        if not isinstance(group, str) or not group:
+            return _error(400, "a group is needed: {\"group\": \"billing\", \"all\": true}")
+        ids = body.get("ids")
+        if ids is None and body.get("all") is not True:
+            return _error(400, "say which dead letters: \"ids\": [...] or \"all\": true")
+        if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
+            return _error(400, "ids is a list of dead-letter ids (strings)")
+        live = [c for c in self.cores() if not c.stopped]
+        try:
+            result = redrive_on(live, group, ids, dry_run=bool(body.get("dry_run")))
+        except DeadLetterError as exc:
+            return _error(409 if "no dead letters" in str(exc) else 400, str(exc))
+        for fn in live[0].names.after_change if hasattr(live[0].names, "after_change") else ():
+            fn()
+        return web.json_response(result.to_dict())
+
+
+async def _json_body(request: web.Request) -> dict:
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise web.HTTPBadRequest(reason="the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(reason="the body is a JSON object")
+    return body
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
 
 
 @web.middleware

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ..dead_letters import DeadLetterError, check_ids, dead_letters, redrive, stored_here
+from ..dead_letters import DeadLetterError, dead_letters, redrive_on
 from ..protocol import RequestRefused, ResponseCode as RC
 
 __all__ = ["dead_letter_request"]
@@ -30,24 +30,8 @@ def dead_letter_request(core, request, channel):
         raise RequestRefused(f"unknown dead-letter action {action!r} (list or redrive)")
     text = request.header("ids")
     ids = None if not text else [i.strip() for i in text.split(",") if i.strip()]
-    dry_run = request.header_bool("dryRun")
     try:
-        if ids is not None:
-            check_ids(ids)
-            by_core = {id(c): [] for c in cores}
-            for i in ids:
-                owner = next((c for c in cores if stored_here(c, i)), None)
-                if owner is None:
-                    raise DeadLetterError(f"not a dead letter of {group} on a running broker: {i}")
-                by_core[id(owner)].append(i)
-            results = [redrive(c, group, by_core[id(c)], dry_run=dry_run) for c in cores if by_core[id(c)]]
-        else:
-            has = [c for c in cores if dead_letters(c, group)]
-            if not has:
-                raise DeadLetterError(f"group {group!r} has no dead letters (no %DLQ%{group} messages)")
-            results = [redrive(c, group, None, dry_run=dry_run) for c in has]
+        result = redrive_on(cores, group, ids, dry_run=request.header_bool("dryRun"))
     except DeadLetterError as exc:
         raise RequestRefused(str(exc)) from None
-    body = {"sent": [s for r in results for s in r.to_dict()["sent"]],
-            "already": [a for r in results for a in r.already], "dry_run": dry_run}
-    return request.response(RC.SUCCESS, body=json.dumps(body).encode())
+    return request.response(RC.SUCCESS, body=json.dumps(result.to_dict()).encode())

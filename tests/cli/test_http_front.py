@@ -115,3 +115,45 @@ def test_a_stopped_broker_is_down_in_metrics_but_does_not_make_the_server_unread
 def test_an_unknown_path_is_a_json_404(server):
     status, ctype, text = get(server.http_port, "/nope")
     assert status == 404 and ctype.startswith("application/json") and json.loads(text)["error"]
+
+
+def post(port: int, path: str, body) -> tuple[int, dict]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_the_dashboards_state_and_its_actions_refuse_bad_input_with_json(server):
+    state = json.loads(get(server.http_port, "/api/state")[2])
+    assert state["clock"]["virtual"] and [b["name"] for b in state["brokers"]] == ["broker-a", "broker-b"]
+    [billing] = [g for g in state["groups"] if g["group"] == "billing"]
+    assert billing["dead_letters"] == 1 and len(state["dead_letters"]) == 1
+    assert post(server.http_port, "/api/clock/advance", {"duration": "soon"})[0] == 400
+    assert post(server.http_port, "/api/clock/advance", b"not json")[0] == 400
+    status, doc = post(server.http_port, "/api/clock/advance", {"duration": "next"})
+    assert (status, "no next due message" in doc["error"]) == (409, True)
+    status, doc = post(server.http_port, "/api/clock/advance", {"duration": "1s"})
+    assert status == 200 and doc["advanced_ms"] == 1000
+    assert post(server.http_port, "/api/dlq/redrive", {"all": True})[0] == 400
+    assert post(server.http_port, "/api/dlq/redrive", {"group": "billing"})[0] == 400
+    assert post(server.http_port, "/api/dlq/redrive", {"group": "nobody", "all": True})[0] == 409
+    status, doc = post(server.http_port, "/api/dlq/redrive", {"group": "billing", "ids": ["zz"]})
+    assert status == 400 and "not a message id" in doc["error"]
+    status, doc = post(server.http_port, "/api/dlq/redrive", {"group": "billing", "all": True, "dry_run": True})
+    assert status == 200 and doc["dry_run"] and len(doc["sent"]) == 1
+    assert "<title>rocketmq-emulator</title>" in get(server.http_port, "/")[2]
+
+
+def test_a_real_clock_server_refuses_to_move_its_time(tmp_path):
+    s = EmulatorProcess(tmp_path / "store", http=True).start()
+    try:
+        status, doc = post(s.http_port, "/api/clock/advance", {"duration": "10s"})
+        assert status == 409 and "real clock" in doc["error"]
+        assert json.loads(get(s.http_port, "/api/state")[2])["clock"]["virtual"] is False
+    finally:
+        s.stop()
