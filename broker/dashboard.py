@@ -17,8 +17,12 @@ from __future__ import annotations
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, Prop, decode_record
 
 from .dead_letters import dead_letters
+from .events import EventKind
 
-__all__ = ["dashboard_state", "next_due_ms", "WAITING_SHOWN"]
+# The retry lifecycle's events, not every store (that would cost each put an event).
+FEED_KINDS = (EventKind.DELAYED, EventKind.REDELIVERED, EventKind.SENT_BACK, EventKind.DEAD_LETTERED)
+
+__all__ = ["dashboard_state", "next_due_ms", "WAITING_SHOWN", "EventFeed", "FEED_KINDS"]
 
 WAITING_SHOWN = 200
 
@@ -114,3 +118,30 @@ def next_due_ms(cores: list) -> int | None:
     due = [d for d in (c.schedule.scheduler.next_deadline(c.clock.now_ms()) for c in cores if not c.stopped)
            if d is not None]
     return min(due) if due else None
+
+
+class EventFeed:
+    """The newest ``size`` retry-lifecycle events of every broker, numbered: the page asks
+    for those after the last number it saw (``after``)."""
+
+    def __init__(self, cores: list, size: int = 500) -> None:
+        from collections import deque
+
+        self.size = size
+        self._events: deque = deque(maxlen=size)
+        self._seq = 0
+        self._stops = [core.events.subscribe(self._taker(core.config.broker_name), kinds=FEED_KINDS)
+                       for core in cores]
+
+    def _taker(self, broker: str):
+        def take(event) -> None:
+            self._seq += 1
+            self._events.append({"seq": self._seq, "broker": broker, **event.to_json()})
+        return take
+
+    def after(self, seq: int, limit: int = 100) -> list[dict]:
+        return [e for e in self._events if e["seq"] > seq][-limit:]
+
+    def close(self) -> None:
+        for stop in self._stops:
+            stop()

@@ -24,6 +24,7 @@ th{background:#f5f5f5} td.s{text-align:left} button{margin-right:.4em} .muted{co
 <h2>Delay queue</h2><table id="delay"></table>
 <h2>Dead letters</h2><table id="dlq"></table>
 <h2>Topics</h2><table id="topics"></table>
+<h2>Live events</h2><table id="events"></table>
 <script>
 const fmt = ms => new Date(ms).toISOString().replace("T", " ").replace("Z", " UTC");
 const esc = s => String(s ?? "").replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"}[c]));
@@ -41,7 +42,16 @@ async function post(path, body) {
   await refresh();
   return doc;
 }
+let lastSeq = 0, feed = [];
+async function events() {
+  const fresh = await (await fetch("/api/events?after=" + lastSeq)).json();
+  if (fresh.length) { lastSeq = fresh[fresh.length - 1].seq; feed = feed.concat(fresh).slice(-30); }
+  table("events", ["time", "broker", "event", "topic", "group", "message", "attempt", "level"],
+    feed.slice().reverse().map(e => [fmt(e.time_ms), esc(e.broker), esc(e.kind), esc(e.real_topic || e.topic),
+      esc(e.group), esc(e.msg_id), e.reconsume_times ?? 0, e.delay_level ?? 0]));
+}
 async function refresh() {
+  await events();
   const s = await (await fetch("/api/state")).json();
   document.getElementById("clock").textContent = fmt(s.clock.now_ms);
   document.getElementById("clock-kind").textContent = s.clock.virtual ? "(virtual)" : "(real: the buttons need --clock virtual)";

@@ -19,7 +19,7 @@ from typing import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from ..dashboard import dashboard_state, next_due_ms
+from ..dashboard import EventFeed, dashboard_state, next_due_ms
 from ..dashboard_page import PAGE
 from ..dead_letters import DeadLetterError, redrive_on
 from ..errors import ClockError
@@ -35,6 +35,7 @@ class HttpServer:
                  listeners: Callable[[], dict[str, bool]], cores: Callable[[], list] | None = None) -> None:
         self.host, self.port = host, port
         self.cores = cores if cores is not None else collector.cores
+        self.feed = EventFeed(self.cores())
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
         self.listeners = listeners              # name -> up
@@ -43,6 +44,7 @@ class HttpServer:
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/", self._page)
         app.router.add_get("/api/state", self._state)
+        app.router.add_get("/api/events", self._events)
         app.router.add_post("/api/clock/advance", self._advance)
         app.router.add_post("/api/dlq/redrive", self._redrive)
         app.middlewares.append(_json_errors)
@@ -62,6 +64,7 @@ class HttpServer:
         await web.SockSite(self._runner, sock).start()
 
     async def stop(self) -> None:
+        self.feed.close()
         await self._runner.cleanup()
 
     async def _healthz(self, request: web.Request) -> web.Response:
@@ -82,6 +85,13 @@ class HttpServer:
 
     async def _state(self, request: web.Request) -> web.Response:
         return web.json_response(dashboard_state(self.cores()))
+
+    async def _events(self, request: web.Request) -> web.Response:
+        try:
+            after = int(request.query.get("after", "0"))
+        except ValueError:
+            return _error(400, "after is an event number (the seq of the last event seen)")
+        return web.json_response(self.feed.after(after))
 
     async def _advance(self, request: web.Request) -> web.Response:
         from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration

@@ -94,7 +94,12 @@ def test_a_delayed_retry_shows_in_the_delay_queue_until_the_clock_moves(server):
     waiting = sum(v for (name, labels), v in m.items()
                   if name == "rocketmq_emulator_delay_queue_depth" and ("level", "3") in labels)
     assert waiting == 1
+    feed = json.loads(get(server.http_port, "/api/events?after=0")[2])
+    assert [e["kind"] for e in feed][-1] == "delayed" and feed[-1]["delay_level"] == 3
     server.remote.advance_server_clock("10s")
+    after = json.loads(get(server.http_port, f"/api/events?after={feed[-1]['seq']}")[2])
+    assert [e["kind"] for e in after] == ["redelivered"]
+    assert get(server.http_port, "/api/events?after=x")[0] == 400
     m = samples(server)
     assert sum(v for (name, labels), v in m.items()
                if name == "rocketmq_emulator_delay_queue_depth" and ("level", "3") in labels) == 0

@@ -61,8 +61,10 @@ def test_a_poison_message_climbs_the_ladder_and_is_redriven_from_the_page(broker
         page.click("button[data-advance='next']")                     # to the next due message
         wait_for(lambda: len(broker.deliveries) == 3)
         page.wait_for_selector("#dlq >> text=dead")                   # the third failure: the DLQ
+        page.wait_for_selector("#events >> text=dead_lettered")        # and the live feed says so
         page.screenshot(path=str(ARTIFACTS / "3-dead-letter.png"), full_page=True)
         assert "poison order 17" not in page.inner_text("#waiting")
+        assert page.inner_text("#events").count("sent_back") >= 2
         page.click("button.redrive[data-group='billing']")
         page.wait_for_selector("#dlq >> text=re-driven as")
         wait_for(lambda: len(broker.deliveries) == 4)                 # back in Orders, consumed again
