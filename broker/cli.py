@@ -668,10 +668,16 @@ def group_main(argv: list[str]) -> int:
 
     body = json.dumps({"groupName": args.group, "retryMaxTimes": args.retry_max_times,
                        "consumeMessageOrderly": args.orderly}).encode()
-    req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
-    reply = _call_server("group create", args.server, req, args.timeout)
-    if isinstance(reply, int):
-        return reply
+    from .cli_brokers import broker_addresses
+
+    brokers = broker_addresses("group create", args.server, args.timeout)
+    if isinstance(brokers, int):
+        return brokers
+    for address in brokers.values():            # as mqadmin updateSubGroup -c: on every broker
+        req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+        reply = _call_server("group create", address, req, args.timeout)
+        if isinstance(reply, int):
+            return reply
     print(f"group {args.group} created: retryMaxTimes {args.retry_max_times}"
           + (", orderly (FIFO)" if args.orderly else ""))
     return 0

@@ -14,6 +14,8 @@ class Channel:
     remote: str
     client_id: str | None = None
     closed: bool = False
+    language: str = "JAVA"          # what the client's heartbeat said it is (connection lists show it)
+    version: int = 0
 
     def __repr__(self) -> str:
         return f"Channel({self.id}, {self.remote})"

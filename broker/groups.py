@@ -119,6 +119,14 @@ class GroupManager:
         self.dirty = True
         return g
 
+    def delete(self, group: str) -> bool:
+        """DELETE_SUBSCRIPTIONGROUP: forget the group's config (written with the next save)."""
+        if self.table.pop(group, None) is None:
+            return False
+        self.data_version += 1
+        self.dirty = True
+        return True
+
     def to_json(self) -> dict:
         return {"subscriptionGroupTable": {n: g.to_json() for n, g in sorted(self.table.items())},
                 "dataVersion": {"counter": self.data_version}}

@@ -24,6 +24,7 @@ from rocketmq_emulator.broker.dead_letters import DeadLetter, RedriveResult, dea
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
 
+from .admin import AdminOperations
 from .message import MessageExt
 from .producer import Producer
 from .push_consumer import PushConsumer
@@ -42,7 +43,7 @@ DLQ_PREFIX = "%DLQ%"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 
-class EmbeddedBroker(Connector):
+class EmbeddedBroker(AdminOperations, Connector):
     """A broker in this process with the SDK's loop around it.
 
     ``config`` is a BrokerConfig, or keyword overrides in RocketMQ's broker.conf names

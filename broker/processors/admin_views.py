@@ -22,6 +22,14 @@
                                             move there and commit it); none online:
                                             CONSUMER_NOT_ONLINE, as 4.9.8 (mqadmin then sets
                                             the offsets itself with UPDATE_CONSUMER_OFFSET)
+  GET_CONSUMER_CONNECTION_LIST (203)        ConsumerConnection: the group's connections
+                                            (clientId, clientAddr, language, version), its
+                                            subscriptions, consume type, model, from where;
+                                            none online: CONSUMER_NOT_ONLINE
+  GET_PRODUCER_CONNECTION_LIST (204)        ProducerConnection: the group's connections;
+                                            none: PRODUCER_NOT_ONLINE
+  DELETE_SUBSCRIPTIONGROUP (207)            the group's config (and, with cleanOffset, its
+                                            committed offsets)
   DELETE_TOPIC_IN_BROKER (215)              the topic's config and the groups' offsets of it
                                             go; its records stay in the append-only log
   DELETE_TOPIC_IN_NAMESRV (216)             routes are the brokers' topic configs: nothing
@@ -37,7 +45,7 @@ import json
 from ..protocol import RequestRefused, ResponseCode as RC
 from ..topics import RETRY_PREFIX
 
-__all__ = ["reset_offset", "get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
+__all__ = ["consumer_connections", "producer_connections", "delete_subscription_group", "reset_offset", "get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
            "delete_topic_in_namesrv", "queue_map"]
 
 
@@ -175,3 +183,43 @@ def reset_offset(core, request, channel):
                                                   {"topic": topic, "group": group, "timestamp": timestamp,
                                                    "isForce": force}, table.encode(), oneway=True))
     return request.response(RC.SUCCESS, body=table.encode())
+
+
+def _connection(channel, client_id: str) -> dict:
+    return {"clientId": client_id, "clientAddr": channel.remote, "language": channel.language,
+            "version": channel.version}
+
+
+def consumer_connections(core, request, channel):
+    group = request.header_str("consumerGroup")
+    info = core.consumers.get(group)
+    if info is None or not info.channels:
+        return request.response(RC.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+    subs = {t: {"topic": d.topic, "subString": d.sub_string, "tagsSet": sorted(d.tags_set),
+                "codeSet": sorted(d.code_set or ()), "subVersion": d.sub_version, "expressionType": d.expression_type}
+            for t, d in sorted(info.subscriptions.items())}
+    body = {"connectionSet": [_connection(ch, cid) for ch, cid in info.channels.items()],
+            "subscriptionTable": subs, "consumeType": info.consume_type, "messageModel": info.message_model,
+            "consumeFromWhere": info.consume_from_where}
+    return request.response(RC.SUCCESS, body=json.dumps(body).encode())
+
+
+def producer_connections(core, request, channel):
+    group = request.header_str("producerGroup")
+    chans = core.producers.get(group) or {}
+    if not chans:
+        return request.response(RC.SYSTEM_ERROR, f"the producer group[{group}] not exist")
+    body = {"connectionSet": [_connection(ch, cid) for ch, cid in chans.items()]}
+    return request.response(RC.SUCCESS, body=json.dumps(body).encode())
+
+
+def delete_subscription_group(core, request, channel):
+    group = request.header_str("groupName")
+    if not core.groups.delete(group):
+        return request.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"the subscription group[{group}] not exist")
+    if request.header_bool("cleanOffset"):
+        for key in list(core.store.offset_table()):
+            topic, _, owner = key.rpartition("@")
+            if owner == group:
+                core.record_offsets_deleted(group, topic)
+    return request.response(RC.SUCCESS)

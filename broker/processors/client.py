@@ -80,6 +80,7 @@ def heart_beat(core, request, channel):
     producers = tuple(validate_group_name(body.get(pd, "groupName", str, required=True))
                       for pd in body.objects(data, "producerDataSet"))
     core.register(Registration(client_id, consumers, producers), channel)
+    channel.language, channel.version = request.language or "JAVA", request.version or 0
     return request.response(RC.SUCCESS)
 
 

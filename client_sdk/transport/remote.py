@@ -30,6 +30,7 @@ from rocketmq_emulator.delay_scheduler import SystemClock
 
 from ..errors import MQBrokerError, MQClientError, RemotingTimeoutError, ServerClockError
 from ..runtime import ClientRuntime, to_millis
+from ..admin import AdminOperations
 from .base import Connector
 from .tcp import TcpTransport, parse_addresses
 
@@ -45,7 +46,7 @@ class _StopLoop(BaseException):
 
 
 
-class RemoteBroker(Connector):
+class RemoteBroker(AdminOperations, Connector):
     """Connects clients to the name server(s) at ``namesrv_addr`` ("host:port[;...]")
     and owns their client loop (a real-clock ``ClientRuntime``).
 

@@ -127,3 +127,32 @@ def test_status_shows_each_brokers_runtime_figures(loaded, capsys):
     assert cli(loaded, "status", "--json") == 0
     doc = json.loads(capsys.readouterr().out)
     assert sorted(doc) == ["broker-a", "broker-b"] and doc["broker-b"]["stopped"] == "false"
+
+
+def test_connections_and_group_delete_over_their_request_codes(loaded):
+    from rocketmq_emulator.client_sdk import Producer, PushConsumer
+
+    client = RawClient(loaded.port)
+    offline = client.call(RemotingCommand.request(RQ.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "billing"}))
+    assert offline.code == RC.CONSUMER_NOT_ONLINE and "not online" in offline.remark
+    remote = RemoteBroker(loaded.address)
+    consumer = PushConsumer("watcher", remote)
+    consumer.subscribe("Orders", "TagA || TagB")
+    consumer.register_message_listener(lambda msgs, ctx: CONSUME_SUCCESS)
+    consumer.start()
+    producer = Producer("pg-live", remote).start()
+    try:
+        conns = remote.consumer_connections("watcher")
+        assert conns["subscriptions"]["Orders"]["subString"] == "TagA || TagB"
+        assert conns["connections"][0]["clientId"] == consumer.instance.client_id
+        reply = client.call(RemotingCommand.request(RQ.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": "pg-live"}))
+        assert reply.code == RC.SUCCESS and len(json.loads(reply.body)["connectionSet"]) == 1
+    finally:
+        consumer.shutdown()
+        producer.shutdown()
+        remote.close()
+    assert main(["group", "create", "scratch-group", "--server", loaded.address]) == 0
+    gone = client.call(RemotingCommand.request(RQ.DELETE_SUBSCRIPTIONGROUP, {"groupName": "scratch-group"}))
+    assert gone.code == RC.SUCCESS
+    again = client.call(RemotingCommand.request(RQ.DELETE_SUBSCRIPTIONGROUP, {"groupName": "scratch-group"}))
+    assert again.code == RC.SUBSCRIPTION_GROUP_NOT_EXIST
