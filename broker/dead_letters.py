@@ -1,6 +1,8 @@
 """A group's dead letters, and re-driving them to their topic (sans-I/O, on a core).
 
-Listing reads ``%DLQ%<group>`` (every queue) as stored: each dead letter's id (its
+Listing reads ``%DLQ%<group>`` (every queue) as stored, and a Pulsar subscription's
+dead-letter topics (``<topic>-<subscription>-DLQ`` or the older ``<subscription>-DLQ``,
+whose copies the Pulsar clients write): each dead letter's id (its
 offsetMsgId), UNIQ_KEY, keys, tags, original topic (RETRY_TOPIC, which the broker's
 send-back writes; REAL_TOPIC for a Pulsar client's copy), attempts (its
 reconsumeTimes) and when it died (its store time).
@@ -10,7 +12,9 @@ message: the same body, tags, keys and user properties, its ORIGIN_MESSAGE_ID ke
 (the first copy's offsetMsgId, so it still names where it came from) and its UNIQ_KEY
 kept (what the application saw as its id), a reconsume count of 0 (a fresh retry
 budget), none of the retry machinery's properties (DELAY, RETRY_TOPIC, REAL_TOPIC,
-REAL_QID, MAX_RECONSUME_TIMES), and REDRIVEN_FROM = the dead letter's id. The DLQ
+REAL_QID, MAX_RECONSUME_TIMES; of a Pulsar copy also RECONSUMETIMES, DELAY_TIME and the
+client's stored metadata, so Pulsar consumers get it as a new message with a redelivery
+count of 0), and REDRIVEN_FROM = the dead letter's id. The DLQ
 entry stays where it is (a commit log is append-only) and is marked re-driven in
 ``config/redriven.json`` before the call returns, so a second re-drive, also after a
 restart, sends nothing twice. Calls on a core are serialised by its driver, so two
@@ -22,6 +26,7 @@ from dataclasses import asdict, dataclass
 
 import re
 
+from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import DLQ_PREFIX, SYSTEM_PROPERTY_KEYS, Prop, create_offset_msg_id, decode_record
 
 from .operations import SendOutcome, SendRequest
@@ -32,6 +37,9 @@ __all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "re
 REDRIVEN_FROM = "REDRIVEN_FROM"
 REDRIVE_PRODUCER_GROUP = "rocketmq-emulator-redrive"
 _CONFIG = "redriven"                    # config/redriven.json: {group: {dead letter id: new message id}}
+# What a Pulsar client's dead-letter copy carries of its retries, and the front's copy of
+# its metadata: none of it goes with a re-driven message.
+_PULSAR_RETRY_PROPERTIES = frozenset({"RECONSUMETIMES", "DELAY_TIME", "PULSAR_METADATA"})
 
 
 class DeadLetterError(ValueError):
@@ -86,10 +94,21 @@ def _marks(core) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def _records(core, group: str):
+def _dead_letter_topics(core, group: str) -> list[str]:
+    """%DLQ%<group>, and the Pulsar dead-letter topics whose copies belong to ``group``."""
     store = core.store
-    topic = DLQ_PREFIX + group
-    for qid in sorted(store.queues().get(topic, [])):
+    topics = [DLQ_PREFIX + group]
+    for topic, qids in sorted(store.queues().items()):
+        if topic.endswith(PULSAR_DLQ_SUFFIX) and not topic.startswith(DLQ_PREFIX):
+            first = next(_read(store, topic, qids), None)
+            if first is not None and first.properties.get(Prop.REAL_TOPIC) and \
+                    pulsar_letter_group(topic, first.properties[Prop.REAL_TOPIC]) == group:
+                topics.append(topic)
+    return topics
+
+
+def _read(store, topic: str, qids):
+    for qid in sorted(qids):
         for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
             entry = store.queue_entry(topic, qid, off)
             raw = store.read(entry[0]) if entry is not None else None
@@ -97,8 +116,18 @@ def _records(core, group: str):
                 yield decode_record(raw, check_crc=False)
 
 
-def _original_topic(props: dict) -> str | None:
-    return props.get(Prop.RETRY_TOPIC) or props.get(Prop.REAL_TOPIC)
+def _records(core, group: str):
+    queues = core.store.queues()
+    for topic in _dead_letter_topics(core, group):
+        yield from _read(core.store, topic, queues.get(topic, []))
+
+
+def _original_topic(rec) -> str | None:
+    """The broker's send-back writes RETRY_TOPIC (4.x, 5.x); a Pulsar client's copy has
+    REAL_TOPIC in the store's terms (its RETRY_TOPIC is the client's retry-letter URL)."""
+    if rec.topic.startswith(DLQ_PREFIX):
+        return rec.properties.get(Prop.RETRY_TOPIC) or rec.properties.get(Prop.REAL_TOPIC)
+    return rec.properties.get(Prop.REAL_TOPIC)
 
 
 def dead_letters(core, group: str) -> list[DeadLetter]:
@@ -108,7 +137,7 @@ def dead_letters(core, group: str) -> list[DeadLetter]:
     for rec in _records(core, group):
         p = rec.properties
         out.append(DeadLetter(rec.offset_msg_id, p.get(Prop.UNIQ_KEY), p.get(Prop.KEYS), p.get(Prop.TAGS),
-                              _original_topic(p), rec.reconsume_times, rec.store_timestamp,
+                              _original_topic(rec), rec.reconsume_times, rec.store_timestamp,
                               p.get(Prop.ORIGIN_MESSAGE_ID), len(rec.body), marks.get(rec.offset_msg_id)))
     return out
 
@@ -140,13 +169,14 @@ def redrive(core, group: str, ids: list[str] | None = None, *, dry_run: bool = F
             already.append(msg_id)
             continue
         rec = records[msg_id]
-        topic = _original_topic(rec.properties)
+        topic = _original_topic(rec)
         if not topic:
             raise DeadLetterError(f"dead letter {msg_id} names no original topic (no RETRY_TOPIC or REAL_TOPIC)")
         if dry_run:
             sent.append((msg_id, ""))
             continue
-        props = {k: v for k, v in rec.properties.items() if k not in SYSTEM_PROPERTY_KEYS}
+        props = {k: v for k, v in rec.properties.items()
+                 if k not in SYSTEM_PROPERTY_KEYS and k not in _PULSAR_RETRY_PROPERTIES}
         for key in (Prop.TAGS, Prop.KEYS, Prop.UNIQ_KEY, Prop.ORIGIN_MESSAGE_ID):
             if rec.properties.get(key):
                 props[key] = rec.properties[key]

@@ -256,3 +256,23 @@ def test_a_cumulative_ack_settles_everything_up_to_the_message(pulsar_client):
     assert again.receive().data() == b"d"
     with pytest.raises(PulsarTimeout):
         again.receive(timeout_millis=0)
+
+
+def test_a_pulsar_subscriptions_dead_letters_are_listed_and_redriven(pulsar_client, rocketmq_broker):
+    """`dlq list/redrive` for a Pulsar subscription: its -DLQ topic's copies go back to the
+    topic as new messages: redelivery count 0, no RECONSUMETIMES, the user's properties kept."""
+    consumer = pulsar_client.subscribe("orders", "billing", consumer_type=ConsumerType.Shared,
+                                       negative_ack_redelivery_delay_ms=1000, dead_letter_policy=DeadLetterPolicy(1))
+    pulsar_client.create_producer("orders").send(b"poison", {"order": "17"})
+    for _ in range(2):
+        consumer.negative_acknowledge(consumer.receive())
+    with pytest.raises(PulsarTimeout):
+        consumer.receive()                                    # in orders-billing-DLQ now
+    [dead] = rocketmq_broker.dead_letters("billing")
+    assert dead.original_topic == "pulsar|public|default|orders" and dead.redriven_as is None
+    [(was, new_id)] = rocketmq_broker.redrive("billing").sent
+    again = consumer.receive()
+    assert (again.data(), again.redelivery_count()) == (b"poison", 0)
+    assert again.properties()["order"] == "17" and "RECONSUMETIMES" not in again.properties()
+    assert again.properties()["REDRIVEN_FROM"] == was == dead.msg_id
+    assert rocketmq_broker.redrive("billing").already == (was,)
