@@ -4,6 +4,7 @@ and EmbeddedBroker alike (``AdminOperations``): the same requests mqadmin sends
 (``bname``) so the transport routes it there, in process or over TCP.
 
     remote.topics()                           ["Orders", ...]
+    remote.groups()                           {"billing": {"retryMaxTimes": 16, ...}, ...}
     remote.topic_stats("Orders")              [{"broker", "queue_id", "min_offset", "max_offset", "last_update_ms"}]
     remote.consume_stats("billing")           [{"broker", "topic", "queue_id", "broker_offset", "consumer_offset", "lag"}]
     remote.consumer_connections("billing")    {"connections": [...], "subscriptions": {...}, ...}
@@ -65,6 +66,15 @@ class AdminOperations:
 
     def topics(self) -> list[str]:
         return sorted(json.loads(self._call(RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body)["topicList"])
+
+    def groups(self) -> dict[str, dict]:
+        """Every subscription group of the brokers: {group: its config (retryMaxTimes, ...)}."""
+        out: dict[str, dict] = {}
+        for broker in self.broker_addresses():
+            table = json.loads(self._call(RQ.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, {}, broker).body)
+            for name, conf in table["subscriptionGroupTable"].items():
+                out.setdefault(name, conf)
+        return dict(sorted(out.items()))
 
     def topic_stats(self, topic: str) -> list[dict]:
         rows = []

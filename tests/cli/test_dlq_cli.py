@@ -84,3 +84,27 @@ def test_bad_input_is_one_line_and_exit_2(dead, capsys, argv, message):
     assert message in err and len(err.strip().splitlines()) == 1, err
     with pytest.raises(MQBrokerError, match="has no dead letters"):
         dead.remote.redrive("nobody")
+
+
+def test_concurrent_redrives_send_each_dead_letter_once(dead):
+    import threading
+
+    results, errors = [], []
+
+    def redrive():
+        remote = RemoteBroker(dead.address)
+        try:
+            results.append(remote.redrive("billing"))
+        except Exception as exc:        # (collected: the assertion below says what went wrong)
+            errors.append(exc)
+        finally:
+            remote.close()
+    threads = [threading.Thread(target=redrive) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == [] and len(results) == 4
+    sent = [s for r in results for s in r.sent]
+    assert len(sent) == 2 and len({d for d, _ in sent}) == 2          # each dead letter once, all told
+    assert sorted(len(r.already) for r in results).count(2) >= 1

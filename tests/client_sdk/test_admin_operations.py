@@ -26,6 +26,7 @@ def test_admin_operations_in_process(brokers):
     broker = loaded_in_process(brokers)
     names = [f"broker-{c}" for c in "ab"[:brokers]]
     assert "Orders" in broker.topics() and "%RETRY%billing" in broker.topics()
+    assert broker.groups()["billing"]["retryMaxTimes"] == 16
     stats = broker.topic_stats("Orders")
     assert [s["broker"] for s in stats] == [n for n in names for _ in range(2)]
     assert sum(s["max_offset"] for s in stats) == 6
