@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import shutil
 import signal
@@ -740,30 +741,12 @@ def main(argv: list[str] | None = None) -> int:
         print(version_text())
         return 0
     cmd, rest = argv[0], argv[1:]
-    if cmd == "serve":
-        return serve_main(rest)
-    if cmd == "clock":
-        return clock_main(rest)
-    if cmd == "topic":
-        return topic_main(rest)
-    if cmd == "group":
-        return group_main(rest)
-    if cmd == "broker":
-        from .cli_brokers import broker_main
-
-        return broker_main(rest)
-    if cmd == "dlq":
-        from .cli_dlq import dlq_main
-
-        return dlq_main(rest)
-    if cmd == "offset":
-        from .cli_offsets import offset_main
-
-        return offset_main(rest)
-    if cmd in ("message", "status"):
-        from .cli_messages import message_main, status_main
-
-        return (message_main if cmd == "message" else status_main)(rest)
+    builtin = _BUILTIN_COMMANDS.get(cmd)
+    if builtin is not None:
+        module, function = builtin
+        # (this module's own by name: run as `python -m`, it is __main__, not a second import)
+        owner = globals() if module is None else vars(importlib.import_module(module, __package__))
+        return owner[function](rest)
     registered = _registered_command(cmd)
     if registered is None:
         return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")
@@ -776,6 +759,14 @@ def main(argv: list[str] | None = None) -> int:
         return fail(cmd, f"is not available in this build: {exc}")
     return command_main(rest)
 
+
+# The broker's own commands: (module, function), imported only when run.
+_BUILTIN_COMMANDS = {
+    "serve": (None, "serve_main"), "clock": (None, "clock_main"), "topic": (None, "topic_main"),
+    "group": (None, "group_main"), "broker": (".cli_brokers", "broker_main"), "dlq": (".cli_dlq", "dlq_main"),
+    "offset": (".cli_offsets", "offset_main"), "message": (".cli_messages", "message_main"),
+    "status": (".cli_messages", "status_main"),
+}
 
 # Commands of the packages above the broker (simulate, snapshot, analyze) are registered
 # as entry points of this group (pyproject.toml), so this module names none of them.

@@ -95,9 +95,6 @@ def offset_main(argv: list[str]) -> int:
 
 
 def _offset_rows(body: bytes) -> list[dict]:
-    from .protocol.fastjson import loads_fastjson
+    from .protocol.fastjson import queue_table
 
-    rows = []
-    for key, offset in (loads_fastjson(body).get("offsetTable") or {}).items():
-        rows.append({"queue_id": json.loads(key)["queueId"], "offset": int(offset)})
-    return sorted(rows, key=lambda r: r["queue_id"])
+    return [{"queue_id": q, "offset": int(offset)} for (_, _, q), offset in queue_table(body)]

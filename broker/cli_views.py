@@ -36,15 +36,11 @@ def _request(code, fields=None):
     return RemotingCommand.request(code, fields or {})
 
 
-def _queue_rows(body: bytes, broker_field: str = "broker") -> list[dict]:
-    """A TopicStatsTable / ConsumeStats offsetTable (fastjson, MessageQueue keys) as rows."""
-    from .protocol.fastjson import loads_fastjson
+def _queue_rows(body: bytes) -> list[dict]:
+    """A TopicStatsTable / ConsumeStats offsetTable as rows."""
+    from .protocol.fastjson import queue_table
 
-    rows = []
-    for key, value in (loads_fastjson(body).get("offsetTable") or {}).items():
-        mq = json.loads(key)
-        rows.append({"topic": mq["topic"], broker_field: mq["brokerName"], "queue_id": mq["queueId"], **value})
-    return sorted(rows, key=lambda r: (r["topic"], r[broker_field], r["queue_id"]))
+    return [{"topic": t, "broker": b, "queue_id": q, **value} for (t, b, q), value in queue_table(body)]
 
 
 def run_view(kind: str, args) -> int:

@@ -24,7 +24,7 @@ from .config import PERM_READ, PERM_WRITE
 from .errors import ClockError
 from .operations import BrokerRoute, QueueRoute, TopicRoute
 
-__all__ = ["Cluster", "BrokerState", "ClusterError", "broker_names", "advance_together", "MAX_BROKERS"]
+__all__ = ["Cluster", "BrokerState", "ClusterError", "broker_names", "advance_together", "live_members", "MAX_BROKERS"]
 
 MAX_BROKERS = 26                # broker-a .. broker-z
 
@@ -198,6 +198,12 @@ class Cluster:
         assert all(c.names is self for c in self._cores.values())
         for c in self.live_cores():
             c._check()
+
+
+def live_members(core) -> list:
+    """The running brokers of ``core``'s cluster, or ``core`` alone (a request any member
+    answers for the whole cluster: topic lists, dead letters)."""
+    return core.names.live_cores() if isinstance(core.names, Cluster) else [core]
 
 
 def advance_together(clock, cores: list, ms: int) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, Prop, decode_record
 
 from .dead_letters import dead_letters
+from .store_views import group_progress, stored_messages
 from .events import EventKind
 
 # The retry lifecycle's events, not every store (that would cost each put an event).
@@ -74,22 +75,18 @@ def dashboard_state(cores: list) -> dict:
         for topic in sorted(queues):
             if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) or core.topics.is_system(topic) or topic == SCHEDULE_TOPIC:
                 continue
-            topics.append({"broker": b, "topic": topic,
-                           "messages": sum(max(store.max_offset(topic, q), 0) for q in queues[topic])})
+            topics.append({"broker": b, "topic": topic, "messages": stored_messages(store, topic, queues)})
         if core.stopped:
             continue
+        progress = [p for p in group_progress(store) if not p[1].startswith(RETRY_PREFIX)]
         for group in _groups_of(store):
             g = groups.setdefault(group, {"group": group, "lag": 0, "consumed": 0, "retry_messages": 0,
                                           "dead_letters": 0})
-            for key, offsets in store.offset_table().items():
-                topic, _, owner = key.rpartition("@")
-                if owner != group or topic.startswith(RETRY_PREFIX):
-                    continue
-                for q, o in offsets.items():
-                    g["consumed"] += max(o, 0)
-                    g["lag"] += max(store.max_offset(topic, int(q)) - max(o, 0), 0)
-            retry = RETRY_PREFIX + group
-            g["retry_messages"] += sum(max(store.max_offset(retry, q), 0) for q in queues.get(retry, []))
+            for owner, _topic, committed, lag in progress:
+                if owner == group:
+                    g["consumed"] += committed
+                    g["lag"] += lag
+            g["retry_messages"] += stored_messages(store, RETRY_PREFIX + group, queues)
             for d in dead_letters(core, group):
                 g["dead_letters"] += 1
                 dead.append({"broker": b, "group": group, "msg_id": d.msg_id, "topic": d.original_topic,

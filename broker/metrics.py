@@ -24,6 +24,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
+from .store_views import group_progress, stored_messages
+
 __all__ = ["BrokerCollector", "PREFIX"]
 
 PREFIX = "rocketmq_emulator_"
@@ -73,7 +75,7 @@ class BrokerCollector:
         queues = store.queues()
 
         def stored(topic: str) -> int:
-            return sum(max(store.max_offset(topic, q), 0) for q in queues.get(topic, []))
+            return stored_messages(store, topic, queues)
 
         for topic in sorted(queues):
             if topic.startswith(RETRY_PREFIX):
@@ -82,12 +84,9 @@ class BrokerCollector:
                 m["dead"].add_metric([b, topic[len(DLQ_PREFIX):]], stored(topic))
             elif topic != SCHEDULE_TOPIC and _business(topic):
                 m["topic"].add_metric([b, topic], stored(topic))
-        for key, offsets in sorted(store.offset_table().items()):
-            topic, _, group = key.rpartition("@")
+        for group, topic, committed, lag in group_progress(store):
             if not _business(topic) or topic == SCHEDULE_TOPIC:
                 continue
-            committed = sum(max(o, 0) for o in offsets.values())
-            lag = sum(max(store.max_offset(topic, int(q)) - max(o, 0), 0) for q, o in offsets.items())
             m["consumed"].add_metric([b, group, topic], committed)
             m["lag"].add_metric([b, group, topic], lag)
         scheduler = core.schedule.scheduler

@@ -6,7 +6,8 @@ and EmbeddedBroker alike (``AdminOperations``): the same requests mqadmin sends
     remote.topics()                           ["Orders", ...]
     remote.groups()                           {"billing": {"retryMaxTimes": 16, ...}, ...}
     remote.topic_stats("Orders")              [{"broker", "queue_id", "min_offset", "max_offset", "last_update_ms"}]
-    remote.consume_stats("billing")           [{"broker", "topic", "queue_id", "broker_offset", "consumer_offset", "lag"}]
+    remote.consume_stats("billing")           [{"broker", "topic", "queue_id", "broker_offset",
+                                                "consumer_offset", "lag"}]
     remote.consumer_connections("billing")    {"connections": [...], "subscriptions": {...}, ...}
     remote.reset_offset("billing", "Orders", 0)   earliest (-1: latest, else a time in ms)
     remote.view_message(offset_msg_id)        MessageExt
@@ -21,21 +22,13 @@ from __future__ import annotations
 import json
 
 from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.protocol.fastjson import queue_table
 from rocketmq_emulator.store.records import decode_offset_msg_id, decode_record, iter_records
 
 from .errors import MQBrokerError
 from .message import MessageExt
 
 __all__ = ["AdminOperations"]
-
-
-def _queue_rows(body: bytes) -> list[tuple[dict, dict]]:
-    """A fastjson map keyed by MessageQueue: [(queue, value)]."""
-    out = []
-    for key, value in (loads_fastjson(body).get("offsetTable") or {}).items():
-        out.append((json.loads(key), value))
-    return sorted(out, key=lambda kv: (kv[0]["topic"], kv[0]["brokerName"], kv[0]["queueId"]))
 
 
 class AdminOperations:
@@ -80,9 +73,8 @@ class AdminOperations:
         rows = []
         for broker in self.broker_addresses():
             reply = self._call(RQ.GET_TOPIC_STATS_INFO, {"topic": topic}, broker)
-            rows += [{"broker": q["brokerName"], "queue_id": q["queueId"], "min_offset": v["minOffset"],
-                      "max_offset": v["maxOffset"], "last_update_ms": v["lastUpdateTimestamp"]}
-                     for q, v in _queue_rows(reply.body)]
+            rows += [{"broker": b, "queue_id": q, "min_offset": v["minOffset"], "max_offset": v["maxOffset"],
+                      "last_update_ms": v["lastUpdateTimestamp"]} for (_, b, q), v in queue_table(reply.body)]
         return rows
 
     def consume_stats(self, group: str, topic: str | None = None) -> list[dict]:
@@ -90,9 +82,9 @@ class AdminOperations:
         for broker in self.broker_addresses():
             fields = {"consumerGroup": group, **({"topic": topic} if topic else {})}
             reply = self._call(RQ.GET_CONSUME_STATS, fields, broker)
-            rows += [{"broker": q["brokerName"], "topic": q["topic"], "queue_id": q["queueId"],
-                      "broker_offset": v["brokerOffset"], "consumer_offset": v["consumerOffset"],
-                      "lag": max(v["brokerOffset"] - v["consumerOffset"], 0)} for q, v in _queue_rows(reply.body)]
+            rows += [{"broker": b, "topic": t, "queue_id": q, "broker_offset": v["brokerOffset"],
+                      "consumer_offset": v["consumerOffset"], "lag": max(v["brokerOffset"] - v["consumerOffset"], 0)}
+                     for (t, b, q), v in queue_table(reply.body)]
         return rows
 
     def consumer_connections(self, group: str) -> dict:
@@ -121,8 +113,8 @@ class AdminOperations:
                                                                   "timestamp": timestamp_ms, "isForce": True},
                                broker, ok=(RC.SUCCESS, RC.CONSUMER_NOT_ONLINE))
             if reply.code == RC.SUCCESS:
-                rows += [{"broker": broker, "queue_id": int(json.loads(k)["queueId"]), "offset": int(v)}
-                         for k, v in (loads_fastjson(reply.body).get("offsetTable") or {}).items()]
+                rows += [{"broker": broker, "queue_id": q, "offset": int(v)}
+                         for (_, _, q), v in queue_table(reply.body)]
                 continue
             for q in [r for r in self.topic_stats(topic) if r["broker"] == broker]:
                 if timestamp_ms in (0, -1):

@@ -184,15 +184,9 @@ class ClientInstance:
 
 
 def _reset_offset_table(body: bytes) -> dict:
-    """ResetOffsetBody's offsetTable (fastjson, MessageQueue keys) → {MessageQueue: offset}."""
-    import json
-
-    from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+    """ResetOffsetBody's offsetTable → {MessageQueue: offset}."""
+    from rocketmq_emulator.broker.protocol.fastjson import queue_table
 
     from .message import MessageQueue
 
-    out = {}
-    for key, offset in (loads_fastjson(body or b"{}").get("offsetTable") or {}).items():
-        mq = json.loads(key)
-        out[MessageQueue(mq["topic"], mq["brokerName"], int(mq["queueId"]))] = int(offset)
-    return out
+    return {MessageQueue(*mq): int(offset) for mq, offset in queue_table(body)}

@@ -43,20 +43,11 @@ from __future__ import annotations
 import json
 
 from ..protocol import RequestRefused, ResponseCode as RC
+from ..protocol.fastjson import dumps_queue_map
 from ..topics import RETRY_PREFIX
 
 __all__ = ["consumer_connections", "producer_connections", "delete_subscription_group", "reset_offset", "get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
-           "delete_topic_in_namesrv", "queue_map"]
-
-
-def queue_map(entries) -> str:
-    """fastjson's text of a Map<MessageQueue, V>: ``{{"brokerName":..,"queueId":..,"topic":..}:{...}}``."""
-    parts = []
-    for (topic, broker, qid), value in entries:
-        key = json.dumps({"brokerName": broker, "queueId": qid, "topic": topic}, separators=(",", ":"),
-                         sort_keys=True)
-        parts.append(f"{key}:{json.dumps(value, separators=(',', ':'), sort_keys=True)}")
-    return "{" + ",".join(parts) + "}"
+           "delete_topic_in_namesrv"]
 
 
 def _last_store_time(core, topic: str, qid: int, offset: int) -> int:
@@ -72,10 +63,9 @@ def _last_store_time(core, topic: str, qid: int, offset: int) -> int:
 
 
 def get_all_topic_list(core, request, channel):
-    from ..cluster import Cluster
+    from ..cluster import live_members
 
-    cores = core.names.live_cores() if isinstance(core.names, Cluster) else [core]
-    topics = sorted({t for c in cores for t in c.topics.table})
+    topics = sorted({t for c in live_members(core) for t in c.topics.table})
     return request.response(RC.SUCCESS, body=json.dumps({"topicList": topics}).encode())
 
 
@@ -112,7 +102,7 @@ def get_topic_stats_info(core, request, channel):
         lo, hi = store.min_offset(topic, qid), store.max_offset(topic, qid)
         entries.append(((topic, name, qid), {"minOffset": max(lo, 0), "maxOffset": max(hi, 0),
                                              "lastUpdateTimestamp": _last_store_time(core, topic, qid, hi - 1)}))
-    return request.response(RC.SUCCESS, body=('{"offsetTable":' + queue_map(entries) + "}").encode())
+    return request.response(RC.SUCCESS, body=('{"offsetTable":' + dumps_queue_map(entries) + "}").encode())
 
 
 def get_consume_stats(core, request, channel):
@@ -135,7 +125,7 @@ def get_consume_stats(core, request, channel):
             consumer_offset = max(store.query_offset(group, t, qid), 0)
             entries.append(((t, name, qid), {"brokerOffset": broker_offset, "consumerOffset": consumer_offset,
                                              "lastTimestamp": _last_store_time(core, t, qid, consumer_offset - 1)}))
-    body = '{"consumeTps":0.0,"offsetTable":' + queue_map(entries) + "}"
+    body = '{"consumeTps":0.0,"offsetTable":' + dumps_queue_map(entries) + "}"
     return request.response(RC.SUCCESS, body=body.encode())
 
 
@@ -173,7 +163,7 @@ def reset_offset(core, request, channel):
         at = max(at, 0)
         committed = store.query_offset(group, topic, qid)
         entries.append(((topic, name, qid), at if force or committed < 0 or at < committed else committed))
-    table = '{"offsetTable":' + queue_map(entries) + "}"
+    table = '{"offsetTable":' + dumps_queue_map(entries) + "}"
     info = core.consumers.get(group)
     if info is None or not info.channels:
         return request.response(RC.CONSUMER_NOT_ONLINE, f"Consumer not online, so can not reset offset, Group: "

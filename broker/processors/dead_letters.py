@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import json
 
+from ..cluster import live_members
 from ..dead_letters import DeadLetterError, dead_letters, redrive_on
 from ..protocol import RequestRefused, ResponseCode as RC
 
 __all__ = ["dead_letter_request"]
 
 
-def _cores(core) -> list:
-    from ..cluster import Cluster
-
-    return core.names.live_cores() if isinstance(core.names, Cluster) else [core]
-
-
 def dead_letter_request(core, request, channel):
     action, group = request.header("action"), request.header("consumerGroup")
     if not group:
         raise RequestRefused("a consumer group is needed (consumerGroup)")
-    cores = _cores(core)
+    cores = live_members(core)
     if action == "list":
         rows = [dict(d.to_dict(), broker=c.config.broker_name) for c in cores for d in dead_letters(c, group)]
         return request.response(RC.SUCCESS, body=json.dumps(rows).encode())

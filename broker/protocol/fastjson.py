@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["loads_fastjson", "dumps_json"]
+__all__ = ["loads_fastjson", "dumps_json", "dumps_queue_map", "queue_table"]
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+|\s+|.', re.S)
@@ -25,6 +25,27 @@ _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+|\s+|.'
 def dumps_json(obj) -> bytes:
     """Compact standard JSON, UTF-8 (non-ASCII left unescaped, as fastjson does)."""
     return _dumps(obj).encode("utf-8")
+
+
+def dumps_queue_map(entries) -> str:
+    """A Map<MessageQueue, V> as fastjson writes it: ``{{"brokerName":..,"queueId":..,"topic":..}:V}``
+    (``entries``: ((topic, broker name, queue id), V) pairs)."""
+    parts = []
+    for (topic, broker, qid), value in entries:
+        key = json.dumps({"brokerName": broker, "queueId": qid, "topic": topic}, separators=(",", ":"),
+                         sort_keys=True)
+        parts.append(f"{key}:{json.dumps(value, separators=(',', ':'), sort_keys=True)}")
+    return "{" + ",".join(parts) + "}"
+
+
+def queue_table(body: bytes | str | None, field: str = "offsetTable") -> list[tuple[tuple[str, str, int], object]]:
+    """A body's MessageQueue-keyed map (TopicStatsTable, ConsumeStats, ResetOffsetBody) as
+    ((topic, broker name, queue id), value) pairs, in that order."""
+    out = []
+    for key, value in ((loads_fastjson(body or b"{}").get(field)) or {}).items():
+        mq = json.loads(key)
+        out.append(((mq["topic"], mq["brokerName"], int(mq["queueId"])), value))
+    return sorted(out, key=lambda kv: kv[0])
 
 
 def loads_fastjson(text: str | bytes):

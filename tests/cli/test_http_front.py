@@ -7,15 +7,13 @@ import urllib.error
 import urllib.request
 
 import pytest
+# (the http extra: ./dev test installs it; without it these imports fail, they do not skip)
+from prometheus_client.parser import text_string_to_metric_families
 
-pytest.importorskip("aiohttp", reason="needs the http extra: ./dev test installs it")
-
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-
-from rocketmq_emulator.broker.cli import main  # noqa: E402
-from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, Producer,  # noqa: E402
-                                         PushConsumer, RemoteBroker)
-from tests.support.processes import EmulatorProcess  # noqa: E402
+from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, Producer, PushConsumer,
+                                         RemoteBroker)
+from tests.support.processes import EmulatorProcess
 
 
 def get(port: int, path: str):

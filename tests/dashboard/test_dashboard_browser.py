@@ -10,13 +10,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+# (playwright and the http extra: ./dev test installs them; without them this fails, it does not skip)
+from playwright import sync_api as playwright
 
-pytest.importorskip("aiohttp", reason="needs the http extra: ./dev test installs it")
-playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright: ./dev test installs it")
-
-from rocketmq_emulator.broker.cli import main  # noqa: E402
-from rocketmq_emulator.client_sdk import RECONSUME_LATER, Message, Producer, PushConsumer, RemoteBroker  # noqa: E402
-from tests.support.processes import EmulatorProcess, wait_for  # noqa: E402
+from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.client_sdk import RECONSUME_LATER, Message, Producer, PushConsumer, RemoteBroker
+from tests.support.processes import EmulatorProcess, wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / ".test-artifacts" / "dashboard"
