@@ -16,7 +16,7 @@ import time
 
 from rocketmq_emulator.store.errors import SnapshotError
 
-from .errors import AnalyticsError
+from .errors import AnalyticsError, spark_failure_line
 
 __all__ = ["snapshot_main", "analyze_main"]
 
@@ -32,6 +32,19 @@ class _Parser(argparse.ArgumentParser):
 def _fail(prog: str, msg: str, code: int = 2) -> int:
     print(f"{prog}: error: {msg}", file=sys.stderr)
     return code
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """'64M' -> bytes (argparse type: a ValueError becomes a one-line usage error)."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in "KMG" and t[-1:] else ""
+    number = t[:-1] if unit else t
+    if not number.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or a number with K, M or G)")
+    return int(number) * _SIZE_UNITS[unit]
 
 
 def snapshot_main(argv: list[str]) -> int:
@@ -88,8 +101,8 @@ def snapshot_main(argv: list[str]) -> int:
 
 
 def analyze_main(argv: list[str]) -> int:
-    from .preflight import (EXTRA_HINT, check_master, check_out_dir, find_java, missing_analytics_module,
-                            probe_master)
+    from .preflight import (EXTRA_HINT, check_master, check_out_dir, check_remote, find_java,
+                            missing_analytics_module, probe_master, probe_remote)
 
     p = _Parser(prog="rocketmq-emulator analyze",
                 description="Spark analysis of a snapshot: report.html, summary.json, aggregates/*.parquet. "
@@ -98,9 +111,15 @@ def analyze_main(argv: list[str]) -> int:
     p.add_argument("--out", required=True, help="the report directory (created if missing)")
     p.add_argument("--master", default=None,
                    help="Spark master URL: local[N], local[*], spark://HOST:PORT, yarn, k8s://... (default local[*])")
+    p.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
+                   help="run on a Spark Connect server instead (paths are read where the server runs)")
     p.add_argument("--delay-levels", default=None,
                    help='messageDelayLevel of the broker, e.g. "1s 5s 10s ..." (default: RocketMQ\'s, '
                         "corrected by what the snapshot's schedule queues show)")
+    p.add_argument("--driver-read-max", type=_size, default=None, metavar="SIZE",
+                   help="decode a commit log up to SIZE (bytes, or with K, M, G) in the driver and hand it to Spark; "
+                        "a larger one is decoded by the executors, a task per segment (default 64M; 0: always the "
+                        "executors)")
     p.add_argument("--quiet", action="store_true", help="no progress lines (errors still go to stderr)")
     try:
         args = p.parse_args(argv)
@@ -109,28 +128,44 @@ def analyze_main(argv: list[str]) -> int:
     if missing_analytics_module() is not None:
         return _fail(p.prog, EXTRA_HINT)
     try:
+        from .datasource import check_complete
         from .jobs import parse_delay_levels
-        from rocketmq_emulator.store.store_dir import resolve_store
+        from rocketmq_emulator.store.store_dir import cluster_members, resolve_store
         from .report import Progress, analyze_snapshot
     except ImportError:                          # installed but broken (a half-removed package)
         return _fail(p.prog, EXTRA_HINT)
     try:
         # Everything that can be checked is checked before Spark starts (seconds of JVM).
+        if args.remote is not None and args.master is not None:
+            raise AnalyticsError("give --master or --remote, not both")
         check_master(args.master)
+        if args.remote is not None:
+            check_remote(args.remote)
         resolve_store(args.snapshot, "snapshot")
+        for _, where in cluster_members(args.snapshot):
+            check_complete(where)
         check_out_dir(args.out)
         if args.delay_levels:
             parse_delay_levels(args.delay_levels)
-        find_java()
-        probe_master(args.master)
+        if args.remote is None:
+            find_java()
+            probe_master(args.master)
+        else:
+            probe_remote(args.remote)
     except ValueError as exc:
         return _fail(p.prog, str(exc))
     except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
     try:
         summary = analyze_snapshot(args.snapshot, args.out, master=args.master, delay_levels=args.delay_levels,
-                                   progress=Progress(enabled=not args.quiet))
+                                   progress=Progress(enabled=not args.quiet), driver_read_max=args.driver_read_max,
+                                   remote=args.remote)
     except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
+    except Exception as exc:
+        line = spark_failure_line(exc)
+        if line is None:                         # not Spark's: a defect of ours, with its traceback
+            raise
+        return _fail(p.prog, line, 1)
     print(json.dumps({k: summary[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")}))
     return 0

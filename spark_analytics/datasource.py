@@ -18,16 +18,17 @@ decoded (Spark does not push column pruning into Python data sources).
 
 Options: ``includeBody`` (false), ``batchRows`` (65536), ``onDamage`` = stop | fail.
 
-``read_commitlog`` is what the analyses call: the data source for a large log, and for
-a small one (``LOCAL_READ_MAX_BYTES``) the same decoding done in the driver and handed
-to Spark as one Arrow table. The rows are the same; the small path starts no Python
-worker, which on a 2-core host is most of the time a test run's store takes to read.
+``read_commitlog`` is what the analyses call: for a small log (``LOCAL_READ_MAX_BYTES``)
+the same decoding done in the driver and handed to Spark as one Arrow table (the rows
+are the same; no Python worker starts, which on a 2-core host is most of the time a
+test run's store takes to read); for a large snapshot its columnar form
+(``parquet_form``: Parquet written by this data source once, then read at Parquet's
+speed); for a large store directory this data source.
 """
 from __future__ import annotations
 
 import logging
 import sys
-import threading
 import warnings
 from dataclasses import dataclass
 
@@ -39,10 +40,13 @@ from pyspark.sql.types import (BinaryType, DataType, IntegerType, LongType, MapT
 from .columnar import COLUMNS, read_segment, select_schema
 from .commitlog import Damage, list_segments, open_segment, scan_buffer, scan_segment
 from .errors import AnalyticsError
+from .parquet_form import columnar_form
+from .session import session_conf
+from rocketmq_emulator.store.errors import SnapshotError
 from rocketmq_emulator.store.store_dir import resolve_store
 
-__all__ = ["CommitLogDataSource", "FORMAT", "LOCAL_READ_MAX_BYTES", "read_commitlog", "spark_schema",
-           "plan_segments", "SegmentPart"]
+__all__ = ["CommitLogDataSource", "FORMAT", "LOCAL_READ_MAX_BYTES", "log_bytes", "read_commitlog", "spark_schema",
+           "plan_segments", "SegmentPart", "check_complete"]
 
 FORMAT = "rocketmq-commitlog"
 # Up to this many commit-log bytes are decoded in the driver (read_commitlog). The
@@ -86,6 +90,7 @@ def plan_segments(path: str) -> tuple[list[SegmentPart], Damage | None]:
     sd = resolve_store(path)
     segs = list_segments(sd.commitlog)
     if sd.manifest is not None:
+        _check_complete(sd, segs)
         cut = int(sd.manifest["commitlog"]["max_offset"])
         dmg = sd.manifest.get("damage")
         damage = Damage(**dmg) if dmg else None
@@ -101,22 +106,50 @@ def plan_segments(path: str) -> tuple[list[SegmentPart], Damage | None]:
     return parts, scan.damage
 
 
+def check_complete(path: str) -> None:
+    """Raise SnapshotError (one line) if the snapshot at ``path`` lacks part of its
+    commit log (a store directory, without a manifest, has nothing to check)."""
+    sd = resolve_store(path)
+    if sd.manifest is not None:
+        _check_complete(sd, list_segments(sd.commitlog))
+
+
+def _check_complete(sd, segs) -> None:
+    """A snapshot's segments are all there, each at least as long as its manifest says:
+    a segment cut short after the snapshot was taken (a partial copy, a full disk) is
+    not damage the log had, and reading up to it would present part of the snapshot
+    as all of it."""
+    on_disk = {s.base: s.size for s in segs}
+    for seg in sd.manifest["commitlog"].get("segments", []):
+        have = on_disk.get(int(seg["base"]))
+        if have is None:
+            raise SnapshotError(f"snapshot {str(sd.root)!r} is incomplete: commit-log segment {seg['name']} "
+                                "is missing")
+        if have < int(seg["bytes"]):
+            raise SnapshotError(f"snapshot {str(sd.root)!r} is incomplete: commit-log segment {seg['name']} is "
+                                f"{have:,} bytes, its manifest says {int(seg['bytes']):,} (cut short after the "
+                                "snapshot was taken?)")
+
+
 def _warn_damage(damage: Damage) -> None:
     msg = f"reading up to the damage: {damage.describe()}"
     log.warning(msg)
     warnings.warn(msg, stacklevel=3)
 
 
-# read_commitlog changes a session conf for the length of one call; two threads doing
-# so on one session could leave it changed for good.
-_CONF_LOCK = threading.Lock()
+def log_bytes(path: str) -> int:
+    """The commit log's size on disk: its segment files' sizes, which bound the records
+    from above without scanning a (perhaps 1 GiB, live) tail."""
+    return sum(seg.size for seg in list_segments(resolve_store(path).commitlog))
 
 
 def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int | None = None,
-                   damage_reported: bool = False):
+                   damage_reported: bool = False, columnar: bool = True, progress=lambda msg: None):
     """The commit log of a snapshot or store directory as a DataFrame of ``columns``
     (names from ``spark_schema``; no body). Up to ``local_max_bytes`` (default
-    ``LOCAL_READ_MAX_BYTES``) it is decoded here, otherwise by the data source. Damage
+    ``LOCAL_READ_MAX_BYTES``) it is decoded here; a larger one is read from the
+    snapshot's columnar form (``parquet_form``, written by the data source's tasks the
+    first time; ``columnar=False``: from the data source every time). Damage
     stops the read of its segment at the last good record and warns, as the data source
     does; ``damage_reported`` says the caller has already reported what
     ``plan_segments`` finds (a manifest's damage or the live tail's), so the driver
@@ -126,9 +159,10 @@ def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int
     limit = LOCAL_READ_MAX_BYTES if local_max_bytes is None else local_max_bytes
     full = spark_schema(False)
     schema = StructType([full[name] for name in columns])
-    # The files' sizes bound the read from above without scanning a (perhaps 1 GiB)
-    # live tail, which the data source will plan anyway.
-    if sum(seg.size for seg in list_segments(resolve_store(path).commitlog)) > limit:
+    if log_bytes(path) > limit:
+        form = columnar_form(spark, path, progress) if columnar else None
+        if form is not None:
+            return spark.read.parquet(form).select(*columns)
         return spark.read.format(FORMAT).schema(schema).load(path)
     parts, damage = plan_segments(path)
     if damage is not None and not damage_reported:
@@ -148,17 +182,8 @@ def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int
     # the batches become an RDD (a partition per batch of
     # spark.sql.execution.arrow.maxRecordsPerBatch rows), compared by id. An empty
     # table stays a LocalRelation, which costs nothing.
-    key = "spark.sql.execution.arrow.localRelationThreshold"
-    with _CONF_LOCK:
-        before = spark.conf.get(key, None)
-        spark.conf.set(key, "0")
-        try:
-            return spark.createDataFrame(table, schema=schema)
-        finally:
-            if before is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, before)
+    with session_conf(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"}):
+        return spark.createDataFrame(table, schema=schema)
 
 
 def _flag(options, name: str, default: bool) -> bool:

@@ -19,9 +19,13 @@ ages mean the same on a virtual clock.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -122,24 +126,38 @@ class BrokerInput:
 
 @dataclass
 class Analysis:
-    """The analysis of one snapshot: a few facts (records, first / last store time) and
-    one small DataFrame per table in TABLES. ``collect`` runs them."""
+    """The analysis of one snapshot: a one-row frame of facts (records, first / last
+    store time) and one small DataFrame per table in TABLES. ``collect`` runs them."""
 
-    facts: dict
+    facts: DataFrame
     tables: dict[str, DataFrame]
 
     def collect(self, progress=lambda msg: None) -> tuple[dict, dict]:
-        """(totals, tables as Arrow): each table computed once, in Spark; the four counts
-        are the sums of the per-group table (every send-back's group and topic is in it)
-        and of produced per topic."""
-        arrow = {}
-        for name in TABLES:
-            progress(f"computing {name}")
-            arrow[name] = self.tables[name].toArrow()
-        pg = arrow["per_group"].to_pylist()
-        totals = {"produced": sum(r["produced"] for r in arrow["produced_by_topic"].to_pylist()),
+        """(totals, tables as Arrow), computed by ONE Spark action: every table's rows
+        as JSON in one union, so the frames they share are read once and Spark's fixed
+        cost per job (scheduling, planning, a stage per exchange) is paid once, not per
+        table. A union keeps each branch's partitions in order, so each table keeps its
+        orderBy. The four counts are the sums of the per-group table (every send-back's
+        group and topic is in it) and of produced per topic."""
+        progress(f"computing the {len(TABLES)} tables in one Spark job")
+        frames = {"_facts": self.facts, **{name: self.tables[name] for name in TABLES}}
+        union = None
+        for name, df in frames.items():
+            one = df.select(F.lit(name).alias("table"), F.to_json(F.struct(*[F.col(c) for c in df.columns]))
+                            .alias("row"))
+            union = one if union is None else union.unionAll(one)
+        rows: dict[str, list[dict]] = {name: [] for name in frames}
+        for r in union.collect():
+            rows[r["table"]].append(json.loads(r["row"]))
+        arrow = {name: pa.Table.from_pylist(rows[name], schema=to_arrow_schema(self.tables[name].schema))
+                 for name in TABLES}
+        facts = rows["_facts"][0]
+        pg = rows["per_group"]
+        totals = {"produced": sum(r.get("produced") or 0 for r in rows["produced_by_topic"]),
                   "succeeded": sum(r["succeeded"] for r in pg), "dead_lettered": sum(r["dead_lettered"] for r in pg),
-                  "send_backs": sum(r["send_backs"] for r in pg), **self.facts}
+                  "send_backs": sum(r["send_backs"] for r in pg), "records": facts["records"],
+                  "first_store_timestamp": facts.get("first_store_timestamp"),
+                  "last_store_timestamp": facts.get("last_store_timestamp")}
         return totals, arrow
 
 
@@ -150,26 +168,31 @@ def _pct(col: str, p: float) -> Column:
 def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_ms: list[int] | None = None,
             queue_max_offsets: dict[tuple[str, int], int] | None = None, top_n: int = 10,
             progress=lambda msg: None, damage_reported: bool = False,
-            subscriptions_doc: dict | None = None, brokers: list[BrokerInput] | None = None) -> Analysis:
+            subscriptions_doc: dict | None = None, brokers: list[BrokerInput] | None = None,
+            local_max_bytes: int | None = None) -> Analysis:
     """Build every analysis of the snapshot (or store) at ``path`` (``damage_reported``:
     see ``read_commitlog``; ``subscriptions_doc``: its config/subscriptions.json, whose
     Pulsar redelivery counts are in no record). ``brokers``: a cluster's snapshots, in
     broker order (then ``path``, ``offset_table`` and ``queue_max_offsets`` are
     broker-a's, its first). Queues, offsets and log positions are each broker's own;
-    messages and copies are matched across brokers (offsetMsgIds name their broker)."""
+    messages and copies are matched across brokers (offsetMsgIds name their broker).
+    ``local_max_bytes``: see ``read_commitlog``."""
     delays = delay_levels_ms or parse_delay_levels(DEFAULT_DELAY_LEVELS)
     inputs = brokers or [BrokerInput("broker-a", path, offset_table, queue_max_offsets or {})]
     progress("reading the commit log" + (f"s of {len(inputs)} brokers" if len(inputs) > 1 else ""))
     raw = None
     for i, b in enumerate(inputs):
-        one = (read_commitlog(spark, b.path, READ_COLUMNS, damage_reported=damage_reported)
+        one = (read_commitlog(spark, b.path, READ_COLUMNS, damage_reported=damage_reported,
+                              local_max_bytes=local_max_bytes, progress=progress)
                .withColumn("broker", F.lit(b.name)).withColumn("broker_idx", F.lit(i)))
         raw = one if raw is None else raw.unionByName(one)
     c = raw.withColumn("kind", classify_expr()).withColumn("group", group_expr()).cache()
-    stats = c.agg(F.count("*").alias("records"), F.max("store_timestamp").alias("now"),
-                  F.min("store_timestamp").alias("first")).first()
-    now = stats["now"] or 0
-    progress(f"{stats['records']:,} records; classifying")
+    # The newest store time is "now" for ages and overdue checks: a one-row frame joined
+    # where it is needed, not an action of its own.
+    facts = c.agg(F.count("*").alias("records"), F.min("store_timestamp").alias("first_store_timestamp"),
+                  F.max("store_timestamp").alias("last_store_timestamp"))
+    now_df = facts.select(F.coalesce("last_store_timestamp", F.lit(0)).alias("now"))
+    progress("classifying")
 
     offsets = spark.createDataFrame(
         [(t, g, q, o, b.name) for b in inputs for (t, g), qs in normalize_offsets(b.offset_table).items()
@@ -305,7 +328,8 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
     paired = (sched.join(restored, cond, "left")
               .withColumn("late_ms", F.col("r_store") - F.col("due"))
               .withColumn("pending", F.col("r_store").isNull())
-              .withColumn("overdue", F.col("pending") & (F.col("due") < F.lit(now))))
+              .crossJoin(now_df)
+              .withColumn("overdue", F.col("pending") & (F.col("due") < F.col("now"))))
 
     def late_agg(df, keys):
         return (df.groupBy(*keys).agg(
@@ -365,7 +389,8 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
                              "physical_offset", "uniq_key", "keys", "store_timestamp", "reconsume_times"),
                     (F.col("broker") == F.col("c_broker")) & (F.col("topic") == F.col("c_topic"))
                     & (F.col("queue_id") == F.col("c_qid")) & (F.col("committed") == F.col("c_qoff")), "left")
-              .withColumn("age_ms", F.lit(now) - F.col("store_timestamp"))
+              .crossJoin(now_df)
+              .withColumn("age_ms", F.col("now") - F.col("store_timestamp"))
               .select("group", "topic", "broker", "queue_id", F.col("committed").alias("queue_offset"), "lag",
                       (F.col("committed") == F.col("queue_min")).alias("pins_queue_min"), "physical_offset",
                       "uniq_key", "keys", "store_timestamp", "reconsume_times", "age_ms")
@@ -384,8 +409,6 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
          for r in redelivery_stats(subscriptions_doc)],
         "group string, topic string, redeliveries bigint, redelivered_messages bigint, max_redelivery_count int")
 
-    facts = {"records": int(stats["records"]), "first_store_timestamp": stats["first"],
-             "last_store_timestamp": stats["now"]}
     tables = {"per_group": per_group, "retried": retried, "funnel": funnel, "lateness": lateness,
               "lateness_by_level": lateness_by_level, "time_to_dlq": time_to_dlq, "poison": poison,
               "duplicates": duplicates, "lag": lag, "pinning": pinned, "produced_by_topic": produced_by_topic,

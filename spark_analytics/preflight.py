@@ -15,10 +15,10 @@ from pathlib import Path
 from .errors import AnalyticsError
 
 __all__ = ["ANALYTICS_MODULES", "EXTRA_HINT", "JAVA_HINT", "missing_analytics_module", "check_master",
-           "find_java", "standalone_addresses", "probe_master", "check_out_dir"]
+           "find_java", "standalone_addresses", "probe_master", "check_out_dir", "check_remote", "probe_remote"]
 
 # What ``pip install 'rocketmq-emulator[analytics]'`` adds (pyproject.toml's extra).
-ANALYTICS_MODULES = ("pyspark", "pyarrow", "numpy", "matplotlib")
+ANALYTICS_MODULES = ("pyspark", "pyarrow", "numpy", "matplotlib", "pandas", "zstandard")
 EXTRA_HINT = "needs the analytics extra (pip install 'rocketmq-emulator[analytics]')"
 JAVA_HINT = "install Java 17 or later, e.g. `apt-get install default-jre-headless`, or set JAVA_HOME"
 
@@ -84,8 +84,30 @@ def probe_master(master: str | None, timeout: float = 3.0) -> None:
     its addresses within ``timeout`` seconds. Spark would otherwise retry registering
     for a minute and end in a stopped context."""
     addresses = standalone_addresses(master or "")
-    if not addresses:
-        return
+    if addresses:
+        _probe(addresses, f"the Spark master {master}", timeout)
+
+
+# Spark Connect's URL: sc://HOST[:PORT][/;param=value;...], 15002 when no port is given.
+_REMOTE = re.compile(r"sc://([^/:;\s]+)(?::(\d+))?(/.*)?")
+DEFAULT_CONNECT_PORT = 15002
+
+
+def check_remote(remote: str) -> tuple[str, int]:
+    """Refuse what is not a Spark Connect URL; (host, port) of one that is."""
+    m = _REMOTE.fullmatch(remote)
+    if m is None:
+        raise AnalyticsError(f"--remote {remote!r} is not a Spark Connect URL: use sc://HOST:PORT (the Connect "
+                             f"server's port, {DEFAULT_CONNECT_PORT} unless it was started with another)")
+    return m.group(1), int(m.group(2) or DEFAULT_CONNECT_PORT)
+
+
+def probe_remote(remote: str, timeout: float = 3.0) -> None:
+    """Something accepts a TCP connection on the Connect server's port."""
+    _probe([check_remote(remote)], f"the Spark Connect server {remote}", timeout)
+
+
+def _probe(addresses: list[tuple[str, int]], what: str, timeout: float) -> None:
     reasons = []
     for host, port in addresses:
         try:
@@ -95,7 +117,7 @@ def probe_master(master: str | None, timeout: float = 3.0) -> None:
             reasons.append(f"{host}:{port}: no answer within {timeout:g} s")
         except OSError as exc:
             reasons.append(f"{host}:{port}: {exc.strerror or exc}")
-    raise AnalyticsError(f"cannot reach the Spark master {master} ({'; '.join(reasons)}); is it running?")
+    raise AnalyticsError(f"cannot reach {what} ({'; '.join(reasons)}); is it running?")
 
 
 def check_out_dir(path: str) -> None:

@@ -11,6 +11,7 @@ import base64
 import datetime as _dt
 import html
 import json
+import os
 import re
 import sys
 import time
@@ -23,6 +24,8 @@ from .errors import AnalyticsError
 from .jobs import DEFAULT_DELAY_LEVELS, BrokerInput, analyze, parse_delay_levels
 from rocketmq_emulator.store.store_dir import cluster_members, read_json, resolve_store
 from .commitlog import list_segments, scan_segment
+from . import datasource
+from .watchdog import ExecutorWatchdog
 
 __all__ = ["analyze_snapshot", "write_report", "Progress"]
 
@@ -66,12 +69,18 @@ def _source_info(path: str) -> dict:
 
 
 def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spark=None,
-                     delay_levels: str | None = None, progress=None) -> dict:
+                     delay_levels: str | None = None, progress=None, driver_read_max: int | None = None,
+                     remote: str | None = None) -> dict:
     """The ``analyze`` command: Spark analysis of ``path`` written to ``out_dir``
     (a cluster's snapshot: broker-a's at ``path``, the others' in ``path/brokers/NAME``).
-    Returns the summary (what summary.json holds)."""
+    ``driver_read_max``: commit logs up to this many bytes are decoded in the driver
+    (default ``datasource.LOCAL_READ_MAX_BYTES``), larger ones by the data source's
+    tasks. ``remote``: a Spark Connect URL (sc://HOST:PORT) to run on instead of
+    ``master``. Returns the summary (what summary.json holds)."""
     progress = progress or Progress()
     members = cluster_members(path)
+    for _, where in members:                   # before Spark starts: a cut-short snapshot is refused
+        datasource.check_complete(where)
     infos = {name: _source_info(where) for name, where in members}
     info = dict(infos[members[0][0]])
     if len(members) > 1:
@@ -102,15 +111,39 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
             delays[int(lvl) - 1] = int(ms)
     else:
         delays = None
+    from .session import (SMALL_INPUT_JAVA_OPTIONS, SMALL_INPUT_SQL_CONF, build_remote_session, build_session,
+                          session_conf)
+
+    # What read_commitlog decodes in the driver is small enough for Spark's small-input settings.
+    limit = datasource.LOCAL_READ_MAX_BYTES if driver_read_max is None else driver_read_max
+    small = sum(datasource.log_bytes(where) for _, where in members) <= limit
+    if spark is None and remote is not None:
+        progress(f"connecting to the Spark Connect server {remote}")
+        spark = build_remote_session(remote)
+        progress("Spark started")
     if spark is None:
         progress(f"starting Spark ({master or 'local[*]'})")
-        from .session import build_session
-        spark = build_session(master)
+        spark = build_session(master, conf={"spark.driver.extraJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if small
+                              else None)
+        progress("Spark started")
     first = inputs[0]
-    analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
-                       queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
-                       subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None)
-    return write_report(analysis, info, out_dir, progress)
+    _clear_report(out_dir)
+    with ExecutorWatchdog(spark, master), session_conf(spark, SMALL_INPUT_SQL_CONF if small else {}):
+        analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
+                           queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
+                           subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None,
+                           local_max_bytes=limit)
+        return write_report(analysis, info, out_dir, progress)
+
+
+_REPORT_FILES = ("report.html", "summary.json")
+
+
+def _clear_report(out_dir: str) -> None:
+    """Remove an earlier run's report from ``out_dir`` before this one starts: a run that
+    fails must not leave a report that looks like its result."""
+    for name in _REPORT_FILES:
+        (Path(out_dir) / name).unlink(missing_ok=True)
 
 
 def _write_aggregates(arrow: dict, out: Path) -> dict[str, list[dict]]:
@@ -136,7 +169,7 @@ def write_report(analysis, info: dict, out_dir: str, progress=None) -> dict:
     summary = {**{k: totals[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")},
                "records": totals["records"], "snapshot": snapshot, "damaged": bool(info["damage"]),
                "tables": rows}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    summary_text = json.dumps(summary, indent=2, default=str) + "\n"
     progress("drawing charts")
     figs = {
         "outcomes": charts.outcomes_chart(rows["per_group"]),
@@ -148,7 +181,11 @@ def write_report(analysis, info: dict, out_dir: str, progress=None) -> dict:
     for name, png in figs.items():
         if isinstance(png, bytes):
             (out / "aggregates" / f"{name}.png").write_bytes(png)
-    (out / "report.html").write_text(_html(summary, rows, figs, totals))
+    # summary.json and report.html appear together, at the end: never one without the other
+    for name, text in (("summary.json", summary_text), ("report.html", _html(summary, rows, figs, totals))):
+        (out / f".{name}.tmp").write_text(text)
+    for name in _REPORT_FILES[::-1]:
+        os.replace(out / f".{name}.tmp", out / name)
     progress(f"wrote {out / 'report.html'}, {out / 'summary.json'} and {out / 'aggregates'}/")
     return summary
 

@@ -19,12 +19,14 @@ import re
 import sys
 import tempfile
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import SparkStartError
 from .preflight import check_master, find_java, probe_master, standalone_addresses
 
-__all__ = ["build_session", "DEFAULT_MASTER", "START_TIMEOUT_S", "quiet_conf_dir"]
+__all__ = ["build_session", "build_remote_session", "DEFAULT_MASTER", "START_TIMEOUT_S", "quiet_conf_dir", "session_conf", "SMALL_INPUT_SQL_CONF",
+           "SMALL_INPUT_JAVA_OPTIONS"]
 
 DEFAULT_MASTER = "local[*]"
 START_TIMEOUT_S = 20.0        # a standalone master takes an application in about a second (local init ~2 s)
@@ -49,6 +51,46 @@ logger.pygateway.level = error
 # Printed by the JVM itself (not log4j) at every start, because Spark's launcher adds
 # --add-modules=jdk.incubator.vector; nothing a user can act on.
 _JVM_NOTICES = (re.compile(rb"^WARNING: Using incubator modules: "),)
+
+
+# For an input of a few thousand to ~100k rows Spark's fixed costs are the run: a stage
+# per exchange, a job per broadcast and per adaptive stage, Janino compiling code that
+# then runs for a millisecond. One partition, no adaptive re-planning, no broadcasts and
+# interpreted expressions cut an analysis of 4,590 records from ~26 s to ~17 s after
+# Spark's start (this host, 2 cores; benchmarks/analyze_small.py). Set per analysis by
+# report.analyze_snapshot, never for a large input (there codegen and parallelism pay).
+SMALL_INPUT_SQL_CONF = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+# The JVM's quick compiler only: C2 compiling Spark's planner on a second core is
+# time a run of seconds never gets back. Applies to a JVM this process starts.
+SMALL_INPUT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+# Session confs are shared by every thread using the session; two threads changing
+# them at once could leave one changed for good.
+_CONF_LOCK = threading.RLock()
+
+
+@contextmanager
+def session_conf(spark, settings: dict[str, str]):
+    """Set these session confs for the length of the block, then put back what was
+    there (unset what was not). Holds a lock: one such block at a time per process."""
+    with _CONF_LOCK:
+        before = {k: spark.conf.get(k, None) for k in settings}
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        try:
+            yield spark
+        finally:
+            for k, v in before.items():
+                if v is None:
+                    spark.conf.unset(k)
+                else:
+                    spark.conf.set(k, v)
 
 
 def quiet_conf_dir() -> str:
@@ -245,3 +287,27 @@ def build_session(master: str | None = None, *, app_name: str = "rocketmq-emulat
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(CommitLogDataSource)
     return spark
+
+
+def build_remote_session(remote: str):
+    """A Spark Connect session on the server at ``remote`` (sc://HOST:PORT) with the
+    ``rocketmq-commitlog`` data source registered there: the class travels to the server,
+    whose Python workers run it, so this package must be importable by the server's
+    Python (PYSPARK_PYTHON), and paths are read where the server runs. Raises
+    SparkStartError (one line) when the server does not answer."""
+    from pyspark.sql import SparkSession
+
+    from .datasource import CommitLogDataSource
+
+    try:
+        spark = SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        spark.dataSource.register(CommitLogDataSource)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SparkStartError(f"the Spark Connect server {remote} did not take the session: {first}") from None
+    return spark
+
+
+def is_remote(spark) -> bool:
+    """A Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")

@@ -132,3 +132,55 @@ def test_usage_errors_use_the_common_prefix(capsys):
     assert one_line(capsys.readouterr().err).endswith("the following arguments are required: snapshot, --out")
     assert cli.snapshot_main(["--data-dir", "x"]) == 2
     assert capsys.readouterr().err.startswith("rocketmq-emulator snapshot: error: ")
+
+
+def test_a_snapshot_of_a_newer_format_is_one_line_without_starting_spark(store, tmp_path, capsys, no_spark):
+    snap = tmp_path / "snap"
+    assert cli.snapshot_main(["--data-dir", str(store), "--out", str(snap)]) == 0
+    manifest = json.loads((snap / "manifest.json").read_text())
+    manifest["format_version"] += 1
+    (snap / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert analyze_main([str(snap), "--out", str(tmp_path / "o")]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"format version {manifest['format_version']}" in line and "reads up to 1" in line
+
+
+def test_a_snapshot_with_a_segment_cut_short_is_refused_not_read_in_part(store, tmp_path, capsys, no_spark):
+    """A segment shorter than the manifest says (a partial copy): refused in one line,
+    not analysed up to the cut as if the snapshot ended there."""
+    snap = tmp_path / "snap"
+    assert cli.snapshot_main(["--data-dir", str(store), "--out", str(snap)]) == 0
+    segment = snap / "commitlog" / f"{0:020d}"
+    full = segment.stat().st_size
+    with open(segment, "r+b") as f:
+        f.truncate(full - 10)
+    capsys.readouterr()
+    assert analyze_main([str(snap), "--out", str(tmp_path / "o")]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "is incomplete" in line and f"{full - 10:,} bytes, its manifest says {full:,}" in line
+    assert not (tmp_path / "o").exists()
+    segment.unlink()
+    assert analyze_main([str(snap), "--out", str(tmp_path / "o")]) == 2
+    assert f"segment {0:020d} is missing" in one_line(capsys.readouterr().err)
+
+
+def test_driver_read_max_takes_sizes_and_refuses_anything_else(store, tmp_path, capsys, no_spark):
+    assert [cli._size(t) for t in ("0", "4096", "64M", "64MiB", "1k", "2G")] == [0, 4096, 64 << 20, 64 << 20, 1024,
+                                                                                  2 << 30]
+    assert analyze_main([str(store), "--out", str(tmp_path / "o"), "--driver-read-max", "12Q"]) == 2
+    assert "'12Q' is not a size" in one_line(capsys.readouterr().err)
+
+
+def test_remote_urls_are_checked_before_anything_starts(store, tmp_path, capsys, no_spark):
+    out = str(tmp_path / "o")
+    assert analyze_main([str(store), "--out", out, "--remote", "http://127.0.0.1:15002"]) == 2
+    assert "is not a Spark Connect URL: use sc://HOST:PORT" in one_line(capsys.readouterr().err)
+    assert analyze_main([str(store), "--out", out, "--remote", "sc://127.0.0.1:1", "--master", "local[2]"]) == 2
+    assert one_line(capsys.readouterr().err).endswith("give --master or --remote, not both")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]                        # bound, not listening: refused
+        assert analyze_main([str(store), "--out", out, "--remote", f"sc://127.0.0.1:{port}"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"cannot reach the Spark Connect server sc://127.0.0.1:{port}" in line and "is it running?" in line

@@ -92,7 +92,7 @@ def _rows(df) -> list[dict]:
 def test_a_small_log_is_decoded_in_the_driver_into_the_same_rows(spark, scenario):
     for directory in (scenario.snap, scenario.store):
         small = read_commitlog(spark, str(directory), READ_COLUMNS)
-        large = read_commitlog(spark, str(directory), READ_COLUMNS, local_max_bytes=0)
+        large = read_commitlog(spark, str(directory), READ_COLUMNS, local_max_bytes=0, columnar=False)
         # An RDD of Arrow batches, not a LocalRelation (whose rows every cache lookup compares)
         assert _plan(small).startswith("LogicalRDD") and "RelationV2" in _plan(large)
         assert small.schema == large.schema
