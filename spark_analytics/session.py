@@ -56,9 +56,10 @@ _JVM_NOTICES = (re.compile(rb"^WARNING: Using incubator modules: "),)
 # For an input of a few thousand to ~100k rows Spark's fixed costs are the run: a stage
 # per exchange, a job per broadcast and per adaptive stage, Janino compiling code that
 # then runs for a millisecond. One partition, no adaptive re-planning, no broadcasts and
-# interpreted expressions cut an analysis of 4,590 records from ~26 s to ~17 s after
-# Spark's start (this host, 2 cores; benchmarks/analyze_small.py). Set per analysis by
-# report.analyze_snapshot, never for a large input (there codegen and parallelism pay).
+# interpreted expressions, with every table in one job (jobs.Analysis.collect), took
+# `analyze` of 4,590 records from 33 s to 21 s after Spark's start (medians, this 2-core
+# host, benchmarks/analyze_small.py). Set per analysis by report.analyze_snapshot, never
+# for a large input (there codegen and parallelism pay).
 SMALL_INPUT_SQL_CONF = {
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.adaptive.enabled": "false",
