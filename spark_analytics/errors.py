@@ -40,6 +40,10 @@ def spark_failure_line(exc: BaseException) -> str | None:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     # Py4JJavaError: "An error occurred while calling oNN.method.\n: java.Exception: message\n\tat ..."
     java = next((ln[1:].strip() for ln in lines if ln.startswith(": ")), None)
-    first = java or (lines[0] if lines else type(exc).__name__)
+    # a gRPC failure of Spark Connect: "<_InactiveRpcError of RPC ...\n status = ...\n details = "...""
+    status = next((ln.split("=", 1)[1].strip() for ln in lines if ln.startswith("status = ")), None)
+    details = next((ln.split("=", 1)[1].strip().strip('"') for ln in lines if ln.startswith("details = ")), None)
+    grpc = f"the Spark Connect server answered {status}: {details}" if details else None
+    first = java or grpc or (lines[0] if lines else type(exc).__name__)
     first = first.replace("org.apache.spark.SparkException: ", "")
     return f"Spark failed while running the analysis: {first}"

@@ -20,7 +20,7 @@ ages mean the same on a virtual clock.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -131,6 +131,9 @@ class Analysis:
 
     facts: DataFrame
     tables: dict[str, DataFrame]
+    # The frames cached for the tables to share; released once the tables are collected
+    # (a long-lived session, a Connect server, would otherwise keep every run's).
+    cached: list[DataFrame] = field(default_factory=list)
 
     def collect(self, progress=lambda msg: None) -> tuple[dict, dict]:
         """(totals, tables as Arrow), computed by ONE Spark action: every table's rows
@@ -147,7 +150,11 @@ class Analysis:
                             .alias("row"))
             union = one if union is None else union.unionAll(one)
         rows: dict[str, list[dict]] = {name: [] for name in frames}
-        for r in union.collect():
+        try:
+            collected = union.collect()
+        finally:
+            self.release()
+        for r in collected:
             rows[r["table"]].append(json.loads(r["row"]))
         arrow = {name: pa.Table.from_pylist(rows[name], schema=to_arrow_schema(self.tables[name].schema))
                  for name in TABLES}
@@ -159,6 +166,13 @@ class Analysis:
                   "first_store_timestamp": facts.get("first_store_timestamp"),
                   "last_store_timestamp": facts.get("last_store_timestamp")}
         return totals, arrow
+
+
+    def release(self) -> None:
+        """Drop the cached frames (the tables can still be computed, uncached)."""
+        for df in self.cached:
+            df.unpersist()
+        self.cached = []
 
 
 def _pct(col: str, p: float) -> Column:
@@ -413,4 +427,4 @@ def analyze(spark: SparkSession, path: str, offset_table: dict, *, delay_levels_
               "lateness_by_level": lateness_by_level, "time_to_dlq": time_to_dlq, "poison": poison,
               "duplicates": duplicates, "lag": lag, "pinning": pinned, "produced_by_topic": produced_by_topic,
               "redeliveries": redeliveries, "copies_by_broker": copies_by_broker}
-    return Analysis(facts, tables)
+    return Analysis(facts, tables, cached=[c, copies, deliveries, send_backs])

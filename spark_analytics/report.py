@@ -117,9 +117,10 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
     # What read_commitlog decodes in the driver is small enough for Spark's small-input settings.
     limit = datasource.LOCAL_READ_MAX_BYTES if driver_read_max is None else driver_read_max
     small = sum(datasource.log_bytes(where) for _, where in members) <= limit
+    ours = None                                # a Connect session this call opens, closed at its end
     if spark is None and remote is not None:
         progress(f"connecting to the Spark Connect server {remote}")
-        spark = build_remote_session(remote)
+        spark = ours = build_remote_session(remote)
         progress("Spark started")
     if spark is None:
         progress(f"starting Spark ({master or 'local[*]'})")
@@ -128,12 +129,16 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
         progress("Spark started")
     first = inputs[0]
     _clear_report(out_dir)
-    with ExecutorWatchdog(spark, master), session_conf(spark, SMALL_INPUT_SQL_CONF if small else {}):
-        analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
-                           queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
-                           subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None,
-                           local_max_bytes=limit)
-        return write_report(analysis, info, out_dir, progress)
+    try:
+        with ExecutorWatchdog(spark, master), session_conf(spark, SMALL_INPUT_SQL_CONF if small else {}):
+            analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
+                               queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
+                               subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None,
+                               local_max_bytes=limit)
+            return write_report(analysis, info, out_dir, progress)
+    finally:
+        if ours is not None:                   # the server releases what the session held
+            ours.stop()
 
 
 _REPORT_FILES = ("report.html", "summary.json")

@@ -184,3 +184,20 @@ def test_remote_urls_are_checked_before_anything_starts(store, tmp_path, capsys,
         assert analyze_main([str(store), "--out", out, "--remote", f"sc://127.0.0.1:{port}"]) == 2
     line = one_line(capsys.readouterr().err)
     assert f"cannot reach the Spark Connect server sc://127.0.0.1:{port}" in line and "is it running?" in line
+
+
+def test_a_failure_out_of_spark_is_one_line_of_its_message():
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    from rocketmq_emulator.spark_analytics.errors import spark_failure_line
+
+    java = Py4JError("An error occurred while calling o12.collectToPython.\n: org.apache.spark.SparkException: "
+                     "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file x.parquet.\n\tat org.a.B(B.scala)")
+    assert spark_failure_line(java) == ("Spark failed while running the analysis: [FAILED_READ_FILE.NO_HINT] "
+                                        "Encountered error while reading file x.parquet.")
+    rpc = PySparkException("<_InactiveRpcError of RPC that terminated with:\n\tstatus = StatusCode.UNAVAILABLE\n"
+                           '\tdetails = "failed to connect to all addresses"\n\tdebug_error_string = "..."\n>')
+    assert spark_failure_line(rpc) == ("Spark failed while running the analysis: the Spark Connect server answered "
+                                       "StatusCode.UNAVAILABLE: failed to connect to all addresses")
+    assert spark_failure_line(ValueError("ours")) is None

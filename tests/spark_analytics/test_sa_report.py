@@ -79,3 +79,18 @@ def test_wide_content_scrolls_inside_its_box_not_the_page():
     assert re.search(r"code\{[^}]*overflow-wrap:anywhere", css)
     # every table sits directly in a scrolling box
     assert page.count("<table") == page.count("<div class=wide><table") >= 1
+
+
+def test_an_analysis_leaves_nothing_cached_in_the_session(spark, scenario, tmp_path):
+    """The frames the tables share are cached for the one job and released after it: a
+    long-lived session (the suite's, a Spark Connect server) would otherwise keep every
+    run's (a Connect server with 1 GiB ran out of heap on the fourth analyze)."""
+    from rocketmq_emulator.spark_analytics.report import analyze_snapshot
+
+    def persisted():
+        return spark.sparkContext._jsc.getPersistentRDDs().size()
+
+    before = persisted()
+    analyze_snapshot(str(scenario.snap), str(tmp_path / "r1"), spark=spark, progress=lambda msg: None)
+    analyze_snapshot(str(scenario.snap), str(tmp_path / "r2"), spark=spark, progress=lambda msg: None)
+    assert persisted() == before
