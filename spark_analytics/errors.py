@@ -46,4 +46,9 @@ def spark_failure_line(exc: BaseException) -> str | None:
     grpc = f"the Spark Connect server answered {status}: {details}" if details else None
     first = java or grpc or (lines[0] if lines else type(exc).__name__)
     first = first.replace("org.apache.spark.SparkException: ", "")
-    return f"Spark failed while running the analysis: {first}"
+    hint = ""
+    if "FAILED_READ_FILE" in first and "/columnar/" in first:
+        # the derived Parquet is damaged (the log is not): it is written again when it is gone
+        hint = (" (the snapshot's columnar form is damaged; remove its columnar/ directory and it is written "
+                "again from the commit log)")
+    return f"Spark failed while running the analysis: {first}{hint}"

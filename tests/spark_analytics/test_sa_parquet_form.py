@@ -4,6 +4,7 @@ snapshot's log; never written into a store directory or a snapshot it cannot wri
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -87,4 +88,8 @@ def test_a_spark_failure_mid_analysis_is_one_line_and_leaves_no_report(spark, sn
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rocketmq-emulator analyze: error: Spark failed while running "
                                                    "the analysis: "), lines
+    assert lines[0].endswith("remove its columnar/ directory and it is written again from the commit log)")
     assert not (out / "summary.json").exists() and not (out / "report.html").exists()
+    shutil.rmtree(snap / FORM_DIR)                          # as the line says: written again, and read
+    assert analyze_main([str(snap), "--out", str(out), "--quiet", "--driver-read-max", "0"]) == 0
+    assert (out / "summary.json").exists() and (snap / FORM_DIR / STAMP).exists()
