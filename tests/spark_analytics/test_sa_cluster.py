@@ -10,7 +10,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from rocketmq_emulator.broker.cli import main
 from rocketmq_emulator.spark_analytics.report import analyze_snapshot
 from rocketmq_emulator.store.snapshot import take_snapshot
 from tests.support.cli_run import CLI_MAIN
-from tests.support.processes import free_port
+from tests.support.processes import free_port, wait_for
 from tests.support.readme import README
 from tests.support.spark_standalone import SparkConnectServer, SparkStandalone, spark_class
 from tests.support.wall import wall_ms
@@ -113,10 +112,11 @@ def test_a_cluster_whose_workers_go_away_mid_job_ends_in_one_line(snapshot, tmp_
                                  "--master", cluster.master_url, "--driver-read-max", "0", "--quiet"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 120
-            while not any(a["name"] == "rocketmq-emulator-analytics" for a in cluster.status()["activeapps"]):
-                assert proc.poll() is None and time.monotonic() < deadline, "the analysis never reached the master"
-                time.sleep(0.1)
+            def running() -> bool:
+                assert proc.poll() is None, "the analysis ended before it reached the master"
+                return any(a["name"] == "rocketmq-emulator-analytics" for a in cluster.status()["activeapps"])
+
+            wait_for(running, timeout=120, interval=0.1)
             cluster.stop_workers()
             stdout, stderr = proc.communicate(timeout=180)
         finally:

@@ -11,11 +11,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.processes import free_port, wait_port
+from tests.support.processes import free_port, wait_for, wait_port
 
 
 def spark_class() -> str:
@@ -69,17 +68,18 @@ class SparkStandalone:
             work = self.workdir / f"worker-{i}"
             work.mkdir(exist_ok=True)
             self._spawn(f"worker-{i}", *self.worker_args(), "--work-dir", str(work))
-        deadline = time.monotonic() + timeout
-        while self.alive_workers() < self.workers:
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TimeoutError(f"{self.alive_workers()} of {self.workers} Spark workers registered with "
-                                   f"{self.master_url} after {timeout:g} s; logs in {self.workdir}")
+        def ready() -> bool:
             for p in self.procs:
                 if p.poll() is not None:
-                    self.stop()
                     raise RuntimeError(f"a Spark daemon exited with {p.returncode}; logs in {self.workdir}")
-            time.sleep(0.2)
+            return self.alive_workers() >= self.workers
+
+        try:
+            wait_for(ready, timeout, interval=0.2)
+        except (AssertionError, RuntimeError) as exc:
+            self.stop()
+            raise TimeoutError(f"{self.alive_workers()} of {self.workers} Spark workers registered with "
+                               f"{self.master_url} within {timeout:g} s ({exc}); logs in {self.workdir}") from None
         return self
 
     def status(self) -> dict:
