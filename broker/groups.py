@@ -20,6 +20,7 @@ from rocketmq_emulator.store.records import tags_code
 
 from .config import BrokerConfig
 from .protocol import RequestRefused
+from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
 
 __all__ = ["SubscriptionGroupConfig", "GroupManager", "SubscriptionData", "ConsumerGroupInfo",
            "ConsumerManager", "LockManager", "parse_tag_expression", "GroupNameError", "validate_group_name",
@@ -66,7 +67,7 @@ class SubscriptionGroupConfig:
     consume_from_min_enable: bool = True
     consume_broadcast_enable: bool = True
     retry_queue_nums: int = 1
-    retry_max_times: int = 16
+    retry_max_times: int = DEFAULT_MAX_RECONSUME_TIMES
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True

@@ -40,7 +40,7 @@ from .config import PERM_READ, PERM_WRITE
 from .events import EventKind
 from .operations import (AckOutcome, ChangeInvisibleResult, InvisibleOutcome, PopOutcome, PopRequest, PopResult,
                          PoppedMessage)
-from .retry_lifecycle import rocketmq5_after_failure
+from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, RetryDecision, pop_retry_topic, rocketmq5_after_failure
 
 __all__ = ["PopService", "pop_retry_topic", "MAX_INVISIBLE_MS", "SHARDING_KEY", "POP_RETRY_SEPARATOR"]
 
@@ -55,13 +55,6 @@ RELEASE_AFTER_MS = 1000
 _RETRY_FIRST_PERCENT = 20                    # popFromRetryProbability
 _FIFO_SCAN = 2048                            # entries a FIFO pop looks at past the first not done
 SHARDING_KEY = "__SHARDINGKEY"               # a 5.x message group, as the proxy stores it
-
-
-def pop_retry_topic(group: str, topic: str) -> str:
-    """The pop retry topic of a (group, topic): upstream's V2 naming (enableRetryTopicV2),
-    %RETRY%<group>+<topic>. V1's ``_`` is ambiguous when names contain ``_``; ``+`` is
-    illegal in user names, so the store's accounting can tell the group from the name."""
-    return f"{RETRY_PREFIX}{group}{POP_RETRY_SEPARATOR}{topic}"
 
 
 @dataclass(slots=True)
@@ -274,10 +267,12 @@ class PopService:
             if d.owner:
                 self._renew(key, offset, d, now)
                 continue
-            if state.fifo and not self._fifo_exhausted(key, state, offset):
+            old = self._record(key, offset)
+            decision = self._after_failure(key, state, offset, old) if old is not None else None
+            if state.fifo and decision is not None and not decision.dead_letter:
                 del state.in_flight[offset]   # visible again, in place: its group still waits for it
                 continue
-            if not self._revive(key, offset, dead_letter=state.fifo, attempt=self._fifo_attempt(key, state, offset)):
+            if decision is not None and not self._store_copy(key, old, decision):
                 heapq.heappush(expiry, (now + 1000, generation, key, offset))   # store refused: later
                 d.visible_at = now + 1000
                 return
@@ -297,16 +292,11 @@ class PopService:
         heapq.heappush(self._expiry, (d.visible_at, d.generation, key, offset))
 
     def _nack_delay(self, key, offset: int) -> int:
+        """The retry interval of a delivery's attempt (0 when it is to be dead-lettered)."""
         state = self._queues[key]
-        attempt = self._fifo_attempt(key, state, offset)
-        if attempt is None:
-            entry = self.core.store.queue_entry(key[1], key[2], offset)
-            rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
-            attempt = (rec.reconsume_times if rec else 0) + 1
-        gc = self.core.groups.find(key[0])
-        decision = rocketmq5_after_failure(key[0], key[1], attempt, gc.retry_max_times if gc else 16,
-                                           fifo=state.fifo)
-        return decision.delay_ms if not decision.dead_letter else 0
+        old = self._record(key, offset)
+        decision = self._after_failure(key, state, offset, old) if old is not None else None
+        return decision.delay_ms if decision is not None else 0
 
     def _unown(self, key, state: _QueueState, offset: int) -> None:
         d = state.in_flight.get(offset)
@@ -344,7 +334,8 @@ class PopService:
         if found.__class__ is AckOutcome:
             return AckOutcome.ACKED if receipt_handle in self._forwarded else found
         key, offset, state = found
-        if not self._revive(key, offset, dead_letter=True, attempt=self._fifo_attempt(key, state, offset)):
+        old = self._record(key, offset)
+        if old is not None and not self._store_copy(key, old, self._after_failure(key, state, offset, old, True)):
             return AckOutcome.STORE_REFUSED
         self._unown(key, state, offset)
         state.finish(offset)
@@ -352,46 +343,33 @@ class PopService:
         self._forwarded.append(receipt_handle)
         return AckOutcome.ACKED
 
-    def _fifo_attempt(self, key, state: _QueueState, offset: int) -> int | None:
-        """A FIFO delivery's attempt number (None for an unordered one: its record says)."""
-        if not state.fifo:
-            return None
+    def _record(self, key: tuple[str, str, int], offset: int):
         entry = self.core.store.queue_entry(key[1], key[2], offset)
-        rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
-        return (rec.reconsume_times if rec else 0) + state.deliveries.get(offset, 1)
+        return self.core.store.look_message_by_offset(entry[0]) if entry else None
 
-    def _fifo_exhausted(self, key, state: _QueueState, offset: int) -> bool:
-        gc = self.core.groups.find(key[0])
-        max_retries = gc.retry_max_times if gc is not None else 16
-        return self._fifo_attempt(key, state, offset) >= 1 + max_retries
-
-    def _revive(self, key: tuple[str, str, int], offset: int, dead_letter: bool = False,
-                attempt: int | None = None) -> bool:
-        core = self.core
-        group, topic, qid = key
-        entry = core.store.queue_entry(topic, qid, offset)
-        old = core.store.look_message_by_offset(entry[0]) if entry else None
-        if old is None:
-            return True                       # gone from the store: nothing to revive
+    def _after_failure(self, key: tuple[str, str, int], state: _QueueState, offset: int, old,
+                       forward: bool = False) -> RetryDecision:
+        """The retry lifecycle's decision for the delivery of ``old`` at ``offset``: its
+        attempt is the record's reconsume times + 1, or for a FIFO delivery (failed in
+        place) + its deliveries so far; the original topic is the retry copy's RETRY_TOPIC."""
+        group, topic, _ = key
         original = old.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
-        gc = core.groups.find(group)
-        max_retries = gc.retry_max_times if gc is not None else 16
-        attempt = old.reconsume_times + 1 if attempt is None else attempt
-        decision = rocketmq5_after_failure(group, original, attempt, 0 if dead_letter else max_retries)
-        props = dict(old.properties)
-        props.setdefault(Prop.RETRY_TOPIC, original)
-        props.setdefault(Prop.ORIGIN_MESSAGE_ID, old.offset_msg_id)
-        props[Prop.WAIT] = "false"
-        props.pop(Prop.DELAY, None)
-        if decision.dead_letter:       # (the proxy's pop-time check adds one more: 18 after 17 deliveries)
-            target, reconsume = decision.topic, attempt + 1
-        else:
-            target, reconsume = pop_retry_topic(group, original), attempt
-        core.topics.create_system(target, 1, PERM_READ | PERM_WRITE)
-        rec = MessageRecord(target, old.body, 0, old.flag, props, old.sys_flag, old.born_timestamp, old.born_host,
-                            0, old.store_host, reconsume)
+        attempt = old.reconsume_times + (state.deliveries.get(offset, 1) if state.fifo else 1)
+        gc = self.core.groups.find(group)
+        return rocketmq5_after_failure(group, original, attempt,
+                                       gc.retry_max_times if gc is not None else DEFAULT_MAX_RECONSUME_TIMES,
+                                       fifo=state.fifo, properties=old.properties, offset_msg_id=old.offset_msg_id,
+                                       force_dead_letter=forward)
+
+    def _store_copy(self, key: tuple[str, str, int], old, decision: RetryDecision) -> bool:
+        """Store the retry or dead-letter copy of ``old`` the lifecycle decided; False
+        when the store refused it."""
+        core = self.core
+        core.topics.create_system(decision.topic, 1, PERM_READ | PERM_WRITE)
+        rec = MessageRecord(decision.topic, old.body, decision.queue_id, old.flag, decision.properties, old.sys_flag,
+                            old.born_timestamp, old.born_host, 0, old.store_host, decision.attempt)
         res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if decision.dead_letter else EventKind.STORED,
-                               group=group)
+                               group=key[0])
         core._save_config_changes()
         return res.status is PutStatus.PUT_OK
 

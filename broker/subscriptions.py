@@ -47,6 +47,8 @@ from collections import Counter
 import zlib
 from dataclasses import dataclass, field
 
+from .retry_lifecycle import pulsar_redelivery
+
 __all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome", "DELIVER_AT_PROPERTY",
            "KEY_PROPERTY"]
 
@@ -452,7 +454,8 @@ class SubscriptionService:
                 c.pending.discard(o)
             cursor.replay.add(o)
             if count:
-                n = cursor.redeliveries[o] = cursor.redeliveries.get(o, 0) + 1
+                n = cursor.redeliveries[o] = pulsar_redelivery(cursor.topic, cursor.group,
+                                                               cursor.redeliveries.get(o, 0), None).attempt
                 st = cursor.stats
                 st["redeliveries"] += 1
                 st["redelivered_messages"] += n == 1

@@ -21,6 +21,7 @@ from rocketmq_emulator.store.records import (AUTO_CREATE_TOPIC_KEY, DLQ_PREFIX, 
 
 from .config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
 from .protocol import RequestRefused
+from .retry_lifecycle import dlq_topic, retry_topic
 
 __all__ = [
     "TopicConfig",
@@ -48,14 +49,6 @@ NOT_ALLOWED_SEND = NOT_ALLOWED_SEND_TOPICS
 # No upstream bound: 1024 is its largest built-in topic (BenchmarkTest) and the CLI's
 # limit; every client builds one MessageQueue per queue of a route.
 QUEUE_NUMS_MAX = 1024
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_PREFIX + group
 
 
 def is_system_topic(topic: str) -> bool:

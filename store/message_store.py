@@ -18,8 +18,9 @@ from typing import Iterator
 from .checkpoint import Checkpoint, QueueMark, save_checkpoint
 from .commit_log import CommitLog, RecordTooLarge
 from .config import StoreConfig
-from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, dispatched, entry_tags_code, queue_dir,
+from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, dispatched, queue_dir,
                             valid_topic_dir, write_queue)
+from .dispatch import dispatch
 from .errors import StoreError, StoreWriteError
 from .fsutil import RootLock
 from .index import KeyIndex
@@ -87,7 +88,7 @@ class MessageStore:
         fsync (ASYNC_FLUSH; SYNC_FLUSH adds one), one 20-byte queue entry; the key
         index is built lazily, at the first query. The speed tricks live with the data
         they concern: the known queues in two dicts here, the encoding and append in
-        ``CommitLog.append_record``, the tagsCode in ``entry_tags_code``."""
+        ``CommitLog.append_record``, the entry in ``dispatch``."""
         if self._closed:
             return put_failed(PutStatus.SERVICE_NOT_AVAILABLE, "the store is closed")
         topic = rec.topic
@@ -108,9 +109,9 @@ class MessageStore:
             too_big = True
         if too_big:
             return self._body_refused(rec.body)
-        dispatch = dispatched(rec.sys_flag)
+        listed = dispatched(rec.sys_flag)
         try:
-            if dispatch and cq is not None:
+            if listed and cq is not None:
                 at = self._log.append_record(rec, cq.max_offset, now_ms, prop_crc=self._prop_crc,
                                              topic_field=cq.topic_field)
             else:
@@ -120,12 +121,13 @@ class MessageStore:
         if self._write_error is not None:
             self._writes_work_again()
         size = rec.store_size
-        if dispatch:
+        if listed:
             if cq is None:
                 cq = self._queues[(topic, rec.queue_id)] = self._new_queue(topic, rec.queue_id)
             if cq.topic_field is not None:  # a queue with a usual topic: the next put finds it quickly
                 self._fast_queues.setdefault(topic, {})[rec.queue_id] = cq
-            cq.buf += _pack_entry(at, size, entry_tags_code(topic, rec.properties_text, now_ms, self._delays))
+            cq.buf += _pack_entry(*dispatch(topic, rec.queue_id, rec.sys_flag, rec.properties_text, now_ms, at, size,
+                                            self._delays)[1])
             cq.max_offset += 1              # (ConsumeQueue.append, inlined: the put path)
         try:
             prefix = self._host_prefix[rec.store_host]

@@ -33,6 +33,7 @@ from rocketmq_emulator.store.records import Prop
 
 from ..config import PERM_READ, PERM_WRITE
 from ..operations import SendOutcome, SendRequest
+from ..retry_lifecycle import pulsar_dead_letter
 from ..subscriptions import DELIVER_AT_PROPERTY, KEY_PROPERTY, SubscribeOutcome, SubType
 from . import schema as s
 from .frames import (DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, ack_set_of_mask, encode_payload,
@@ -266,7 +267,7 @@ class PulsarFront:
             return 0
         readers = {c.group for c in conn.consumers.values() if c.stored == real}
         group = readers.pop() if len(readers) == 1 else pulsar_letter_group(stored, real)
-        return self.core.subscriptions.redelivery_count(group, real, offset) + 1
+        return pulsar_dead_letter(real, group, self.core.subscriptions.redelivery_count(group, real, offset)).attempt
 
     # -- consumers ---------------------------------------------------------------------------
     def _subscribe(self, conn: Connection, cmd, frame) -> list[bytes]:

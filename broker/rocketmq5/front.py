@@ -15,7 +15,7 @@ from rocketmq_emulator.store.records import Prop
 
 from ..operations import (AckOutcome, InvisibleOutcome, PopOutcome, PopRequest, SendOutcome, SendRequest)
 from ..pop import MAX_INVISIBLE_MS
-from ..retry_lifecycle import ROCKETMQ5_UNORDERED_INTERVALS_MS
+from ..retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, FIFO_RETRY_INTERVAL_MS, ROCKETMQ5_UNORDERED_INTERVALS_MS
 from ..topics import TopicNameError, validate_topic_name
 from .convert import SHARDING_KEY, duration, duration_ms, pb, status, timestamp_ms, to_proto_message
 from .stubs import spb
@@ -29,7 +29,7 @@ MAX_LONG_POLL_MS = 20_000
 _MIN_INVISIBLE_MS = 10_000             # minInvisibleTimeMillsForRecv
 _AUTO_RENEW_INVISIBLE_MS = 60_000      # defaultInvisibleTimeMills
 _MAX_BATCH = 32
-_FIFO_RETRY_MS = 3_000
+_FIFO_RETRY_MS = FIFO_RETRY_INTERVAL_MS
 _PRODUCER_BACKOFF = pb.RetryPolicy(max_attempts=3, exponential_backoff=pb.ExponentialBackoff(
     initial=duration(10), max=duration(1000), multiplier=2.0))
 _NODE_JS = 8                           # UA.language: Node honours only exponential_backoff
@@ -78,7 +78,7 @@ class Rocketmq5Front:
             return out
         group = settings.subscription.group.name
         gc = self.core.groups.find(group) if group else None
-        retry_max = gc.retry_max_times if gc is not None else 16
+        retry_max = gc.retry_max_times if gc is not None else DEFAULT_MAX_RECONSUME_TIMES
         fifo = gc is not None and gc.consume_message_orderly
         sub = out.subscription
         sub.receive_batch_size = _MAX_BATCH
