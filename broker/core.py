@@ -62,7 +62,7 @@ class BrokerCore:
         self.store_host = (self.config.broker_ip, self.config.listen_port)
         self.topics = TopicManager(self.config, store.load_config("topics"))
         self.groups = GroupManager(self.config, store.load_config("subscriptionGroup"))
-        self.configs = ConfigWriter(store, self.topics, self.groups)
+        self.configs = ConfigWriter(store, (self.topics, self.groups), lambda: self._dirty(self.clock.now_ms()))
         self.consumers = ConsumerManager()
         self.producers: dict[str, dict[Channel, str]] = {}
         self.locks = LockManager(self.config.rebalance_lock_max_live_time)
@@ -151,16 +151,9 @@ class BrokerCore:
         except Exception as exc:  # a bug must not take the broker down; answer and log it
             log.exception("request %s failed", request.code)
             response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        self._save_config_changes()
         if request.is_oneway:
             return None
         return response
-
-    def _save_config_changes(self) -> None:
-        """Write topic and group configs an operation created or changed (a failure is
-        logged; the operation's result stands, see ConfigWriter)."""
-        if self.topics.dirty or self.groups.dirty:
-            self.configs.save_changes()
 
     @property
     def has_outgoing(self) -> bool:
@@ -232,35 +225,25 @@ class BrokerCore:
     # -- typed operations (broker/operations.py) ---------------------------------------
     def send(self, request: SendRequest, channel: Channel) -> SendResult:
         """Store one message (broker/sending.py)."""
-        result = sending.send(self, request, channel)
-        self._save_config_changes()
-        return result
+        return sending.send(self, request, channel)
 
     def send_batch(self, request: BatchSendRequest, channel: Channel) -> SendResult:
         """Store a batch of one topic and queue (broker/sending.py)."""
-        result = sending.send_batch(self, request, channel)
-        self._save_config_changes()
-        return result
+        return sending.send_batch(self, request, channel)
 
     def send_back(self, request: SendBack) -> SendBackResult:
         """A consumer gives a stored message back: retried later or dead-lettered, as
         the retry lifecycle decides (broker/sending.py)."""
-        result = sending.send_back(self, request)
-        self._save_config_changes()
-        return result
+        return sending.send_back(self, request)
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
-        result = pulling.pull(self, request, channel)
-        self._save_config_changes()
-        return result
+        return pulling.pull(self, request, channel)
 
     def pop(self, request: PopRequest) -> PopResult:
         """5.x receive: visible messages of a topic (and the group's pop retry topic),
         invisible for the request's time after (broker/pop.py)."""
-        result = self.pops.pop(request)
-        self._save_config_changes()
-        return result
+        return self.pops.pop(request)
 
     def release_client(self, client_id: str) -> int:
         """A 5.x client went away: its auto-renewed deliveries are visible again after 1 s
@@ -273,9 +256,7 @@ class BrokerCore:
 
     def forward_to_dlq(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
         """A delivery's message to %DLQ%<group> at once (a 5.x FIFO consumer gave up)."""
-        result = self.pops.forward_to_dlq(group, topic, receipt_handle)
-        self._save_config_changes()
-        return result
+        return self.pops.forward_to_dlq(group, topic, receipt_handle)
 
     def change_invisible_time(self, group: str, topic: str, receipt_handle: str,
                               invisible_ms: int) -> ChangeInvisibleResult:
@@ -329,7 +310,6 @@ class BrokerCore:
                 self.notify_consumer_ids_changed(c.group, exclude=channel)
         for group in reg.producers:
             self.producers.setdefault(group, {})[channel] = reg.client_id
-        self._save_config_changes()
 
     def unregister(self, channel: Channel, *, producer_group: str | None = None,
                    consumer_group: str | None = None) -> None:
@@ -507,10 +487,15 @@ class BrokerCore:
             self._flush_due = now + self.config.flush_interval_commit_log
 
     def save_configs(self) -> Exception | None:
-        """Topic and group configs are written when they change (rare), as RocketMQ
-        does, so a crash never leaves stored messages in a topic the broker forgot.
-        Returns the write's failure (already logged) instead of raising it."""
+        """Write the topic and group documents whole (each change was recorded in their
+        journals when it was made, so a crash never leaves stored messages in a topic
+        the broker forgot). Returns the write's failure (already logged) instead of
+        raising it."""
         return self.configs.save()
+
+    def _change_failure(self) -> Exception | None:
+        """Why the last config change could not be recorded, None when it was."""
+        return self.configs.error if self.configs.pending else None
 
     def flush(self) -> None:
         """Persist the log, offsets, delay offsets and changed topic/group configs. A
@@ -567,7 +552,7 @@ class BrokerCore:
         is then back), None when it was."""
         previous = self.groups.table.get(gc.group_name)
         self.groups.put(gc)
-        failure = self.save_configs()
+        failure = self._change_failure()
         if failure is None:
             return None
         if previous is None:
@@ -590,7 +575,7 @@ class BrokerCore:
         check_topic_settings(tc.read_queue_nums, tc.write_queue_nums, tc.perm)
         previous = self.topics.get(tc.topic_name)
         self.topics.put(tc)
-        failure = self.save_configs()
+        failure = self._change_failure()
         if failure is None:
             return None
         if previous is None:
@@ -605,7 +590,7 @@ class BrokerCore:
         inside its schedule queue, with no more entries pending than the queue holds;
         every held pull and registered
         consumer is on an open connection, held pulls wait on existing topics; topic
-        configs are in range and written (none left dirty after a request)."""
+        configs are in range and every change recorded."""
         self.store._check()
         self.pops._check()
         sched = self.schedule.scheduler
@@ -625,7 +610,7 @@ class BrokerCore:
         for name, tc in self.topics.table.items():
             assert 1 <= tc.read_queue_nums <= 1024 and 1 <= tc.write_queue_nums <= 1024, name
             assert 0 <= tc.perm <= 7, name
-        assert not self.topics.dirty and not self.groups.dirty, "a config change was not written"
+        assert not self.configs.pending, "a config change was not recorded"
 
     def born_host_of(self, channel: Channel):
         return _born_host(channel.remote)

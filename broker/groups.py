@@ -19,6 +19,7 @@ from typing import Any
 from rocketmq_emulator.store.records import tags_code
 
 from .config import BrokerConfig
+from .config_table import ConfigTable
 from .protocol import RequestRefused
 from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
 
@@ -89,17 +90,20 @@ class SubscriptionGroupConfig:
         return cls(**{a: d[k] for k, a in cls._JSON.items() if k in d})
 
 
-class GroupManager:
+class GroupManager(ConfigTable):
+    """subscriptionGroup.json: every group's config (``ConfigTable``: ``put``, ``delete``)."""
+
+    DOCUMENT = "subscriptionGroup"
+    TABLE = "subscriptionGroupTable"
+    entry_from_json = SubscriptionGroupConfig.from_json
+
     def __init__(self, config: BrokerConfig, saved: dict | None = None) -> None:
         self.config = config
-        self.table: dict[str, SubscriptionGroupConfig] = {}
-        self.data_version = 0
-        self.dirty = False
-        if saved:
-            for d in saved.get("subscriptionGroupTable", {}).values():
-                g = SubscriptionGroupConfig.from_json(d)
-                self.table[g.group_name] = g
-            self.data_version = int(saved.get("dataVersion", {}).get("counter", 0))
+        super().__init__(saved)
+
+    @staticmethod
+    def entry_name(entry: SubscriptionGroupConfig) -> str:
+        return entry.group_name
 
     def find(self, group: str, *, auto_create: bool = True) -> SubscriptionGroupConfig | None:
         """``findSubscriptionGroupConfig``: auto-created when autoCreateSubscriptionGroup
@@ -114,23 +118,6 @@ class GroupManager:
             g = self.put(SubscriptionGroupConfig(group))
         return g
 
-    def put(self, g: SubscriptionGroupConfig) -> SubscriptionGroupConfig:
-        self.table[g.group_name] = g
-        self.data_version += 1
-        self.dirty = True
-        return g
-
-    def delete(self, group: str) -> bool:
-        """DELETE_SUBSCRIPTIONGROUP: forget the group's config (written with the next save)."""
-        if self.table.pop(group, None) is None:
-            return False
-        self.data_version += 1
-        self.dirty = True
-        return True
-
-    def to_json(self) -> dict:
-        return {"subscriptionGroupTable": {n: g.to_json() for n, g in sorted(self.table.items())},
-                "dataVersion": {"counter": self.data_version}}
 
 
 def parse_tag_expression(expr: str | None) -> tuple[frozenset[str], frozenset[int] | None]:

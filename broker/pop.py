@@ -370,7 +370,6 @@ class PopService:
                             old.born_timestamp, old.born_host, 0, old.store_host, decision.attempt)
         res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if decision.dead_letter else EventKind.STORED,
                                group=key[0])
-        core._save_config_changes()
         return res.status is PutStatus.PUT_OK
 
     # -- state ------------------------------------------------------------------------------------

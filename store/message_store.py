@@ -20,6 +20,7 @@ from .commit_log import CommitLog, RecordTooLarge
 from .config import StoreConfig
 from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, dispatched, queue_dir,
                             valid_topic_dir, write_queue)
+from .config_journal import JOURNAL_SUFFIX, append_changes, apply_changes, read_changes
 from .dispatch import dispatch
 from .errors import StoreError, StoreWriteError
 from .fsutil import RootLock
@@ -57,6 +58,7 @@ class MessageStore:
         self._offsets = ConsumerOffsets()
         self._delay = DelayOffsets()
         self._configs: dict[str, str] = {}          # in-memory mode's config documents (JSON text)
+        self._config_changes: dict[str, list[str]] = {}     # in-memory mode's journals (JSON lines)
         self._index = KeyIndex()
         self._host_prefix: dict[tuple[str, int], str] = {}
         self._delays = config.delay_levels_ms
@@ -408,23 +410,54 @@ class MessageStore:
         text = json.dumps(obj)              # fails here, not at flush, if obj is not JSON
         if self._root is None:
             self._configs[name] = text
+            self._config_changes.pop(name, None)
             return
         path = self._root / "config" / f"{name}.json"
         try:
             dump_json_document(path, obj, durable=self.config.fsync)
+            (self._root / "config" / f"{name}{JOURNAL_SUFFIX}").unlink(missing_ok=True)
         except OSError as exc:
             raise StoreWriteError(f"cannot write {str(path)!r}: {exc.strerror or exc}; the previous version "
                                   f"is kept", exc) from exc
 
+    def save_config_changes(self, name: str, ops: list) -> None:
+        """Record changes to the document ``name`` without rewriting it: one line of
+        ``["set", [key, ...], value]`` / ``["del", [key, ...]]`` operations appended to
+        its journal (store/config_journal.py), in the OS before this returns (fsynced
+        with SYNC_FLUSH); ``save_config`` of the whole document empties the journal.
+        Raises StoreWriteError when the write fails. Cost: O(the change), one write."""
+        self._live()
+        self._config_name(name)
+        text = json.dumps(ops)              # fails here if ops is not JSON
+        if self._root is None:
+            self._config_changes.setdefault(name, []).append(text)
+            return
+        path = self._root / "config" / f"{name}{JOURNAL_SUFFIX}"
+        try:
+            append_changes(path, ops, durable=self.config.fsync and self.config.sync_flush)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write {str(path)!r}: {exc.strerror or exc}", exc) from exc
+
     def load_config(self, name: str):
-        """The document saved under ``name`` (a fresh object), None if there is none.
-        Cost: one file read and a JSON parse."""
+        """The document saved under ``name`` with the changes recorded since (a fresh
+        object), None if there is none. Cost: one file read and a JSON parse, and the
+        journal's lines."""
         self._live()
         self._config_name(name)
         if self._root is None:
             text = self._configs.get(name)
-            return json.loads(text) if text is not None else None
-        return load_json_document(self._root / "config" / f"{name}.json")
+            return apply_changes(json.loads(text) if text is not None else None,
+                                 [json.loads(t) for t in self._config_changes.get(name, ())])
+        doc = load_json_document(self._root / "config" / f"{name}.json")
+        path = self._root / "config" / f"{name}{JOURNAL_SUFFIX}"
+        try:
+            lines, torn = read_changes(path)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot read the changes to {name}.json in {str(path)!r}: {exc}") from None
+        if torn:
+            log.warning("store %s: %s: %s; that change was never answered, so it is dropped",
+                        self._root, path.name, torn)
+        return apply_changes(doc, lines)
 
     @staticmethod
     def _config_name(name: str) -> None:

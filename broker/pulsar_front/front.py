@@ -498,7 +498,6 @@ class PulsarFront:
         core = self.core
         if core.topics.get(stored) is None:
             core.topics.create_system(stored, 1, PERM_READ | PERM_WRITE)
-            core._save_config_changes()
 
 
 _HANDLERS = {

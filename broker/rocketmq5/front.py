@@ -102,7 +102,6 @@ class Rocketmq5Front:
         else:
             # seed 002's table for non-FIFO groups: next[attempt - 1] is the wait after attempt
             policy.customized_backoff.next.extend(duration(ms) for ms in ROCKETMQ5_UNORDERED_INTERVALS_MS)
-        self.core._save_config_changes()
         return out
 
     def heartbeat(self, client_id: str) -> pb.Status:
@@ -149,7 +148,6 @@ class Rocketmq5Front:
         assignments = [pb.Assignment(message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=q,
                                                                    permission=pb.READ_WRITE, broker=broker))
                        for q in ids]
-        self.core._save_config_changes()
         return status(pb.OK, "OK"), assignments
 
     def _topic(self, topic: str):
@@ -161,7 +159,6 @@ class Rocketmq5Front:
         tc = core.topics.get(topic)
         if tc is None and core.config.auto_create_topic_enable and not topic.startswith(("%RETRY%", "rmq_sys_")):
             tc = core.topics.create_system(topic, core.config.default_topic_queue_nums, 6)
-            core._save_config_changes()
         if tc is None:
             return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found")
         return tc

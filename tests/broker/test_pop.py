@@ -21,7 +21,6 @@ def broker(tmp_path=None, queues=1, retry_max_times=16):
     core = BrokerCore.open(tmp_path, clock) if tmp_path else BrokerCore.in_memory(clock)
     core.topics.create_system(T, queues, 6)
     core.groups.put(SubscriptionGroupConfig(G, retry_max_times=retry_max_times))
-    core._save_config_changes()
     return core
 
 
@@ -174,7 +173,6 @@ def test_forward_to_the_dlq_moves_the_message_now_and_is_idempotent():
 def fifo_broker(retry_max_times=2):
     core = broker(retry_max_times=retry_max_times)
     core.groups.put(SubscriptionGroupConfig(G, retry_max_times=retry_max_times, consume_message_orderly=True))
-    core._save_config_changes()
     return core
 
 
