@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
@@ -26,26 +27,21 @@ from .core_types import Channel, ConsumeMessageContext
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
-from .long_polling import PullHoldService
+from .long_polling import HeldPull, PullHoldService
 from .pop import PopService
 from .subscriptions import SubscriptionService
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
-                         OffsetCommit, PopRequest, PopResult, PullRequest, PullResult, QueueRoute, Registration,
+                         OffsetCommit, PopRequest, PopResult, PullOutcome, PullRequest, PullResult, QueueRoute,
+                         Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
-from .processors import build_processor_table
-from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand, RequestCode,
-                       RequestRefused, ResponseCode)
+from .errors import RequestRefused
+from .notifications import ConsumerIdsChanged, Notification, PullReady
 from .schedule import ScheduleService
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
 
 log = logging.getLogger("broker")
-
-# What a stopped cluster member still answers: its port is the name server's too.
-_ALWAYS_ANSWERED = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO,
-                              RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                              EMULATOR_CLOCK_ADVANCE, EMULATOR_BROKER_CONTROL, EMULATOR_DLQ})
 
 # A failed re-store of a due delayed message is retried after this (DELAY_FOR_A_WHILE).
 _SCHEDULE_RETRY_MS = 100
@@ -72,7 +68,7 @@ class BrokerCore:
         self.subscriptions = SubscriptionService(self)      # Pulsar-style cursors (broker/subscriptions.py)
         self.events = EventLog()
         self.events.enabled = self.config.record_events
-        self._outgoing: list[tuple[Channel, RemotingCommand]] = []
+        self._notifications: list[Notification] = []
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
@@ -80,7 +76,6 @@ class BrokerCore:
         self._flush_error: str | None = None            # why the last flush failed (until one works)
         self._schedule_retry_at = 0
         self._schedule_failing = False                   # re-stores of due delayed messages fail
-        self._processors = build_processor_table()
         self._closed = False
         # The name server this broker's name-server requests ask: itself, or the Cluster
         # it belongs to (broker/cluster.py), which sets this.
@@ -131,45 +126,20 @@ class BrokerCore:
         for chans in self.producers.values():
             chans.pop(channel, None)
 
-    # -- requests ----------------------------------------------------------------------
-    def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
-        """Process one request. None means no reply now (oneway, or a held pull)."""
-        fn = self._processors.get(request.code)
-        if self.stopped and request.code not in _ALWAYS_ANSWERED:
-            return None if request.is_oneway else request.response(
-                ResponseCode.SYSTEM_ERROR, f"broker {self.config.broker_name} is stopped "
-                                           f"(rocketmq-emulator broker start {self.config.broker_name})")
-        if fn is None:
-            # Sent even for oneway requests, as upstream does.
-            return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                    f" request type {request.code} not supported")
-        try:
-            response = fn(self, request, channel)
-        except RequestRefused as exc:   # the peer's mistake: one line, no traceback
-            log.warning("refused request %s from %s: %.300s", request.code, channel.remote, exc)
-            response = request.response(exc.code, str(exc))
-        except Exception as exc:  # a bug must not take the broker down; answer and log it
-            log.exception("request %s failed", request.code)
-            response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if request.is_oneway:
-            return None
-        return response
-
+    # -- notifications ------------------------------------------------------------------
     @property
-    def has_outgoing(self) -> bool:
-        """Whether commands wait in ``take_outgoing`` (drivers and idle-skipping ask)."""
-        return bool(self._outgoing)
+    def has_notifications(self) -> bool:
+        """Whether notifications wait in ``take_notifications`` (drivers and idle-skipping ask)."""
+        return bool(self._notifications)
 
-    def take_outgoing(self) -> list[tuple[Channel, RemotingCommand]]:
-        out, self._outgoing = self._outgoing, []
+    def take_notifications(self) -> list[Notification]:
+        """What the core has to tell the fronts since the last call (held pulls answered,
+        consumer ids changed), in order; drivers take them after every call and tick."""
+        out, self._notifications = self._notifications, []
         return out
 
-    def push(self, channel: Channel, command: RemotingCommand) -> None:
-        if not channel.closed:
-            self._outgoing.append((channel, command))
-
     def notify_consumer_ids_changed(self, group: str, *, exclude: Channel | None = None) -> None:
-        """NOTIFY_CONSUMER_IDS_CHANGED (oneway) to the group's other consumers."""
+        """Tell the group's other consumers to rebalance (ConsumerIdsChanged)."""
         gc = self.groups.table.get(group)
         if not self.config.notify_consumer_ids_changed_enable or (gc and not gc.notify_consumer_ids_changed_enable):
             return
@@ -177,9 +147,8 @@ class BrokerCore:
         if info is None:
             return
         for ch in list(info.channels):
-            if ch is not exclude:
-                self.push(ch, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                                      {"consumerGroup": group}, oneway=True))
+            if ch is not exclude and not ch.closed:
+                self._notifications.append(ConsumerIdsChanged(ch, group))
 
     # -- the one put path ------------------------------------------------------------
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
@@ -357,12 +326,26 @@ class BrokerCore:
         [begin_ms, end_ms], newest first, at most ``max_num``."""
         return self.store.query_by_key(topic, key, max_num, begin_ms, end_ms)
 
-    def _answer_held(self, held) -> None:
-        from .processors.pull import run_pull
+    def pull_or_hold(self, request: PullRequest, channel: Channel, suspend_ms: int, context) -> PullResult | None:
+        """A long-polling pull: the pull's result, or None when it found nothing new —
+        then it is held until a matching message arrives in its queue or its suspend time
+        (``suspend_ms``; ``shortPollingTimeMills`` without ``longPollingEnable``) ends,
+        and is answered by a PullReady notification carrying ``context``. The commit it
+        carries is made now, once (PullRequestHoldService)."""
+        result = self.pull(request, channel)
+        if result.outcome is not PullOutcome.NO_NEW_MESSAGE:
+            return result
+        wait = suspend_ms if self.config.long_polling_enable else self.config.short_polling_time_mills
+        again = request if request.commit_offset is None else replace(request, commit_offset=None)
+        self.holds.hold(HeldPull(channel, again, context, request.topic, request.queue_id, request.offset,
+                                 result.tag_codes, self.clock.now_ms() + wait))
+        return None
 
-        response = run_pull(self, held.request, held.channel, allow_suspend=False)
-        if response is not None:
-            self.push(held.channel, response)
+    def _answer_held(self, held) -> None:
+        """Run a held pull again, now (a message arrived, or its time ended)."""
+        if not held.channel.closed:
+            self._notifications.append(PullReady(held.channel, held.context, held.request,
+                                                 self.pull(held.request, held.channel)))
 
     def record_offset_commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         if self.store.query_offset(group, topic, queue_id) == offset:

@@ -20,7 +20,7 @@ from rocketmq_emulator.store.records import tags_code
 
 from .config import BrokerConfig
 from .config_table import ConfigTable
-from .protocol import RequestRefused
+from .errors import RequestRefused
 from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
 
 __all__ = ["SubscriptionGroupConfig", "GroupManager", "SubscriptionData", "ConsumerGroupInfo",

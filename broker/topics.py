@@ -21,7 +21,7 @@ from rocketmq_emulator.store.records import (AUTO_CREATE_TOPIC_KEY, DLQ_PREFIX, 
 
 from .config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
 from .config_table import ConfigTable
-from .protocol import RequestRefused
+from .errors import RequestRefused
 from .retry_lifecycle import dlq_topic, retry_topic
 
 __all__ = [

@@ -1,10 +1,11 @@
 """MQTT bridge (aiomqtt — asyncio-mqtt's current name): devices publish into topics, the
 retry / DLQ lifecycle streams out, chosen topics are forwarded out.
 
-It translates and decides nothing: ingress becomes an ordinary SEND_MESSAGE handled by
-the core (same validation as any producer), the event feed is the core's event record,
-egress is an ordinary clustering consumer whose failed publish is sent back with
-CONSUMER_SEND_MSG_BACK and so takes the %RETRY% / %DLQ% path. Egress reads the store
+It translates and decides nothing: ingress becomes an ordinary send of the core (same
+validation as any producer), the event feed is the core's event record, egress is an
+ordinary clustering consumer (registered, pulling and committing through the core's
+typed operations) whose failed publish is sent back and so takes the %RETRY% / %DLQ%
+path. Egress reads the store
 when the core says a message arrived in a forwarded topic (its STORED / REDELIVERED
 events), never by polling.
 
@@ -24,7 +25,9 @@ from urllib.parse import unquote, urlparse
 
 from ..core import BrokerCore
 from ..events import Event, EventKind
-from ..protocol import RemotingCommand, RequestCode, ResponseCode
+from ..groups import SubscriptionData
+from ..operations import (ConsumerRegistration, PullRequest, Registration, SendBack, SendBackOutcome, SendOutcome,
+                          SendRequest)
 from ..topics import RETRY_PREFIX, TopicNameError, validate_topic_name
 
 __all__ = ["MqttSettings", "MqttBridge", "PubackWatcher", "parse_mqtt_url"]
@@ -208,14 +211,11 @@ class MqttBridge:
             text = properties_to_string(props)
         except Exception:
             return self._drop(topic_path, "unusable user properties")
-        req = RemotingCommand.request(RequestCode.SEND_MESSAGE, {
-            "producerGroup": BRIDGE_PRODUCER_GROUP, "topic": topic, "defaultTopic": "TBW102",
-            "defaultTopicQueueNums": 4, "queueId": -1, "sysFlag": 0,
-            "bornTimestamp": self.core.clock.now_ms(), "flag": 0, "properties": text})
-        req.body = bytes(payload)
-        resp = self.core.handle(req, self.channel)
-        if resp is None or resp.code != ResponseCode.SUCCESS:
-            return self._drop(topic_path, f"refused by the broker: {resp.remark if resp else 'no reply'}")
+        del text
+        result = self.core.send(SendRequest(BRIDGE_PRODUCER_GROUP, topic, bytes(payload), -1, props,
+                                            born_timestamp=self.core.clock.now_ms()), self.channel)
+        if result.outcome is not SendOutcome.STORED:
+            return self._drop(topic_path, f"refused by the broker: {result.remark or result.outcome.value}")
         self.stats.ingress_stored += 1
         return True
 
@@ -247,13 +247,11 @@ class MqttBridge:
             self._egress_ready.set()
 
     def _register_egress_consumer(self) -> None:
-        subs = [{"topic": t, "subString": "*", "subVersion": 1} for t in self.settings.egress_topics]
-        subs.append({"topic": RETRY_PREFIX + BRIDGE_CONSUMER_GROUP, "subString": "*", "subVersion": 1})
-        body = {"clientID": self.channel.client_id, "consumerDataSet": [{
-            "groupName": BRIDGE_CONSUMER_GROUP, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
-            "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "subscriptionDataSet": subs}]}
-        self.core.handle(RemotingCommand.request(RequestCode.HEART_BEAT, None, json.dumps(body).encode()),
-                         self.channel)
+        topics = [*self.settings.egress_topics, RETRY_PREFIX + BRIDGE_CONSUMER_GROUP]
+        subs = tuple(SubscriptionData(t, "*", sub_version=1) for t in topics)
+        self.core.register(Registration(self.channel.client_id, (ConsumerRegistration(
+            BRIDGE_CONSUMER_GROUP, "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_FIRST_OFFSET", subs),)),
+            self.channel)
 
     async def _egress(self, client) -> None:
         from rocketmq_emulator.store.records import Prop, iter_records
@@ -266,8 +264,8 @@ class MqttBridge:
             for topic in topics:
                 tc = self.core.topics.get(topic)
                 for qid in range(tc.read_queue_nums if tc else 0):
-                    offset = max(self.core.store.query_offset(BRIDGE_CONSUMER_GROUP, topic, qid), 0)
-                    res = self.core.store.get_message(topic, qid, offset, 32, None)
+                    offset = max(self.core.committed_offset(BRIDGE_CONSUMER_GROUP, topic, qid) or 0, 0)
+                    res = self.core.pull(PullRequest(BRIDGE_CONSUMER_GROUP, topic, qid, offset, 32), self.channel)
                     records = [rec for raw in res.records for rec in iter_records(raw)]
                     for rec in records:
                         out_topic = rec.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
@@ -304,12 +302,10 @@ class MqttBridge:
 
     def _send_back(self, rec) -> bool:
         """CONSUMER_SEND_MSG_BACK for a message the bridge failed to forward; False if refused."""
-        req = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
-            "offset": rec.commit_log_offset, "group": BRIDGE_CONSUMER_GROUP, "delayLevel": 0,
-            "originMsgId": rec.msg_id, "originTopic": rec.topic})
-        resp = self.core.handle(req, self.channel)
-        if resp is None or resp.code != ResponseCode.SUCCESS:
-            log.error("egress send-back of %s failed: %s", rec.msg_id, resp.remark if resp else "no reply")
+        result = self.core.send_back(SendBack(BRIDGE_CONSUMER_GROUP, rec.commit_log_offset, 0,
+                                              origin_msg_id=rec.msg_id, origin_topic=rec.topic))
+        if result.outcome not in (SendBackOutcome.RETRYING, SendBackOutcome.DEAD_LETTERED):
+            log.error("egress send-back of %s failed: %s", rec.msg_id, result.remark or result.outcome.value)
             return False
         return True
 

@@ -1,9 +1,10 @@
 """The asyncio remoting server: frames in, BrokerCore, frames out. It decides nothing.
 
 One endpoint serves name-server and broker requests. Per connection: bytes are fed to
-a FrameDecoder, each request goes to ``core.handle`` in arrival order (pipelined; the
-reply is written as soon as it exists), and after every batch the core's outgoing
-queue (held-pull replies, NOTIFY_CONSUMER_IDS_CHANGED) is written to its connections.
+a FrameDecoder, each request goes to the core's 4.x front (``RemotingFront.handle``) in
+arrival order (pipelined; the reply is written as soon as it exists), and after every
+batch the front's outgoing commands (held-pull replies, NOTIFY_CONSUMER_IDS_CHANGED) are
+written to their connections.
 One loop timer is armed at ``core.next_deadline()`` and ticks the core (real clock); on
 a virtual clock time moves only by the clock-control request, and held pulls are
 answered after at most ``virtual_hold_limit_s`` to 2x that of real time (clients time
@@ -35,6 +36,7 @@ import socket
 from collections import deque
 
 from ..core import BrokerCore
+from ..processors.front import RemotingFront
 from ..protocol import ProtocolError, RemotingCommand
 from ..protocol.codec import FrameDecoder, encode
 
@@ -112,7 +114,7 @@ class _Connection(asyncio.Protocol):
         """Handle requests in order while fewer than ``max_outgoing_buffer`` bytes of
         replies wait unread; the rest go to the backlog, handled on ``resume_writing``.
         Replies are written in batches, so the limit is checked once per batch."""
-        core, channel, transport = self.server.core, self.channel, self.transport
+        front, channel, transport = self.server.front, self.channel, self.transport
         limit = self.server.max_outgoing_buffer
         room = limit - transport.get_write_buffer_size() if limit else -1
         out: list[bytes] = []
@@ -121,7 +123,7 @@ class _Connection(asyncio.Protocol):
         for i, cmd in enumerate(commands):
             if cmd.is_response:
                 continue  # replies to our oneway notifications never come; ignore strays
-            reply = core.handle(cmd, channel)
+            reply = front.handle(cmd, channel)
             if trace:
                 log.debug("%s request %d opaque %d %s -> %s", channel.remote, cmd.code, cmd.opaque,
                           cmd.ext_fields, "held/oneway" if reply is None else f"{reply.code} {reply.remark or ''}")
@@ -220,6 +222,7 @@ class RemotingServer:
             if value < 0:
                 raise ValueError(f"{name} must be >= 0 (0 = no limit), got {value}")
         self.core = core
+        self.front = RemotingFront(core)
         self.host = host
         self.port = port
         self.max_frame_size = max_frame_size
@@ -299,7 +302,7 @@ class RemotingServer:
 
     def after_activity(self) -> None:
         """Write the core's outgoing commands and re-arm the timer."""
-        for channel, cmd in self.core.take_outgoing():
+        for channel, cmd in self.front.take_outgoing():
             conn = self.connections.get(channel.id)
             if conn is not None:
                 conn.send(cmd)

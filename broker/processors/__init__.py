@@ -1,4 +1,5 @@
-"""Request processors: one module per family, each a function (core, request, channel)."""
+"""The 4.x remoting front's request processors: one module per family, each a function
+(front, request, channel) -> reply; ``front.RemotingFront`` runs them."""
 from __future__ import annotations
 
 from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RequestCode as RC

@@ -13,10 +13,11 @@ __all__ = ["update_and_create_topic", "update_and_create_subscription_group", "c
            "update_broker_config", "broker_control"]
 
 
-def update_and_create_topic(core, request, channel):
+def update_and_create_topic(front, request, channel):
     """The header as a TopicConfig for BrokerCore.update_topic (4.9.8's checks, written
     before the reply: a write that fails answers SYSTEM_ERROR, so SUCCESS always means
     persisted)."""
+    core = front.core
     topic = request.header_str("topic")
     validate_topic_name(topic)          # before the other fields, as 4.x reports it
     config = TopicConfig(topic, request.header_int("readQueueNums", 8), request.header_int("writeQueueNums", 8),
@@ -29,9 +30,10 @@ def update_and_create_topic(core, request, channel):
     return request.response(RC.SUCCESS)
 
 
-def update_and_create_subscription_group(core, request, channel):
+def update_and_create_subscription_group(front, request, channel):
     """The body is a SubscriptionGroupConfig in JSON (mqadmin updateSubGroup); written
     before the reply, as a topic is."""
+    core = front.core
     import json
 
     from ..groups import SubscriptionGroupConfig, validate_group_name
@@ -53,10 +55,11 @@ def update_and_create_subscription_group(core, request, channel):
     return request.response(RC.SUCCESS)
 
 
-def clock_advance(core, request, channel):
+def clock_advance(front, request, channel):
     """Header ``duration`` ("500ms", "10s", "2h") or ``millis``. Replies once every
     message due by the new time has been re-stored and waiting pulls answered, with
     ``nowMillis`` and ``clock`` (virtual, or real for an advance of 0 on a real clock)."""
+    core = front.core
     text = request.header("duration")
     try:
         ms = parse_duration(text) if text else request.header_int("millis")
@@ -75,11 +78,12 @@ def clock_advance(core, request, channel):
     return request.response(RC.SUCCESS, None, {"nowMillis": now, "clock": "virtual"})
 
 
-def update_broker_config(core, request, channel):
+def update_broker_config(front, request, channel):
     """mqadmin updateBrokerConfig: the body is properties text (``key=value`` lines).
     brokerPermission is honoured (6 read+write, 4 read only, 2 write only): routes carry
     it from the reply on, as upstream's re-registration does; other keys are refused
     by name rather than silently kept."""
+    core = front.core
     from ..config import parse_properties
     from ..protocol import RequestRefused
 
@@ -95,9 +99,10 @@ def update_broker_config(core, request, channel):
     return request.response(RC.SUCCESS)
 
 
-def broker_control(core, request, channel):
+def broker_control(front, request, channel):
     """Header ``action``: list (body: every broker as JSON), write (``value`` on/off),
     stop or start ``brokerName``. A single broker is a cluster of one."""
+    core = front.core
     import json
 
     from ..cluster import Cluster, ClusterError

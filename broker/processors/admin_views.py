@@ -62,14 +62,16 @@ def _last_store_time(core, topic: str, qid: int, offset: int) -> int:
     return decode_record(raw, check_crc=False).store_timestamp
 
 
-def get_all_topic_list(core, request, channel):
+def get_all_topic_list(front, request, channel):
+    core = front.core
     from ..cluster import live_members
 
     topics = sorted({t for c in live_members(core) for t in c.topics.table})
     return request.response(RC.SUCCESS, body=json.dumps({"topicList": topics}).encode())
 
 
-def get_broker_runtime_info(core, request, channel):
+def get_broker_runtime_info(front, request, channel):
+    core = front.core
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -87,11 +89,13 @@ def get_broker_runtime_info(core, request, channel):
     return request.response(RC.SUCCESS, body=body.encode())
 
 
-def get_all_subscription_group_config(core, request, channel):
+def get_all_subscription_group_config(front, request, channel):
+    core = front.core
     return request.response(RC.SUCCESS, body=json.dumps(core.groups.to_json()).encode())
 
 
-def get_topic_stats_info(core, request, channel):
+def get_topic_stats_info(front, request, channel):
+    core = front.core
     topic = request.header_str("topic")
     tc = core.topics.get(topic)
     if tc is None:
@@ -105,7 +109,8 @@ def get_topic_stats_info(core, request, channel):
     return request.response(RC.SUCCESS, body=('{"offsetTable":' + dumps_queue_map(entries) + "}").encode())
 
 
-def get_consume_stats(core, request, channel):
+def get_consume_stats(front, request, channel):
+    core = front.core
     group = request.header_str("consumerGroup")
     topic = request.header("topic")
     store, name = core.store, core.config.broker_name
@@ -129,7 +134,8 @@ def get_consume_stats(core, request, channel):
     return request.response(RC.SUCCESS, body=body.encode())
 
 
-def delete_topic_in_broker(core, request, channel):
+def delete_topic_in_broker(front, request, channel):
+    core = front.core
     topic = request.header_str("topic")
     if core.topics.is_system(topic) and not topic.startswith(RETRY_PREFIX):
         raise RequestRefused(f"the topic[{topic}] is a system topic and cannot be deleted")
@@ -142,11 +148,13 @@ def delete_topic_in_broker(core, request, channel):
     return request.response(RC.SUCCESS)
 
 
-def delete_topic_in_namesrv(core, request, channel):
+def delete_topic_in_namesrv(front, request, channel):
+    core = front.core
     return request.response(RC.SUCCESS)
 
 
-def reset_offset(core, request, channel):
+def reset_offset(front, request, channel):
+    core = front.core
     from ..protocol import RemotingCommand, RequestCode as RQ
 
     topic, group = request.header_str("topic"), request.header_str("group")
@@ -169,7 +177,7 @@ def reset_offset(core, request, channel):
         return request.response(RC.CONSUMER_NOT_ONLINE, f"Consumer not online, so can not reset offset, Group: "
                                                          f"{group} Topic: {topic} Timestamp: {timestamp}")
     for target in list(info.channels):
-        core.push(target, RemotingCommand.request(RQ.RESET_CONSUMER_CLIENT_OFFSET,
+        front.push(target, RemotingCommand.request(RQ.RESET_CONSUMER_CLIENT_OFFSET,
                                                   {"topic": topic, "group": group, "timestamp": timestamp,
                                                    "isForce": force}, table.encode(), oneway=True))
     return request.response(RC.SUCCESS, body=table.encode())
@@ -180,7 +188,8 @@ def _connection(channel, client_id: str) -> dict:
             "version": channel.version}
 
 
-def consumer_connections(core, request, channel):
+def consumer_connections(front, request, channel):
+    core = front.core
     group = request.header_str("consumerGroup")
     info = core.consumers.get(group)
     if info is None or not info.channels:
@@ -194,7 +203,8 @@ def consumer_connections(core, request, channel):
     return request.response(RC.SUCCESS, body=json.dumps(body).encode())
 
 
-def producer_connections(core, request, channel):
+def producer_connections(front, request, channel):
+    core = front.core
     group = request.header_str("producerGroup")
     chans = core.producers.get(group) or {}
     if not chans:
@@ -203,7 +213,8 @@ def producer_connections(core, request, channel):
     return request.response(RC.SUCCESS, body=json.dumps(body).encode())
 
 
-def delete_subscription_group(core, request, channel):
+def delete_subscription_group(front, request, channel):
+    core = front.core
     group = request.header_str("groupName")
     if not core.groups.delete(group):
         return request.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"the subscription group[{group}] not exist")

@@ -71,8 +71,9 @@ class _Body:
 _KIND_NAMES = {str: "a string", int: "an integer", list: "a JSON array", dict: "a JSON object"}
 
 
-def heart_beat(core, request, channel):
+def heart_beat(front, request, channel):
     """The heartbeat body as the core's Registration (checked whole first)."""
+    core = front.core
     body = _Body(request.body, "heartbeat")
     data = body.data
     client_id = body.get(data, "clientID", str) or channel.remote
@@ -98,7 +99,8 @@ def _consumer_data(body: _Body, cd: dict) -> ConsumerRegistration:
                                 body.get(cd, "consumeFromWhere", str) or "CONSUME_FROM_LAST_OFFSET", tuple(subs))
 
 
-def unregister_client(core, request, channel):
+def unregister_client(front, request, channel):
+    core = front.core
     request.header_str("clientID")
     # both groups are nullable; an empty one means "none", as before
     pgroup, cgroup = request.header("producerGroup"), request.header("consumerGroup")
@@ -107,7 +109,8 @@ def unregister_client(core, request, channel):
     return request.response(RC.SUCCESS)
 
 
-def get_consumer_list_by_group(core, request, channel):
+def get_consumer_list_by_group(front, request, channel):
+    core = front.core
     group = validate_group_name(request.header_str("consumerGroup"))
     ids = core.consumer_ids(group)
     if ids is None:
@@ -126,14 +129,16 @@ def _lock_request(request, what: str) -> tuple[str, str, list[tuple[str, str, in
     return group, client_id, mqs
 
 
-def lock_batch_mq(core, request, channel):
+def lock_batch_mq(front, request, channel):
+    core = front.core
     group, client_id, mqs = _lock_request(request, "LOCK_BATCH_MQ")
     ok = core.lock_queues(group, client_id, mqs)
     body = {"lockOKMQSet": [{"topic": t, "brokerName": b, "queueId": q} for t, b, q in ok]}
     return request.response(RC.SUCCESS, body=json.dumps(body).encode())
 
 
-def unlock_batch_mq(core, request, channel):
+def unlock_batch_mq(front, request, channel):
+    core = front.core
     group, client_id, mqs = _lock_request(request, "UNLOCK_BATCH_MQ")
     core.unlock_queues(group, client_id, mqs)
     return request.response(RC.SUCCESS)

@@ -13,7 +13,8 @@ from ..protocol import RequestRefused, ResponseCode as RC
 __all__ = ["dead_letter_request"]
 
 
-def dead_letter_request(core, request, channel):
+def dead_letter_request(front, request, channel):
+    core = front.core
     action, group = request.header("action"), request.header("consumerGroup")
     if not group:
         raise RequestRefused("a consumer group is needed (consumerGroup)")

@@ -12,7 +12,8 @@ __all__ = ["query_consumer_offset", "update_consumer_offset", "get_max_offset", 
            "search_offset_by_timestamp", "get_earliest_msg_storetime"]
 
 
-def query_consumer_offset(core, request, channel):
+def query_consumer_offset(front, request, channel):
+    core = front.core
     group = validate_group_name(request.header_str("consumerGroup"))
     offset = core.committed_offset(group, request.header_str("topic"), request.header_int("queueId"))
     if offset is not None:
@@ -20,7 +21,8 @@ def query_consumer_offset(core, request, channel):
     return request.response(RC.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
 
-def update_consumer_offset(core, request, channel):
+def update_consumer_offset(front, request, channel):
+    core = front.core
     group = validate_group_name(request.header_str("consumerGroup"))
     topic = request.header_str("topic")
     outcome = core.commit_offset(OffsetCommit(group, topic, request.header_int("queueId"),
@@ -32,21 +34,25 @@ def update_consumer_offset(core, request, channel):
     return request.response(RC.SUCCESS)
 
 
-def get_max_offset(core, request, channel):
+def get_max_offset(front, request, channel):
+    core = front.core
     return request.response(RC.SUCCESS, None, {"offset": core.queue_bounds(
         request.header_str("topic"), request.header_int("queueId"))[1]})
 
 
-def get_min_offset(core, request, channel):
+def get_min_offset(front, request, channel):
+    core = front.core
     return request.response(RC.SUCCESS, None, {"offset": core.queue_bounds(
         request.header_str("topic"), request.header_int("queueId"))[0]})
 
 
-def search_offset_by_timestamp(core, request, channel):
+def search_offset_by_timestamp(front, request, channel):
+    core = front.core
     return request.response(RC.SUCCESS, None, {"offset": core.offset_at_time(
         request.header_str("topic"), request.header_int("queueId"), request.header_int("timestamp"))})
 
 
-def get_earliest_msg_storetime(core, request, channel):
+def get_earliest_msg_storetime(front, request, channel):
+    core = front.core
     return request.response(RC.SUCCESS, None, {"timestamp": core.earliest_store_time(
         request.header_str("topic"), request.header_int("queueId"))})

@@ -3,11 +3,11 @@ read into a PullRequest, the outcome mapped to 4.x codes, long polling (the repl
 held pull comes later)."""
 from __future__ import annotations
 
-from ..long_polling import HeldPull
 from ..operations import PullOutcome as O, PullRequest
 from ..protocol import ResponseCode as RC
 
-__all__ = ["pull_message", "run_pull", "pull_request_of", "FLAG_COMMIT_OFFSET", "FLAG_SUSPEND", "FLAG_SUBSCRIPTION"]
+__all__ = ["pull_message", "pull_response", "pull_request_of", "FLAG_COMMIT_OFFSET", "FLAG_SUSPEND",
+           "FLAG_SUBSCRIPTION"]
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -34,8 +34,15 @@ _CODES = {
 }
 
 
-def pull_message(core, request, channel):
-    return run_pull(core, request, channel, allow_suspend=True)
+def pull_message(front, request, channel):
+    """PULL_MESSAGE: the core's pull as a 4.x reply; with FLAG_SUSPEND a pull that found
+    nothing is held (None: the reply comes later, from the front's take_outgoing)."""
+    req = pull_request_of(request, allow_suspend=True)
+    suspend_ms = request.header_int("suspendTimeoutMillis", 15000)
+    if request.header_int("sysFlag") & FLAG_SUSPEND:
+        result = front.core.pull_or_hold(req, channel, suspend_ms, request)
+        return None if result is None else pull_response(request, result)
+    return pull_response(request, front.core.pull(req, channel))
 
 
 def pull_request_of(request, *, allow_suspend: bool) -> PullRequest:
@@ -58,23 +65,13 @@ def pull_request_of(request, *, allow_suspend: bool) -> PullRequest:
                        sub_version, commit_offset if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET else None)
 
 
-def run_pull(core, request, channel, *, allow_suspend: bool):
-    """Answer a PULL_MESSAGE: the core's pull, its outcome as a 4.x response; a pull
-    that found nothing, with FLAG_SUSPEND, is held (None: the reply comes later)."""
-    req = pull_request_of(request, allow_suspend=allow_suspend)
-    suspend_ms = request.header_int("suspendTimeoutMillis", 15000)
-    result = core.pull(req, channel)
+def pull_response(request, result):
+    """The 4.x reply to PULL_MESSAGE ``request`` for the core's ``result``."""
     code = _CODES[result.outcome]
     # Every pull reply carries all four header fields: the Java client unboxes them.
     header = {"suggestWhichBrokerId": 0, "nextBeginOffset": result.next_offset,
               "minOffset": result.min_offset, "maxOffset": result.max_offset}
     if result.outcome.refused:
         return request.response(code, result.remark, header)
-    response = request.response(code, None if code == RC.SUCCESS else result.store_status, header,
-                                body=b"".join(result.records) if code == RC.SUCCESS else b"")
-    if code == RC.PULL_NOT_FOUND and allow_suspend and request.header_int("sysFlag") & FLAG_SUSPEND:
-        wait = suspend_ms if core.config.long_polling_enable else core.config.short_polling_time_mills
-        core.holds.hold(HeldPull(channel, request, req.topic, req.queue_id, req.offset, result.tag_codes,
-                                 core.clock.now_ms() + wait))
-        return None
-    return response
+    return request.response(code, None if code == RC.SUCCESS else result.store_status, header,
+                            body=b"".join(result.records) if code == RC.SUCCESS else b"")

@@ -6,7 +6,8 @@ from ..protocol import ResponseCode as RC
 __all__ = ["view_message_by_id", "query_message"]
 
 
-def view_message_by_id(core, request, channel):
+def view_message_by_id(front, request, channel):
+    core = front.core
     offset = request.header_int("offset")
     raw = core.message_at(offset)
     if raw is None:
@@ -14,7 +15,8 @@ def view_message_by_id(core, request, channel):
     return request.response(RC.SUCCESS, body=raw)
 
 
-def query_message(core, request, channel):
+def query_message(front, request, channel):
+    core = front.core
     topic = request.header_str("topic")
     key = request.header_str("key")
     max_num = request.header_int("maxNum")

@@ -29,7 +29,8 @@ def topic_route(core, topic: str) -> dict | None:
     }
 
 
-def get_route_info_by_topic(core, request, channel):
+def get_route_info_by_topic(front, request, channel):
+    core = front.core
     topic = request.header_str("topic")
     route = topic_route(core, topic)
     if route is None:
@@ -37,7 +38,8 @@ def get_route_info_by_topic(core, request, channel):
     return request.response(RC.SUCCESS, body=json.dumps(route).encode())
 
 
-def get_broker_cluster_info(core, request, channel):
+def get_broker_cluster_info(front, request, channel):
+    core = front.core
     brokers = core.names.brokers()
     clusters: dict[str, list[str]] = {}
     for b in brokers:

@@ -165,11 +165,12 @@ _CODES = {
 }
 
 
-def send_message(core, request, channel):
+def send_message(front, request, channel):
     """SEND_MESSAGE / SEND_MESSAGE_V2: the header as the core's SendRequest."""
+    core = front.core
     h = _Header(request)
     if h.batch:
-        return send_batch_message(core, request, channel)
+        return send_batch_message(front, request, channel)
     req = SendRequest(h.producer_group, h.topic, request.body, h.queue_id, string_to_properties(h.properties),
                       h.flag, h.sys_flag, h.born_timestamp, h.reconsume_times,
                       # a client's maxReconsumeTimes counts from 4.x V3_4_9 (version 121) on
@@ -199,8 +200,9 @@ def _response(core, request, result):
     }, b"", request.opaque, RPC_TYPE_RESPONSE, None, "JAVA", request.version, request.serialize_type)
 
 
-def send_batch_message(core, request, channel):
+def send_batch_message(front, request, channel):
     """SEND_BATCH_MESSAGE: the batch body decoded into the core's BatchSendRequest."""
+    core = front.core
     h = _Header(request)
     from ..protocol import ProtocolError
 

@@ -16,9 +16,10 @@ from ..protocol import ResponseCode as RC
 __all__ = ["consumer_send_msg_back", "send_back_code"]
 
 
-def consumer_send_msg_back(core, request, channel):
+def consumer_send_msg_back(front, request, channel):
     """The header as the core's SendBack (the 4.x version rule for a client's
     maxReconsumeTimes stays here), the outcome as a 4.x reply."""
+    core = front.core
     offset = request.header_int("offset")
     group = request.header_str("group")
     delay_level = request.header_int("delayLevel")

@@ -15,20 +15,15 @@ ROCKETMQ binary header's int16. Nothing was sent; fix the caller.
 """
 from __future__ import annotations
 
+# (the core's error: a request refused is the core's verdict, which the codec's header
+# readers give too; defined with the core, named here for the codec's users)
+from rocketmq_emulator.broker.errors import RequestRefused
+
 __all__ = ["ProtocolError", "RequestRefused", "LocalProtocolError"]
 
 
 class ProtocolError(Exception):
     """Remote garbage: the peer broke the wire format. Close the connection."""
-
-
-class RequestRefused(ValueError):
-    """The peer's request is malformed or not allowed: answer ``code`` (SYSTEM_ERROR
-    unless said otherwise) with the message as remark; never a traceback."""
-
-    def __init__(self, remark: str, code: int = 1) -> None:
-        super().__init__(remark)
-        self.code = code
 
 
 class LocalProtocolError(Exception):

@@ -61,6 +61,7 @@ def test_broker_imports_only_store_and_delay_scheduler():
 CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", "broker.config", "broker.events",
                          "broker.topics", "broker.cli_common", "broker.long_polling", "broker.processors.pull",
                          "broker.processors.route", "broker.processors.send", "broker.processors.send_back",
+                         "broker.processors.front",
                          # the retry tables the 5.x clients are told (the simulator's 5.x consumer)
                          "broker.retry_lifecycle",
                          # Pulsar-style subscriptions (the simulator's Pulsar consumer)

@@ -11,6 +11,7 @@ from rocketmq_emulator.store.records import Prop
 from tests.support.delay import DEFAULT_MESSAGE_DELAY_LEVEL, levels_of
 
 from .wire import WireClient, read_topic
+from tests.support.remoting import front_of
 
 
 def test_19_send_response_fields(core, client):
@@ -172,12 +173,12 @@ def test_read_only_broker_refuses_sends(core, client):
 
 def test_missing_required_header_is_a_clear_error(core, client):
     from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode
-    resp = core.handle(RemotingCommand.request(RequestCode.SEND_MESSAGE, {"topic": "T"}), client.channel)
+    resp = front_of(core).handle(RemotingCommand.request(RequestCode.SEND_MESSAGE, {"topic": "T"}), client.channel)
     assert resp.code == RC.SYSTEM_ERROR and "producerGroup" in resp.remark
 
 
 def test_unknown_request_code_is_not_supported_even_oneway(core, client):
     from rocketmq_emulator.broker.protocol import RemotingCommand
-    resp = core.handle(RemotingCommand.request(9999, oneway=True), client.channel)
+    resp = front_of(core).handle(RemotingCommand.request(9999, oneway=True), client.channel)
     assert resp.code == RC.REQUEST_CODE_NOT_SUPPORTED == 3
     assert "not supported" in resp.remark

@@ -4,6 +4,7 @@ test_clients_and_locks.py)."""
 from rocketmq_emulator.broker.operations import CommitOutcome, OffsetCommit
 
 from .wire import WireClient
+from tests.support.remoting import front_of
 
 
 def test_commit_and_resume(core):
@@ -32,9 +33,9 @@ def test_registration_without_a_heartbeat_body(core):
     sub = (SubscriptionData("T"),)
     core.register(Registration("client-a", (ConsumerRegistration("G", subscriptions=sub),), ("PG",)), a)
     assert core.topics.get("%RETRY%G") is not None                # the group's retry topic
-    assert core.take_outgoing() == []                             # nobody else to tell
+    assert front_of(core).take_outgoing() == []                             # nobody else to tell
     core.register(Registration("client-b", (ConsumerRegistration("G", subscriptions=sub),)), b)
-    [(told, notice)] = core.take_outgoing()                       # the other member rebalances
+    [(told, notice)] = front_of(core).take_outgoing()                       # the other member rebalances
     assert told is a and notice.code == 40                        # NOTIFY_CONSUMER_IDS_CHANGED
     assert sorted(core.consumer_ids("G")) == ["client-a", "client-b"]
     queues = [("T", "broker-a", 0), ("T", "broker-a", 1)]

@@ -14,6 +14,7 @@ from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from ..support.processes import Mosquitto
+from tests.support.remoting import front_of
 
 pytestmark = pytest.mark.interop
 
@@ -38,7 +39,7 @@ def test_egress_reads_nothing_while_idle_and_forwards_at_once(tmp_path):
             await asyncio.sleep(1.0)                    # idle: a 50 ms poller would read ~40 times
             idle_reads = len(reads) - before
             ch = core.connect("127.0.0.1:1")
-            core.handle(RemotingCommand.request(RQ.SEND_MESSAGE_V2, {"a": "P", "b": "Out", "e": 0, "i": ""},
+            front_of(core).handle(RemotingCommand.request(RQ.SEND_MESSAGE_V2, {"a": "P", "b": "Out", "e": 0, "i": ""},
                                                 b"forward me"), ch)
             message = await asyncio.wait_for(anext(aiter(watcher.messages)), 10)
             await bridge.stop()

@@ -12,6 +12,7 @@ from rocketmq_emulator.broker.protocol.headers import send_header_v1_to_v2, send
 
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.delay_scheduler import VirtualClock
+from tests.support.remoting import front_of
 
 
 def _cmd(**kw):
@@ -83,9 +84,9 @@ def test_checklist_6_oneway_flag_survives_the_wire_and_the_core_stays_silent():
     core = BrokerCore.in_memory(VirtualClock())
     try:
         chan = core.connect()
-        assert core.handle(decoded, chan) is None  # a known oneway code: no reply at all
+        assert front_of(core).handle(decoded, chan) is None  # a known oneway code: no reply at all
         unknown = decode(encode(RemotingCommand.request(9999, oneway=True)))
-        reply = core.handle(unknown, chan)  # the one exception: REQUEST_CODE_NOT_SUPPORTED
+        reply = front_of(core).handle(unknown, chan)  # the one exception: REQUEST_CODE_NOT_SUPPORTED
         assert reply is not None and reply.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     finally:
         core.close()
@@ -97,7 +98,7 @@ def test_checklist_7_unknown_code_gets_3_not_supported_through_frames():
     try:
         req = RemotingCommand.request(4242)
         (decoded,) = FrameDecoder().feed(encode(req))
-        reply = decode(encode(core.handle(decoded, core.connect())))
+        reply = decode(encode(front_of(core).handle(decoded, core.connect())))
         assert (reply.code, reply.opaque, reply.is_response) == (3, req.opaque, True)
         assert "not supported" in reply.remark
     finally:
