@@ -28,6 +28,7 @@ from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
 from .long_polling import HeldPull, PullHoldService
+from .offset_book import OffsetBook
 from .pop import PopService
 from .subscriptions import SubscriptionService
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
@@ -35,7 +36,7 @@ from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisi
                          Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
-from .notifications import ConsumerIdsChanged, Notification, PullReady
+from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
 from .schedule import ScheduleService
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicManager, retry_topic
 
@@ -64,11 +65,13 @@ class BrokerCore:
         self.locks = LockManager(self.config.rebalance_lock_max_live_time)
         self.schedule = ScheduleService(self.levels, store)
         self.holds = PullHoldService()
-        self.pops = PopService(self)
-        self.subscriptions = SubscriptionService(self)      # Pulsar-style cursors (broker/subscriptions.py)
         self.events = EventLog()
         self.events.enabled = self.config.record_events
-        self._notifications: list[Notification] = []
+        self.notify = Notifier()                            # typed notifications to the fronts
+        self.offsets = OffsetBook(store, clock, self.events, self._dirty)
+        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message)
+        # Pulsar-style cursors (broker/subscriptions.py)
+        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify)
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
@@ -114,8 +117,10 @@ class BrokerCore:
     def addr(self) -> str:
         return self.config.addr
 
-    def connect(self, remote: str = "127.0.0.1:0") -> Channel:
-        return Channel(next(self._channel_ids), remote)
+    def connect(self, remote: str = "127.0.0.1:0", owner=None) -> Channel:
+        """A client connection; ``owner``: the front that serves it (its notifications
+        go there)."""
+        return Channel(next(self._channel_ids), remote, owner=owner)
 
     def disconnect(self, channel: Channel) -> None:
         """A connection closed: unregister its clients, drop its held pulls, notify."""
@@ -127,16 +132,11 @@ class BrokerCore:
             chans.pop(channel, None)
 
     # -- notifications ------------------------------------------------------------------
-    @property
-    def has_notifications(self) -> bool:
-        """Whether notifications wait in ``take_notifications`` (drivers and idle-skipping ask)."""
-        return bool(self._notifications)
-
-    def take_notifications(self) -> list[Notification]:
-        """What the core has to tell the fronts since the last call (held pulls answered,
-        consumer ids changed), in order; drivers take them after every call and tick."""
-        out, self._notifications = self._notifications, []
-        return out
+    def subscribe(self, fn: Callable[[Notification], None], kinds: tuple[type, ...]) -> Callable[[], None]:
+        """``fn(notification)`` for each notification of ``kinds`` (broker/notifications.py:
+        held pulls answered, consumer ids changed, something to dispatch to a Pulsar
+        subscription); returns the function that stops it."""
+        return self.notify.subscribe(fn, kinds)
 
     def notify_consumer_ids_changed(self, group: str, *, exclude: Channel | None = None) -> None:
         """Tell the group's other consumers to rebalance (ConsumerIdsChanged)."""
@@ -148,7 +148,7 @@ class BrokerCore:
             return
         for ch in list(info.channels):
             if ch is not exclude and not ch.closed:
-                self._notifications.append(ConsumerIdsChanged(ch, group))
+                self.notify(ConsumerIdsChanged(ch, group))
 
     # -- the one put path ------------------------------------------------------------
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
@@ -233,13 +233,8 @@ class BrokerCore:
         return self.pops.change_invisible_time(group, topic, receipt_handle, invisible_ms)
 
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
-        """Where ``group`` resumes reading the queue: its stored offset, else 0 while
-        the queue still holds offset 0 (an empty queue counts), else None (4.x's
-        QUERY_NOT_FOUND: the client falls back to its consume-from-where)."""
-        stored = self.store.query_offset(group, topic, queue_id)
-        if stored >= 0:
-            return stored
-        return 0 if self.store.min_offset(topic, queue_id) <= 0 else None
+        """Where ``group`` resumes reading the queue (OffsetBook.committed)."""
+        return self.offsets.committed(group, topic, queue_id)
 
     def commit_offset(self, commit: OffsetCommit) -> CommitOutcome:
         """Store a group's offset, if the topic and the group exist (checked as 5.x
@@ -344,22 +339,15 @@ class BrokerCore:
     def _answer_held(self, held) -> None:
         """Run a held pull again, now (a message arrived, or its time ended)."""
         if not held.channel.closed:
-            self._notifications.append(PullReady(held.channel, held.context, held.request,
-                                                 self.pull(held.request, held.channel)))
+            self.notify(PullReady(held.channel, held.context, held.request, self.pull(held.request, held.channel)))
 
     def record_offset_commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        if self.store.query_offset(group, topic, queue_id) == offset:
-            return
-        self.store.commit_offset(group, topic, queue_id, offset)
-        now = self.clock.now_ms()
-        self._dirty(now)
-        if EventKind.OFFSET_COMMITTED in self.events.wanted:
-            self.events.append(Event(EventKind.OFFSET_COMMITTED, now, topic, queue_id, offset, group=group))
+        """Record ``group``'s offset of a queue, unchecked (OffsetBook.commit)."""
+        self.offsets.commit(group, topic, queue_id, offset)
 
     def record_offsets_deleted(self, group: str, topic: str) -> None:
         """A group no longer reads ``topic`` (a Pulsar unsubscribe): its offsets are gone."""
-        if self.store.delete_offsets(group, topic):
-            self._dirty(self.clock.now_ms())
+        self.offsets.delete(group, topic)
 
     # -- hooks -------------------------------------------------------------------------
     def add_send_back_hook(self, fn: Callable[[ConsumeMessageContext], None]) -> Callable[[], None]:

@@ -96,8 +96,16 @@ class _QueueState:
 
 
 class PopService:
-    def __init__(self, core) -> None:
-        self.core = core
+    def __init__(self, store, clock, rng, topics, groups, offsets, put_message) -> None:
+        """``put_message``: the core's one put path (BrokerCore.put_message), for the
+        retry and dead-letter copies; ``offsets``: the core's OffsetBook."""
+        self.store = store
+        self.clock = clock
+        self.rng = rng
+        self.topics = topics
+        self.groups = groups
+        self.offsets = offsets
+        self.put_message = put_message
         self._queues: dict[tuple[str, str, int], _QueueState] = {}    # (group, stored topic, qid)
         self._expiry: list[tuple[int, int, tuple[str, str, int], int]] = []   # (visible_at, gen, key, offset)
         self._generation = 0
@@ -106,19 +114,18 @@ class PopService:
 
     # -- pop -----------------------------------------------------------------------------
     def pop(self, req: PopRequest) -> PopResult:
-        core = self.core
         if not 1 <= req.max_msgs <= 32:
             return PopResult(PopOutcome.ILLEGAL_ARGUMENT, remark=f"batch size must be 1..32, got {req.max_msgs}")
         if not 0 <= req.invisible_ms <= MAX_INVISIBLE_MS:
             return PopResult(PopOutcome.ILLEGAL_INVISIBLE_TIME,
                              remark=f"invisible time must be 0..{MAX_INVISIBLE_MS} ms, got {req.invisible_ms}")
-        tc = core.topics.get(req.topic)
+        tc = self.topics.get(req.topic)
         if tc is None:
             return PopResult(PopOutcome.TOPIC_NOT_EXIST, remark=f"topic {req.topic} not exist")
-        gc = core.groups.find(req.group)
+        gc = self.groups.find(req.group)
         if gc is None:
             return PopResult(PopOutcome.GROUP_NOT_EXIST, remark=f"subscription group not exist, {req.group}")
-        now = core.clock.now_ms()
+        now = self.clock.now_ms()
         self.revive_due(now)
         retry = pop_retry_topic(req.group, req.topic)
         if req.queue_id >= 0:
@@ -128,9 +135,9 @@ class PopService:
             sources = [(req.topic, req.queue_id)]
         else:
             sources = [(req.topic, q) for q in range(tc.read_queue_nums)]
-        if req.queue_id < 0 and core.topics.get(retry) is not None:
+        if req.queue_id < 0 and self.topics.get(retry) is not None:
             retry_sources = [(retry, 0)]
-            sources = retry_sources + sources if core.rng.randrange(100) < _RETRY_FIRST_PERCENT \
+            sources = retry_sources + sources if self.rng.randrange(100) < _RETRY_FIRST_PERCENT \
                 else sources + retry_sources
         out: list[PoppedMessage] = []
         for topic, qid in sources:
@@ -145,7 +152,7 @@ class PopService:
         return PopResult(PopOutcome.FOUND, out)
 
     def _pop_queue(self, req: PopRequest, topic: str, qid: int, now: int, out: list) -> None:
-        store = self.core.store
+        store = self.store
         key = (req.group, topic, qid)
         state = self._state(key)
         end = store.max_offset(topic, qid)
@@ -164,7 +171,7 @@ class PopService:
     def _pop_fifo(self, req: PopRequest, qid: int, now: int, out: list) -> None:
         """In queue order, the first not-done message of each message group
         (__SHARDINGKEY; none = one group for the queue) that is not in flight."""
-        store = self.core.store
+        store = self.store
         key = (req.group, req.topic, qid)
         state = self._state(key, fifo=True)
         end = min(store.max_offset(req.topic, qid), state.next_offset + _FIFO_SCAN)
@@ -225,7 +232,7 @@ class PopService:
         key, offset, state = found
         self._unown(key, state, offset)     # (a client's own invisible time ends the renewals)
         self._generation += 1
-        visible_at = self.core.clock.now_ms() + invisible_ms
+        visible_at = self.clock.now_ms() + invisible_ms
         state.in_flight[offset] = _Delivery(self._generation, visible_at)
         heapq.heappush(self._expiry, (visible_at, self._generation, key, offset))
         return ChangeInvisibleResult(InvisibleOutcome.CHANGED, self._handle(key, offset, self._generation, visible_at))
@@ -241,11 +248,11 @@ class PopService:
         key = (group, stored, qid)
         state = self._queues.get(key)
         d = state.in_flight.get(offset) if state else None
-        if d is not None and d.owner and d.visible_at <= self.core.clock.now_ms():
-            self.revive_due(self.core.clock.now_ms())       # (renewed on time, even if the tick is late)
+        if d is not None and d.owner and d.visible_at <= self.clock.now_ms():
+            self.revive_due(self.clock.now_ms())       # (renewed on time, even if the tick is late)
         if d is None or d.generation != generation:
             return AckOutcome.INVALID_RECEIPT_HANDLE
-        if d.visible_at <= self.core.clock.now_ms():
+        if d.visible_at <= self.clock.now_ms():
             return AckOutcome.EXPIRED
         return key, offset, state
 
@@ -316,7 +323,7 @@ class PopService:
         auto-renewed deliveries stop being renewed and are visible again after 1 s.
         Returns how many it held."""
         owned = self._renewed.pop(client, set())
-        now = self.core.clock.now_ms()
+        now = self.clock.now_ms()
         for key, offset in owned:
             state = self._queues.get(key)
             d = state.in_flight.get(offset) if state else None
@@ -344,8 +351,8 @@ class PopService:
         return AckOutcome.ACKED
 
     def _record(self, key: tuple[str, str, int], offset: int):
-        entry = self.core.store.queue_entry(key[1], key[2], offset)
-        return self.core.store.look_message_by_offset(entry[0]) if entry else None
+        entry = self.store.queue_entry(key[1], key[2], offset)
+        return self.store.look_message_by_offset(entry[0]) if entry else None
 
     def _after_failure(self, key: tuple[str, str, int], state: _QueueState, offset: int, old,
                        forward: bool = False) -> RetryDecision:
@@ -355,7 +362,7 @@ class PopService:
         group, topic, _ = key
         original = old.properties.get(Prop.RETRY_TOPIC, topic) if topic.startswith(RETRY_PREFIX) else topic
         attempt = old.reconsume_times + (state.deliveries.get(offset, 1) if state.fifo else 1)
-        gc = self.core.groups.find(group)
+        gc = self.groups.find(group)
         return rocketmq5_after_failure(group, original, attempt,
                                        gc.retry_max_times if gc is not None else DEFAULT_MAX_RECONSUME_TIMES,
                                        fifo=state.fifo, properties=old.properties, offset_msg_id=old.offset_msg_id,
@@ -364,11 +371,10 @@ class PopService:
     def _store_copy(self, key: tuple[str, str, int], old, decision: RetryDecision) -> bool:
         """Store the retry or dead-letter copy of ``old`` the lifecycle decided; False
         when the store refused it."""
-        core = self.core
-        core.topics.create_system(decision.topic, 1, PERM_READ | PERM_WRITE)
+        self.topics.create_system(decision.topic, 1, PERM_READ | PERM_WRITE)
         rec = MessageRecord(decision.topic, old.body, decision.queue_id, old.flag, decision.properties, old.sys_flag,
                             old.born_timestamp, old.born_host, 0, old.store_host, decision.attempt)
-        res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if decision.dead_letter else EventKind.STORED,
+        res = self.put_message(rec, kind=EventKind.DEAD_LETTERED if decision.dead_letter else EventKind.STORED,
                                group=key[0])
         return res.status is PutStatus.PUT_OK
 
@@ -377,13 +383,13 @@ class PopService:
         state = self._queues.get(key)
         if state is None:
             group, topic, qid = key
-            start = self.core.committed_offset(group, topic, qid)
+            start = self.offsets.committed(group, topic, qid)
             state = self._queues[key] = _QueueState(start if start is not None else 0, fifo=fifo)
         return state
 
     def _commit(self, key: tuple[str, str, int], state: _QueueState) -> None:
         group, topic, qid = key
-        self.core.record_offset_commit(group, topic, qid, state.committed())
+        self.offsets.commit(group, topic, qid, state.committed())
 
     @staticmethod
     def _handle(key: tuple[str, str, int], offset: int, generation: int, visible_at: int) -> str:
@@ -412,7 +418,7 @@ class PopService:
                 d = self._queues[key].in_flight.get(off) if key in self._queues else None
                 assert d is not None and d.owner == owner, f"{owner} is indexed for {key} {off}, not renewed for it"
             assert all(o > state.next_offset for o in state.done), f"done below the next offset: {key}"
-            assert self.core.store.query_offset(*key) <= state.committed(), f"committed past in-flight: {key}"
+            assert self.store.query_offset(*key) <= state.committed(), f"committed past in-flight: {key}"
 
 
 def _why(outcome: AckOutcome) -> str:

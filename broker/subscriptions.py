@@ -33,7 +33,8 @@ costs only the permits of the indexes left. Saved with the individual acks.
 
 Delayed delivery: a Shared or Key_Shared subscription that reads a message due later
 keeps it in its *delayed* heap; ``tick`` moves what has come due into the replay set and
-tells the watchers (the front pumps), on the core's one clock, so `clock advance` moves it.
+tells the fronts (a DispatchReady notification: the Pulsar front pumps), on the core's one
+clock, so `clock advance` moves it.
 The core tells them too of every store into a topic some subscription reads (``stored``):
 whoever stored it, a Pulsar producer, a 4.x or 5.x client, a delayed message come due.
 Exact by default; ``delayed_delivery_tick_time_millis`` (delayedDeliveryTickTimeMillis)
@@ -47,6 +48,7 @@ from collections import Counter
 import zlib
 from dataclasses import dataclass, field
 
+from .notifications import DispatchReady
 from .retry_lifecycle import pulsar_redelivery
 
 __all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome", "DELIVER_AT_PROPERTY",
@@ -123,11 +125,17 @@ class _Cursor:
 
 
 class SubscriptionService:
-    def __init__(self, core) -> None:
-        self.core = core
+    def __init__(self, store, clock, config, topics, offsets, notify) -> None:
+        """``offsets``: the core's OffsetBook (a durable cursor's mark-delete position is
+        its group's offset); ``notify``: the core's Notifier (DispatchReady)."""
+        self.store = store
+        self.clock = clock
+        self.config = config
+        self.topics_config = topics
+        self.offsets = offsets
+        self.notify = notify
         self._cursors: dict[tuple[str, str], _Cursor] = {}
         self._of: dict[object, _Cursor] = {}              # consumer key -> its cursor
-        self.watchers: list = []                          # fn(topic): something new to dispatch there
         self.topics: dict[str, int] = {}                  # topic -> its subscriptions (the core looks here)
         self._dirty = False                               # acks or counts changed since the last save
         self._saved = None                                # config/subscriptions.json as loaded
@@ -140,11 +148,11 @@ class SubscriptionService:
         reader) starts at ``start`` (clamped to the queue), keeps no committed offset and
         is gone when its consumer leaves. Consumers are kept in order of ``priority``, then
         of arrival: a Failover subscription's active consumer is the first."""
-        if self.core.topics.get(topic) is None:
+        if self.topics_config.get(topic) is None:
             return SubscribeOutcome.TOPIC_NOT_EXIST
         cursor = self._cursors.get((group, topic))
         if cursor is None:
-            store = self.core.store
+            store = self.store
             lo, hi = store.min_offset(topic, 0), store.max_offset(topic, 0)
             committed = store.query_offset(group, topic, 0) if durable else -1      # -1: a new subscription
             if committed >= 0:
@@ -179,8 +187,8 @@ class SubscriptionService:
         """A subscription with no consumer yet, at the start of the topic (what a producer's
         initial subscription does, before the producer is acknowledged): everything the
         topic holds waits for it."""
-        if self.core.store.query_offset(group, topic, 0) < 0 and (group, topic) not in self._cursors:
-            self.core.record_offset_commit(group, topic, 0, self.core.store.min_offset(topic, 0))
+        if self.store.query_offset(group, topic, 0) < 0 and (group, topic) not in self._cursors:
+            self.offsets.commit(group, topic, 0, self.store.min_offset(topic, 0))
 
     def flow(self, consumer, permits: int) -> None:
         c = self._consumer(consumer)
@@ -198,7 +206,7 @@ class SubscriptionService:
         self._back(cursor, c.pending, count=False)
         if not cursor.durable and not cursor.consumers:
             self._drop(cursor)
-        elif not cursor.consumers and self.core.config.redelivery_count_in_memory:
+        elif not cursor.consumers and self.config.redelivery_count_in_memory:
             cursor.redeliveries.clear()        # Pulsar forgets them when the last consumer leaves
 
     def unsubscribe(self, consumer) -> SubscribeOutcome:
@@ -212,7 +220,7 @@ class SubscriptionService:
         del self._of[consumer]
         self._drop(cursor)
         if cursor.durable:
-            self.core.record_offsets_deleted(cursor.group, cursor.topic)
+            self.offsets.delete(cursor.group, cursor.topic)
             if self._loaded().pop(f"{cursor.topic}@{cursor.group}", None) is not None:
                 self._dirty = True
         return SubscribeOutcome.OK
@@ -224,7 +232,7 @@ class SubscriptionService:
         cursor = self._of.get(consumer)
         if cursor is None:
             return []
-        store = self.core.store
+        store = self.store
         at = min(max(offset, store.min_offset(cursor.topic, 0)), store.max_offset(cursor.topic, 0))
         detached = [c.key for c in cursor.consumers]
         for key in detached:
@@ -241,7 +249,7 @@ class SubscriptionService:
 
     def offset_at_time(self, topic: str, time_ms: int) -> int:
         """The first offset of ``topic`` stored at or after ``time_ms`` (its end if none)."""
-        store = self.core.store
+        store = self.store
         lo, hi = store.min_offset(topic, 0), store.max_offset(topic, 0)
         while lo < hi:                                  # store times grow with the offset
             mid = (lo + hi) // 2
@@ -258,7 +266,7 @@ class SubscriptionService:
         cursor = self._of.get(consumer)
         if cursor is None:
             return None
-        return self.core.store.max_offset(cursor.topic, 0) - 1, cursor.mark_delete
+        return self.store.max_offset(cursor.topic, 0) - 1, cursor.mark_delete
 
     # -- acknowledgements -----------------------------------------------------------------
     def ack(self, consumer, offsets) -> None:
@@ -307,7 +315,7 @@ class SubscriptionService:
             return
         chosen = set(c.pending) if offsets is None else {o for o in offsets if o in c.pending}
         # (Pulsar keeps no count for Exclusive and Failover: its fidelity setting does the same)
-        counted = cursor.holds_back or not self.core.config.redelivery_count_in_memory
+        counted = cursor.holds_back or not self.config.redelivery_count_in_memory
         self._back(cursor, chosen, count=counted)
 
     # -- dispatch -------------------------------------------------------------------------
@@ -318,13 +326,13 @@ class SubscriptionService:
         cursor = self._cursors.get((group, topic))
         if cursor is None or not cursor.consumers:
             return []
-        store = self.core.store
+        store = self.store
         out: list[Dispatch] = []
         end = store.max_offset(topic, 0)
-        now = self.core.clock.now_ms()
+        now = self.clock.now_ms()
         self._release(cursor, now)
         by_key = cursor.sub_type is SubType.KEY_SHARED
-        tick = self.core.config.delayed_delivery_tick_time_millis
+        tick = self.config.delayed_delivery_tick_time_millis
         parked: list[int] = []                # Key_Shared: its consumer has no permits now
         while True:
             c = self._next_consumer(cursor)
@@ -398,9 +406,8 @@ class SubscriptionService:
         return topic in self.topics
 
     def stored(self, topic: str) -> None:
-        """The core stored into ``topic``, which a subscription reads: the watchers are told."""
-        for fn in self.watchers:
-            fn(topic)
+        """The core stored into ``topic``, which a subscription reads: the fronts are told."""
+        self.notify(DispatchReady(topic))
 
     def _drop(self, cursor: _Cursor) -> None:
         del self._cursors[(cursor.group, cursor.topic)]
@@ -416,12 +423,11 @@ class SubscriptionService:
         return min(dues) if dues else None
 
     def tick(self, now: int) -> None:
-        """Delayed messages that came due wait in their replay set; the watchers are told."""
+        """Delayed messages that came due wait in their replay set; the fronts are told."""
         for cursor in self._cursors.values():
             if cursor.delayed and cursor.delayed[0][0] <= now:
                 self._release(cursor, now)
-                for fn in self.watchers:
-                    fn(cursor.topic)
+                self.notify(DispatchReady(cursor.topic))
 
     def _release(self, cursor: _Cursor, now: int | None) -> None:
         """Due delayed offsets (all of them: ``now`` None) to the replay set, count unchanged."""
@@ -476,7 +482,7 @@ class SubscriptionService:
 
     def _commit(self, cursor: _Cursor) -> None:
         if cursor.durable:
-            self.core.record_offset_commit(cursor.group, cursor.topic, 0, cursor.mark_delete)
+            self.offsets.commit(cursor.group, cursor.topic, 0, cursor.mark_delete)
         self._dirty = True
 
     # -- persistence ------------------------------------------------------------------------------
@@ -486,7 +492,7 @@ class SubscriptionService:
         as other flushes."""
         if not self._dirty:
             return
-        in_memory = self.core.config.redelivery_count_in_memory
+        in_memory = self.config.redelivery_count_in_memory
         doc = dict(self._loaded())
         for (group, topic), c in self._cursors.items():
             if c.durable:
@@ -496,19 +502,19 @@ class SubscriptionService:
                     "partial": {str(o): m for o, m in sorted(c.partial.items())}}
                 entry["stats"] = dict(c.stats)
                 doc[f"{topic}@{group}"] = entry
-        self.core.store.save_config(SUBSCRIPTIONS_CONFIG, doc)
+        self.store.save_config(SUBSCRIPTIONS_CONFIG, doc)
         self._saved = doc
         self._dirty = False
 
     def _loaded(self) -> dict:
         if self._saved is None:
-            self._saved = self.core.store.load_config(SUBSCRIPTIONS_CONFIG) or {}
+            self._saved = self.store.load_config(SUBSCRIPTIONS_CONFIG) or {}
         return self._saved
 
     def _restore(self, cursor: _Cursor) -> None:
         saved = self._loaded().get(f"{cursor.topic}@{cursor.group}") or {}
         cursor.stats.update({k: int(v) for k, v in (saved.get("stats") or {}).items() if k in STATS})
-        if self.core.config.redelivery_count_in_memory:
+        if self.config.redelivery_count_in_memory:
             return
         cursor.acked = {int(o) for o in saved.get("acked", ()) if int(o) >= cursor.mark_delete}
         cursor.redeliveries = {int(o): int(n) for o, n in (saved.get("redeliveries") or {}).items()

@@ -78,7 +78,7 @@ class _Connection(asyncio.Protocol):
             transport.abort()
             return
         self.last_io = server.loop_time()
-        self.channel = server.core.connect(remote)
+        self.channel = server.front.connect(remote)
         server.connections[self.channel.id] = self
         if server.max_outgoing_buffer:
             transport.set_write_buffer_limits(high=server.max_outgoing_buffer, low=server.max_outgoing_buffer // 4)

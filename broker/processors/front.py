@@ -2,9 +2,9 @@
 
 ``handle`` runs a request's processor (the table in ``build_processor_table``: each
 reads its command into the core's typed operations and writes the result as 4.x's
-reply); ``take_outgoing`` turns what the core notified since (held pulls answered,
+reply); what the core notifies for this front's connections (held pulls answered,
 consumer ids changed) and what a processor sends clients unasked (RESET_CONSUMER_CLIENT_
-OFFSET) into commands for their connections. A request the core refuses
+OFFSET) become commands that ``take_outgoing`` hands to the driver. A request the core refuses
 (RequestRefused) is one WARNING line and its error reply; a bug in a processor is
 logged and answered SYSTEM_ERROR, so the broker goes on serving.
 """
@@ -38,7 +38,23 @@ class RemotingFront:
     def __init__(self, core) -> None:
         self.core = core
         self._processors = build_processor_table()
-        self._pushed: list[tuple[Channel, RemotingCommand]] = []
+        self._out: list[tuple[Channel, RemotingCommand]] = []
+        self.close = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged))
+
+    def connect(self, remote: str) -> Channel:
+        """A client connection served by this front."""
+        return self.core.connect(remote, owner=self)
+
+    def _notified(self, n) -> None:
+        # (a channel no front opened — a test's own — is any 4.x front's)
+        owner = n.channel.owner
+        if owner is not self and owner is not None:
+            return
+        if n.__class__ is PullReady:
+            self._out.append((n.channel, pull_response(n.context, n.result)))
+        else:
+            self._out.append((n.channel, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                                 {"consumerGroup": n.group}, oneway=True)))
 
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         """Process one request. None means no reply now (oneway, or a held pull)."""
@@ -67,23 +83,14 @@ class RemotingFront:
     def push(self, channel: Channel, command: RemotingCommand) -> None:
         """Send ``command`` to a client unasked (with the next ``take_outgoing``)."""
         if not channel.closed:
-            self._pushed.append((channel, command))
+            self._out.append((channel, command))
 
     @property
     def has_outgoing(self) -> bool:
-        return bool(self._pushed) or self.core.has_notifications
+        return bool(self._out)
 
     def take_outgoing(self) -> list[tuple[Channel, RemotingCommand]]:
         """Commands for clients since the last call, in order: replies to held pulls,
         NOTIFY_CONSUMER_IDS_CHANGED, pushed commands."""
-        out = []
-        for n in self.core.take_notifications():
-            if n.__class__ is PullReady:
-                out.append((n.channel, pull_response(n.context, n.result)))
-            elif n.__class__ is ConsumerIdsChanged:
-                out.append((n.channel, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                                               {"consumerGroup": n.group}, oneway=True)))
-        if self._pushed:
-            out += self._pushed
-            self._pushed = []
+        out, self._out = self._out, []
         return out

@@ -32,6 +32,7 @@ from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_
 from rocketmq_emulator.store.records import Prop
 
 from ..config import PERM_READ, PERM_WRITE
+from ..notifications import DispatchReady
 from ..operations import SendOutcome, SendRequest
 from ..retry_lifecycle import pulsar_dead_letter
 from ..subscriptions import DELIVER_AT_PROPERTY, KEY_PROPERTY, SubscribeOutcome, SubType
@@ -99,7 +100,7 @@ class PulsarFront:
         self._active: dict[tuple[str, str], _Consumer] = {}   # Failover: the active consumer last told
         self.on_dirty = None                    # the listener's hook: pump soon
         # a store into a subscribed topic, whoever stored it, or delayed messages come due
-        core.subscriptions.watchers.append(self._mark)
+        self._stop_notifications = core.subscribe(lambda n: self._mark(n.topic), (DispatchReady,))
 
     # -- the one entry point -----------------------------------------------------------------
     def handle(self, conn: Connection, frame: Frame) -> list[bytes]:

@@ -72,7 +72,7 @@ class InProcessBroker(Connector):
         return self.lock
 
     def connect(self) -> "InProcessTransport":
-        channel = self.core.connect(remote=f"{self.runtime.ip}:{next(self._ports)}")
+        channel = self.front.connect(f"{self.runtime.ip}:{next(self._ports)}")
         transport = InProcessTransport(self, channel)
         self._transports[channel] = transport
         return transport
@@ -151,6 +151,7 @@ class InProcessBroker(Connector):
     def close(self) -> None:
         for t in list(self._transports.values()):
             t.close()
+        self.front.close()
         self.runtime.remove_source(self)
         if self.skipper is not None and self.runtime.idle_skipper is self.skipper:
             self.runtime.idle_skipper = None

@@ -4,6 +4,7 @@ position as the group's committed offset, redelivery counts."""
 import pytest
 
 from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.notifications import DispatchReady
 from rocketmq_emulator.broker.operations import SendOutcome, SendRequest
 from rocketmq_emulator.broker.subscriptions import SubscribeOutcome, SubType
 
@@ -138,7 +139,7 @@ def test_delayed_messages_wait_for_shared_subscriptions_only_on_the_cores_clock(
     send(core, b"now")
     subs = core.subscriptions
     told = []
-    subs.watchers.append(told.append)
+    core.subscribe(lambda n: told.append(n.topic), (DispatchReady,))
     subs.subscribe("shared", T, "s", SubType.SHARED, earliest=True)
     subs.subscribe("excl", T, "e", SubType.EXCLUSIVE, earliest=True)
     subs.flow("s", 1)
