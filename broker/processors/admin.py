@@ -30,17 +30,16 @@ def update_and_create_topic(core, request, channel):
 
 
 def update_and_create_subscription_group(core, request, channel):
-    """The body is a SubscriptionGroupConfig in JSON (mqadmin updateSubGroup); written
-    before the reply, as a topic is."""
-    import json
-
+    """The body is a SubscriptionGroupConfig in JSON (mqadmin updateSubGroup), read as
+    fastjson reads it (numbers and booleans also as strings, unknown fields ignored);
+    written before the reply, as a topic is."""
     from ..groups import SubscriptionGroupConfig, validate_group_name
     from ..protocol import RequestRefused
+    from ..protocol.fastjson import loads_fastjson
 
     try:
-        doc = json.loads(request.body or b"")
-        config = SubscriptionGroupConfig.from_json(doc)
-    except (ValueError, TypeError) as exc:
+        config = SubscriptionGroupConfig.from_json(loads_fastjson(request.body or b""))
+    except ValueError as exc:           # not JSON, or a field fastjson would not read (named)
         raise RequestRefused(f"the body is not a subscription group config: {exc}") from None
     validate_group_name(config.group_name)
     if not 0 <= config.retry_max_times <= 10_000 or not 0 <= config.retry_queue_nums <= 1024:

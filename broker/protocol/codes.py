@@ -107,6 +107,7 @@ class LanguageCode(IntEnum):
     PHP = 10
     OMS = 11
     RUST = 12
+    NODE_JS = 13
 
 
 class SerializeType(IntEnum):
