@@ -688,25 +688,37 @@ def _call_server(command: str, server: str, req, timeout: float, refused_exit: i
     """Send one request to ``server`` (HOST:PORT, already checked) and return its
     successful reply (or one whose code is in ``accept``), or the exit code after
     printing one error line (``refused_exit`` when the server refused the request)."""
+    replies = _call_server_many(command, server, [req], timeout, refused_exit, accept)
+    return replies if isinstance(replies, int) else replies[0]
+
+
+def _call_server_many(command: str, server: str, reqs: list, timeout: float, refused_exit: int = 1, accept=()):
+    """``_call_server`` for several requests on one connection: their replies in the
+    order of ``reqs``, or the exit code after one error line."""
     from .protocol import ProtocolError
     from .protocol.codec import FrameDecoder, encode
 
     host, _, port = server.rpartition(":")
+    waiting = {req.opaque: i for i, req in enumerate(reqs)}
+    replies = [None] * len(reqs)
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
-            sock.sendall(encode(req))
+            sock.sendall(b"".join(encode(req) for req in reqs))
             decoder = FrameDecoder()
-            while True:
+            while waiting:
                 data = sock.recv(65536)
                 if not data:
                     return fail(command, f"{server} closed the connection", 1)
                 for cmd in decoder.feed(data):
-                    if cmd.opaque == req.opaque:
-                        if cmd.code != 0 and cmd.code not in accept:
-                            return fail(command, cmd.remark or f"refused with code {cmd.code}", refused_exit)
-                        return cmd
+                    i = waiting.pop(cmd.opaque, None)
+                    if i is None:
+                        continue
+                    if cmd.code != 0 and cmd.code not in accept:
+                        return fail(command, cmd.remark or f"refused with code {cmd.code}", refused_exit)
+                    replies[i] = cmd
     except (OSError, ProtocolError) as exc:
         return fail(command, f"cannot reach {server}: {exc}", 1)
+    return replies
 
 
 # -- dispatch -----------------------------------------------------------------------------

@@ -30,11 +30,14 @@ def record_view(rec) -> dict:
             "body": text if text is not None else body.hex(), "body_encoding": "utf-8" if text is not None else "hex"}
 
 
+def _iso(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
 def _print_message(view: dict) -> None:
-    when = datetime.datetime.fromtimestamp(view["store_timestamp"] / 1000, datetime.timezone.utc)
     for k in ("msg_id", "offset_msg_id", "topic", "queue_id", "queue_offset", "tags", "keys", "reconsume_times"):
         print(f"{k:<16} {view[k]}")
-    print(f"{'stored':<16} {when.isoformat(timespec='milliseconds')}")
+    print(f"{'stored':<16} {_iso(view['store_timestamp'])}")
     print(f"{'properties':<16} {json.dumps(view['properties'], sort_keys=True)}")
     print(f"{'body':<16} {view['body']}" + (" (hex)" if view["body_encoding"] == "hex" else ""))
 
@@ -44,8 +47,12 @@ def message_main(argv: list[str]) -> int:
 
     p = CommandParser(prog="rocketmq-emulator message", description="Look messages up, or send one.")
     sub = p.add_subparsers(dest="action", required=True, metavar="{show,find,send}")
-    show = sub.add_parser("show", help="the message with this offsetMsgId (mqadmin queryMsgById)")
-    show.add_argument("id")
+    show = sub.add_parser("show", help="the message with this id: a message id (UNIQ_KEY) or an offsetMsgId "
+                                       "(mqadmin queryMsgById)")
+    show.add_argument("id", help="the message id (UNIQ_KEY, what `message send` and consumers show) or the "
+                                 "offsetMsgId of one stored copy")
+    show.add_argument("--topic", default=None, help="look the message id up in this topic only (default: every "
+                                                    "topic)")
     find = sub.add_parser("find", help="messages of TOPIC with KEY in KEYS or as UNIQ_KEY (mqadmin queryMsgByKey)")
     find.add_argument("--topic", required=True)
     find.add_argument("--key", required=True)
@@ -67,23 +74,61 @@ def message_main(argv: list[str]) -> int:
 
 
 def _show(args) -> int:
-    from rocketmq_emulator.store.records import decode_offset_msg_id, decode_record
+    """As mqadmin queryMsgById: the offsetMsgId of a broker here is read at its offset;
+    any other id is looked up as a message id (UNIQ_KEY) in every topic of every broker
+    (protocol.message_ids)."""
+    from rocketmq_emulator.store.records import decode_record, iter_records
 
-    from .cli import _call_server
-    from .protocol import RemotingCommand, RequestCode as RQ
+    from .cli import _call_server, _call_server_many
+    from .cli_brokers import broker_addresses
+    from .protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+    from .protocol.message_ids import not_found_text, offset_id_target, original_and_copies, unique_key_query
 
-    try:
-        (ip, port), offset = decode_offset_msg_id(args.id.upper())
-    except ValueError as exc:
-        return fail("message show", f"{exc} (an offsetMsgId is 32 hex digits: `message find` and `dlq list` show "
-                                    f"them)")
-    # the id names its broker: ask that one, as mqadmin does
-    reply = _call_server("message show", f"{ip}:{port}", RemotingCommand.request(
-        RQ.VIEW_MESSAGE_BY_ID, {"offset": offset}), args.timeout, refused_exit=2)
-    if isinstance(reply, int):
-        return reply
-    view = record_view(decode_record(reply.body, check_crc=False))
-    print(json.dumps(view, indent=2)) if args.json else _print_message(view)
+    command, msg_id = "message show", args.id.strip()
+    brokers = broker_addresses(command, args.server, args.timeout)
+    if isinstance(brokers, int):
+        return brokers
+    target = offset_id_target(msg_id, brokers)
+    if target is not None:
+        name, offset = target
+        reply = _call_server(command, brokers[name], RemotingCommand.request(RQ.VIEW_MESSAGE_BY_ID, {"offset": offset}),
+                             args.timeout, refused_exit=2, accept=(RC.SYSTEM_ERROR,))
+        if isinstance(reply, int):
+            return reply
+        if reply.code == RC.SUCCESS:
+            return _print_shown(args, decode_record(reply.body, check_crc=False), [])
+    if args.topic:
+        topics = [args.topic]
+    else:
+        listed = _call_server(command, args.server, RemotingCommand.request(RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),
+                              args.timeout)
+        if isinstance(listed, int):
+            return listed
+        topics = json.loads(listed.body)["topicList"]
+    found = []
+    for address in brokers.values():
+        replies = _call_server_many(command, address, [unique_key_query(t, msg_id) for t in topics], args.timeout,
+                                    refused_exit=2, accept=(RC.QUERY_NOT_FOUND, RC.TOPIC_NOT_EXIST))
+        if isinstance(replies, int):
+            return replies
+        found += [rec for r in replies if r.code == RC.SUCCESS for rec in iter_records(r.body, check_crc=False)]
+    original, copies = original_and_copies(found, msg_id)
+    if original is None:
+        return fail(command, not_found_text(msg_id))
+    return _print_shown(args, original, copies)
+
+
+def _print_shown(args, rec, copies: list) -> int:
+    view = record_view(rec)
+    view["copies"] = [{"topic": c.topic, "offset_msg_id": c.offset_msg_id, "reconsume_times": c.reconsume_times,
+                       "store_timestamp": c.store_timestamp} for c in copies]
+    if args.json:
+        print(json.dumps(view, indent=2))
+        return 0
+    _print_message(view)
+    for c in view["copies"]:
+        print(f"{'copy':<16} {c['offset_msg_id']} in {c['topic']} (reconsume_times {c['reconsume_times']}, "
+              f"stored {_iso(c['store_timestamp'])})")
     return 0
 
 
@@ -114,8 +159,8 @@ def _find(args) -> int:
     if not views:
         print(f"no message of {args.topic} has key {args.key}")
     for v in views:
-        print(f"{v['offset_msg_id']}  {v['topic']}/{v['queue_id']}@{v['queue_offset']}  tags={v['tags']}  "
-              f"keys={v['keys']}  reconsume_times={v['reconsume_times']}")
+        print(f"{v['msg_id']}  offset id {v['offset_msg_id']}  {v['topic']}/{v['queue_id']}@{v['queue_offset']}  "
+              f"tags={v['tags']}  keys={v['keys']}  reconsume_times={v['reconsume_times']}")
     return 0
 
 
@@ -155,8 +200,8 @@ def _send(args) -> int:
     doc = {"msg_id": props[Prop.UNIQ_KEY], "offset_msg_id": sent.header("msgId"), "broker": broker,
            "queue_id": qid, "queue_offset": int(sent.header("queueOffset")), "status": "SEND_OK"
            if sent.code == RC.SUCCESS else sent.code}
-    print(json.dumps(doc) if args.json else f"sent {doc['offset_msg_id']} to {args.topic} ({broker} queue {qid} "
-                                            f"offset {doc['queue_offset']})")
+    print(json.dumps(doc) if args.json else f"sent {doc['msg_id']} (offset id {doc['offset_msg_id']}) to "
+                                            f"{args.topic} ({broker} queue {qid} offset {doc['queue_offset']})")
     return 0
 
 

@@ -65,8 +65,9 @@ async function refresh() {
   table("delay", ["level", "delay", "waiting"], s.delay_queue.filter(d => d.waiting).map(d =>
     [d.level, (d.delay_ms / 1000) + " s", d.waiting]));
   const groups = [...new Set(s.dead_letters.filter(d => !d.redriven_as).map(d => d.group))];
-  table("dlq", ["group", "message", "topic", "attempts", "died", "state"],
-    s.dead_letters.map(d => [esc(d.group), esc(d.msg_id), esc(d.topic), d.attempts, fmt(d.died_at_ms),
+  table("dlq", ["group", "message", "offset id (dlq list)", "topic", "attempts", "died", "state"],
+    s.dead_letters.map(d => [esc(d.group), esc(d.msg_id), esc(d.offset_msg_id), esc(d.topic),
+      d.attempts, fmt(d.died_at_ms),
       d.redriven_as ? "re-driven as " + esc(d.redriven_as) : "dead"]));
   const t = document.getElementById("dlq");
   document.querySelectorAll("button.redrive").forEach(b => b.remove());
