@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import importlib
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -741,7 +742,28 @@ commands:
 run `rocketmq-emulator COMMAND --help` for a command's options; --version prints the version"""
 
 
+# What a shell reports for a tool that SIGPIPE ended (128 + 13): `cmd | head -1` stops
+# the command that way, quietly.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a reader of stdout that has gone (``| head -1``) ends the
+    command quietly, as it ends a Unix tool."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # Python ignores SIGPIPE, so the write raised; point stdout at /dev/null so the
+        # interpreter's last flush does not raise again ("Exception ignored ...").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         print(_USAGE, file=sys.stderr)
