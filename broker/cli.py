@@ -241,6 +241,17 @@ def _host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _listen_error(args, port: int, front: str | None, exc: OSError) -> str:
+    """A port serve cannot have, and the options that move or disable that listener."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)     # asyncio wraps the OS's words
+    if front is None:
+        return (f"cannot listen on {_host_port(args.host, port)} (remoting): {reason}; --port N moves it, "
+                f"--port 0 picks free ports for every front")
+    label = next(f.label for f in _FRONTS if f.name == front)
+    return (f"cannot listen on {_host_port(args.host, port)} ({label}): {reason}; --{front}-port N moves it, "
+            f"--no-{front} turns it off, --port 0 picks free ports for every front")
+
+
 async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     from rocketmq_emulator.store import StoreError
 
@@ -272,8 +283,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
             core.close()
             if store_dir is not None:
                 store_dir.take_back()
-            return fail("serve", f"cannot listen on {_host_port(args.host, args.grpc)} (gRPC): "
-                                 f"{exc.strerror or exc}")
+            return fail("serve", _listen_error(args, args.grpc, "grpc", exc))
     pulsar_server = None
     if args.pulsar is not None:
         from .adapters.pulsar_server import PulsarServer
@@ -287,8 +297,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
             core.close()
             if store_dir is not None:
                 store_dir.take_back()
-            return fail("serve", f"cannot listen on {_host_port(args.host, args.pulsar)} (Pulsar): "
-                                 f"{exc.strerror or exc}")
+            return fail("serve", _listen_error(args, args.pulsar, "pulsar", exc))
     before = asyncio.all_tasks()
     try:
         await server.start()
@@ -300,7 +309,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         core.close()
         if store_dir is not None:
             store_dir.take_back()
-        return fail("serve", f"cannot listen on {_host_port(args.host, args.port)}: {exc.strerror or exc}")
+        return fail("serve", _listen_error(args, args.port, None, exc))
     for task in asyncio.all_tasks() - before:
         supervisor.watch(task, f"the remoting server's {task.get_coro().__qualname__}")
     core.config.listen_port = server.port
@@ -330,8 +339,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
                 member.close()
             if store_dir is not None:
                 store_dir.take_back()
-            return fail("serve", f"cannot listen on {_host_port(args.host, args.http)} (HTTP): "
-                                 f"{exc.strerror or exc}")
+            return fail("serve", _listen_error(args, args.http, "http", exc))
     bridge = None
     if args.mqtt_settings is not None:
         from .adapters.mqtt_bridge import MqttBridge
@@ -470,17 +478,18 @@ async def _start_cluster(core, server, cfg, data_dir: Path | None, clock, args, 
 class _Front:
     """A listener beside the remoting one: its flags, the extra it needs, its default port."""
     name: str                  # --NAME-port, --no-NAME; args.NAME is the port to bind (None: off)
+    label: str                 # in messages: "cannot listen on HOST:PORT (LABEL)"
     what: str
     extra: str
     modules: tuple[str, ...]
     default_port: int
 
 
-_FRONTS = (_Front("grpc", "the RocketMQ 5.x gRPC front", "grpc", ("grpc", "rocketmq_emulator.broker.rocketmq5.stubs"),
+_FRONTS = (_Front("grpc", "gRPC", "the RocketMQ 5.x gRPC front", "grpc", ("grpc", "rocketmq_emulator.broker.rocketmq5.stubs"),
                   8081),
-           _Front("pulsar", "the Pulsar front", "pulsar",
+           _Front("pulsar", "Pulsar", "the Pulsar front", "pulsar",
                   ("google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema"), 6650),
-           _Front("http", "the HTTP front (/healthz, /metrics)", "http", ("aiohttp", "prometheus_client"), 8080))
+           _Front("http", "HTTP", "the HTTP front (/healthz, /metrics)", "http", ("aiohttp", "prometheus_client"), 8080))
 
 
 def _front_port(args, front: _Front) -> tuple[int | None, str | None]:

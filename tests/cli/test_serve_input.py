@@ -61,7 +61,9 @@ def test_a_port_in_use_leaves_no_directory_behind(tmp_path):
         done = run_cli("serve", "--port", str(port), "--data-dir", str(data_dir), "--no-grpc", "--no-pulsar", "--no-http",
                        timeout=20)
     assert done.returncode == 2
-    assert f"cannot listen on 127.0.0.1:{port}" in one_error_line(done.stderr, "serve")
+    line = one_error_line(done.stderr, "serve")
+    assert f"cannot listen on 127.0.0.1:{port} (remoting)" in line
+    assert "--port N" in line and "--port 0" in line, line
     assert not (tmp_path / "new").exists()
 
 
