@@ -704,21 +704,31 @@ def _call_server(command: str, server: str, req, timeout: float, refused_exit: i
 
 def _call_server_many(command: str, server: str, reqs: list, timeout: float, refused_exit: int = 1, accept=()):
     """``_call_server`` for several requests on one connection: their replies in the
-    order of ``reqs``, or the exit code after one error line."""
+    order of ``reqs``, or the exit code after one error line. A port that speaks
+    another protocol (HTTP, gRPC, Pulsar, TLS) is named, exit 2 (cli_probe)."""
     from .protocol import ProtocolError
     from .protocol.codec import FrameDecoder, encode
 
     host, _, port = server.rpartition(":")
+    host = host.strip("[]")
     waiting = {req.opaque: i for i, req in enumerate(reqs)}
     replies = [None] * len(reqs)
+    received = b""                      # the first bytes back, to tell another protocol
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+        sock = socket.create_connection((host, int(port)), timeout=timeout)
+    except OSError as exc:
+        return fail(command, f"cannot reach {server}: {exc}", 1)
+    try:
+        with sock:
             sock.sendall(b"".join(encode(req) for req in reqs))
             decoder = FrameDecoder()
             while waiting:
                 data = sock.recv(65536)
                 if not data:
-                    return fail(command, f"{server} closed the connection", 1)
+                    return _unanswered(command, server, host, int(port), received, timeout,
+                                       f"{server} closed the connection")
+                if len(received) < 64:
+                    received += data[:64 - len(received)]
                 for cmd in decoder.feed(data):
                     i = waiting.pop(cmd.opaque, None)
                     if i is None:
@@ -726,9 +736,22 @@ def _call_server_many(command: str, server: str, reqs: list, timeout: float, ref
                     if cmd.code != 0 and cmd.code not in accept:
                         return fail(command, cmd.remark or f"refused with code {cmd.code}", refused_exit)
                     replies[i] = cmd
-    except (OSError, ProtocolError) as exc:
+    except (ConnectionResetError, ProtocolError) as exc:
+        return _unanswered(command, server, host, int(port), received, timeout, f"cannot reach {server}: {exc}")
+    except OSError as exc:
         return fail(command, f"cannot reach {server}: {exc}", 1)
     return replies
+
+
+def _unanswered(command: str, server: str, host: str, port: int, received: bytes, timeout: float, why: str) -> int:
+    """A server that answered no remoting frame: name its protocol when it is one we
+    know (the user's mistake, exit 2), else say ``why`` (exit 1)."""
+    from .cli_probe import foreign_protocol, wrong_port_text
+
+    protocol = foreign_protocol(host, port, received, timeout)
+    if protocol is not None:
+        return fail(command, wrong_port_text(server, protocol), 2)
+    return fail(command, why, 1)
 
 
 # -- dispatch -----------------------------------------------------------------------------
