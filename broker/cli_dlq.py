@@ -34,6 +34,11 @@ def dlq_main(argv: list[str]) -> int:
         args = p.parse_args(argv)
     except UsageError as exc:
         return _usage_error(exc)
+    from .cli_names import check_group
+
+    missing = check_group(f"dlq {args.action}", args.server, args.timeout, args.group)
+    if missing is not None:
+        return missing
     fields = {"action": args.action, "consumerGroup": args.group}
     if args.action == "redrive":
         if args.ids:

@@ -85,6 +85,12 @@ def _show(args) -> int:
     from .protocol.message_ids import not_found_text, offset_id_target, original_and_copies, unique_key_query
 
     command, msg_id = "message show", args.id.strip()
+    if args.topic:
+        from .cli_names import check_topic
+
+        missing = check_topic(command, args.server, args.timeout, args.topic)
+        if missing is not None:
+            return missing
     brokers = broker_addresses(command, args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
@@ -137,8 +143,12 @@ def _find(args) -> int:
 
     from .cli import _call_server
     from .cli_brokers import broker_addresses
+    from .cli_names import check_topic
     from .protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 
+    missing = check_topic("message find", args.server, args.timeout, args.topic)
+    if missing is not None:
+        return missing
     brokers = broker_addresses("message find", args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers

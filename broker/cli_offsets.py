@@ -51,10 +51,16 @@ def offset_main(argv: list[str]) -> int:
         timestamp = _when(args.to)
     except UsageError as exc:
         return _usage_error(exc)
-    brokers = broker_addresses("offset reset", args.server, args.timeout)
+    command = "offset reset"
+    from .cli_names import check_group, check_topic
+
+    for check, name in ((check_group, args.group), (check_topic, args.topic)):
+        missing = check(command, args.server, args.timeout, name)
+        if missing is not None:
+            return missing
+    brokers = broker_addresses(command, args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
-    command = "offset reset"
     rows = []
     for name, address in brokers.items():
         ask = RemotingCommand.request(RQ.INVOKE_BROKER_TO_RESET_OFFSET, {

@@ -59,6 +59,13 @@ def run_view(kind: str, args) -> int:
         topics = json.loads(reply.body)["topicList"]
         print(json.dumps(topics, indent=2) if args.json else "\n".join(topics))
         return 0
+    if args.action in ("show", "delete"):
+        from .cli_names import check_group, check_topic
+
+        check = check_topic if kind == "topic" else check_group
+        missing = check(command, args.server, args.timeout, args.topic if kind == "topic" else args.group)
+        if missing is not None:
+            return missing
     brokers = broker_addresses(command, args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
@@ -122,9 +129,10 @@ def _group_show(args, brokers: dict, call) -> int:
             else:
                 dead += count
     business = [r for r in rows if not r["topic"].startswith("%RETRY%")]
-    if not rows and not dead:
-        from .cli_common import fail
-        return fail(f"group {args.action}", f"group {args.group!r} has no offsets and no dead letters on any broker")
+    if not rows and not dead and not args.json:
+        # a group the brokers know (checked before) that nothing has consumed yet
+        print(f"group {args.group} has no offsets and no dead letters yet")
+        return 0
     doc = {"group": args.group, "queues": business, "lag": sum(r["lag"] for r in business),
            "retry_messages": retries, "dead_letters": dead}
     if args.json:

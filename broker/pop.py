@@ -414,6 +414,15 @@ class PopService:
         kind = "r" if key[1].startswith(RETRY_PREFIX) else "t"
         return f"{kind} {key[2]} {offset} {generation} {visible_at}"
 
+    def groups_and_topics(self) -> set[tuple[str, str]]:
+        """(group, topic) of every pop consumer seen since the start (the retry topics'
+        queues counted as their topic's)."""
+        out = set()
+        for group, topic, _ in self._queues:
+            retry = f"{RETRY_PREFIX}{group}{POP_RETRY_SEPARATOR}"
+            out.add((group, topic[len(retry):] if topic.startswith(retry) else topic))
+        return out
+
     def in_flight_count(self, group: str | None = None) -> int:
         return sum(len(s.in_flight) for (g, _, _), s in self._queues.items() if group is None or g == group)
 

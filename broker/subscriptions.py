@@ -391,6 +391,10 @@ class SubscriptionService:
     def cursors(self) -> list[tuple[str, str]]:
         return list(self._cursors)
 
+    def durable_cursors(self) -> list[tuple[str, str]]:
+        """(group, topic) of the subscriptions, readers' cursors left out."""
+        return [key for key, cursor in self._cursors.items() if cursor.durable]
+
     def subscribed(self, topic: str) -> bool:
         """Whether some subscription reads ``topic`` (a store into it may be dispatched)."""
         return topic in self.topics

@@ -1,7 +1,7 @@
 """Request processors: one module per family, each a function (core, request, channel)."""
 from __future__ import annotations
 
-from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RequestCode as RC
+from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, EMULATOR_GROUPS, RequestCode as RC
 
 __all__ = ["build_processor_table"]
 
@@ -47,4 +47,5 @@ def build_processor_table() -> dict:
         EMULATOR_CLOCK_ADVANCE: admin.clock_advance,
         EMULATOR_BROKER_CONTROL: admin.broker_control,
         EMULATOR_DLQ: dead_letters.dead_letter_request,
+        EMULATOR_GROUPS: admin_views.known_groups_request,
     }
