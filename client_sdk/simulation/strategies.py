@@ -29,9 +29,10 @@ def group_specs(draw, name: str = "SimGroup", topic: str = "SimTopic", allow_ord
     orderly = allow_orderly and draw(st.booleans())
     protocol = "4.x" if orderly else draw(st.sampled_from(["4.x", "5.x"]))
     poison = draw(st.sampled_from([0, 10, 50, 100]))
+    invisible = draw(st.sampled_from([10, 60, 300]))        # drawn for every group: the draws stay as they were
     return GroupSpec(
         name=name, topic=topic, orderly=orderly, protocol=protocol,
-        invisible_seconds=draw(st.sampled_from([10, 60, 300])),
+        invisible_seconds=invisible if protocol == "5.x" else GroupSpec.invisible_seconds,
         consumers=draw(st.integers(1, 2)),
         batch_size=draw(st.integers(1, 4)),
         max_reconsume_times=draw(st.integers(0, 3)) if orderly else draw(st.sampled_from([-1, 0, 1, 2, 5])),
