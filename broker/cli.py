@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -17,7 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cli_common import CommandParser, UsageError, fail, int_in_range, missing_extra, positive_float, version_text
+from .cli_common import (CommandParser, UsageError, fail, int_in_range, iso_utc, missing_extra, positive_float,
+                         version_text)
 
 __all__ = ["main"]
 
@@ -358,7 +361,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
             pass
     address = _host_port(args.host, server.port)
     where = "store in memory" if data_dir is None else f"store {data_dir}"
-    when = f" at {_utc(clock.now_ms())}" if clock.is_virtual else ""
+    when = f" at {iso_utc(clock.now_ms())}" if clock.is_virtual else ""
     print(f"rocketmq-emulator listening on {address} (name server + broker); {where}; clock {args.clock}{when}")
     print(f"listening {address} remoting", flush=True)      # for scripts: one line per listener
     for name, srv in list(listeners.servers.items())[1:]:
@@ -509,14 +512,6 @@ def _front_port(args, front: _Front) -> tuple[int | None, str | None]:
     return (asked if asked is not None else (0 if args.port == 0 else front.default_port)), None
 
 
-def _utc(ms: int) -> str:
-    """Epoch milliseconds as an ISO-8601 UTC time with milliseconds: 2024-01-01T02:00:00.000Z."""
-    import datetime
-
-    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-
-
 # -- clock ------------------------------------------------------------------------------
 def _server_address(text: str) -> str:
     """An argparse type: HOST:PORT with a port from 1 to 65535."""
@@ -534,26 +529,37 @@ def _add_server_options(p: argparse.ArgumentParser, timeout: float) -> None:
 
 
 def _duration(text: str) -> str:
-    """An argparse type: a duration like 500ms, 10s, 2h or 1h30m."""
+    """An argparse type: a duration > 0 like 500ms, 10s, 2h or 1h30m, or ``next``."""
     from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
+    if text == "next":
+        return text
     try:
-        parse_duration(text)
+        ms = parse_duration(text)
     except DelayLevelError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if ms <= 0:
+        raise argparse.ArgumentTypeError(f"durations are positive (the clock only moves forward), got {text!r}")
     return text
 
 
 def clock_main(argv: list[str]) -> int:
     p = CommandParser(prog="rocketmq-emulator clock", description="Read or move a server's clock.")
     sub = p.add_subparsers(dest="action", required=True, metavar="{advance,now}")
-    adv = sub.add_parser("advance", help="advance a virtual clock by DURATION (500ms, 10s, 2h)",
+    adv = sub.add_parser("advance", help="advance a virtual clock by DURATION (500ms, 10s, 2h) or to the next due "
+                                         "message",
                          description="Advance a `serve --clock virtual` server's clock by DURATION; the reply "
                                      "comes once everything due by then has been delivered.")
-    adv.add_argument("duration", type=_duration, help="how far: 500ms, 10s, 5m, 2h, 1d or 1h30m")
+    adv.add_argument("duration", type=_duration, help="how far: 500ms, 10s, 5m, 2h, 1d or 1h30m; or next: to when "
+                                                      "the next delayed message or retry is due")
+    adv.add_argument("--json", action="store_true", help="one JSON object: now_ms, time, clock, advanced_ms")
     _add_server_options(adv, 60.0)
     now = sub.add_parser("now", help="print a server's clock", description="Print a server's clock (either kind).")
+    now.add_argument("--json", action="store_true", help="one JSON object: now_ms, time, clock")
     _add_server_options(now, 10.0)
+    if len(argv) > 1 and argv[0] == "advance" and re.match(r"-\d", argv[1]):
+        # argparse would take "-5s" for an option and say a duration is missing
+        return fail("clock advance", f"durations are positive (the clock only moves forward), got {argv[1]!r}")
     try:
         args = p.parse_args(argv)
     except UsageError as exc:
@@ -563,12 +569,18 @@ def clock_main(argv: list[str]) -> int:
     # `now` is an advance of nothing: the one clock request, answered by either clock.
     header = {"duration": args.duration} if args.action == "advance" else {"millis": 0}
     reply = _call_server(f"clock {args.action}", args.server, RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, header),
-                         args.timeout)
+                         args.timeout, refused_exit=2)
     if isinstance(reply, int):
         return reply
     ms = int(reply.header("nowMillis"))
-    kind = ", real clock" if reply.header("clock") == "real" else ""
-    print(f"clock now {ms} ms ({_utc(ms)}){kind}")
+    doc = {"now_ms": ms, "time": iso_utc(ms), "clock": reply.header("clock")}
+    if args.action == "advance":
+        doc["advanced_ms"] = reply.header_int("advancedMillis", 0)
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    kind = ", real clock" if doc["clock"] == "real" else ""
+    print(f"clock now {ms} ms ({doc['time']}){kind}")
     return 0
 
 
@@ -581,7 +593,7 @@ def topic_main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show,delete}")
     create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic",
                             description="Create (or update) TOPIC on a server, as mqadmin updateTopic does.")
-    create.add_argument("topic")
+    create.add_argument("topic", help="the topic's name (with --pulsar: persistent://tenant/ns/name or a short name)")
     create.add_argument("--queues", type=int_in_range(1, 1024), default=None,
                         help="read and write queue count (default 8)")
     create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
@@ -623,7 +635,7 @@ def topic_main(argv: list[str]) -> int:
             req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
                 "topic": name, "readQueueNums": queues, "writeQueueNums": queues,
                 "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
-            reply = _call_server("topic create", address, req, args.timeout)
+            reply = _call_server("topic create", address, req, args.timeout, refused_exit=2)
             if isinstance(reply, int):
                 return reply
     if args.pulsar:
@@ -657,7 +669,7 @@ def group_main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show}")
     create = sub.add_parser("create", help="create (or update) GROUP, as mqadmin updateSubGroup",
                             description="Create (or update) consumer GROUP on a server, as mqadmin updateSubGroup.")
-    create.add_argument("group")
+    create.add_argument("group", help="the consumer group's name (^[%|a-zA-Z0-9_-]+$, at most 120 characters)")
     create.add_argument("--retry-max-times", type=int_in_range(0, 10_000), default=16,
                         help="retries before the DLQ (retryMaxTimes; 5.x delivers retryMaxTimes + 1 times)")
     create.add_argument("--orderly", action="store_true",
@@ -673,8 +685,6 @@ def group_main(argv: list[str]) -> int:
         return _usage_error(exc)
     if args.action != "create":
         return run_view("group", args)
-    import json
-
     from .protocol import RemotingCommand, RequestCode
 
     body = json.dumps({"groupName": args.group, "retryMaxTimes": args.retry_max_times,
@@ -686,7 +696,7 @@ def group_main(argv: list[str]) -> int:
         return brokers
     for address in brokers.values():            # as mqadmin updateSubGroup -c: on every broker
         req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
-        reply = _call_server("group create", address, req, args.timeout)
+        reply = _call_server("group create", address, req, args.timeout, refused_exit=2)
         if isinstance(reply, int):
             return reply
     print(f"group {args.group} created: retryMaxTimes {args.retry_max_times}"

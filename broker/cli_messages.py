@@ -5,11 +5,10 @@ QUERY_MESSAGE to every broker, SEND_MESSAGE_V2 to a writable queue of the route,
 GET_BROKER_RUNTIME_INFO)."""
 from __future__ import annotations
 
-import datetime
 import itertools
 import json
 
-from .cli_common import CommandParser, UsageError, fail, int_in_range
+from .cli_common import CommandParser, UsageError, fail, int_in_range, iso_utc
 
 __all__ = ["message_main", "status_main", "record_view"]
 
@@ -30,14 +29,10 @@ def record_view(rec) -> dict:
             "body": text if text is not None else body.hex(), "body_encoding": "utf-8" if text is not None else "hex"}
 
 
-def _iso(ms: int) -> str:
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).isoformat(timespec="milliseconds")
-
-
 def _print_message(view: dict) -> None:
     for k in ("msg_id", "offset_msg_id", "topic", "queue_id", "queue_offset", "tags", "keys", "reconsume_times"):
         print(f"{k:<16} {view[k]}")
-    print(f"{'stored':<16} {_iso(view['store_timestamp'])}")
+    print(f"{'stored':<16} {iso_utc(view['store_timestamp'])}")
     print(f"{'properties':<16} {json.dumps(view['properties'], sort_keys=True)}")
     print(f"{'body':<16} {view['body']}" + (" (hex)" if view["body_encoding"] == "hex" else ""))
 
@@ -54,15 +49,16 @@ def message_main(argv: list[str]) -> int:
     show.add_argument("--topic", default=None, help="look the message id up in this topic only (default: every "
                                                     "topic)")
     find = sub.add_parser("find", help="messages of TOPIC with KEY in KEYS or as UNIQ_KEY (mqadmin queryMsgByKey)")
-    find.add_argument("--topic", required=True)
-    find.add_argument("--key", required=True)
+    find.add_argument("--topic", required=True, help="the topic to look in")
+    find.add_argument("--key", required=True, help="a word of the messages' KEYS, or a message id (UNIQ_KEY)")
     find.add_argument("--max", type=int_in_range(1, 1000), default=64, help="at most this many (default 64)")
     send = sub.add_parser("send", help="send BODY to TOPIC (mqadmin sendMessage)")
-    send.add_argument("topic")
-    send.add_argument("body")
-    send.add_argument("--tag", default=None)
-    send.add_argument("--key", default=None)
-    send.add_argument("--delay-level", type=int_in_range(1, 99), default=None)
+    send.add_argument("topic", help="the topic to send to (a writable queue of its route is picked)")
+    send.add_argument("body", help="the message body, as text (UTF-8)")
+    send.add_argument("--tag", default=None, help="the message's tag (TAGS; default: none)")
+    send.add_argument("--key", default=None, help="the message's key (KEYS; default: none)")
+    send.add_argument("--delay-level", type=int_in_range(1, 99), default=None,
+                      help="deliver it after this delay level (3: 10 s with the default table; default: at once)")
     for q in (show, find, send):
         q.add_argument("--json", action="store_true", help="JSON instead of lines")
         _add_server_options(q, 10.0)
@@ -134,7 +130,7 @@ def _print_shown(args, rec, copies: list) -> int:
     _print_message(view)
     for c in view["copies"]:
         print(f"{'copy':<16} {c['offset_msg_id']} in {c['topic']} (reconsume_times {c['reconsume_times']}, "
-              f"stored {_iso(c['store_timestamp'])})")
+              f"stored {iso_utc(c['store_timestamp'])})")
     return 0
 
 
@@ -222,7 +218,7 @@ def status_main(argv: list[str]) -> int:
 
     p = CommandParser(prog="rocketmq-emulator status", description="Each broker's runtime figures (mqadmin "
                                                                   "brokerStatus): version, clock, topics, messages.")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON document, numbers and booleans typed")
     _add_server_options(p, 10.0)
     try:
         args = p.parse_args(argv)
@@ -238,11 +234,30 @@ def status_main(argv: list[str]) -> int:
         if isinstance(reply, int):
             return reply
         tables[name] = json.loads(reply.body)["table"]
+    typed = {name: {k: _typed(v) for k, v in table.items()} for name, table in tables.items()}
     if args.json:
-        print(json.dumps(tables, indent=2))
+        print(json.dumps(typed, indent=2))
         return 0
-    for name, table in tables.items():
+    for name, table in typed.items():
         print(f"{name} ({brokers[name]})")
         for k, v in sorted(table.items()):
+            if k in _EPOCH_MS_KEYS and isinstance(v, int):
+                v = f"{v} ({iso_utc(v)})"
+            elif isinstance(v, bool):
+                v = str(v).lower()
             print(f"  {k:<28} {v}")
     return 0
+
+
+# GET_BROKER_RUNTIME_INFO values that are times (epoch ms): readable output adds ISO.
+_EPOCH_MS_KEYS = frozenset({"bootTimestamp", "clockNowMillis"})
+
+
+def _typed(text: str):
+    """A KVTable value (always text on the wire) as JSON wants it: a whole number as a
+    number, true/false as a boolean, anything else as it is."""
+    if text in ("true", "false"):
+        return text == "true"
+    if text.lstrip("-").isdigit() and len(text) < 20:
+        return int(text)
+    return text

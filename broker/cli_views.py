@@ -11,9 +11,9 @@ __all__ = ["add_topic_views", "add_group_views", "run_view"]
 def add_topic_views(sub, add_server_options) -> None:
     ls = sub.add_parser("list", help="every topic the name server knows (mqadmin topicList)")
     show = sub.add_parser("show", help="TOPIC's queues on each broker: min, max, last store (mqadmin topicStatus)")
-    show.add_argument("topic")
+    show.add_argument("topic", help="the topic to show")
     delete = sub.add_parser("delete", help="delete TOPIC from every broker (mqadmin deleteTopic)")
-    delete.add_argument("topic")
+    delete.add_argument("topic", help="the topic to delete")
     for q in (ls, show, delete):
         q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
         add_server_options(q, 10.0)
@@ -23,7 +23,7 @@ def add_group_views(sub, add_server_options) -> None:
     ls = sub.add_parser("list", help="every subscription group of the brokers")
     show = sub.add_parser("show", help="GROUP's progress per queue: broker offset, committed, lag; its retries "
                                        "and dead letters (mqadmin consumerProgress)")
-    show.add_argument("group")
+    show.add_argument("group", help="the consumer group to show (a Pulsar subscription too)")
     show.add_argument("--topic", default=None, help="only this topic (default: every topic it has offsets for)")
     for q in (ls, show):
         q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
@@ -90,10 +90,12 @@ def run_view(kind: str, args) -> int:
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
-        print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10}  LAST STORE (ms)")
+        from .cli_common import iso_utc
+
+        print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10}  LAST STORE (UTC)")
         for r in rows:
-            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10}  "
-                  f"{r['lastUpdateTimestamp']}")
+            last = iso_utc(r["lastUpdateTimestamp"]) if r["lastUpdateTimestamp"] else "-"
+            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10}  {last}")
         return 0
     if args.action == "list":
         groups = {}

@@ -53,25 +53,42 @@ def update_and_create_subscription_group(core, request, channel):
 
 
 def clock_advance(core, request, channel):
-    """Header ``duration`` ("500ms", "10s", "2h") or ``millis``. Replies once every
-    message due by the new time has been re-stored and waiting pulls answered, with
-    ``nowMillis`` and ``clock`` (virtual, or real for an advance of 0 on a real clock)."""
+    """Header ``duration`` ("500ms", "10s", "2h", or "next": to the next due delayed
+    message or retry of any running broker) or ``millis``. Replies once every message due
+    by the new time has been re-stored and waiting pulls answered, with ``nowMillis``,
+    ``advancedMillis`` and ``clock`` (virtual, or real for an advance of 0 on a real clock)."""
     text = request.header("duration")
-    try:
-        ms = parse_duration(text) if text else request.header_int("millis")
-    except DelayLevelError as exc:
-        return request.response(RC.SYSTEM_ERROR, str(exc))
-    if ms == 0 and not getattr(core.clock, "is_virtual", False):
+    virtual = getattr(core.clock, "is_virtual", False)
+    if text == "next":
+        from ..cluster import live_members
+        from ..dashboard import next_due_ms
+
+        due = next_due_ms(live_members(core)) if virtual else None
+        if virtual and due is None:
+            return request.response(RC.SYSTEM_ERROR, "no message is waiting for a delay or a retry: there is no next "
+                                                     "due time to advance to")
+        ms = max(due - core.clock.now_ms(), 0) if due is not None else 1
+    else:
+        try:
+            ms = parse_duration(text) if text else request.header_int("millis")
+        except DelayLevelError as exc:
+            return request.response(RC.SYSTEM_ERROR, str(exc))
+        if ms < 0:
+            return request.response(RC.SYSTEM_ERROR, f"durations are positive (the clock only moves forward), "
+                                                     f"got {text or ms}")
+    if ms == 0 and not virtual:
         # An advance of nothing only reads the clock (`clock now`): a real clock answers too.
-        return request.response(RC.SUCCESS, None, {"nowMillis": core.clock.now_ms(), "clock": "real"})
+        return request.response(RC.SUCCESS, None, {"nowMillis": core.clock.now_ms(), "clock": "real",
+                                                   "advancedMillis": 0})
     try:
+        before = core.clock.now_ms()
         now = core.names.advance_clock(ms)
     except ClockError as exc:
         return request.response(RC.SYSTEM_ERROR, str(exc))
     # A move of time someone asked for is written before the reply: what it delivered
     # and (serve) the clock's new time survive a kill right after it.
     core.names.flush()
-    return request.response(RC.SUCCESS, None, {"nowMillis": now, "clock": "virtual"})
+    return request.response(RC.SUCCESS, None, {"nowMillis": now, "clock": "virtual", "advancedMillis": now - before})
 
 
 def update_broker_config(core, request, channel):

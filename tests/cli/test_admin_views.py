@@ -172,7 +172,7 @@ def test_status_shows_each_brokers_runtime_figures(loaded, capsys):
     assert table["brokerName"] == "broker-a" and table["clock"] == "virtual" and int(table["commitLogMaxOffset"]) > 0
     assert cli(loaded, "status", "--json") == 0
     doc = json.loads(capsys.readouterr().out)
-    assert sorted(doc) == ["broker-a", "broker-b"] and doc["broker-b"]["stopped"] == "false"
+    assert sorted(doc) == ["broker-a", "broker-b"] and doc["broker-b"]["stopped"] is False
 
 
 def test_connections_and_group_delete_over_their_request_codes(loaded):
