@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import importlib
 import json
 import logging
@@ -153,6 +154,9 @@ def serve_main(argv: list[str]) -> int:
         cfg.validate()
     except (ConfigError, ValueError) as exc:
         return fail("serve", str(exc))
+    host_error = _unbindable_host(args.host)
+    if host_error:
+        return fail("serve", host_error)
     data_dir = None
     if not args.in_memory:
         data_dir = Path(args.data_dir or cfg.store_path_root_dir or DEFAULT_DATA_DIR).expanduser()
@@ -242,6 +246,24 @@ async def _flush_in_real_time(core, interval_s: float) -> None:
 
 def _host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _unbindable_host(host: str) -> str | None:
+    """Why no listener can bind ``host`` (it names no address of this machine), or None.
+    Checked before any listener starts: the gRPC front's C++ core would log its own line
+    first, and each front would blame its port."""
+    from .adapters.advertise import is_wildcard
+
+    if is_wildcard(host):
+        return None
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), 0, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRNOTAVAIL:
+            return f"--host {host} is not an address of this machine ({os.strerror(exc.errno)})"
+    return None         # (a name that does not resolve is said by advertised_ip, in its words)
 
 
 def _listen_error(args, port: int, front: str | None, exc: OSError) -> str:
