@@ -20,7 +20,8 @@ def add_topic_views(sub, add_server_options) -> None:
 
 
 def add_group_views(sub, add_server_options) -> None:
-    ls = sub.add_parser("list", help="every subscription group of the brokers")
+    ls = sub.add_parser("list", help="every consumer group of the brokers, 4.x and 5.x groups and Pulsar "
+                                     "subscriptions, each with the dialect of the clients using it")
     show = sub.add_parser("show", help="GROUP's progress per queue: broker offset, committed, lag; its retries "
                                        "and dead letters (mqadmin consumerProgress)")
     show.add_argument("group", help="the consumer group to show (a Pulsar subscription too)")
@@ -98,16 +99,38 @@ def run_view(kind: str, args) -> int:
             print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10}  {last}")
         return 0
     if args.action == "list":
-        groups = {}
-        for name, address in brokers.items():
-            reply = call(address, RQ.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-            if isinstance(reply, int):
-                return reply
-            for g, conf in json.loads(reply.body)["subscriptionGroupTable"].items():
-                groups.setdefault(g, conf)
-        print(json.dumps(groups, indent=2) if args.json else "\n".join(sorted(groups)))
-        return 0
+        return _group_list(args, command)
     return _group_show(args, brokers, call)
+
+
+def shown_topic(stored: str) -> str:
+    """A store topic as its users name it: a Pulsar topic (pulsar|t|ns|x) by its Pulsar
+    name (persistent://t/ns/x), any other as it is."""
+    from .pulsar_front.names import STORE_PREFIX, pulsar_topic
+
+    if stored.startswith(STORE_PREFIX):
+        topic = pulsar_topic(stored)
+        if topic is not None:
+            return topic.full
+    return stored
+
+
+def _group_list(args, command: str) -> int:
+    """Every group of every dialect (EMULATOR_GROUPS): 4.x, 5.x, Pulsar subscriptions."""
+    from .cli_names import known_group_rows
+
+    rows = known_group_rows(command, args.server, args.timeout)
+    if isinstance(rows, int):
+        return rows
+    rows = [dict(r, topics=[shown_topic(t) for t in r["topics"]]) for r in rows]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max([len("GROUP")] + [len(r["group"]) for r in rows])
+    print(f"{'GROUP':<{width}}  {'DIALECT':<12}  TOPICS")
+    for r in rows:
+        print(f"{r['group']:<{width}}  {','.join(r['dialects']) or '-':<12}  {', '.join(r['topics'])}")
+    return 0
 
 
 def _group_show(args, brokers: dict, call) -> int:
@@ -130,7 +153,7 @@ def _group_show(args, brokers: dict, call) -> int:
                 retries += count
             else:
                 dead += count
-    business = [r for r in rows if not r["topic"].startswith("%RETRY%")]
+    business = [dict(r, topic=shown_topic(r["topic"])) for r in rows if not r["topic"].startswith("%RETRY%")]
     if not rows and not dead and not args.json:
         # a group the brokers know (checked before) that nothing has consumed yet
         print(f"group {args.group} has no offsets and no dead letters yet")
@@ -140,9 +163,12 @@ def _group_show(args, brokers: dict, call) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
-    print(f"{'TOPIC':<24} {'BROKER':<10} {'QUEUE':>5} {'BROKER OFFSET':>14} {'COMMITTED':>10} {'LAG':>8}")
+    # columns as wide as their longest value: a long (Pulsar) topic or broker name keeps them straight
+    tw = max([24] + [len(r["topic"]) for r in business])
+    bw = max([10] + [len(r["broker"]) for r in business])
+    print(f"{'TOPIC':<{tw}} {'BROKER':<{bw}} {'QUEUE':>5} {'BROKER OFFSET':>14} {'COMMITTED':>10} {'LAG':>8}")
     for r in business:
-        print(f"{r['topic']:<24} {r['broker']:<10} {r['queue_id']:>5} {r['brokerOffset']:>14} "
+        print(f"{r['topic']:<{tw}} {r['broker']:<{bw}} {r['queue_id']:>5} {r['brokerOffset']:>14} "
               f"{r['consumerOffset']:>10} {r['lag']:>8}")
     print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}")
     return 0

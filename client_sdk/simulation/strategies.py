@@ -10,12 +10,17 @@
         result = run_simulation(scenario, tmp_path_factory.mktemp("sim"))
         assert result.ok, result.violations
 
-Needs hypothesis (the ``test`` extra). Scenarios are kept small by default so that a
-run takes a fraction of a second; every one is valid (``Scenario`` accepts it).
+Needs hypothesis: ``pip install 'rocketmq-emulator[simulation]'`` (the ``test`` extra has
+it too). Scenarios are kept small by default so that a run takes a fraction of a second;
+every one is valid (``Scenario`` accepts it).
 """
 from __future__ import annotations
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:      # the one line says which extra brings it
+    raise ImportError(f"client_sdk.simulation.strategies needs hypothesis, which is not installed ({exc}): "
+                      f"pip install 'rocketmq-emulator[simulation]'") from None
 
 from .scenario import ConsumerRestart, GroupSpec, ProducerSpec, Scenario, TopicSpec, WriteOffWindow
 
