@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import importlib
+import json
 import logging
+import os
+import re
 import shutil
 import signal
 import socket
@@ -16,7 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cli_common import CommandParser, UsageError, fail, int_in_range, missing_extra, positive_float, version_text
+from .cli_common import (CommandParser, UsageError, fail, int_in_range, iso_utc, missing_extra, positive_float,
+                         version_text)
 
 __all__ = ["main"]
 
@@ -149,6 +154,9 @@ def serve_main(argv: list[str]) -> int:
         cfg.validate()
     except (ConfigError, ValueError) as exc:
         return fail("serve", str(exc))
+    host_error = _unbindable_host(args.host)
+    if host_error:
+        return fail("serve", host_error)
     data_dir = None
     if not args.in_memory:
         data_dir = Path(args.data_dir or cfg.store_path_root_dir or DEFAULT_DATA_DIR).expanduser()
@@ -240,6 +248,35 @@ def _host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _unbindable_host(host: str) -> str | None:
+    """Why no listener can bind ``host`` (it names no address of this machine), or None.
+    Checked before any listener starts: the gRPC front's C++ core would log its own line
+    first, and each front would blame its port."""
+    from .adapters.advertise import is_wildcard
+
+    if is_wildcard(host):
+        return None
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), 0, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRNOTAVAIL:
+            return f"--host {host} is not an address of this machine ({os.strerror(exc.errno)})"
+    return None         # (a name that does not resolve is said by advertised_ip, in its words)
+
+
+def _listen_error(args, port: int, front: str | None, exc: OSError) -> str:
+    """A port serve cannot have, and the options that move or disable that listener."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)     # asyncio wraps the OS's words
+    if front is None:
+        return (f"cannot listen on {_host_port(args.host, port)} (remoting): {reason}; --port N moves it, "
+                f"--port 0 picks free ports for every front")
+    label = next(f.label for f in _FRONTS if f.name == front)
+    return (f"cannot listen on {_host_port(args.host, port)} ({label}): {reason}; --{front}-port N moves it, "
+            f"--no-{front} turns it off, --port 0 picks free ports for every front")
+
+
 async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     from rocketmq_emulator.store import StoreError
 
@@ -271,8 +308,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
             core.close()
             if store_dir is not None:
                 store_dir.take_back()
-            return fail("serve", f"cannot listen on {_host_port(args.host, args.grpc)} (gRPC): "
-                                 f"{exc.strerror or exc}")
+            return fail("serve", _listen_error(args, args.grpc, "grpc", exc))
     pulsar_server = None
     if args.pulsar is not None:
         from .adapters.pulsar_server import PulsarServer
@@ -286,8 +322,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
             core.close()
             if store_dir is not None:
                 store_dir.take_back()
-            return fail("serve", f"cannot listen on {_host_port(args.host, args.pulsar)} (Pulsar): "
-                                 f"{exc.strerror or exc}")
+            return fail("serve", _listen_error(args, args.pulsar, "pulsar", exc))
     before = asyncio.all_tasks()
     try:
         await server.start()
@@ -299,7 +334,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         core.close()
         if store_dir is not None:
             store_dir.take_back()
-        return fail("serve", f"cannot listen on {_host_port(args.host, args.port)}: {exc.strerror or exc}")
+        return fail("serve", _listen_error(args, args.port, None, exc))
     for task in asyncio.all_tasks() - before:
         supervisor.watch(task, f"the remoting server's {task.get_coro().__qualname__}")
     core.config.listen_port = server.port
@@ -329,8 +364,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
                 member.close()
             if store_dir is not None:
                 store_dir.take_back()
-            return fail("serve", f"cannot listen on {_host_port(args.host, args.http)} (HTTP): "
-                                 f"{exc.strerror or exc}")
+            return fail("serve", _listen_error(args, args.http, "http", exc))
     bridge = None
     if args.mqtt_settings is not None:
         from .adapters.mqtt_bridge import MqttBridge
@@ -349,7 +383,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
             pass
     address = _host_port(args.host, server.port)
     where = "store in memory" if data_dir is None else f"store {data_dir}"
-    when = f" at {_utc(clock.now_ms())}" if clock.is_virtual else ""
+    when = f" at {iso_utc(clock.now_ms())}" if clock.is_virtual else ""
     print(f"rocketmq-emulator listening on {address} (name server + broker); {where}; clock {args.clock}{when}")
     print(f"listening {address} remoting", flush=True)      # for scripts: one line per listener
     for name, srv in list(listeners.servers.items())[1:]:
@@ -469,17 +503,18 @@ async def _start_cluster(core, server, cfg, data_dir: Path | None, clock, args, 
 class _Front:
     """A listener beside the remoting one: its flags, the extra it needs, its default port."""
     name: str                  # --NAME-port, --no-NAME; args.NAME is the port to bind (None: off)
+    label: str                 # in messages: "cannot listen on HOST:PORT (LABEL)"
     what: str
     extra: str
     modules: tuple[str, ...]
     default_port: int
 
 
-_FRONTS = (_Front("grpc", "the RocketMQ 5.x gRPC front", "grpc", ("grpc", "rocketmq_emulator.broker.rocketmq5.stubs"),
+_FRONTS = (_Front("grpc", "gRPC", "the RocketMQ 5.x gRPC front", "grpc", ("grpc", "rocketmq_emulator.broker.rocketmq5.stubs"),
                   8081),
-           _Front("pulsar", "the Pulsar front", "pulsar",
+           _Front("pulsar", "Pulsar", "the Pulsar front", "pulsar",
                   ("google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema"), 6650),
-           _Front("http", "the HTTP front (/healthz, /metrics)", "http", ("aiohttp", "prometheus_client"), 8080))
+           _Front("http", "HTTP", "the HTTP front (/healthz, /metrics)", "http", ("aiohttp", "prometheus_client"), 8080))
 
 
 def _front_port(args, front: _Front) -> tuple[int | None, str | None]:
@@ -499,14 +534,6 @@ def _front_port(args, front: _Front) -> tuple[int | None, str | None]:
     return (asked if asked is not None else (0 if args.port == 0 else front.default_port)), None
 
 
-def _utc(ms: int) -> str:
-    """Epoch milliseconds as an ISO-8601 UTC time with milliseconds: 2024-01-01T02:00:00.000Z."""
-    import datetime
-
-    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-
-
 # -- clock ------------------------------------------------------------------------------
 def _server_address(text: str) -> str:
     """An argparse type: HOST:PORT with a port from 1 to 65535."""
@@ -524,26 +551,37 @@ def _add_server_options(p: argparse.ArgumentParser, timeout: float) -> None:
 
 
 def _duration(text: str) -> str:
-    """An argparse type: a duration like 500ms, 10s, 2h or 1h30m."""
+    """An argparse type: a duration > 0 like 500ms, 10s, 2h or 1h30m, or ``next``."""
     from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
+    if text == "next":
+        return text
     try:
-        parse_duration(text)
+        ms = parse_duration(text)
     except DelayLevelError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if ms <= 0:
+        raise argparse.ArgumentTypeError(f"durations are positive (the clock only moves forward), got {text!r}")
     return text
 
 
 def clock_main(argv: list[str]) -> int:
     p = CommandParser(prog="rocketmq-emulator clock", description="Read or move a server's clock.")
     sub = p.add_subparsers(dest="action", required=True, metavar="{advance,now}")
-    adv = sub.add_parser("advance", help="advance a virtual clock by DURATION (500ms, 10s, 2h)",
+    adv = sub.add_parser("advance", help="advance a virtual clock by DURATION (500ms, 10s, 2h) or to the next due "
+                                         "message",
                          description="Advance a `serve --clock virtual` server's clock by DURATION; the reply "
                                      "comes once everything due by then has been delivered.")
-    adv.add_argument("duration", type=_duration, help="how far: 500ms, 10s, 5m, 2h, 1d or 1h30m")
+    adv.add_argument("duration", type=_duration, help="how far: 500ms, 10s, 5m, 2h, 1d or 1h30m; or next: to when "
+                                                      "the next delayed message or retry is due")
+    adv.add_argument("--json", action="store_true", help="one JSON object: now_ms, time, clock, advanced_ms")
     _add_server_options(adv, 60.0)
     now = sub.add_parser("now", help="print a server's clock", description="Print a server's clock (either kind).")
+    now.add_argument("--json", action="store_true", help="one JSON object: now_ms, time, clock")
     _add_server_options(now, 10.0)
+    if len(argv) > 1 and argv[0] == "advance" and re.match(r"-\d", argv[1]):
+        # argparse would take "-5s" for an option and say a duration is missing
+        return fail("clock advance", f"durations are positive (the clock only moves forward), got {argv[1]!r}")
     try:
         args = p.parse_args(argv)
     except UsageError as exc:
@@ -553,12 +591,18 @@ def clock_main(argv: list[str]) -> int:
     # `now` is an advance of nothing: the one clock request, answered by either clock.
     header = {"duration": args.duration} if args.action == "advance" else {"millis": 0}
     reply = _call_server(f"clock {args.action}", args.server, RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, header),
-                         args.timeout)
+                         args.timeout, refused_exit=2)
     if isinstance(reply, int):
         return reply
     ms = int(reply.header("nowMillis"))
-    kind = ", real clock" if reply.header("clock") == "real" else ""
-    print(f"clock now {ms} ms ({_utc(ms)}){kind}")
+    doc = {"now_ms": ms, "time": iso_utc(ms), "clock": reply.header("clock")}
+    if args.action == "advance":
+        doc["advanced_ms"] = reply.header_int("advancedMillis", 0)
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    kind = ", real clock" if doc["clock"] == "real" else ""
+    print(f"clock now {ms} ms ({doc['time']}){kind}")
     return 0
 
 
@@ -571,7 +615,7 @@ def topic_main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show,delete}")
     create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic",
                             description="Create (or update) TOPIC on a server, as mqadmin updateTopic does.")
-    create.add_argument("topic")
+    create.add_argument("topic", help="the topic's name (with --pulsar: persistent://tenant/ns/name or a short name)")
     create.add_argument("--queues", type=int_in_range(1, 1024), default=None,
                         help="read and write queue count (default 8)")
     create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
@@ -613,7 +657,7 @@ def topic_main(argv: list[str]) -> int:
             req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
                 "topic": name, "readQueueNums": queues, "writeQueueNums": queues,
                 "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
-            reply = _call_server("topic create", address, req, args.timeout)
+            reply = _call_server("topic create", address, req, args.timeout, refused_exit=2)
             if isinstance(reply, int):
                 return reply
     if args.pulsar:
@@ -647,7 +691,7 @@ def group_main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show}")
     create = sub.add_parser("create", help="create (or update) GROUP, as mqadmin updateSubGroup",
                             description="Create (or update) consumer GROUP on a server, as mqadmin updateSubGroup.")
-    create.add_argument("group")
+    create.add_argument("group", help="the consumer group's name (^[%|a-zA-Z0-9_-]+$, at most 120 characters)")
     create.add_argument("--retry-max-times", type=int_in_range(0, 10_000), default=16,
                         help="retries before the DLQ (retryMaxTimes; 5.x delivers retryMaxTimes + 1 times)")
     create.add_argument("--orderly", action="store_true",
@@ -663,8 +707,6 @@ def group_main(argv: list[str]) -> int:
         return _usage_error(exc)
     if args.action != "create":
         return run_view("group", args)
-    import json
-
     from .protocol import RemotingCommand, RequestCode
 
     body = json.dumps({"groupName": args.group, "retryMaxTimes": args.retry_max_times,
@@ -676,7 +718,7 @@ def group_main(argv: list[str]) -> int:
         return brokers
     for address in brokers.values():            # as mqadmin updateSubGroup -c: on every broker
         req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
-        reply = _call_server("group create", address, req, args.timeout)
+        reply = _call_server("group create", address, req, args.timeout, refused_exit=2)
         if isinstance(reply, int):
             return reply
     print(f"group {args.group} created: retryMaxTimes {args.retry_max_times}"
@@ -688,25 +730,60 @@ def _call_server(command: str, server: str, req, timeout: float, refused_exit: i
     """Send one request to ``server`` (HOST:PORT, already checked) and return its
     successful reply (or one whose code is in ``accept``), or the exit code after
     printing one error line (``refused_exit`` when the server refused the request)."""
+    replies = _call_server_many(command, server, [req], timeout, refused_exit, accept)
+    return replies if isinstance(replies, int) else replies[0]
+
+
+def _call_server_many(command: str, server: str, reqs: list, timeout: float, refused_exit: int = 1, accept=()):
+    """``_call_server`` for several requests on one connection: their replies in the
+    order of ``reqs``, or the exit code after one error line. A port that speaks
+    another protocol (HTTP, gRPC, Pulsar, TLS) is named, exit 2 (cli_probe)."""
     from .protocol import ProtocolError
     from .protocol.codec import FrameDecoder, encode
 
     host, _, port = server.rpartition(":")
+    host = host.strip("[]")
+    waiting = {req.opaque: i for i, req in enumerate(reqs)}
+    replies = [None] * len(reqs)
+    received = b""                      # the first bytes back, to tell another protocol
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
-            sock.sendall(encode(req))
+        sock = socket.create_connection((host, int(port)), timeout=timeout)
+    except OSError as exc:
+        return fail(command, f"cannot reach {server}: {exc}", 1)
+    try:
+        with sock:
+            sock.sendall(b"".join(encode(req) for req in reqs))
             decoder = FrameDecoder()
-            while True:
+            while waiting:
                 data = sock.recv(65536)
                 if not data:
-                    return fail(command, f"{server} closed the connection", 1)
+                    return _unanswered(command, server, host, int(port), received, timeout,
+                                       f"{server} closed the connection")
+                if len(received) < 64:
+                    received += data[:64 - len(received)]
                 for cmd in decoder.feed(data):
-                    if cmd.opaque == req.opaque:
-                        if cmd.code != 0 and cmd.code not in accept:
-                            return fail(command, cmd.remark or f"refused with code {cmd.code}", refused_exit)
-                        return cmd
-    except (OSError, ProtocolError) as exc:
+                    i = waiting.pop(cmd.opaque, None)
+                    if i is None:
+                        continue
+                    if cmd.code != 0 and cmd.code not in accept:
+                        return fail(command, cmd.remark or f"refused with code {cmd.code}", refused_exit)
+                    replies[i] = cmd
+    except (ConnectionResetError, ProtocolError) as exc:
+        return _unanswered(command, server, host, int(port), received, timeout, f"cannot reach {server}: {exc}")
+    except OSError as exc:
         return fail(command, f"cannot reach {server}: {exc}", 1)
+    return replies
+
+
+def _unanswered(command: str, server: str, host: str, port: int, received: bytes, timeout: float, why: str) -> int:
+    """A server that answered no remoting frame: name its protocol when it is one we
+    know (the user's mistake, exit 2), else say ``why`` (exit 1)."""
+    from .cli_probe import foreign_protocol, wrong_port_text
+
+    protocol = foreign_protocol(host, port, received, timeout)
+    if protocol is not None:
+        return fail(command, wrong_port_text(server, protocol), 2)
+    return fail(command, why, 1)
 
 
 # -- dispatch -----------------------------------------------------------------------------
@@ -729,7 +806,28 @@ commands:
 run `rocketmq-emulator COMMAND --help` for a command's options; --version prints the version"""
 
 
+# What a shell reports for a tool that SIGPIPE ended (128 + 13): `cmd | head -1` stops
+# the command that way, quietly.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a reader of stdout that has gone (``| head -1``) ends the
+    command quietly, as it ends a Unix tool."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # Python ignores SIGPIPE, so the write raised; point stdout at /dev/null so the
+        # interpreter's last flush does not raise again ("Exception ignored ...").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         print(_USAGE, file=sys.stderr)

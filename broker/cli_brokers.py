@@ -21,12 +21,12 @@ def broker_main(argv: list[str]) -> int:
     ls = sub.add_parser("list", help="every broker: address, up or stopped, permission, topics")
     ls.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     perm = sub.add_parser("perm", help="switch a broker's write permission: perm broker-a --write off")
-    perm.add_argument("name")
-    perm.add_argument("--write", choices=("on", "off"), required=True)
+    perm.add_argument("name", help="the broker (broker-a, broker-b, ...)")
+    perm.add_argument("--write", choices=("on", "off"), required=True, help="on: read+write (6); off: read only (4)")
     stop = sub.add_parser("stop", help="stop a broker: out of the routes, its connections refused")
-    stop.add_argument("name")
+    stop.add_argument("name", help="the broker to stop")
     start = sub.add_parser("start", help="start a stopped broker again, from its store")
-    start.add_argument("name")
+    start.add_argument("name", help="the stopped broker to start")
     for q in (ls, perm, stop, start):
         _add_server_options(q, 10.0)
     try:

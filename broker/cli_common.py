@@ -3,7 +3,11 @@ defaults and choices.
 
 A mistake on the command line is one line on stderr, ``rocketmq-emulator <command>:
 error: ...``, and exit code 2 — argparse's own errors included (they would otherwise
-print the whole usage first). A failure while running uses the same prefix and exit 1.
+print the whole usage first), and so is input the server refuses (a system topic, an
+illegal group name, a name no broker has, advancing a real clock). A failure while
+running (a server that cannot be reached, a store that cannot be written) uses the same
+prefix and exit 1. Readable output writes times as ISO 8601 UTC (``iso_utc``); ``--json``
+gives numbers and booleans as JSON numbers and booleans.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import sys
 import textwrap
 
 __all__ = ["CommandParser", "UsageError", "fail", "int_in_range", "positive_float", "missing_extra",
-           "version_text"]
+           "version_text", "iso_utc"]
 
 DIST = "rocketmq-emulator"
 
@@ -100,3 +104,12 @@ def version_text() -> str:
         return f"{DIST} {version(DIST)}"
     except PackageNotFoundError:
         return f"{DIST} (version unknown: the distribution is not installed)"
+
+
+def iso_utc(ms: int) -> str:
+    """Epoch milliseconds as the CLI writes every time: ISO 8601, UTC, milliseconds,
+    2024-01-01T02:00:00.000Z."""
+    import datetime
+
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"

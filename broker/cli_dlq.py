@@ -2,10 +2,9 @@
 (EMULATOR_DLQ), and re-driving them to their topic (broker/dead_letters.py's rule)."""
 from __future__ import annotations
 
-import datetime
 import json
 
-from .cli_common import CommandParser, UsageError
+from .cli_common import CommandParser, UsageError, iso_utc
 
 __all__ = ["dlq_main"]
 
@@ -19,10 +18,10 @@ def dlq_main(argv: list[str]) -> int:
                                   "their original topic as new messages (each once: re-driven entries are marked).")
     sub = p.add_subparsers(dest="action", required=True, metavar="{list,redrive}")
     ls = sub.add_parser("list", help="every dead letter of GROUP: id, keys, tags, topic, attempts, when it died")
-    ls.add_argument("group")
+    ls.add_argument("group", help="the consumer group (or Pulsar subscription) whose dead letters to list")
     ls.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     rd = sub.add_parser("redrive", help="send dead letters of GROUP back to their topic")
-    rd.add_argument("group")
+    rd.add_argument("group", help="the consumer group (or Pulsar subscription) whose dead letters to re-drive")
     which = rd.add_mutually_exclusive_group(required=True)
     which.add_argument("--ids", nargs="+", metavar="ID", help="the dead letters to re-drive (ids from `dlq list`)")
     which.add_argument("--all", action="store_true", help="every dead letter not re-driven yet")
@@ -34,6 +33,11 @@ def dlq_main(argv: list[str]) -> int:
         args = p.parse_args(argv)
     except UsageError as exc:
         return _usage_error(exc)
+    from .cli_names import check_group
+
+    missing = check_group(f"dlq {args.action}", args.server, args.timeout, args.group)
+    if missing is not None:
+        return missing
     fields = {"action": args.action, "consumerGroup": args.group}
     if args.action == "redrive":
         if args.ids:
@@ -53,10 +57,9 @@ def dlq_main(argv: list[str]) -> int:
             return 0
         print(f"{'ID':<33} {'TOPIC':<20} {'TAGS':<10} {'KEYS':<16} {'ATTEMPTS':>8} {'DIED (UTC)':<24} STATE")
         for d in doc:
-            died = datetime.datetime.fromtimestamp(d["died_at_ms"] / 1000, datetime.timezone.utc)
             state = f"re-driven as {d['redriven_as']}" if d["redriven_as"] else "dead"
             print(f"{d['msg_id']:<33} {(d['original_topic'] or '?'):<20} {(d['tags'] or ''):<10} "
-                  f"{(d['keys'] or ''):<16} {d['attempts']:>8} {died.isoformat(timespec='seconds'):<24} {state}")
+                  f"{(d['keys'] or ''):<16} {d['attempts']:>8} {iso_utc(d['died_at_ms']):<24} {state}")
         return 0
     verb = "would re-drive" if doc["dry_run"] else "re-drove"
     for s in doc["sent"]:

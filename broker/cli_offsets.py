@@ -25,8 +25,8 @@ def _when(text: str) -> int:
     try:
         t = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(f"--to takes earliest, latest, an ISO time (2024-01-01T10:00:00Z) or epoch ms, "
-                         f"not {text!r}") from None
+        raise UsageError(f"rocketmq-emulator offset reset: error: --to takes earliest, latest, an ISO time "
+                         f"(2024-01-01T10:00:00Z) or epoch ms, not {text!r}") from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=datetime.timezone.utc)
     return int(t.timestamp() * 1000)
@@ -41,20 +41,28 @@ def offset_main(argv: list[str]) -> int:
     p = CommandParser(prog="rocketmq-emulator offset", description="Move a consumer group's offsets.")
     sub = p.add_subparsers(dest="action", required=True, metavar="{reset}")
     reset = sub.add_parser("reset", help="move GROUP's offsets of TOPIC to a time (mqadmin resetOffsetByTime)")
-    reset.add_argument("group")
-    reset.add_argument("topic")
-    reset.add_argument("--to", required=True, metavar="earliest|latest|TIME")
-    reset.add_argument("--json", action="store_true")
+    reset.add_argument("group", help="the consumer group whose offsets move")
+    reset.add_argument("topic", help="the topic whose queues' offsets move")
+    reset.add_argument("--to", required=True, metavar="earliest|latest|TIME",
+                       help="earliest, latest, an ISO 8601 time (UTC unless it says: 2024-01-01T10:00:00Z) or "
+                            "epoch milliseconds")
+    reset.add_argument("--json", action="store_true", help="one JSON document instead of lines")
     _add_server_options(reset, 10.0)
     try:
         args = p.parse_args(argv)
         timestamp = _when(args.to)
     except UsageError as exc:
         return _usage_error(exc)
-    brokers = broker_addresses("offset reset", args.server, args.timeout)
+    command = "offset reset"
+    from .cli_names import check_group, check_topic
+
+    for check, name in ((check_group, args.group), (check_topic, args.topic)):
+        missing = check(command, args.server, args.timeout, name)
+        if missing is not None:
+            return missing
+    brokers = broker_addresses(command, args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
-    command = "offset reset"
     rows = []
     for name, address in brokers.items():
         ask = RemotingCommand.request(RQ.INVOKE_BROKER_TO_RESET_OFFSET, {

@@ -11,19 +11,20 @@ __all__ = ["add_topic_views", "add_group_views", "run_view"]
 def add_topic_views(sub, add_server_options) -> None:
     ls = sub.add_parser("list", help="every topic the name server knows (mqadmin topicList)")
     show = sub.add_parser("show", help="TOPIC's queues on each broker: min, max, last store (mqadmin topicStatus)")
-    show.add_argument("topic")
+    show.add_argument("topic", help="the topic to show")
     delete = sub.add_parser("delete", help="delete TOPIC from every broker (mqadmin deleteTopic)")
-    delete.add_argument("topic")
+    delete.add_argument("topic", help="the topic to delete")
     for q in (ls, show, delete):
         q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
         add_server_options(q, 10.0)
 
 
 def add_group_views(sub, add_server_options) -> None:
-    ls = sub.add_parser("list", help="every subscription group of the brokers")
+    ls = sub.add_parser("list", help="every consumer group of the brokers, 4.x and 5.x groups and Pulsar "
+                                     "subscriptions, each with the dialect of the clients using it")
     show = sub.add_parser("show", help="GROUP's progress per queue: broker offset, committed, lag; its retries "
                                        "and dead letters (mqadmin consumerProgress)")
-    show.add_argument("group")
+    show.add_argument("group", help="the consumer group to show (a Pulsar subscription too)")
     show.add_argument("--topic", default=None, help="only this topic (default: every topic it has offsets for)")
     for q in (ls, show):
         q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
@@ -59,6 +60,13 @@ def run_view(kind: str, args) -> int:
         topics = json.loads(reply.body)["topicList"]
         print(json.dumps(topics, indent=2) if args.json else "\n".join(topics))
         return 0
+    if args.action in ("show", "delete"):
+        from .cli_names import check_group, check_topic
+
+        check = check_topic if kind == "topic" else check_group
+        missing = check(command, args.server, args.timeout, args.topic if kind == "topic" else args.group)
+        if missing is not None:
+            return missing
     brokers = broker_addresses(command, args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
@@ -83,22 +91,46 @@ def run_view(kind: str, args) -> int:
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
-        print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10}  LAST STORE (ms)")
+        from .cli_common import iso_utc
+
+        print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10}  LAST STORE (UTC)")
         for r in rows:
-            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10}  "
-                  f"{r['lastUpdateTimestamp']}")
+            last = iso_utc(r["lastUpdateTimestamp"]) if r["lastUpdateTimestamp"] else "-"
+            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10}  {last}")
         return 0
     if args.action == "list":
-        groups = {}
-        for name, address in brokers.items():
-            reply = call(address, RQ.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-            if isinstance(reply, int):
-                return reply
-            for g, conf in json.loads(reply.body)["subscriptionGroupTable"].items():
-                groups.setdefault(g, conf)
-        print(json.dumps(groups, indent=2) if args.json else "\n".join(sorted(groups)))
-        return 0
+        return _group_list(args, command)
     return _group_show(args, brokers, call)
+
+
+def shown_topic(stored: str) -> str:
+    """A store topic as its users name it: a Pulsar topic (pulsar|t|ns|x) by its Pulsar
+    name (persistent://t/ns/x), any other as it is."""
+    from .pulsar_front.names import STORE_PREFIX, pulsar_topic
+
+    if stored.startswith(STORE_PREFIX):
+        topic = pulsar_topic(stored)
+        if topic is not None:
+            return topic.full
+    return stored
+
+
+def _group_list(args, command: str) -> int:
+    """Every group of every dialect (EMULATOR_GROUPS): 4.x, 5.x, Pulsar subscriptions."""
+    from .cli_names import known_group_rows
+
+    rows = known_group_rows(command, args.server, args.timeout)
+    if isinstance(rows, int):
+        return rows
+    rows = [dict(r, topics=[shown_topic(t) for t in r["topics"]]) for r in rows]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max([len("GROUP")] + [len(r["group"]) for r in rows])
+    print(f"{'GROUP':<{width}}  {'DIALECT':<12}  TOPICS")
+    for r in rows:
+        print(f"{r['group']:<{width}}  {','.join(r['dialects']) or '-':<12}  {', '.join(r['topics'])}")
+    return 0
 
 
 def _group_show(args, brokers: dict, call) -> int:
@@ -121,18 +153,22 @@ def _group_show(args, brokers: dict, call) -> int:
                 retries += count
             else:
                 dead += count
-    business = [r for r in rows if not r["topic"].startswith("%RETRY%")]
-    if not rows and not dead:
-        from .cli_common import fail
-        return fail(f"group {args.action}", f"group {args.group!r} has no offsets and no dead letters on any broker")
+    business = [dict(r, topic=shown_topic(r["topic"])) for r in rows if not r["topic"].startswith("%RETRY%")]
+    if not rows and not dead and not args.json:
+        # a group the brokers know (checked before) that nothing has consumed yet
+        print(f"group {args.group} has no offsets and no dead letters yet")
+        return 0
     doc = {"group": args.group, "queues": business, "lag": sum(r["lag"] for r in business),
            "retry_messages": retries, "dead_letters": dead}
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
-    print(f"{'TOPIC':<24} {'BROKER':<10} {'QUEUE':>5} {'BROKER OFFSET':>14} {'COMMITTED':>10} {'LAG':>8}")
+    # columns as wide as their longest value: a long (Pulsar) topic or broker name keeps them straight
+    tw = max([24] + [len(r["topic"]) for r in business])
+    bw = max([10] + [len(r["broker"]) for r in business])
+    print(f"{'TOPIC':<{tw}} {'BROKER':<{bw}} {'QUEUE':>5} {'BROKER OFFSET':>14} {'COMMITTED':>10} {'LAG':>8}")
     for r in business:
-        print(f"{r['topic']:<24} {r['broker']:<10} {r['queue_id']:>5} {r['brokerOffset']:>14} "
+        print(f"{r['topic']:<{tw}} {r['broker']:<{bw}} {r['queue_id']:>5} {r['brokerOffset']:>14} "
               f"{r['consumerOffset']:>10} {r['lag']:>8}")
     print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}")
     return 0

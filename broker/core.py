@@ -19,7 +19,7 @@ from typing import Callable
 
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, Clock, VirtualClock
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, StoreError
-from rocketmq_emulator.store.records import MessageRecord, Prop, parse_host, tags_code
+from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host, tags_code
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
@@ -152,12 +152,13 @@ class BrokerCore:
 
     # -- the one put path ------------------------------------------------------------
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
-                    delay_level: int | None = None, deliver_at_ms: int | None = None):
+                    delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0):
         """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
         DELAY / TIMER_* properties when both are None (broker/schedule.py) — record the
         events, wake held pulls. Returns the store's PutResult; ``rec`` is updated in
         place. ``kind`` SENT_BACK (a send-back's retry copy) records SENT_BACK beside
-        DELAYED, with the one due time computed here."""
+        DELAYED, with the one due time computed here; REDELIVERED records the level it
+        waited at (``waited_level``)."""
         now = self.clock.now_ms()
         lane = self.schedule.divert(rec, now, delay_level, deliver_at_ms)
         res = self.store.put(rec, now)
@@ -184,7 +185,7 @@ class BrokerCore:
             kind = EventKind.STORED         # (a send-back that is not delayed: a transaction half)
         if kind in self.events.wanted:
             self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
-                                     props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, 0, None,
+                                     props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, waited_level, None,
                                      props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
         if self.holds._by_queue:
             for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, tags_code(props.get(Prop.TAGS))):
@@ -416,7 +417,12 @@ class BrokerCore:
                 sched.delivered(lane, offset)
                 moved = True
                 continue
-            res = self.put_message(rec, kind=EventKind.REDELIVERED)
+            # the group whose retry topic it goes back to (none: a producer's delayed send)
+            group = None
+            if rec.topic.startswith(RETRY_PREFIX):
+                group = rec.topic[len(RETRY_PREFIX):].partition(POP_RETRY_SEPARATOR)[0]
+            res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group,
+                                   waited_level=0 if lane == TIMER_LANE else lane)
             if res.status is not PutStatus.PUT_OK:
                 if not self._schedule_failing:      # one line per failure streak, not one per retry
                     log.warning("re-store of a due delayed message failed (%s: %s); retrying every %d ms",

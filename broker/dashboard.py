@@ -10,7 +10,12 @@ and re-drive dead letters.
   waiting      [{"broker", "group", "level", "due_ms", "msg_id", "reconsume_times", "body"}]
                each message waiting for its retry's delay level (the first 200)
   delay_queue  [{"level", "delay_ms", "waiting"}]           every delay level, all brokers
-  dead_letters [{"broker", "group", "msg_id", "topic", "attempts", "died_at_ms", "redriven_as"}]
+  dead_letters [{"broker", "group", "msg_id", "offset_msg_id", "keys", "topic", "attempts", "died_at_ms",
+                 "redriven_as"}]
+
+``msg_id`` is the message id (UNIQ_KEY) everywhere, as consumers, `message send` and the
+event feed give it; a dead letter has its DLQ record's ``offset_msg_id`` beside it (the
+id `dlq list` shows and a re-drive takes).
 """
 from __future__ import annotations
 
@@ -89,7 +94,8 @@ def dashboard_state(cores: list) -> dict:
             g["retry_messages"] += stored_messages(store, RETRY_PREFIX + group, queues)
             for d in dead_letters(core, group):
                 g["dead_letters"] += 1
-                dead.append({"broker": b, "group": group, "msg_id": d.msg_id, "topic": d.original_topic,
+                dead.append({"broker": b, "group": group, "msg_id": d.uniq_key or d.msg_id,
+                             "offset_msg_id": d.msg_id, "keys": d.keys, "topic": d.original_topic,
                              "attempts": d.attempts, "died_at_ms": d.died_at_ms, "redriven_as": d.redriven_as,
                              "body_size": d.body_size})
         waiting += _waiting(core)

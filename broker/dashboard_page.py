@@ -13,18 +13,18 @@ th{background:#f5f5f5} td.s{text-align:left} button{margin-right:.4em} .muted{co
 </style></head>
 <body>
 <h1>rocketmq-emulator</h1>
-<p>Clock: <b id="clock">…</b> <span id="clock-kind" class="muted"></span></p>
+<p>Clock: <b id="clock">loading…</b> <span id="clock-kind" class="muted"></span></p>
 <p id="advance">
   <button data-advance="10s">advance 10 s</button><button data-advance="1m">advance 1 min</button>
   <button data-advance="1h">advance 1 h</button><button data-advance="next">to the next due message</button>
 </p>
 <p id="error"></p>
-<h2>Groups</h2><table id="groups"></table>
-<h2>Waiting for a retry</h2><table id="waiting"></table>
-<h2>Delay queue</h2><table id="delay"></table>
-<h2>Dead letters</h2><table id="dlq"></table>
-<h2>Topics</h2><table id="topics"></table>
-<h2>Live events</h2><table id="events"></table>
+<h2>Groups</h2><table id="groups"><tr><td class="s muted">loading…</td></tr></table>
+<h2>Waiting for a retry</h2><table id="waiting"><tr><td class="s muted">loading…</td></tr></table>
+<h2>Delay queue</h2><table id="delay"><tr><td class="s muted">loading…</td></tr></table>
+<h2>Dead letters</h2><table id="dlq"><tr><td class="s muted">loading…</td></tr></table>
+<h2>Topics</h2><table id="topics"><tr><td class="s muted">loading…</td></tr></table>
+<h2>Live events</h2><table id="events"><tr><td class="s muted">loading…</td></tr></table>
 <script>
 const fmt = ms => new Date(ms).toISOString().replace("T", " ").replace("Z", " UTC");
 const esc = s => String(s ?? "").replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"}[c]));
@@ -46,13 +46,16 @@ let lastSeq = 0, feed = [];
 async function events() {
   const fresh = await (await fetch("/api/events?after=" + lastSeq)).json();
   if (fresh.length) { lastSeq = fresh[fresh.length - 1].seq; feed = feed.concat(fresh).slice(-30); }
+  // level: the delay level the event is about; a store or a dead letter is about none ("-")
   table("events", ["time", "broker", "event", "topic", "group", "message", "attempt", "level"],
     feed.slice().reverse().map(e => [fmt(e.time_ms), esc(e.broker), esc(e.kind), esc(e.real_topic || e.topic),
-      esc(e.group), esc(e.msg_id), e.reconsume_times ?? 0, e.delay_level ?? 0]));
+      esc(e.group || (e.kind === "redelivered" ? "(delayed send)" : "")), esc(e.msg_id), e.reconsume_times ?? 0,
+      e.delay_level ? e.delay_level : "-"]));
 }
 async function refresh() {
-  await events();
+  // the state first: until its first answer the tables say "loading…", not bare headings
   const s = await (await fetch("/api/state")).json();
+  await events();
   document.getElementById("clock").textContent = fmt(s.clock.now_ms);
   document.getElementById("clock-kind").textContent = s.clock.virtual ? "(virtual)" : "(real: the buttons need --clock virtual)";
   document.querySelectorAll("#advance button").forEach(b => b.disabled = !s.clock.virtual);
@@ -65,8 +68,9 @@ async function refresh() {
   table("delay", ["level", "delay", "waiting"], s.delay_queue.filter(d => d.waiting).map(d =>
     [d.level, (d.delay_ms / 1000) + " s", d.waiting]));
   const groups = [...new Set(s.dead_letters.filter(d => !d.redriven_as).map(d => d.group))];
-  table("dlq", ["group", "message", "topic", "attempts", "died", "state"],
-    s.dead_letters.map(d => [esc(d.group), esc(d.msg_id), esc(d.topic), d.attempts, fmt(d.died_at_ms),
+  table("dlq", ["group", "message", "offset id (dlq list)", "keys", "topic", "attempts", "died", "state"],
+    s.dead_letters.map(d => [esc(d.group), esc(d.msg_id), esc(d.offset_msg_id), esc(d.keys), esc(d.topic),
+      d.attempts, fmt(d.died_at_ms),
       d.redriven_as ? "re-driven as " + esc(d.redriven_as) : "dead"]));
   const t = document.getElementById("dlq");
   document.querySelectorAll("button.redrive").forEach(b => b.remove());

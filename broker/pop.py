@@ -232,10 +232,16 @@ class PopService:
         key, offset, state = found
         self._unown(key, state, offset)     # (a client's own invisible time ends the renewals)
         self._generation += 1
-        visible_at = self.clock.now_ms() + invisible_ms
+        now = self.clock.now_ms()
+        visible_at = now + invisible_ms
         state.in_flight[offset] = _Delivery(self._generation, visible_at)
         heapq.heappush(self._expiry, (visible_at, self._generation, key, offset))
-        return ChangeInvisibleResult(InvisibleOutcome.CHANGED, self._handle(key, offset, self._generation, visible_at))
+        handle = self._handle(key, offset, self._generation, visible_at)
+        if invisible_ms == 0:
+            # given back at once (the Node 5.x client's nack): revived now, as the broker's
+            # revive does within its scan, not when the clock next moves
+            self.revive_due(now)
+        return ChangeInvisibleResult(InvisibleOutcome.CHANGED, handle)
 
     def _delivery(self, group: str, topic: str, handle: str):
         """(key, offset, state) of the delivery ``handle`` names, or why it cannot be used."""
@@ -396,6 +402,22 @@ class PopService:
         # "<t|r> <queue> <offset> <generation> <visible at>": t = the topic, r = its pop retry topic
         kind = "r" if key[1].startswith(RETRY_PREFIX) else "t"
         return f"{kind} {key[2]} {offset} {generation} {visible_at}"
+
+    def groups_and_topics(self) -> set[tuple[str, str]]:
+        """(group, topic) of every pop consumer seen since the start (the retry topics'
+        queues counted as their topic's)."""
+        out = set()
+        for group, topic, _ in self._queues:
+            retry = f"{RETRY_PREFIX}{group}{POP_RETRY_SEPARATOR}"
+            out.add((group, topic[len(retry):] if topic.startswith(retry) else topic))
+        return out
+
+    def in_flight(self, group: str) -> list[tuple[str, int, int, bool]]:
+        """``group``'s deliveries in flight: (stored topic, queue offset, when it is visible
+        again in ms, whether it is auto-renewed for its client), in that order."""
+        return sorted((topic, offset, d.visible_at, bool(d.owner))
+                      for (g, topic, _), state in self._queues.items() if g == group
+                      for offset, d in state.in_flight.items())
 
     def in_flight_count(self, group: str | None = None) -> int:
         return sum(len(s.in_flight) for (g, _, _), s in self._queues.items() if group is None or g == group)

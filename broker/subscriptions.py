@@ -380,6 +380,20 @@ class SubscriptionService:
         cursor = self._cursors.get((group, topic))
         return [c.key for c in cursor.consumers] if cursor is not None else []
 
+    def consumer_stats(self, consumer) -> dict | None:
+        """One consumer's figures (Pulsar's CONSUMER_STATS): its subscription's type, its
+        permits, what it holds unacknowledged, and the subscription's backlog (messages not
+        acknowledged). None when it is attached to no subscription."""
+        cursor = self._of.get(consumer)
+        c = self._consumer(consumer)
+        if cursor is None or c is None:
+            return None
+        end = self.store.max_offset(cursor.topic, 0)
+        backlog = max(end - cursor.mark_delete, 0) - len(cursor.acked)
+        return {"type": {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared", SubType.FAILOVER: "Failover",
+                         SubType.KEY_SHARED: "Key_Shared"}[cursor.sub_type],
+                "permits": c.permits, "unacked": len(c.pending), "backlog": backlog}
+
     def members(self, consumer) -> tuple[list, object | None]:
         """The consumers attached to ``consumer``'s subscription, and the active one of a
         Failover subscription (None for other types or when ``consumer`` is not attached)."""
@@ -400,6 +414,10 @@ class SubscriptionService:
 
     def cursors(self) -> list[tuple[str, str]]:
         return list(self._cursors)
+
+    def durable_cursors(self) -> list[tuple[str, str]]:
+        """(group, topic) of the subscriptions, readers' cursors left out."""
+        return [key for key, cursor in self._cursors.items() if cursor.durable]
 
     def subscribed(self, topic: str) -> bool:
         """Whether some subscription reads ``topic`` (a store into it may be dispatched)."""

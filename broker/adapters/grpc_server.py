@@ -240,8 +240,7 @@ class GrpcServer:
 
     async def start(self) -> None:
         """Raises OSError (errno and strerror set) when the port cannot be had."""
-        if self.port:
-            _check_free(self.host, self.port)       # a clear error, before gRPC logs its own
+        _check_free(self.host, self.port)           # a clear error, before gRPC logs its own
         # no SO_REUSEPORT: a second server on the same port must fail, not share it
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         service_pb2_grpc.add_MessagingServiceServicer_to_server(_Servicer(self), server)

@@ -56,6 +56,12 @@ class ListenerThread:
             ready.set()
             loop.run_forever()
             loop.run_until_complete(self._server.stop())
+            # calls still open (a client's held receive) end here, not as "Task was
+            # destroyed but it is pending" when the loop is gone
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.close()
 
         self._thread = threading.Thread(target=run, name=self.name, daemon=True)

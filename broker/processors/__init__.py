@@ -2,7 +2,7 @@
 (front, request, channel) -> reply; ``front.RemotingFront`` runs them."""
 from __future__ import annotations
 
-from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RequestCode as RC
+from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, EMULATOR_GROUPS, RequestCode as RC
 
 __all__ = ["build_processor_table"]
 
@@ -48,4 +48,5 @@ def build_processor_table() -> dict:
         EMULATOR_CLOCK_ADVANCE: admin.clock_advance,
         EMULATOR_BROKER_CONTROL: admin.broker_control,
         EMULATOR_DLQ: dead_letters.dead_letter_request,
+        EMULATOR_GROUPS: admin_views.known_groups_request,
     }

@@ -31,18 +31,17 @@ def update_and_create_topic(front, request, channel):
 
 
 def update_and_create_subscription_group(front, request, channel):
-    """The body is a SubscriptionGroupConfig in JSON (mqadmin updateSubGroup); written
-    before the reply, as a topic is."""
+    """The body is a SubscriptionGroupConfig in JSON (mqadmin updateSubGroup), read as
+    fastjson reads it (numbers and booleans also as strings, unknown fields ignored);
+    written before the reply, as a topic is."""
     core = front.core
-    import json
-
     from ..groups import SubscriptionGroupConfig, validate_group_name
     from ..protocol import RequestRefused
+    from ..protocol.fastjson import loads_fastjson
 
     try:
-        doc = json.loads(request.body or b"")
-        config = SubscriptionGroupConfig.from_json(doc)
-    except (ValueError, TypeError) as exc:
+        config = SubscriptionGroupConfig.from_json(loads_fastjson(request.body or b""))
+    except ValueError as exc:           # not JSON, or a field fastjson would not read (named)
         raise RequestRefused(f"the body is not a subscription group config: {exc}") from None
     validate_group_name(config.group_name)
     if not 0 <= config.retry_max_times <= 10_000 or not 0 <= config.retry_queue_nums <= 1024:
@@ -56,26 +55,43 @@ def update_and_create_subscription_group(front, request, channel):
 
 
 def clock_advance(front, request, channel):
-    """Header ``duration`` ("500ms", "10s", "2h") or ``millis``. Replies once every
-    message due by the new time has been re-stored and waiting pulls answered, with
-    ``nowMillis`` and ``clock`` (virtual, or real for an advance of 0 on a real clock)."""
+    """Header ``duration`` ("500ms", "10s", "2h", or "next": to the next due delayed
+    message or retry of any running broker) or ``millis``. Replies once every message due
+    by the new time has been re-stored and waiting pulls answered, with ``nowMillis``,
+    ``advancedMillis`` and ``clock`` (virtual, or real for an advance of 0 on a real clock)."""
     core = front.core
     text = request.header("duration")
-    try:
-        ms = parse_duration(text) if text else request.header_int("millis")
-    except DelayLevelError as exc:
-        return request.response(RC.SYSTEM_ERROR, str(exc))
-    if ms == 0 and not getattr(core.clock, "is_virtual", False):
+    virtual = getattr(core.clock, "is_virtual", False)
+    if text == "next":
+        from ..cluster import live_members
+        from ..dashboard import next_due_ms
+
+        due = next_due_ms(live_members(core)) if virtual else None
+        if virtual and due is None:
+            return request.response(RC.SYSTEM_ERROR, "no message is waiting for a delay or a retry: there is no next "
+                                                     "due time to advance to")
+        ms = max(due - core.clock.now_ms(), 0) if due is not None else 1
+    else:
+        try:
+            ms = parse_duration(text) if text else request.header_int("millis")
+        except DelayLevelError as exc:
+            return request.response(RC.SYSTEM_ERROR, str(exc))
+        if ms < 0:
+            return request.response(RC.SYSTEM_ERROR, f"durations are positive (the clock only moves forward), "
+                                                     f"got {text or ms}")
+    if ms == 0 and not virtual:
         # An advance of nothing only reads the clock (`clock now`): a real clock answers too.
-        return request.response(RC.SUCCESS, None, {"nowMillis": core.clock.now_ms(), "clock": "real"})
+        return request.response(RC.SUCCESS, None, {"nowMillis": core.clock.now_ms(), "clock": "real",
+                                                   "advancedMillis": 0})
     try:
+        before = core.clock.now_ms()
         now = core.names.advance_clock(ms)
     except ClockError as exc:
         return request.response(RC.SYSTEM_ERROR, str(exc))
     # A move of time someone asked for is written before the reply: what it delivered
     # and (serve) the clock's new time survive a kill right after it.
     core.names.flush()
-    return request.response(RC.SUCCESS, None, {"nowMillis": now, "clock": "virtual"})
+    return request.response(RC.SUCCESS, None, {"nowMillis": now, "clock": "virtual", "advancedMillis": now - before})
 
 
 def update_broker_config(front, request, channel):

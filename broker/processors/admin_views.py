@@ -34,6 +34,8 @@
                                             go; its records stay in the append-only log
   DELETE_TOPIC_IN_NAMESRV (216)             routes are the brokers' topic configs: nothing
                                             more to delete
+  EMULATOR_GROUPS (the emulator's)          every group of every running broker with the
+                                            client dialects using it (group_views), JSON
 
 A map keyed by MessageQueue is written as fastjson writes it (the key an object), which
 the Java clients' fastjson reads; ``fastjson.loads_fastjson`` reads it here.
@@ -46,7 +48,7 @@ from ..protocol import RequestRefused, ResponseCode as RC
 from ..protocol.fastjson import dumps_queue_map
 from ..topics import RETRY_PREFIX
 
-__all__ = ["consumer_connections", "producer_connections", "delete_subscription_group", "reset_offset", "get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
+__all__ = ["known_groups_request", "consumer_connections", "producer_connections", "delete_subscription_group", "reset_offset", "get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
            "delete_topic_in_namesrv"]
 
 
@@ -224,3 +226,11 @@ def delete_subscription_group(front, request, channel):
             if owner == group:
                 core.record_offsets_deleted(group, topic)
     return request.response(RC.SUCCESS)
+
+
+def known_groups_request(front, request, channel):
+    core = front.core
+    from ..cluster import live_members
+    from ..group_views import known_groups
+
+    return request.response(RC.SUCCESS, body=json.dumps(known_groups(live_members(core))).encode())

@@ -1,8 +1,10 @@
 """HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
 LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42).
 
-Bodies are checked whole before anything is applied: a body that is not the JSON
-document its code needs, a field of the wrong type or an illegal group name raises
+Bodies are read as the Java broker's fastjson reads them (protocol.java_fields: enums by
+name or ordinal, numbers as strings, null for Java's default, unknown fields ignored)
+and checked whole before anything is applied: a body that is not the JSON document its
+code needs, a value fastjson would not take or an illegal group name raises
 RequestRefused (an error reply and one WARN line), and nothing of it is registered."""
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from ..groups import SubscriptionData, validate_group_name
 from ..operations import ConsumerRegistration, Registration
 from ..protocol import RequestRefused, ResponseCode as RC
 from ..protocol.fastjson import loads_fastjson
+from ..protocol.java_fields import (CONSUME_FROM_WHERE, CONSUME_TYPES, MESSAGE_MODELS, FieldError, java_enum,
+                                    java_int, java_string)
 
 __all__ = ["heart_beat", "unregister_client", "get_consumer_list_by_group", "lock_batch_mq",
            "unlock_batch_mq", "parse_json_body"]
@@ -23,7 +27,8 @@ def parse_json_body(body: bytes):
 
 
 class _Body:
-    """Typed access to one JSON body; every complaint names the request and the field."""
+    """Typed access to one JSON body, field by field as fastjson reads a Java class
+    (protocol.java_fields); every complaint names the request and the field."""
 
     def __init__(self, body: bytes, what: str) -> None:
         self.what = what
@@ -35,50 +40,44 @@ class _Body:
 
     def object(self, v, name: str) -> dict:
         if not isinstance(v, dict):
-            self.refuse(name, "a JSON object", v)
-        return v
-
-    def get(self, obj: dict, name: str, kind: type, *, required: bool = False):
-        v = obj.get(name)
-        if v is None:
-            if required:
-                raise RequestRefused(f"bad {self.what} body: <{name}> is missing")
-            return None
-        if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-            self.refuse(f"<{name}>", _KIND_NAMES[kind], v)
+            self.refuse(FieldError(name, "a JSON object", v))
         return v
 
     def objects(self, obj: dict, name: str) -> list[dict]:
-        return [self.object(item, f"each of <{name}>") for item in self.get(obj, name, list) or []]
+        """A Set or List of beans: a JSON array (null: none) of objects."""
+        items = obj.get(name)
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            self.refuse(FieldError(name, "a JSON array", items))
+        return [self.object(item, f"each of <{name}>") for item in items]
 
-    def integer(self, obj: dict, name: str) -> int:
-        """A Java int or long field: a JSON number, or digits in a string."""
-        v = obj.get(name)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-        if isinstance(v, str) and v.strip().lstrip("-").isdigit() and len(v) < 24:
-            return int(v)
-        if v is None:
+    def field(self, convert, obj: dict, name: str, *args, required: bool = False):
+        """``convert`` (a java_fields reader) applied to ``obj[name]``; a required field
+        that is null after it is refused as missing."""
+        try:
+            value = convert(obj.get(name), name, *args)
+        except FieldError as exc:
+            self.refuse(exc)
+        if required and value is None:
             raise RequestRefused(f"bad {self.what} body: <{name}> is missing")
-        self.refuse(f"<{name}>", "an integer", v)
+        return value
 
-    def refuse(self, name: str, expected: str, got) -> None:
-        shown = json.dumps(got, default=str)
-        shown = shown if len(shown) <= 60 else shown[:60] + "..."
-        raise RequestRefused(f"bad {self.what} body: {name} must be {expected}, got {shown}")
+    def string(self, obj: dict, name: str, *, required: bool = False) -> str | None:
+        return self.field(java_string, obj, name, required=required)
 
-
-_KIND_NAMES = {str: "a string", int: "an integer", list: "a JSON array", dict: "a JSON object"}
+    def refuse(self, exc: FieldError):
+        raise RequestRefused(f"bad {self.what} body: {exc}") from None
 
 
 def heart_beat(front, request, channel):
-    """The heartbeat body as the core's Registration (checked whole first)."""
+    """The heartbeat body (HeartbeatData) as the core's Registration, checked whole first."""
     core = front.core
     body = _Body(request.body, "heartbeat")
     data = body.data
-    client_id = body.get(data, "clientID", str) or channel.remote
+    client_id = body.string(data, "clientID") or channel.remote
     consumers = tuple(_consumer_data(body, cd) for cd in body.objects(data, "consumerDataSet"))
-    producers = tuple(validate_group_name(body.get(pd, "groupName", str, required=True))
+    producers = tuple(validate_group_name(body.string(pd, "groupName", required=True))
                       for pd in body.objects(data, "producerDataSet"))
     core.register(Registration(client_id, consumers, producers), channel)
     channel.language, channel.version = request.language or "JAVA", request.version or 0
@@ -86,17 +85,19 @@ def heart_beat(front, request, channel):
 
 
 def _consumer_data(body: _Body, cd: dict) -> ConsumerRegistration:
-    group = validate_group_name(body.get(cd, "groupName", str, required=True))
+    """ConsumerData: its enums by name or ordinal (a null or unknown name: the default)."""
+    group = validate_group_name(body.string(cd, "groupName", required=True))
     subs = []
     for s in body.objects(cd, "subscriptionDataSet"):
-        body.get(s, "topic", str, required=True)
+        topic = body.string(s, "topic", required=True)
         try:
             subs.append(SubscriptionData.from_json(s))
         except ValueError as exc:
-            raise RequestRefused(f"bad heartbeat body: subscription of {s['topic']:.130}: {exc}") from None
-    return ConsumerRegistration(group, body.get(cd, "consumeType", str) or "CONSUME_PASSIVELY",
-                                body.get(cd, "messageModel", str) or "CLUSTERING",
-                                body.get(cd, "consumeFromWhere", str) or "CONSUME_FROM_LAST_OFFSET", tuple(subs))
+            raise RequestRefused(f"bad heartbeat body: subscription of {topic:.130}: {exc}") from None
+    return ConsumerRegistration(
+        group, body.field(java_enum, cd, "consumeType", CONSUME_TYPES, "CONSUME_PASSIVELY"),
+        body.field(java_enum, cd, "messageModel", MESSAGE_MODELS, "CLUSTERING"),
+        body.field(java_enum, cd, "consumeFromWhere", CONSUME_FROM_WHERE, "CONSUME_FROM_LAST_OFFSET"), tuple(subs))
 
 
 def unregister_client(front, request, channel):
@@ -122,10 +123,11 @@ def _lock_request(request, what: str) -> tuple[str, str, list[tuple[str, str, in
     """LockBatchRequestBody / UnlockBatchRequestBody: (group, clientId, queues)."""
     body = _Body(request.body, what)
     data = body.data
-    group = validate_group_name(body.get(data, "consumerGroup", str, required=True))
-    client_id = body.get(data, "clientId", str, required=True)
-    mqs = [(body.get(m, "topic", str, required=True), body.get(m, "brokerName", str) or "",
-            body.integer(m, "queueId")) for m in body.objects(data, "mqSet")]
+    group = validate_group_name(body.string(data, "consumerGroup", required=True))
+    client_id = body.string(data, "clientId", required=True)
+    # MessageQueue.queueId is a primitive int: absent or null, it is 0 (as in Java)
+    mqs = [(body.string(m, "topic", required=True), body.string(m, "brokerName") or "",
+            body.field(java_int, m, "queueId")) for m in body.objects(data, "mqSet")]
     return group, client_id, mqs
 
 

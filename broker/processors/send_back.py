@@ -25,8 +25,10 @@ def consumer_send_msg_back(front, request, channel):
     delay_level = request.header_int("delayLevel")
     origin_msg_id = request.header("originMsgId")
     origin_topic = request.header("originTopic")
-    header_max = request.header("maxReconsumeTimes")
-    max_times = int(header_max) if request.version >= 121 and header_max not in (None, "") else None
+    # a nullable Integer, read only from clients of V3_4_9 on (version 121)
+    max_times = None
+    if request.version >= 121 and request.header("maxReconsumeTimes") not in (None, ""):
+        max_times = request.header_int("maxReconsumeTimes")
     result = core.send_back(SendBack(group, offset, delay_level, max_times, origin_msg_id, origin_topic))
     code = send_back_code(result)
     return request.response(code, None if code == RC.SUCCESS else result.remark)

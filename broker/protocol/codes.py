@@ -4,7 +4,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = ["RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "EMULATOR_CLOCK_ADVANCE",
-           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ"]
+           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ", "EMULATOR_GROUPS"]
 
 
 class RequestCode(IntEnum):
@@ -61,6 +61,8 @@ EMULATOR_CLOCK_ADVANCE = 91_001
 EMULATOR_BROKER_CONTROL = 91_002
 # A group's dead letters: list them, re-drive them to their topic.
 EMULATOR_DLQ = 91_003
+# Every consumer group the brokers know, with the client dialects using it (group_views).
+EMULATOR_GROUPS = 91_004
 
 
 class ResponseCode(IntEnum):
@@ -107,6 +109,7 @@ class LanguageCode(IntEnum):
     PHP = 10
     OMS = 11
     RUST = 12
+    NODE_JS = 13
 
 
 class SerializeType(IntEnum):

@@ -9,9 +9,11 @@ HashMap on the Java side, so its own key order means nothing; we keep insertion 
 Decoding is lenient where real clients are sloppy and strict where garbage would leak
 into the broker: ali-ons sends extFields values as JSON numbers and booleans, so they
 become strings ("0", "true"); ``language`` may be a name or an int; the four int fields
-must be JSON integers within int32 (``code`` is required, the others default to 0, as
-fastjson leaves Java's primitive ints at 0). Text is UTF-8; malformed sequences become
-U+FFFD, as Java's ``new String(bytes, UTF_8)`` does.
+are integers within int32, as JSON numbers or, as fastjson takes them, digits in a
+string (``code`` is required, the others default to 0, as fastjson leaves Java's
+primitive ints at 0); a String field given a number, boolean or object takes its text.
+Text is UTF-8; malformed sequences become U+FFFD, as Java's ``new String(bytes, UTF_8)``
+does.
 
 Cost: one C-accelerated ``json`` call each way plus a pass over extFields to check value
 types, so O(header bytes); a SEND_MESSAGE_V2 header takes a few microseconds.
@@ -23,6 +25,7 @@ import json
 from .codes import LanguageCode
 from .command import RemotingCommand
 from .errors import LocalProtocolError, ProtocolError
+from .java_fields import FieldError, java_int, java_string
 
 __all__ = ["encode_json_header", "decode_json_header", "ext_fields_out", "LANGUAGE_NAMES"]
 
@@ -196,13 +199,18 @@ def decode_json_header(header: bytes, body: bytes = b"") -> RemotingCommand:
 
 
 def _remote_i32(name: str, v) -> int:
+    """An int field of RemotingCommand, as fastjson reads it (digits in a string too)."""
     if v is None and name != "code":
         return 0
-    if v.__class__ is not int:
+    try:
+        number = java_int(v, name, None, bits=64)     # the int32 range is said below
+    except FieldError:
+        number = None
+    if number is None:
         raise ProtocolError(f"JSON header field {name} is not an integer: {v!r:.60}")
-    if not _I32_MIN <= v <= _I32_MAX:
+    if not _I32_MIN <= number <= _I32_MAX:
         raise ProtocolError(f"JSON header field {name} {v} does not fit in an int32")
-    return v
+    return number
 
 
 def _language_in(lang) -> str:
@@ -214,11 +222,15 @@ def _language_in(lang) -> str:
 
 
 def _scalar_in(name: str, v) -> str:
+    """A String field given another JSON value: its text, as fastjson reads it."""
     if v is True or v is False:
         return "true" if v else "false"
     if v.__class__ in (int, float):
         return str(v)
-    raise ProtocolError(f"JSON header field {name} is not a string: {v!r:.60}")
+    try:
+        return java_string(v, name)
+    except (FieldError, ValueError, RecursionError):
+        raise ProtocolError(f"JSON header field {name} is not a string: {v!r:.60}") from None
 
 
 def _ext_in(ext: dict) -> dict[str, str]:

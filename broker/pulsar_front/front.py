@@ -8,7 +8,10 @@ producers (PRODUCER → PRODUCER_SUCCESS with a generated name, CLOSE_PRODUCER),
 the store, and consumers on the core's subscriptions (broker/subscriptions.py): SUBSCRIBE,
 FLOW, MESSAGE pushed while permits last, ACK (individual, cumulative),
 REDELIVER_UNACKNOWLEDGED_MESSAGES with the redelivery count, CLOSE_CONSUMER; a closed
-connection's consumers give back what they held. Messages go out whenever the core
+connection's consumers give back what they held. Every command that carries a request_id is
+answered with it: ACK with one gets ACK_RESPONSE (ack receipts), CONSUMER_STATS,
+GET_TOPICS_OF_NAMESPACE (regex subscriptions) and the schema look-ups their responses, and
+what is not served (transactions, topic-list watchers) Pulsar's NotAllowedError. Messages go out whenever the core
 stores into a subscribed topic (``pump``), whoever stored them.
 
 How a message is stored (names.py maps the topic): one record per entry in the store
@@ -39,7 +42,7 @@ from ..subscriptions import DELIVER_AT_PROPERTY, KEY_PROPERTY, SubscribeOutcome,
 from . import schema as s
 from .frames import (DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, ack_set_of_mask, encode_payload,
                      encode_simple, mask_of_ack_set, signed_id)
-from .names import PulsarNameError, parse_topic, store_group, store_topic
+from .names import PulsarNameError, parse_topic, pulsar_topic, store_group, store_topic
 
 __all__ = ["PulsarFront", "Connection", "METADATA_PROPERTY", "ledger_id"]
 
@@ -113,10 +116,11 @@ class PulsarFront:
         if not conn.connected and cmd.type != s.Type.CONNECT:
             conn.closed = True
             return [_error(0, s.ServerError.NotAllowedError, "the first command must be CONNECT")]
-        handler = _HANDLERS.get(cmd.type)
-        if handler is None:
+        handler = _HANDLERS.get(cmd.type) if cmd.HasField("type") else None
+        if handler is None:         # (a type this schema does not know parses as no type at all)
             return [_error(_request_id(cmd), s.ServerError.UnknownError,
-                           f"command {cmd.type} is not supported by this broker yet")]
+                           f"command {cmd.type if cmd.HasField('type') else 'of an unknown type'} is not "
+                           f"supported by this broker")]
         return handler(self, conn, cmd, frame)
 
     # -- connection ---------------------------------------------------------------------------
@@ -334,10 +338,18 @@ class PulsarFront:
         return []
 
     def _ack(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """An ACK; with a request_id (ack receipts) it is answered by ACK_RESPONSE once
+        applied, or with the error that kept it from being applied."""
         req = cmd.ack
+        receipt = req.HasField("request_id")
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
-            return []
+            return [_ack_response(req, s.ServerError.ConsumerNotFound,
+                                  f"consumer {req.consumer_id} is not open on this connection")] if receipt else []
+        if req.HasField("txnid_most_bits") or req.HasField("txnid_least_bits"):
+            return [_ack_response(req, s.ServerError.NotAllowedError,
+                                  "transactions are not enabled on this broker: the ack was not applied")] \
+                if receipt else []
         subs = self.core.subscriptions
         if req.ack_type == s.AckType.Cumulative:
             if len(req.message_id) == 1:          # (Pulsar ignores a cumulative ack of several ids)
@@ -348,13 +360,83 @@ class PulsarFront:
                     subs.ack_part(consumer, offset, mask_of_ack_set(m.ack_set))
                 else:
                     subs.ack_cumulative(consumer, offset)
-            return []
+            return [_ack_response(req)] if receipt else []
         whole = [signed_id(m.entryId) for m in req.message_id if not m.ack_set]
         subs.ack(consumer, whole)
         for m in req.message_id:
             if m.ack_set:                         # batch-index ack: bit i set = index i still unacked
                 subs.ack_part(consumer, signed_id(m.entryId), mask_of_ack_set(m.ack_set))
-        return []
+        return [_ack_response(req)] if receipt else []
+
+    def _consumer_stats(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """CONSUMER_STATS: the broker's view of one consumer (rates are not measured: 0)."""
+        req = cmd.consumerStats
+        reply = s.BaseCommand(type=s.Type.CONSUMER_STATS_RESPONSE)
+        r = reply.consumerStatsResponse
+        r.request_id = req.request_id
+        consumer = conn.consumers.get(req.consumer_id)
+        stats = self.core.subscriptions.consumer_stats(consumer) if consumer is not None else None
+        if stats is None:
+            r.error_code, r.error_message = s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open"
+            return [_frame(reply)]
+        r.type, r.availablePermits, r.unackedMessages, r.msgBacklog = (
+            stats["type"], stats["permits"], stats["unacked"], stats["backlog"])
+        r.address = conn.peer
+        return [_frame(reply)]
+
+    def _topics_of_namespace(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """GET_TOPICS_OF_NAMESPACE (a regex subscription's look-up): the namespace's
+        topics, unfiltered (the client applies its pattern). Every topic here is persistent."""
+        req = cmd.getTopicsOfNamespace
+        tenant, _, namespace = req.namespace.partition("/")
+        reply = s.BaseCommand(type=s.Type.GET_TOPICS_OF_NAMESPACE_RESPONSE)
+        r = reply.getTopicsOfNamespaceResponse
+        r.request_id = req.request_id
+        if req.mode != s.TopicsMode.NON_PERSISTENT:
+            found = (pulsar_topic(stored) for stored in self.core.topics.table)
+            r.topics.extend(sorted(t.full for t in found if t is not None and (t.tenant, t.namespace) ==
+                                   (tenant, namespace)))
+        return [_frame(reply)]
+
+    def _get_schema(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """GET_SCHEMA: no schema is kept (a producer's is accepted and ignored), so none is
+        found, answered as Pulsar answers a topic without one (in the response, not ERROR)."""
+        req = cmd.getSchema
+        reply = s.BaseCommand(type=s.Type.GET_SCHEMA_RESPONSE)
+        r = reply.getSchemaResponse
+        r.request_id, r.error_code = req.request_id, s.ServerError.TopicNotFound
+        r.error_message = f"Topic not found or no-schema {req.topic}"
+        return [_frame(reply)]
+
+    def _get_or_create_schema(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """GET_OR_CREATE_SCHEMA: accepted and not kept, as a PRODUCER's schema is (an empty
+        schema version); a topic that does not exist is TopicNotFound, as in Pulsar."""
+        req = cmd.getOrCreateSchema
+        reply = s.BaseCommand(type=s.Type.GET_OR_CREATE_SCHEMA_RESPONSE)
+        r = reply.getOrCreateSchemaResponse
+        r.request_id = req.request_id
+        try:
+            exists = self.core.topics.get(store_topic(req.topic)) is not None
+        except PulsarNameError as exc:
+            r.error_code, r.error_message = s.ServerError.InvalidTopicName, str(exc)
+            return [_frame(reply)]
+        if exists:
+            r.schema_version = b""
+        else:
+            r.error_code, r.error_message = s.ServerError.TopicNotFound, f"Topic not found {req.topic}"
+        return [_frame(reply)]
+
+    def _not_served(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """A request of something this broker does not serve (transactions, broker-side
+        topic-list watchers): ERROR with Pulsar's NotAllowedError, as a broker with them
+        disabled answers."""
+        what = ("topic-list watchers (broker-side subscription pattern evaluation) are not enabled"
+                if cmd.type == s.Type.WATCH_TOPIC_LIST else "Transaction manager is not enabled")
+        return [_error(_request_id(cmd), s.ServerError.NotAllowedError, f"{what} on this broker")]
+
+    def _watch_topic_list_close(self, conn: Connection, cmd, frame) -> list[bytes]:
+        """Closing a watcher: none is ever open here, so there is nothing left to close."""
+        return [_success(cmd.watchTopicListClose.request_id)]
 
     def _redeliver(self, conn: Connection, cmd, frame) -> list[bytes]:
         req = cmd.redeliverUnacknowledgedMessages
@@ -510,6 +592,13 @@ _HANDLERS = {
     s.Type.CLOSE_CONSUMER: PulsarFront._close_consumer, s.Type.SEEK: PulsarFront._seek,
     s.Type.UNSUBSCRIBE: PulsarFront._unsubscribe,
     s.Type.GET_LAST_MESSAGE_ID: PulsarFront._get_last_message_id,
+    s.Type.CONSUMER_STATS: PulsarFront._consumer_stats,
+    s.Type.GET_TOPICS_OF_NAMESPACE: PulsarFront._topics_of_namespace,
+    s.Type.GET_SCHEMA: PulsarFront._get_schema, s.Type.GET_OR_CREATE_SCHEMA: PulsarFront._get_or_create_schema,
+    s.Type.WATCH_TOPIC_LIST_CLOSE: PulsarFront._watch_topic_list_close,
+    **{getattr(s.Type, name): PulsarFront._not_served
+       for name in ("NEW_TXN", "ADD_PARTITION_TO_TXN", "ADD_SUBSCRIPTION_TO_TXN", "END_TXN", "END_TXN_ON_PARTITION",
+                    "END_TXN_ON_SUBSCRIPTION", "TC_CLIENT_CONNECT_REQUEST", "WATCH_TOPIC_LIST")},
 }
 
 
@@ -556,11 +645,20 @@ def _frame(cmd) -> bytes:
 
 
 def _request_id(cmd) -> int:
-    for name in ("producer", "subscribe", "close_producer", "close_consumer", "unsubscribe", "seek",
-                 "getLastMessageId"):
-        if cmd.HasField(name):
-            return getattr(cmd, name).request_id
+    """The request_id of the command ``cmd`` carries (0 when it has none)."""
+    for field, value in cmd.ListFields():
+        if field.message_type is not None and "request_id" in field.message_type.fields_by_name:
+            return value.request_id
     return 0
+
+
+def _ack_response(req, error: int | None = None, message: str = "") -> bytes:
+    cmd = s.BaseCommand(type=s.Type.ACK_RESPONSE)
+    r = cmd.ackResponse
+    r.consumer_id, r.request_id = req.consumer_id, req.request_id
+    if error is not None:
+        r.error, r.message = error, message
+    return _frame(cmd)
 
 
 def _error(request_id: int, code: int, message: str) -> bytes:

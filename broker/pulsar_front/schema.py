@@ -13,7 +13,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 __all__ = ["BaseCommand", "MessageMetadata", "SingleMessageMetadata", "MessageIdData", "Type", "ServerError",
            "SubType", "InitialPosition", "LookupType", "PartitionedLookupType", "AckType", "ValidationError",
-           "CompressionType", "ProducerAccessMode", "PROTOCOL_VERSION", "message"]
+           "CompressionType", "ProducerAccessMode", "TopicsMode", "PROTOCOL_VERSION", "message", "TYPES", "MESSAGES"]
 
 PROTOCOL_VERSION = 20          # what the 3.13.0 client speaks (ProtocolVersion v20)
 
@@ -29,7 +29,15 @@ TYPES = {"CONNECT": 2, "CONNECTED": 3, "SUBSCRIBE": 4, "PRODUCER": 5, "SEND": 6,
          "REDELIVER_UNACKNOWLEDGED_MESSAGES": 20, "PARTITIONED_METADATA": 21, "PARTITIONED_METADATA_RESPONSE": 22,
          "LOOKUP": 23, "LOOKUP_RESPONSE": 24, "CONSUMER_STATS": 25, "CONSUMER_STATS_RESPONSE": 26,
          "REACHED_END_OF_TOPIC": 27, "SEEK": 28, "GET_LAST_MESSAGE_ID": 29, "GET_LAST_MESSAGE_ID_RESPONSE": 30,
-         "ACTIVE_CONSUMER_CHANGE": 31, "GET_TOPICS_OF_NAMESPACE": 32, "GET_TOPICS_OF_NAMESPACE_RESPONSE": 33}
+         "ACTIVE_CONSUMER_CHANGE": 31, "GET_TOPICS_OF_NAMESPACE": 32, "GET_TOPICS_OF_NAMESPACE_RESPONSE": 33,
+         "GET_SCHEMA": 34, "GET_SCHEMA_RESPONSE": 35, "AUTH_CHALLENGE": 36, "AUTH_RESPONSE": 37, "ACK_RESPONSE": 38,
+         "GET_OR_CREATE_SCHEMA": 39, "GET_OR_CREATE_SCHEMA_RESPONSE": 40,
+         "NEW_TXN": 50, "NEW_TXN_RESPONSE": 51, "ADD_PARTITION_TO_TXN": 52, "ADD_PARTITION_TO_TXN_RESPONSE": 53,
+         "ADD_SUBSCRIPTION_TO_TXN": 54, "ADD_SUBSCRIPTION_TO_TXN_RESPONSE": 55, "END_TXN": 56,
+         "END_TXN_RESPONSE": 57, "END_TXN_ON_PARTITION": 58, "END_TXN_ON_PARTITION_RESPONSE": 59,
+         "END_TXN_ON_SUBSCRIPTION": 60, "END_TXN_ON_SUBSCRIPTION_RESPONSE": 61, "TC_CLIENT_CONNECT_REQUEST": 62,
+         "TC_CLIENT_CONNECT_RESPONSE": 63, "WATCH_TOPIC_LIST": 64, "WATCH_TOPIC_LIST_SUCCESS": 65,
+         "WATCH_TOPIC_UPDATE": 66, "WATCH_TOPIC_LIST_CLOSE": 67}
 SERVER_ERRORS = {"UnknownError": 0, "MetadataError": 1, "PersistenceError": 2, "AuthenticationError": 3,
                  "AuthorizationError": 4, "ConsumerBusy": 5, "ServiceNotReady": 6,
                  "ProducerBlockedQuotaExceededError": 7, "ProducerBlockedQuotaExceededException": 8,
@@ -106,7 +114,53 @@ MESSAGES: dict[str, list[tuple]] = {
                        (5, "consumer_epoch", "uint64")],
     "CommandAck": [(1, "consumer_id", "uint64"), (2, "ack_type", "enum:AckType"),
                    (3, "message_id", "MessageIdData", "repeated"), (4, "validation_error", "enum:ValidationError"),
-                   (5, "properties", "KeyLongValue", "repeated"), (8, "request_id", "uint64")],
+                   (5, "properties", "KeyLongValue", "repeated"), (6, "txnid_least_bits", "uint64"),
+                   (7, "txnid_most_bits", "uint64"), (8, "request_id", "uint64")],
+    "CommandAckResponse": [(1, "consumer_id", "uint64"), (2, "txnid_least_bits", "uint64"),
+                           (3, "txnid_most_bits", "uint64"), (4, "error", "enum:ServerError"), (5, "message", "string"),
+                           (6, "request_id", "uint64")],
+    "CommandConsumerStats": [(1, "request_id", "uint64"), (4, "consumer_id", "uint64")],
+    "CommandConsumerStatsResponse": [(1, "request_id", "uint64"), (2, "error_code", "enum:ServerError"),
+                                     (3, "error_message", "string"), (4, "msgRateOut", "double"),
+                                     (5, "msgThroughputOut", "double"), (6, "msgRateRedeliver", "double"),
+                                     (7, "consumerName", "string"), (8, "availablePermits", "uint64"),
+                                     (9, "unackedMessages", "uint64"), (10, "blockedConsumerOnUnackedMsgs", "bool"),
+                                     (11, "address", "string"), (12, "connectedSince", "string"), (13, "type", "string"),
+                                     (14, "msgRateExpired", "double"), (15, "msgBacklog", "uint64"),
+                                     (16, "messageAckRate", "double")],
+    "CommandGetTopicsOfNamespace": [(1, "request_id", "uint64"), (2, "namespace", "string"),
+                                    (3, "mode", "enum:TopicsMode"), (4, "topics_pattern", "string"),
+                                    (5, "topics_hash", "string")],
+    "CommandGetTopicsOfNamespaceResponse": [(1, "request_id", "uint64"), (2, "topics", "string", "repeated"),
+                                            (3, "filtered", "bool"), (4, "topics_hash", "string"),
+                                            (5, "changed", "bool", "default=true")],
+    "Schema": [(1, "name", "string"), (3, "schema_data", "bytes"), (4, "type", "int32"),
+               (5, "properties", "KeyValue", "repeated")],
+    "CommandGetSchema": [(1, "request_id", "uint64"), (2, "topic", "string"), (3, "schema_version", "bytes")],
+    "CommandGetSchemaResponse": [(1, "request_id", "uint64"), (2, "error_code", "enum:ServerError"),
+                                 (3, "error_message", "string"), (4, "schema", "Schema"), (5, "schema_version", "bytes")],
+    "CommandGetOrCreateSchema": [(1, "request_id", "uint64"), (2, "topic", "string"), (3, "schema", "Schema")],
+    "CommandGetOrCreateSchemaResponse": [(1, "request_id", "uint64"), (2, "error_code", "enum:ServerError"),
+                                         (3, "error_message", "string"), (4, "schema_version", "bytes")],
+    # transactions and topic-list watchers: only what a broker that serves neither reads of them
+    "TxnSubscription": [(1, "topic", "string"), (2, "subscription", "string")],
+    "CommandTcClientConnectRequest": [(1, "request_id", "uint64"), (2, "tc_id", "uint64")],
+    "CommandNewTxn": [(1, "request_id", "uint64"), (2, "txn_ttl_seconds", "uint64"), (3, "tc_id", "uint64")],
+    "CommandAddPartitionToTxn": [(1, "request_id", "uint64"), (2, "txnid_least_bits", "uint64"),
+                                 (3, "txnid_most_bits", "uint64"), (4, "partitions", "string", "repeated")],
+    "CommandAddSubscriptionToTxn": [(1, "request_id", "uint64"), (2, "txnid_least_bits", "uint64"),
+                                    (3, "txnid_most_bits", "uint64"), (4, "subscription", "TxnSubscription", "repeated")],
+    "CommandEndTxn": [(1, "request_id", "uint64"), (2, "txnid_least_bits", "uint64"), (3, "txnid_most_bits", "uint64"),
+                      (4, "txn_action", "int32")],
+    "CommandEndTxnOnPartition": [(1, "request_id", "uint64"), (2, "txnid_least_bits", "uint64"),
+                                 (3, "txnid_most_bits", "uint64"), (4, "topic", "string"), (5, "txn_action", "int32"),
+                                 (6, "txnid_least_bits_of_low_watermark", "uint64")],
+    "CommandEndTxnOnSubscription": [(1, "request_id", "uint64"), (2, "txnid_least_bits", "uint64"),
+                                    (3, "txnid_most_bits", "uint64"), (4, "subscription", "TxnSubscription"),
+                                    (5, "txn_action", "int32"), (6, "txnid_least_bits_of_low_watermark", "uint64")],
+    "CommandWatchTopicList": [(1, "request_id", "uint64"), (2, "watcher_id", "uint64"), (3, "namespace", "string"),
+                              (4, "topics_pattern", "string"), (5, "topics_hash", "string")],
+    "CommandWatchTopicListClose": [(1, "request_id", "uint64"), (2, "watcher_id", "uint64")],
     "CommandActiveConsumerChange": [(1, "consumer_id", "uint64"), (2, "is_active", "bool")],
     "CommandFlow": [(1, "consumer_id", "uint64"), (2, "messagePermits", "uint32")],
     "CommandUnsubscribe": [(1, "consumer_id", "uint64"), (2, "request_id", "uint64")],
@@ -142,10 +196,24 @@ MESSAGES: dict[str, list[tuple]] = {
                     (22, "partitionMetadataResponse", "CommandPartitionedTopicMetadataResponse"),
                     (23, "lookupTopic", "CommandLookupTopic"),
                     (24, "lookupTopicResponse", "CommandLookupTopicResponse"),
+                    (25, "consumerStats", "CommandConsumerStats"),
+                    (26, "consumerStatsResponse", "CommandConsumerStatsResponse"),
                     (27, "reachedEndOfTopic", "CommandReachedEndOfTopic"), (28, "seek", "CommandSeek"),
                     (29, "getLastMessageId", "CommandGetLastMessageId"),
                     (30, "getLastMessageIdResponse", "CommandGetLastMessageIdResponse"),
-                    (31, "active_consumer_change", "CommandActiveConsumerChange")],
+                    (31, "active_consumer_change", "CommandActiveConsumerChange"),
+                    (32, "getTopicsOfNamespace", "CommandGetTopicsOfNamespace"),
+                    (33, "getTopicsOfNamespaceResponse", "CommandGetTopicsOfNamespaceResponse"),
+                    (34, "getSchema", "CommandGetSchema"), (35, "getSchemaResponse", "CommandGetSchemaResponse"),
+                    (38, "ackResponse", "CommandAckResponse"), (39, "getOrCreateSchema", "CommandGetOrCreateSchema"),
+                    (40, "getOrCreateSchemaResponse", "CommandGetOrCreateSchemaResponse"),
+                    (50, "newTxn", "CommandNewTxn"), (52, "addPartitionToTxn", "CommandAddPartitionToTxn"),
+                    (54, "addSubscriptionToTxn", "CommandAddSubscriptionToTxn"), (56, "endTxn", "CommandEndTxn"),
+                    (58, "endTxnOnPartition", "CommandEndTxnOnPartition"),
+                    (60, "endTxnOnSubscription", "CommandEndTxnOnSubscription"),
+                    (62, "tcClientConnectRequest", "CommandTcClientConnectRequest"),
+                    (64, "watchTopicList", "CommandWatchTopicList"),
+                    (67, "watchTopicListClose", "CommandWatchTopicListClose")],
 }
 ENUMS = {"Type": TYPES, "ServerError": SERVER_ERRORS,
          "CompressionType": {"NONE": 0, "LZ4": 1, "ZLIB": 2, "ZSTD": 3, "SNAPPY": 4},
@@ -155,12 +223,13 @@ ENUMS = {"Type": TYPES, "ServerError": SERVER_ERRORS,
          "PartitionedLookupType": {"Success": 0, "Failed": 1},
          "LookupType": {"Redirect": 0, "Connect": 1, "Failed": 2},
          "AckType": {"Individual": 0, "Cumulative": 1},
+         "TopicsMode": {"PERSISTENT": 0, "NON_PERSISTENT": 1, "ALL": 2},
          "ValidationError": {"UncompressedSizeCorruption": 0, "DecompressionError": 1, "ChecksumMismatch": 2,
                              "BatchDeSerializeError": 3, "DecryptionError": 4}}
 # (enum values are unique per proto package: prefix the ones that would clash)
 _ENUM_VALUE_PREFIX = {"ProducerAccessMode": "ACCESS_", "SubType": "SUB_", "InitialPosition": "POSITION_",
                       "PartitionedLookupType": "PARTITIONED_", "LookupType": "LOOKUP_", "AckType": "ACK_",
-                      "ValidationError": "VALIDATION_", "CompressionType": "COMPRESSION_"}
+                      "ValidationError": "VALIDATION_", "CompressionType": "COMPRESSION_", "TopicsMode": "MODE_"}
 
 
 def _file() -> descriptor_pb2.FileDescriptorProto:
@@ -223,4 +292,5 @@ PartitionedLookupType = _numbers("PartitionedLookupType")
 AckType = _numbers("AckType")
 ValidationError = _numbers("ValidationError")
 CompressionType = _numbers("CompressionType")
+TopicsMode = _numbers("TopicsMode")
 ProducerAccessMode = _numbers("ProducerAccessMode")

@@ -32,7 +32,6 @@ _MAX_BATCH = 32
 _FIFO_RETRY_MS = FIFO_RETRY_INTERVAL_MS
 _PRODUCER_BACKOFF = pb.RetryPolicy(max_attempts=3, exponential_backoff=pb.ExponentialBackoff(
     initial=duration(10), max=duration(1000), multiplier=2.0))
-_NODE_JS = 8                           # UA.language: Node honours only exponential_backoff
 
 _SEND_CODES = {
     SendOutcome.TOPIC_NOT_EXIST: pb.TOPIC_NOT_FOUND,
@@ -87,18 +86,13 @@ class Rocketmq5Front:
         policy = out.backoff_policy
         policy.Clear()
         policy.max_attempts = retry_max + 1
+        # As the proxy (GrpcClientSettingsManager#mergeSubscriptionData): the group's
+        # policy as a customized backoff, whichever client asks. Node 1.0.8 reads only an
+        # exponential one, so it has none and gives a failure back at once (an invisible
+        # time of 0; a FIFO message straight to the DLQ): what it gets from a real proxy.
         if fifo:
             # seed 002: an ordered message is retried at a fixed interval
-            if settings.user_agent.language == _NODE_JS:
-                policy.exponential_backoff.CopyFrom(pb.ExponentialBackoff(
-                    initial=duration(_FIFO_RETRY_MS), max=duration(_FIFO_RETRY_MS), multiplier=1.0))
-            else:
-                policy.customized_backoff.next.append(duration(_FIFO_RETRY_MS))
-        elif settings.user_agent.language == _NODE_JS:
-            # Node reads only exponential_backoff: the table's start and end, doubling
-            policy.exponential_backoff.CopyFrom(pb.ExponentialBackoff(
-                initial=duration(ROCKETMQ5_UNORDERED_INTERVALS_MS[0]),
-                max=duration(ROCKETMQ5_UNORDERED_INTERVALS_MS[-1]), multiplier=2.0))
+            policy.customized_backoff.next.append(duration(_FIFO_RETRY_MS))
         else:
             # seed 002's table for non-FIFO groups: next[attempt - 1] is the wait after attempt
             policy.customized_backoff.next.extend(duration(ms) for ms in ROCKETMQ5_UNORDERED_INTERVALS_MS)

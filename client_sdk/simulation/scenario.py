@@ -53,6 +53,11 @@ __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestar
 
 
 PROTOCOLS = ("4.x", "5.x", "pulsar")
+PROTOCOL_NAMES = {"4.x": "4.x", "5.x": "5.x", "pulsar": "Pulsar"}
+# Group settings only one protocol's consumers read: a group of another protocol that
+# sets one (away from its default) would silently run without it, so it is refused.
+_PROTOCOL_FIELDS = {"invisible_seconds": "5.x", "nack_delay_seconds": "pulsar", "ack_timeout_seconds": "pulsar",
+                    "retry_letters": "pulsar", "retry_level": "pulsar", "retry_delay_seconds": "pulsar"}
 
 
 class ScenarioError(ValueError):
@@ -98,6 +103,9 @@ class GroupSpec:
     def max_attempts_failed(self) -> int:
         """Failed deliveries after which a message is dead-lettered (maxReconsumeTimes + 1)."""
         return (16 if self.max_reconsume_times == -1 else self.max_reconsume_times) + 1
+
+
+_GROUP_DEFAULTS = {f.name: f.default for f in fields(GroupSpec)}
 
 
 @dataclass(frozen=True)
@@ -240,6 +248,10 @@ def _validate(s: Scenario) -> None:
         if g.protocol not in PROTOCOLS:
             raise ScenarioError(f"group {g.name}: protocol must be one of {', '.join(PROTOCOLS)}, got {g.protocol!r}")
         _int(f"group {g.name}: invisible_seconds", g.invisible_seconds, lo=1, hi=12 * 3600)
+        for key, needs in _PROTOCOL_FIELDS.items():
+            if g.protocol != needs and getattr(g, key) != _GROUP_DEFAULTS[key]:
+                raise ScenarioError(f"group {g.name}: {key} is for {PROTOCOL_NAMES[needs]} groups (give it "
+                                    f"\"protocol\": \"{needs}\"); this group is {g.protocol}")
         if g.protocol == "5.x" and g.orderly:
             raise ScenarioError(f"group {g.name}: 5.x FIFO groups are not simulated; use a 4.x orderly group "
                                 f"or a 5.x concurrent one")

@@ -50,8 +50,14 @@ def test_a_poison_message_climbs_the_ladder_and_is_redriven_from_the_page(broker
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new"])
         page = browser.new_page(viewport={"width": 1100, "height": 900})
+        held = []                                                     # the first /api/state, held back
+        page.route("**/api/state", lambda route: held.append(route) if not held else route.continue_())
         page.goto(f"http://127.0.0.1:{broker.http_port}/")
+        page.wait_for_selector("#groups >> text=loading")             # no bare headings before the first answer
+        assert page.inner_text("#clock") == "loading…" and "loading" in page.inner_text("#dlq")
+        held[0].continue_()
         page.wait_for_selector("#groups >> text=L3: 1")               # the first retry waits at level 3 (10 s)
+        assert "loading" not in page.inner_text("body")
         page.screenshot(path=str(ARTIFACTS / "1-waiting-level-3.png"), full_page=True)
         page.click("button[data-advance='10s']")
         wait_for(lambda: len(broker.deliveries) == 2)
@@ -62,6 +68,10 @@ def test_a_poison_message_climbs_the_ladder_and_is_redriven_from_the_page(broker
         page.wait_for_selector("#dlq >> text=dead")                   # the third failure: the DLQ
         page.wait_for_selector("#events >> text=dead_lettered")        # and the live feed says so
         page.screenshot(path=str(ARTIFACTS / "3-dead-letter.png"), full_page=True)
+        assert "order-17" in page.inner_text("#dlq") and "keys" in page.inner_text("#dlq tr")   # a keys column
+        rows = {r[2]: r for r in (row.split("\t") for row in page.inner_text("#events").splitlines()[1:])}
+        assert rows["redelivered"][4] == "billing" and rows["redelivered"][7] in ("3", "4"), rows   # group, level
+        assert rows["dead_lettered"][4] == "billing" and rows["dead_lettered"][7] == "-", rows     # no level
         assert "poison order 17" not in page.inner_text("#waiting")
         assert page.inner_text("#events").count("sent_back") >= 2
         page.click("button.redrive[data-group='billing']")

@@ -9,6 +9,7 @@ from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 
 from rocketmq_emulator.broker.config import BrokerConfig  # noqa: E402
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
+from rocketmq_emulator.broker.groups import SubscriptionGroupConfig  # noqa: E402
 from rocketmq_emulator.broker.rocketmq5.convert import duration, pb  # noqa: E402
 from rocketmq_emulator.broker.rocketmq5.front import Rocketmq5Front  # noqa: E402
 from rocketmq_emulator.delay_scheduler import VirtualClock  # noqa: E402
@@ -39,16 +40,28 @@ def test_a_producer_is_told_its_body_limit_and_an_exponential_backoff():
     assert not s.metric.on
 
 
-def test_a_python_consumer_gets_seed_002s_table_and_a_node_one_an_exponential_policy():
+def test_every_consumer_gets_seed_002s_table_as_a_customized_backoff_as_the_proxy_sends_it():
+    """The proxy's GrpcClientSettingsManager#mergeSubscriptionData answers every client
+    alike - the group's retry policy, customized unless the group says exponential - and
+    so does this front: the Node client (language 8) too, though it reads no customized
+    policy (it then nacks with an invisible time of 0: README, 5.x guide)."""
     f = front()
-    py = f.telemetry_settings("c1", consumer_settings(language=6))
-    assert py.backoff_policy.max_attempts == 17
-    assert [d.seconds for d in py.backoff_policy.customized_backoff.next] == [
-        10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]
-    assert py.subscription.receive_batch_size == 32 and py.subscription.long_polling_timeout.seconds == 20
-    node = f.telemetry_settings("c2", consumer_settings(language=8))
-    assert node.backoff_policy.exponential_backoff.initial.seconds == 10
-    assert node.backoff_policy.exponential_backoff.max.seconds == 7200
+    table = [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]
+    for client_id, language in (("c1", 6), ("c2", 8), ("c3", 1)):
+        s = f.telemetry_settings(client_id, consumer_settings(language=language))
+        assert s.backoff_policy.max_attempts == 17
+        assert s.backoff_policy.WhichOneof("strategy") == "customized_backoff", language
+        assert [d.seconds for d in s.backoff_policy.customized_backoff.next] == table
+        assert s.subscription.receive_batch_size == 32 and s.subscription.long_polling_timeout.seconds == 20
+
+
+def test_a_fifo_group_gets_its_fixed_interval_as_a_customized_backoff_for_every_client():
+    f = front()
+    f.core.update_group(SubscriptionGroupConfig("F", consume_message_orderly=True))
+    for client_id, language in (("c1", 6), ("c2", 8)):
+        s = f.telemetry_settings(client_id, consumer_settings("F", language=language))
+        assert s.subscription.fifo and s.backoff_policy.WhichOneof("strategy") == "customized_backoff"
+        assert [d.seconds for d in s.backoff_policy.customized_backoff.next] == [3]
 
 
 def test_settings_without_a_role_are_refused_and_heartbeats_need_settings_first():

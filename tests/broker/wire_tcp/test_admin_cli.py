@@ -30,7 +30,7 @@ def test_topic_create_makes_a_routable_topic(virtual_server, capsys):
 
 def test_topic_create_refusals_are_one_line_and_change_nothing(virtual_server, capsys):
     server = f"127.0.0.1:{virtual_server.port}"
-    assert main(["topic", "create", "bad topic!", "--server", server]) == 1
+    assert main(["topic", "create", "bad topic!", "--server", server]) == 2      # refused input: a user mistake
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "bad topic!" in err
     assert route_of(virtual_server.port, "bad topic!").code == RC.TOPIC_NOT_EXIST

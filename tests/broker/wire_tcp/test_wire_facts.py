@@ -191,3 +191,23 @@ def test_a_real_clock_server_delivers_due_messages_and_expires_holds_on_its_own(
     finally:
         srv.stop()
         core.close()
+
+
+def test_a_heartbeat_with_enums_as_ordinals_is_answered_over_tcp(raw):
+    """The C++ core's heartbeat shape (ConsumeType, MessageModel and ConsumeFromWhere as
+    numbers) through the codec and the TCP front: registered, as the Java broker does."""
+    from rocketmq_emulator.broker.protocol import RequestCode, ResponseCode
+
+    body = {"clientID": "127.0.0.1@cpp", "producerDataSet": [],
+            "consumerDataSet": [{"groupName": "billing", "consumeType": 1, "messageModel": 1,
+                                 "consumeFromWhere": 4, "unitMode": False,
+                                 "subscriptionDataSet": [{"topic": "T", "subString": "*", "subVersion": 1}]}]}
+    client = raw()
+    reply = client.call(RemotingCommand.request(RequestCode.HEART_BEAT, None, json.dumps(body).encode()))
+    assert reply.code == ResponseCode.SUCCESS, reply.remark
+    listed = client.call(RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                                                 {"consumerGroup": "billing"}))
+    assert listed.code == ResponseCode.SUCCESS
+    doc = json.loads(listed.body)
+    assert (doc["consumeType"], doc["messageModel"], doc["consumeFromWhere"]) == (
+        "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_FIRST_OFFSET")

@@ -5,7 +5,7 @@ work (the official generated stubs, grpc.aio, fixed answers). The gap between th
 the grpc.aio echo is the client's and the service's own cost; the gap between this and
 `serve` is the broker's.
 
-Usage (internal): python benchmarks/grpc5_stub_server.py PORTFILE
+Usage (internal): python benchmarks/helpers/grpc5_stub_server.py PORTFILE
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import grpc  # noqa: E402
 
