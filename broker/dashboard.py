@@ -28,7 +28,7 @@ from .events import EventKind
 # The retry lifecycle's events, not every store (that would cost each put an event).
 FEED_KINDS = (EventKind.DELAYED, EventKind.REDELIVERED, EventKind.SENT_BACK, EventKind.DEAD_LETTERED)
 
-__all__ = ["dashboard_state", "next_due_ms", "WAITING_SHOWN", "EventFeed", "FEED_KINDS"]
+__all__ = ["dashboard_state", "WAITING_SHOWN", "EventFeed", "FEED_KINDS"]
 
 WAITING_SHOWN = 200
 
@@ -114,13 +114,6 @@ def dashboard_state(cores: list) -> dict:
                          "permission": c.config.broker_permission} for c in cores],
             "topics": topics, "groups": sorted(groups.values(), key=lambda g: g["group"]),
             "waiting": waiting[:WAITING_SHOWN], "delay_queue": delay_queue, "dead_letters": dead}
-
-
-def next_due_ms(cores: list) -> int | None:
-    """When the next delayed message of any running broker is due (None: none waits)."""
-    due = [d for d in (c.schedule.scheduler.next_deadline(c.clock.now_ms()) for c in cores if not c.stopped)
-           if d is not None]
-    return min(due) if due else None
 
 
 class EventFeed:

@@ -19,7 +19,8 @@ from typing import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from ..dashboard import EventFeed, dashboard_state, next_due_ms
+from ..cluster import next_due_ms
+from ..dashboard import EventFeed, dashboard_state
 from ..dashboard_page import PAGE
 from ..dead_letters import DeadLetterError, redrive_on
 from ..errors import ClockError

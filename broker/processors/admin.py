@@ -63,8 +63,7 @@ def clock_advance(front, request, channel):
     text = request.header("duration")
     virtual = getattr(core.clock, "is_virtual", False)
     if text == "next":
-        from ..cluster import live_members
-        from ..dashboard import next_due_ms
+        from ..cluster import live_members, next_due_ms
 
         due = next_due_ms(live_members(core)) if virtual else None
         if virtual and due is None:
