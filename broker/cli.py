@@ -13,7 +13,7 @@ import shutil
 import signal
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .cli_common import CommandParser, UsageError, fail, int_in_range, missing_extra, positive_float, version_text
@@ -85,14 +85,22 @@ def _serve_parser() -> argparse.ArgumentParser:
                    metavar="BYTES", help=f"largest accepted frame, {lo} to {hi} bytes; a larger one closes its "
                                          "connection")
     p.add_argument("--max-connections", type=_limit(int), default=1000,
-                   help="connections open at once; one more is closed as it is accepted (0 = no limit)")
+                   help="connections open at once, per front (remoting, each broker's own, gRPC, Pulsar, HTTP); "
+                        "at the limit the oldest connection that never sent a request makes room, else a new one "
+                        "is closed as it is accepted (0 = no limit)")
+    p.add_argument("--handshake-timeout", type=_limit(float), default=10.0, metavar="SECONDS",
+                   help="close a connection that has not begun within this long of its accept: no byte "
+                        "(remoting), no CONNECT (Pulsar), no whole request head (HTTP), no HTTP/2 handshake "
+                        "(gRPC) (0 = never)")
     p.add_argument("--idle-timeout", type=_limit(float), default=None, metavar="SECONDS",
                    help="close a connection silent this long, one with a held pull excepted (default: 120, "
                         "or serverChannelMaxIdleTimeSeconds from --config; 0 = never)")
     p.add_argument("--frame-timeout", type=_limit(float), default=30.0, metavar="SECONDS",
-                   help="close a connection whose frame is unfinished this long after its first byte (0 = never)")
+                   help="close a connection whose frame (HTTP: request) is unfinished this long after its first "
+                        "byte (0 = never)")
     p.add_argument("--max-outgoing-buffer", type=_limit(int), default=16 * 1024 * 1024, metavar="BYTES",
-                   help="unread reply bytes at which a connection's requests wait until it reads (0 = no limit)")
+                   help="unread reply bytes at which a connection's requests wait until it reads; the Pulsar front "
+                        "stops pushing messages to a connection at a quarter of it (0 = no limit)")
     p.add_argument("--mqtt", default=None, metavar="URL",
                    help="mqtt://[USER[:PASS]@]HOST[:PORT] of an MQTT broker to bridge to (port 1883 if left out; "
                         "needs the mqtt extra)")
@@ -172,7 +180,7 @@ def serve_main(argv: list[str]) -> int:
         if error:
             return fail("serve", error)
         setattr(args, front.name, port)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args.log_limiter = _serve_logging(args.log_level)
     clock = VirtualClock() if args.clock == "virtual" else SystemClock()
     try:
         return asyncio.run(_serve(cfg, data_dir, clock, args))
@@ -200,6 +208,22 @@ class _StoreDir:
                     shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
         except OSError as exc:
             log.warning("could not remove what the failed start created in %s: %s", self.path, exc)
+
+
+def _serve_logging(level: str):
+    """stderr, one line per record whatever a client sent, floods of one kind told in a
+    line per second (adapters/log_limits.py); returns the limiter to flush."""
+    from .adapters.log_limits import install
+
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=level, format=fmt)
+    return install(logging.getLogger().handlers[0], fmt)
+
+
+async def _flush_log_limiter(limiter) -> None:
+    while True:
+        await asyncio.sleep(limiter.window_s)
+        limiter.flush()
 
 
 def _open_core(cfg, data_dir: Path | None, clock, port: int):
@@ -243,12 +267,15 @@ def _host_port(host: str, port: int) -> str:
 async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     from rocketmq_emulator.store import StoreError
 
+    from .adapters.connection_guard import ConnectionLimits
     from .adapters.supervisor import Supervisor
     from .adapters.tcp import RemotingServer
 
     supervisor = Supervisor()
     loop = asyncio.get_running_loop()
     supervisor.install(loop)
+    # (not supervised: a start that fails returns at once, and the loop's end cancels it)
+    log_flusher = asyncio.create_task(_flush_log_limiter(args.log_limiter))
     store_dir = _StoreDir(data_dir) if data_dir is not None else None
     try:
         core, keeper = _open_core(cfg, data_dir, clock, args.port or 0)
@@ -257,14 +284,15 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
             store_dir.take_back()
         return fail("serve", f"cannot open store {data_dir}: {exc}")
     idle = args.idle_timeout if args.idle_timeout is not None else cfg.server_channel_max_idle_time_seconds
-    server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size,
-                            max_connections=args.max_connections, idle_timeout_s=idle,
-                            frame_timeout_s=args.frame_timeout, max_outgoing_buffer=args.max_outgoing_buffer)
+    args.limits = ConnectionLimits(max_connections=args.max_connections, handshake_timeout_s=args.handshake_timeout,
+                                   idle_timeout_s=idle, frame_timeout_s=args.frame_timeout,
+                                   max_outgoing_buffer=args.max_outgoing_buffer)
+    server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size, **asdict(args.limits))
     grpc_server = None
     if args.grpc is not None:           # first: a port it cannot have stops the start early
         from .adapters.grpc_server import GrpcServer
 
-        grpc_server = GrpcServer(core, args.host, args.grpc, server.after_activity)
+        grpc_server = GrpcServer(core, args.host, args.grpc, server.after_activity, limits=args.limits)
         try:
             await grpc_server.start()
         except OSError as exc:
@@ -373,6 +401,8 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         await srv.stop()
     if flusher is not None:
         flusher.cancel()
+    log_flusher.cancel()
+    args.log_limiter.flush(float("inf"))          # what was held back is told before the last lines
     for member in cores:
         try:
             unsaved = member.close()        # a store that could not be written says why (logged)
@@ -440,10 +470,7 @@ async def _start_cluster(core, server, cfg, data_dir: Path | None, clock, args, 
                 member, _keeper = _open_core(cfg.replace(broker_name=name), where, clock, 0)
             except (StoreError, OSError) as exc:
                 raise _StartError(f"cannot open the store of {name} ({where}): {exc}") from None
-            srv = RemotingServer(member, args.host, 0, max_frame_size=server.max_frame_size,
-                                 max_connections=server.max_connections, idle_timeout_s=server.idle_timeout_s,
-                                 frame_timeout_s=server.frame_timeout_s,
-                                 max_outgoing_buffer=server.max_outgoing_buffer)
+            srv = RemotingServer(member, args.host, 0, max_frame_size=server.max_frame_size, **asdict(server.limits))
             listeners.servers[name] = srv
             started.append(srv)
             try:
