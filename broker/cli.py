@@ -305,7 +305,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     if args.pulsar is not None:
         from .adapters.pulsar_server import PulsarServer
 
-        pulsar_server = PulsarServer(core, args.host, args.pulsar, server.after_activity)
+        pulsar_server = PulsarServer(core, args.host, args.pulsar, server.after_activity, limits=args.limits)
         try:
             await pulsar_server.start()
         except OSError as exc:
