@@ -124,6 +124,13 @@ def _serve_parser() -> argparse.ArgumentParser:
                    help="port of the HTTP front: /healthz and Prometheus /metrics (default 8080, or a free one "
                         "with --port 0; 0 picks a free one)")
     p.add_argument("--no-http", action="store_true", help="no HTTP front")
+    p.add_argument("--http-token", default=None, metavar="TOKEN",
+                   help="a token every HTTP endpoint but /healthz requires (Authorization: Bearer TOKEN, or "
+                        "?token=TOKEN once in the browser); with a --host that is not loopback one is made up and "
+                        "printed at start-up when this is not given")
+    p.add_argument("--http-allowed-host", action="append", default=[], metavar="NAME",
+                   help="a further name the HTTP front answers to in the Host header (repeatable; besides "
+                        "127.0.0.1, localhost, [::1] and --host); other Host names get 421 (DNS rebinding)")
     p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
                    help="least severe log lines shown on stderr (any case)")
     return p
@@ -388,6 +395,13 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         print(f"listening {_host_port(args.host, pulsar_server.port)} pulsar", flush=True)
     if http_server is not None:
         print(f"listening {_host_port(args.host, http_server.port)} http", flush=True)
+        if args.http_token_made:
+            from .adapters.advertise import is_wildcard
+
+            where = core.config.broker_ip if is_wildcard(args.host) else args.host
+            page = f"http://{_host_port(where, http_server.port)}/?token={args.http_token_made}"
+            print(f"HTTP token {args.http_token_made} (made up for this run: --host is not loopback): open {page} "
+                  f"once; Prometheus and scripts send Authorization: Bearer TOKEN", flush=True)
     await supervisor.stop.wait()
     if http_server is not None:
         await http_server.stop()
@@ -421,6 +435,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
 def _http_front(args, listeners, grpc_server, pulsar_server):
     """The HTTP front over every broker of the server: ready when each listener is up
     (a broker stopped on purpose with `broker stop` is reported, not counted)."""
+    from .adapters.http_guard import access_for
     from .adapters.http_server import HttpServer
     from .metrics import BrokerCollector
 
@@ -440,8 +455,10 @@ def _http_front(args, listeners, grpc_server, pulsar_server):
         srv = by_core.get(id(core))
         return len(srv.connections) if srv is not None else None
 
+    access, made = access_for(args.host, args.http_allowed_host, args.http_token)
+    args.http_token_made = access.token if made else None
     return HttpServer(args.host, args.http, BrokerCollector(lambda: [srv.core for srv in servers.values()],
-                                                            connections), state)
+                                                            connections), state, access=access, limits=args.limits)
 
 
 class _StartError(Exception):
