@@ -25,6 +25,7 @@ from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
+from .log_text import printable
 from . import pulling, sending
 from .long_polling import PullHoldService
 from .pop import PopService
@@ -146,7 +147,7 @@ class BrokerCore:
         try:
             response = fn(self, request, channel)
         except RequestRefused as exc:   # the peer's mistake: one line, no traceback
-            log.warning("refused request %s from %s: %.300s", request.code, channel.remote, exc)
+            log.warning("refused request %s from %s: %s", request.code, printable(channel.remote), printable(exc))
             response = request.response(exc.code, str(exc))
         except Exception as exc:  # a bug must not take the broker down; answer and log it
             log.exception("request %s failed", request.code)
