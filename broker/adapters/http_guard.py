@@ -247,7 +247,7 @@ def tracking_middleware(server):
             conn.began()
         try:
             response = await handler(request)
-            if response.status >= 400:
+            if 400 <= response.status < 500:
                 log.warning("answered %d to %s %s from %s: %s", response.status, request.method,
                             printable(request.path, 200), printable(request.remote or "?"), _why(response))
             return response

@@ -2,8 +2,9 @@
 dashboard (``/``, ``/api/state``, ``POST /api/clock/advance``, ``POST /api/dlq/redrive``).
 
 ``/healthz`` answers 200 with ``{"status": "ready", ...}`` once every listener of the
-server is up (each broker's remoting port, the gRPC and Pulsar fronts when on), 503
-with what is not otherwise; ``/metrics`` is the Prometheus text of broker/metrics.py's
+server is up (each broker's remoting port, the gRPC and Pulsar fronts when on) and every
+running broker's store takes writes, 503 with what is not (``down``, and ``store``: why
+a store refuses writes, e.g. a full disk) otherwise; ``/metrics`` is the Prometheus text of broker/metrics.py's
 collector, in its own registry (no process-wide default collectors mixed in). Errors
 are JSON: ``{"error": "..."}`` with a 4xx. The dashboard's actions call what the CLI's
 requests call (the cluster's clock advance, dead_letters.redrive_on); handlers run on the
@@ -95,10 +96,15 @@ class HttpServer:
     async def _healthz(self, request: web.Request) -> web.Response:
         state = self.listeners()
         down = sorted(name for name, up in state.items() if not up)
-        body = {"status": "ready" if not down else "not ready", "listeners": state}
+        refusing = {c.config.broker_name: why for c in self.cores()
+                    if not c.stopped and (why := c.store.write_refusal()) is not None}
+        ready = not down and not refusing
+        body = {"status": "ready" if ready else "not ready", "listeners": state}
         if down:
             body["down"] = down
-        return web.json_response(body, status=200 if not down else 503)
+        if refusing:
+            body["store"] = refusing            # broker -> why its store refuses writes (a full disk)
+        return web.json_response(body, status=200 if ready else 503)
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

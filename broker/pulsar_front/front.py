@@ -178,6 +178,14 @@ class PulsarFront:
         except PulsarNameError as exc:
             return [_error(req.request_id, s.ServerError.InvalidTopicName, str(exc))]
         known = conn.producers.get(req.producer_id)
+        refusal = self.core.store.write_refusal()
+        if refusal is not None:
+            # As the Pulsar broker fences a topic whose ledger refused a write: producers are
+            # refused (ServiceNotReady) until it takes writes again. The client retries the
+            # producer with backoff and keeps its messages pending, so its send timeout fires
+            # (a SEND_ERROR alone makes it reconnect and resend for ever).
+            return [_error(req.request_id, s.ServerError.ServiceNotReady,
+                           f"Topic is temporarily unavailable: {refusal}")]
         if known is None:
             self._ensure_topic(stored)
             if req.initial_subscription_name:
