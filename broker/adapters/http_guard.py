@@ -270,7 +270,10 @@ def _why(response) -> str:
 
 async def json_body(request: web.Request) -> dict:
     """The request's JSON object; anything else (not JSON, nested past Python's limit,
-    not an object) is a 400."""
+    not an object) is a 400, a body over MAX_BODY a 413 (at once when Content-Length
+    says so: the client need not send it)."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=request.content_length)
     raw = await request.read()
     try:
         body = json.loads(raw)

@@ -123,11 +123,19 @@ def test_hostile_json_is_a_400_not_a_500(server, body, status):
     assert json.loads(text)["error"]
 
 
+def test_a_body_announced_over_the_limit_is_refused_before_it_is_sent(server):
+    head = (f"POST /api/clock/advance HTTP/1.1\r\nHost: 127.0.0.1:{server.http_port}\r\nContent-Type: "
+            f"application/json\r\nContent-Length: {50 * 1024 * 1024}\r\n\r\n{{").encode()
+    with socket.create_connection(("127.0.0.1", server.http_port), timeout=10) as s:
+        s.sendall(head)                                    # 50 MB announced, one byte sent
+        assert s.recv(65536).startswith(b"HTTP/1.1 413")
+
+
 def test_hostile_json_leaves_no_traceback_in_the_log(server):
     server.stop()
     err = server.proc.stderr.read()
     assert "Traceback" not in err and "RecursionError" not in err and " ERROR " not in err
-    assert told(err, "answered 4") == 7 + 18 + 17                  # one WARNING line per refusal (rate-limited)
+    assert told(err, "answered 4") == 7 + 18 + 17 + 1              # one WARNING line per refusal (rate-limited)
     assert len(err.splitlines()) < 30
 
 
