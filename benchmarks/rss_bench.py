@@ -58,6 +58,7 @@ from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode  # no
 from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode  # noqa: E402
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker  # noqa: E402
 from tests.support.memory import status_mib  # noqa: E402
+from tests.support.sockets import closed_soon  # noqa: E402
 
 MiB = 1024 * 1024
 PACKAGES = ("broker", "store", "delay_scheduler", "client_sdk")
@@ -262,34 +263,12 @@ def half_frames(server: Server, args) -> dict:
 
 
 def flood(server: Server, args) -> dict:
-    client = Client(server.port)
-    base = server.rss()
-    socks = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(args.flood)]
-    _, latency = client.call(route())
-    late = served(lambda: Client(server.port).call(route())[0].code == 0)
-    peak = peak_rss(server, 1)
-    held = still_open(socks)
-    time.sleep(args.wait)
-    later = server.rss()
-    held_later = still_open(socks)
-    for s in socks:
-        s.close()
+    client = Client(server.port)            # made and used before the flood: how long a request takes meanwhile
+    client.call(route())
+    figures = _front_flood(server, args, server.port, lambda: Client(server.port).call(route())[0].code == 0,
+                           during=lambda: {"route_s": client.call(route())[1]})
     client.close()
-    return {"base": base, "peak": peak, "held open": held, "late client": late, f"after {args.wait:g} s": later,
-            f"held open after {args.wait:g} s": held_later, "route_s": latency}
-
-
-def closed_after(sock: socket.socket, timeout: float) -> bool:
-    """True once the server closes ``sock``, whatever it sent before (a CONNECTED, say)."""
-    sock.settimeout(timeout)
-    try:
-        while sock.recv(1 << 16):
-            pass
-        return True
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
+    return figures
 
 
 def still_open(socks: list[socket.socket], timeout: float = 0.2) -> int:
@@ -395,20 +374,29 @@ def pulsar_half_frames(server: Server, args) -> dict:
         c = socket.create_connection(("127.0.0.1", port), timeout=30)
         c.sendall(connect + half)
         socks.append(c)
-    late = served(lambda: _pulsar_client_served(port))
+    return _watch_stalled(server, args, base, socks, lambda: _pulsar_client_served(port))
+
+
+def _watch_stalled(server: Server, args, base: float, socks: list[socket.socket], late_client) -> dict:
+    """After stalled connections were opened: a client arriving now, the peak, and the
+    RSS and the connections closed --wait s later."""
+    late = served(late_client)
     peak = peak_rss(server, 1)
     time.sleep(args.wait)
     later = server.rss()
-    closed = sum(closed_after(c, 0.2) for c in socks)
+    closed = sum(closed_soon(c, 0.2) for c in socks)
     for c in socks:
         c.close()
     return {"base": base, "peak": peak, "late client": late, f"after {args.wait:g} s": later,
             "closed by the server": closed}
 
 
-def _front_flood(server: Server, args, port: int, late_client) -> dict:
+def _front_flood(server: Server, args, port: int, late_client, during=dict) -> dict:
+    """--flood sockets that never send a byte to ``port``; ``during()``: more figures taken
+    as soon as they are open."""
     base = server.rss()
     socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(args.flood)]
+    extra = during()
     late = served(late_client)
     peak = peak_rss(server, 1)
     held = still_open(socks)
@@ -418,7 +406,7 @@ def _front_flood(server: Server, args, port: int, late_client) -> dict:
     for c in socks:
         c.close()
     return {"base": base, "peak": peak, "held open": held, "late client": late, f"after {args.wait:g} s": later,
-            f"held open after {args.wait:g} s": held_later}
+            f"held open after {args.wait:g} s": held_later, **extra}
 
 
 def pulsar_flood(server: Server, args) -> dict:
@@ -447,15 +435,7 @@ def http_stalled(server: Server, args) -> dict:
         c = socket.create_connection(("127.0.0.1", port), timeout=30)
         c.sendall(head + b"x" * (MiB // 2))
         socks.append(c)
-    late = served(lambda: _http_get_ok(port))
-    peak = peak_rss(server, 1)
-    time.sleep(args.wait)
-    later = server.rss()
-    closed = sum(closed_after(c, 0.2) for c in socks)
-    for c in socks:
-        c.close()
-    return {"base": base, "peak": peak, "late client": late, f"after {args.wait:g} s": later,
-            "closed by the server": closed}
+    return _watch_stalled(server, args, base, socks, lambda: _http_get_ok(port))
 
 
 ATTACKS = {"unread-pulls": unread_pulls, "half-frames": half_frames, "flood": flood, "pulsar-stalled": pulsar_stalled,

@@ -10,6 +10,7 @@ import time
 from tests.support.logs import told
 from tests.support.memory import status_mib
 from tests.support.processes import EmulatorProcess, wait_for
+from tests.support.sockets import closed_soon
 
 MiB = 1024 * 1024
 
@@ -18,18 +19,6 @@ def get_ok(port: int) -> bool:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
         return s.recv(100).startswith(b"HTTP/1.1 200")
-
-
-def closed_soon(s: socket.socket, timeout: float) -> bool:
-    s.settimeout(timeout)
-    try:
-        while s.recv(65536):
-            pass
-        return True
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
 
 
 def post_head(port: int, length: int) -> bytes:

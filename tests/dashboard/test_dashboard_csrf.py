@@ -9,7 +9,6 @@ the same browser right after."""
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,11 +19,12 @@ import pytest
 from playwright import sync_api as playwright
 
 from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.client_sdk import RECONSUME_LATER, Message, Producer, PushConsumer, RemoteBroker
+from rocketmq_emulator.client_sdk import Message
 from tests.support.logs import told
-from tests.support.processes import EmulatorProcess, wait_for
+from tests.support.processes import wait_for
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+from .test_dashboard_browser import CHROMIUM, broker  # noqa: F401 (the same broker: a consumer that always fails)
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / ".test-artifacts" / "dashboard-csrf"
 TEN_YEARS = "3650d"
 
@@ -88,33 +88,16 @@ def state(port: int) -> dict:
     return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=10).read())
 
 
-@pytest.fixture
-def broker(tmp_path):
-    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", http=True).start()
-    remote = RemoteBroker(server.address)
-    assert main(["topic", "create", "Orders", "--queues", "1", "--server", server.address]) == 0
-    deliveries = []
-    consumer = PushConsumer("billing", remote, max_reconsume_times=0)
-    consumer.subscribe("Orders", "*")
-    consumer.register_message_listener(lambda msgs, ctx: deliveries.extend(msgs) or RECONSUME_LATER)
-    producer = Producer("pg", remote).start()
-    consumer.start()
-    remote.run_in_background()
-    server.deliveries, server.producer = deliveries, producer
-    yield server
-    remote.call(consumer.shutdown)
-    remote.call(producer.shutdown)
-    remote.close()
-    server.stop()
-
-
 def test_a_page_elsewhere_changes_and_reads_nothing_and_the_dashboard_still_works(broker):
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is not installed: run ./dev test, which installs it")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     port = broker.http_port
     broker.producer.send(Message("Orders", b"secret poison order", keys="order-9"))
-    wait_for(lambda: state(port)["dead_letters"])                     # no retries: straight to the DLQ
+    for delivered, due in ((1, "10s"), (2, "30s")):                   # its two retries, then the DLQ
+        wait_for(lambda: len(broker.deliveries) == delivered)  # noqa: B023 (called at once)
+        assert main(["clock", "advance", due, "--server", broker.address]) == 0
+    wait_for(lambda: state(port)["dead_letters"])
     before = state(port)
     site = AttackerSite(ATTACK.format(dash=f"http://127.0.0.1:{port}", rebound=f"http://evil.example:{port}",
                                       ten_years=TEN_YEARS))
@@ -134,7 +117,7 @@ def test_a_page_elsewhere_changes_and_reads_nothing_and_the_dashboard_still_work
             after = state(port)                                              # nothing changed
             assert after["clock"]["now_ms"] == before["clock"]["now_ms"]
             assert after["dead_letters"] == before["dead_letters"] and not after["dead_letters"][0]["redriven_as"]
-            assert len(broker.deliveries) == 1
+            assert len(broker.deliveries) == 3
             assert said["text_plain"] == "sent, opaque opaque"                # sent, and refused by the server
             assert "is not this server's" in form_answer and "CSRF" in form_answer
             assert said["json"].startswith("error")                           # the preflight got no grant
@@ -146,7 +129,7 @@ def test_a_page_elsewhere_changes_and_reads_nothing_and_the_dashboard_still_work
             wait_for(lambda: state(port)["clock"]["now_ms"] == before["clock"]["now_ms"] + 10_000)
             page.click("button.redrive[data-group='billing']")
             page.wait_for_selector("#dlq >> text=re-driven as")
-            wait_for(lambda: len(broker.deliveries) == 2)                     # back in Orders, consumed again
+            wait_for(lambda: len(broker.deliveries) == 4)                     # back in Orders, consumed again
             page.screenshot(path=str(ARTIFACTS / "csrf-dashboard-still-works.png"), full_page=True)
             browser.close()
     finally:
