@@ -140,3 +140,28 @@ def test_a_page_elsewhere_changes_and_reads_nothing_and_the_dashboard_still_work
     # it, the preflight, the form and the rebound reads (a line each, rate-limited: one kind)
     assert told(err, "answered 4") >= 5
     assert "Traceback" not in err
+
+
+def test_with_a_token_the_page_opened_once_with_it_works_and_without_it_gets_nothing(tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is not installed: run ./dev test, which installs it")
+    from tests.support.processes import EmulatorProcess
+
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", "--http-token", "t0ken", http=True).start()
+    try:
+        port = server.http_port
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new"])
+            page = browser.new_page()
+            assert page.goto(f"http://127.0.0.1:{port}/").status == 401
+            page.goto(f"http://127.0.0.1:{port}/?token=t0ken")                # once: the cookie is kept
+            page.wait_for_selector("#clock >> text=2024-01-01")
+            page.click("button[data-advance='1m']")
+            token = {"Authorization": "Bearer t0ken"}
+            wait_for(lambda: json.loads(urllib.request.urlopen(urllib.request.Request(
+                f"http://127.0.0.1:{port}/api/state", headers=token), timeout=10).read())["clock"]["now_ms"]
+                == 1704067260000)
+            assert page.goto(f"http://127.0.0.1:{port}/api/state").status == 200     # the cookie, not the URL
+            browser.close()
+    finally:
+        server.stop()
