@@ -17,7 +17,7 @@ import shutil
 import signal
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .cli_common import (CommandParser, UsageError, fail, int_in_range, iso_utc, missing_extra, positive_float,
@@ -90,14 +90,22 @@ def _serve_parser() -> argparse.ArgumentParser:
                    metavar="BYTES", help=f"largest accepted frame, {lo} to {hi} bytes; a larger one closes its "
                                          "connection")
     p.add_argument("--max-connections", type=_limit(int), default=1000,
-                   help="connections open at once; one more is closed as it is accepted (0 = no limit)")
+                   help="connections open at once, per front (remoting, each broker's own, gRPC, Pulsar, HTTP); "
+                        "at the limit the oldest connection that never sent a request makes room, else a new one "
+                        "is closed as it is accepted (0 = no limit)")
+    p.add_argument("--handshake-timeout", type=_limit(float), default=10.0, metavar="SECONDS",
+                   help="close a connection that has not begun within this long of its accept: no byte "
+                        "(remoting), no CONNECT (Pulsar), no whole request head (HTTP), no HTTP/2 handshake "
+                        "(gRPC) (0 = never)")
     p.add_argument("--idle-timeout", type=_limit(float), default=None, metavar="SECONDS",
                    help="close a connection silent this long, one with a held pull excepted (default: 120, "
                         "or serverChannelMaxIdleTimeSeconds from --config; 0 = never)")
     p.add_argument("--frame-timeout", type=_limit(float), default=30.0, metavar="SECONDS",
-                   help="close a connection whose frame is unfinished this long after its first byte (0 = never)")
+                   help="close a connection whose frame (HTTP: request) is unfinished this long after its first "
+                        "byte (0 = never)")
     p.add_argument("--max-outgoing-buffer", type=_limit(int), default=16 * 1024 * 1024, metavar="BYTES",
-                   help="unread reply bytes at which a connection's requests wait until it reads (0 = no limit)")
+                   help="unread reply bytes at which a connection's requests wait until it reads; the Pulsar front "
+                        "stops pushing messages to a connection at a quarter of it (0 = no limit)")
     p.add_argument("--mqtt", default=None, metavar="URL",
                    help="mqtt://[USER[:PASS]@]HOST[:PORT] of an MQTT broker to bridge to (port 1883 if left out; "
                         "needs the mqtt extra)")
@@ -121,6 +129,13 @@ def _serve_parser() -> argparse.ArgumentParser:
                    help="port of the HTTP front: /healthz and Prometheus /metrics (default 8080, or a free one "
                         "with --port 0; 0 picks a free one)")
     p.add_argument("--no-http", action="store_true", help="no HTTP front")
+    p.add_argument("--http-token", default=None, metavar="TOKEN",
+                   help="a token every HTTP endpoint but /healthz requires (Authorization: Bearer TOKEN, or "
+                        "?token=TOKEN once in the browser); with a --host that is not loopback one is made up and "
+                        "printed at start-up when this is not given")
+    p.add_argument("--http-allowed-host", action="append", default=[], metavar="NAME",
+                   help="a further name the HTTP front answers to in the Host header (repeatable; besides "
+                        "127.0.0.1, localhost, [::1] and --host); other Host names get 421 (DNS rebinding)")
     p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
                    help="least severe log lines shown on stderr (any case)")
     return p
@@ -180,7 +195,7 @@ def serve_main(argv: list[str]) -> int:
         if error:
             return fail("serve", error)
         setattr(args, front.name, port)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args.log_limiter = _serve_logging(args.log_level)
     clock = VirtualClock() if args.clock == "virtual" else SystemClock()
     try:
         return asyncio.run(_serve(cfg, data_dir, clock, args))
@@ -208,6 +223,22 @@ class _StoreDir:
                     shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
         except OSError as exc:
             log.warning("could not remove what the failed start created in %s: %s", self.path, exc)
+
+
+def _serve_logging(level: str):
+    """stderr, one line per record whatever a client sent, floods of one kind told in a
+    line per second (adapters/log_limits.py); returns the limiter to flush."""
+    from .adapters.log_limits import install
+
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=level, format=fmt)
+    return install(logging.getLogger().handlers[0], fmt)
+
+
+async def _flush_log_limiter(limiter) -> None:
+    while True:
+        await asyncio.sleep(limiter.window_s)
+        limiter.flush()
 
 
 def _open_core(cfg, data_dir: Path | None, clock, port: int):
@@ -280,12 +311,15 @@ def _listen_error(args, port: int, front: str | None, exc: OSError) -> str:
 async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     from rocketmq_emulator.store import StoreError
 
+    from .adapters.connection_guard import ConnectionLimits
     from .adapters.supervisor import Supervisor
     from .adapters.tcp import RemotingServer
 
     supervisor = Supervisor()
     loop = asyncio.get_running_loop()
     supervisor.install(loop)
+    # (not supervised: a start that fails returns at once, and the loop's end cancels it)
+    log_flusher = asyncio.create_task(_flush_log_limiter(args.log_limiter))
     store_dir = _StoreDir(data_dir) if data_dir is not None else None
     try:
         core, keeper = _open_core(cfg, data_dir, clock, args.port or 0)
@@ -294,14 +328,15 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
             store_dir.take_back()
         return fail("serve", f"cannot open store {data_dir}: {exc}")
     idle = args.idle_timeout if args.idle_timeout is not None else cfg.server_channel_max_idle_time_seconds
-    server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size,
-                            max_connections=args.max_connections, idle_timeout_s=idle,
-                            frame_timeout_s=args.frame_timeout, max_outgoing_buffer=args.max_outgoing_buffer)
+    args.limits = ConnectionLimits(max_connections=args.max_connections, handshake_timeout_s=args.handshake_timeout,
+                                   idle_timeout_s=idle, frame_timeout_s=args.frame_timeout,
+                                   max_outgoing_buffer=args.max_outgoing_buffer)
+    server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size, **asdict(args.limits))
     grpc_server = None
     if args.grpc is not None:           # first: a port it cannot have stops the start early
         from .adapters.grpc_server import GrpcServer
 
-        grpc_server = GrpcServer(core, args.host, args.grpc, server.after_activity)
+        grpc_server = GrpcServer(core, args.host, args.grpc, server.after_activity, limits=args.limits)
         try:
             await grpc_server.start()
         except OSError as exc:
@@ -313,7 +348,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     if args.pulsar is not None:
         from .adapters.pulsar_server import PulsarServer
 
-        pulsar_server = PulsarServer(core, args.host, args.pulsar, server.after_activity)
+        pulsar_server = PulsarServer(core, args.host, args.pulsar, server.after_activity, limits=args.limits)
         try:
             await pulsar_server.start()
         except OSError as exc:
@@ -394,6 +429,13 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         print(f"listening {_host_port(args.host, pulsar_server.port)} pulsar", flush=True)
     if http_server is not None:
         print(f"listening {_host_port(args.host, http_server.port)} http", flush=True)
+        if args.http_token_made:
+            from .adapters.advertise import is_wildcard
+
+            where = core.config.broker_ip if is_wildcard(args.host) else args.host
+            page = f"http://{_host_port(where, http_server.port)}/?token={args.http_token_made}"
+            print(f"HTTP token {args.http_token_made} (made up for this run: --host is not loopback): open {page} "
+                  f"once; Prometheus and scripts send Authorization: Bearer TOKEN", flush=True)
     await supervisor.stop.wait()
     if http_server is not None:
         await http_server.stop()
@@ -407,6 +449,8 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
         await srv.stop()
     if flusher is not None:
         flusher.cancel()
+    log_flusher.cancel()
+    args.log_limiter.flush(float("inf"))          # what was held back is told before the last lines
     for member in cores:
         try:
             unsaved = member.close()        # a store that could not be written says why (logged)
@@ -425,6 +469,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
 def _http_front(args, listeners, grpc_server, pulsar_server):
     """The HTTP front over every broker of the server: ready when each listener is up
     (a broker stopped on purpose with `broker stop` is reported, not counted)."""
+    from .adapters.http_guard import access_for
     from .adapters.http_server import HttpServer
     from .metrics import BrokerCollector
 
@@ -444,8 +489,10 @@ def _http_front(args, listeners, grpc_server, pulsar_server):
         srv = by_core.get(id(core))
         return len(srv.connections) if srv is not None else None
 
+    access, made = access_for(args.host, args.http_allowed_host, args.http_token)
+    args.http_token_made = access.token if made else None
     return HttpServer(args.host, args.http, BrokerCollector(lambda: [srv.core for srv in servers.values()],
-                                                            connections), state)
+                                                            connections), state, access=access, limits=args.limits)
 
 
 class _StartError(Exception):
@@ -474,10 +521,7 @@ async def _start_cluster(core, server, cfg, data_dir: Path | None, clock, args, 
                 member, _keeper = _open_core(cfg.replace(broker_name=name), where, clock, 0)
             except (StoreError, OSError) as exc:
                 raise _StartError(f"cannot open the store of {name} ({where}): {exc}") from None
-            srv = RemotingServer(member, args.host, 0, max_frame_size=server.max_frame_size,
-                                 max_connections=server.max_connections, idle_timeout_s=server.idle_timeout_s,
-                                 frame_timeout_s=server.frame_timeout_s,
-                                 max_outgoing_buffer=server.max_outgoing_buffer)
+            srv = RemotingServer(member, args.host, 0, max_frame_size=server.max_frame_size, **asdict(server.limits))
             listeners.servers[name] = srv
             started.append(srv)
             try:

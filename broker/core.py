@@ -24,6 +24,7 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
+from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
@@ -521,6 +522,7 @@ class BrokerCore:
 
         validate_topic_name(topic)
         check_topic_settings(queue_nums, queue_nums, perm)
+        check_pulsar_store_topic(self.topics.table, topic, queue_nums, queue_nums)
         return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
 
     def update_group(self, gc) -> str | None:
@@ -550,6 +552,7 @@ class BrokerCore:
         if self.topics.is_system(tc.topic_name):
             raise RequestRefused(f"The topic[{tc.topic_name}] is conflict with system topic.")
         check_topic_settings(tc.read_queue_nums, tc.write_queue_nums, tc.perm)
+        check_pulsar_store_topic(self.topics.table, tc.topic_name, tc.read_queue_nums, tc.write_queue_nums)
         previous = self.topics.get(tc.topic_name)
         self.topics.put(tc)
         failure = self._change_failure()

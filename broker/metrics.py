@@ -15,6 +15,8 @@ and ``group``. Metric names start with ``rocketmq_emulator_``:
   connections                            client connections (remoting)
   clock_milliseconds                     the broker's clock (virtual or real)
   up                                     1 while the broker runs, 0 while stopped
+  store_writable                         1 while a running broker's store takes writes, 0 while it
+                                         refuses them (a full disk; store.write_refusal)
 """
 from __future__ import annotations
 
@@ -64,6 +66,8 @@ class BrokerCollector:
             "conns": GaugeMetricFamily(PREFIX + "connections", "Client connections", labels=["broker"]),
             "clock": GaugeMetricFamily(PREFIX + "clock_milliseconds", "The broker's clock", labels=["broker"]),
             "up": GaugeMetricFamily(PREFIX + "up", "1 while the broker runs", labels=["broker"]),
+            "writable": GaugeMetricFamily(PREFIX + "store_writable", "1 while the store takes writes, 0 while it "
+                                          "refuses them (a full disk)", labels=["broker"]),
         }
         for core in self.cores():
             self._one(core, m)
@@ -98,3 +102,5 @@ class BrokerCollector:
             m["conns"].add_metric([b], conns)
         m["clock"].add_metric([b], core.clock.now_ms())
         m["up"].add_metric([b], 0 if core.stopped else 1)
+        if not core.stopped:
+            m["writable"].add_metric([b], 0 if core.store.write_refusal() is not None else 1)

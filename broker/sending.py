@@ -9,6 +9,7 @@ from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_s
 
 from .config import PERM_READ, PERM_WRITE
 from .core_types import ConsumeMessageContext
+from .dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
 from .events import EventKind
 from .operations import (BatchSendRequest, SendBack, SendBackOutcome as B, SendBackResult, SendOutcome as O,
                          SendRequest, SendResult)
@@ -34,6 +35,9 @@ def _destination(core, topic: str, queue_id: int, producer_group: str, default_t
         return SendResult(O.TOPIC_NOT_ALLOWED, remark=f"Sending message to topic[{topic}] is forbidden.")
     tc = core.topics.get(topic)
     if tc is None:
+        if is_pulsar_store_topic(topic):
+            return SendResult(O.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist, apply first please! "
+                                                        f"({NOT_CREATED_BY_ROCKETMQ})")
         tc = core.topics.create_in_send(topic, default_topic, default_nums)
         if tc is None and topic.startswith(RETRY_PREFIX):
             tc = core.topics.create_system(topic, 1, PERM_READ | PERM_WRITE)

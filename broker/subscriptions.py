@@ -319,10 +319,13 @@ class SubscriptionService:
         self._back(cursor, chosen, count=counted)
 
     # -- dispatch -------------------------------------------------------------------------
-    def dispatch(self, group: str, topic: str, cost=None) -> list[Dispatch]:
+    def dispatch(self, group: str, topic: str, cost=None, ready=None, sent=None) -> list[Dispatch]:
         """What to send now to ``group``'s consumers of ``topic``, while they have permits;
         ``cost(record)`` is the permits one entry takes (default 1; a Pulsar batch takes
-        its number of messages, and permits may go below zero, as Pulsar's do)."""
+        its number of messages, and permits may go below zero, as Pulsar's do).
+        ``ready(key)``: False for a consumer that takes nothing now whatever its permits
+        (its connection has too much unsent: Pulsar's channel writability); ``sent(key,
+        record)`` is told each entry chosen, so ``ready`` sees it at once."""
         cursor = self._cursors.get((group, topic))
         if cursor is None or not cursor.consumers:
             return []
@@ -335,7 +338,7 @@ class SubscriptionService:
         tick = self.config.delayed_delivery_tick_time_millis
         parked: list[int] = []                # Key_Shared: its consumer has no permits now
         while True:
-            c = self._next_consumer(cursor)
+            c = self._next_consumer(cursor, ready)
             if c is None:
                 break
             if cursor.replay:
@@ -362,7 +365,8 @@ class SubscriptionService:
             if by_key:
                 key = rec.properties.get(KEY_PROPERTY, "")
                 c = cursor.consumers[zlib.crc32(key.encode()) % len(cursor.consumers)]
-                if c.permits <= 0:            # it waits for its consumer; its key's later ones too
+                if c.permits <= 0 or (ready is not None and not ready(c.key)):
+                    # it waits for its consumer; its key's later ones too
                     parked.append(offset)
                     continue
             mask = cursor.partial.get(offset)
@@ -372,6 +376,8 @@ class SubscriptionService:
                 c.permits -= 1 if cost is None else cost(rec)
             c.pending.add(offset)
             out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0), mask))
+            if sent is not None:
+                sent(c.key, rec)
         cursor.replay.update(parked)
         return out
 
@@ -455,14 +461,14 @@ class SubscriptionService:
                 cursor.replay.add(offset)
 
     # -- inside -----------------------------------------------------------------------------
-    def _next_consumer(self, cursor: _Cursor) -> _Consumer | None:
+    def _next_consumer(self, cursor: _Cursor, ready=None) -> _Consumer | None:
         if cursor.sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
             active = cursor.consumers[0]
-            return active if active.permits > 0 else None
+            return active if active.permits > 0 and (ready is None or ready(active.key)) else None
         n = len(cursor.consumers)
         for i in range(n):
             c = cursor.consumers[(cursor.turn + i) % n]
-            if c.permits > 0:
+            if c.permits > 0 and (ready is None or ready(c.key)):
                 cursor.turn = (cursor.turn + i + 1) % n
                 return c
         return None

@@ -42,6 +42,9 @@ _pack_entry = ENTRY.pack
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
 _MIN_FILTER_SCAN = 800
+# write_refusal's probe: a page, so a disk still full fails it even where the log's last
+# page has room left (a write into that page needs no new one)
+PROBE_SIZE = 4096
 
 
 class MessageStore:
@@ -158,6 +161,21 @@ class MessageStore:
         log.warning("store %s: commit-log writes succeed again (they had failed: %s)", self._root,
                     self._write_error.strerror or self._write_error)
         self._write_error = None
+
+    def write_refusal(self) -> str | None:
+        """Why puts are refused now, None when they are taken. After a commit-log write
+        failed, each call tries a write of PROBE_SIZE bytes at the log's end (cut off
+        again): while it fails the reason is returned; once it works the store takes
+        puts again (logged as when a put works again). Cost: nothing while writes work."""
+        if self._write_error is None or self._closed:
+            return None
+        try:
+            self._log.probe(PROBE_SIZE)
+        except OSError as exc:
+            self._write_error = exc
+            return f"the store cannot write its commit log: {exc.strerror or exc}"
+        self._writes_work_again()
+        return None
 
     @staticmethod
     def _refuse_new_queue(topic, queue_id) -> str | None:

@@ -8,6 +8,14 @@ finds nothing waits — in real time, as the client's deadline runs in real time
 message is stored or re-stored (a core event: a send, a delay ending, an invisible time
 ending, which the core's tick revives) or its long-poll time is up, then answers
 MESSAGE_NOT_FOUND. Plaintext only.
+
+Limits (connection_guard.py's, given to gRPC's own core as channel arguments): at most
+``max_connections`` connections, the HTTP/2 handshake within ``handshake_timeout_s``,
+a connection with no call for ``idle_timeout_s`` closed (a 5.x client keeps its
+Telemetry stream open, so it is never idle); HTTP/2 flow control bounds what a client
+leaves unread. A request that is not the protobuf its method takes is answered
+INTERNAL "Invalid protobuf byte sequence", as grpc-java's marshaller answers, with one
+WARNING line and no traceback.
 """
 from __future__ import annotations
 
@@ -20,10 +28,12 @@ from typing import Callable
 import grpc
 
 from ..events import EventKind
+from ..log_text import printable
 from ..rocketmq5.convert import pb, status
 from ..rocketmq5.front import DEFAULT_LONG_POLL_MS, MAX_LONG_POLL_MS, Rocketmq5Front
 from ..rocketmq5.stubs import service_grpc as service_pb2_grpc
 from ..rocketmq5.stubs import spb
+from .connection_guard import ConnectionLimits
 
 __all__ = ["GrpcServer"]
 
@@ -40,6 +50,31 @@ def _client_id(context) -> str:
     return ""
 
 
+class _Malformed:
+    """What a request that does not parse as its method's protobuf becomes (the handler
+    answers it; gRPC would otherwise log a traceback per such call)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _tolerant(parse):
+    def deserialize(data: bytes):
+        try:
+            return parse(data)
+        except Exception as exc:        # (protobuf's DecodeError, and anything a hostile payload raises)
+            return _Malformed(exc)
+    return deserialize
+
+
+async def _refuse_malformed(method: str, request: _Malformed, context) -> None:
+    log.warning("5.x %s from %s: a malformed request (%s); answered INTERNAL", method,
+                printable(context.peer()), printable(request.error, 200))
+    await context.abort(grpc.StatusCode.INTERNAL, "Invalid protobuf byte sequence")
+
+
 def _guarded(method):
     """A unary call whose handling fails unexpectedly answers INTERNAL_SERVER_ERROR (one
     log line with the traceback: it is this broker's bug, not the client's), so one
@@ -47,6 +82,8 @@ def _guarded(method):
     reply_type = _REPLY[method.__name__]
 
     async def call(self, request, context):
+        if request.__class__ is _Malformed:
+            await _refuse_malformed(method.__name__, request, context)
         try:
             return await method(self, request, context)
         except Exception as exc:
@@ -95,6 +132,8 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
         return spb.SendMessageResponse(status=st, entries=entries)
 
     async def ReceiveMessage(self, request, context):
+        if request.__class__ is _Malformed:
+            await _refuse_malformed("ReceiveMessage", request, context)
         poll_ms = (request.long_polling_timeout.seconds * 1000 + request.long_polling_timeout.nanos // 1_000_000
                    if request.HasField("long_polling_timeout") else DEFAULT_LONG_POLL_MS)
         until = time.monotonic() + min(poll_ms, MAX_LONG_POLL_MS) / 1000
@@ -157,6 +196,8 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
     async def Telemetry(self, request_iterator, context):
         client_id = _client_id(context)
         async for command in request_iterator:
+            if command.__class__ is _Malformed:
+                await _refuse_malformed("Telemetry", command, context)
             if not command.HasField("settings"):
                 continue            # thread stack traces, verify results: nothing to do
             settings = self.front.telemetry_settings(client_id, command.settings)
@@ -169,13 +210,50 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
 
 
 async def _unsupported(self, request, context):
+    if request.__class__ is _Malformed:
+        await _refuse_malformed("a call", request, context)
     return _UNSUPPORTED_REPLY[type(request).__name__](status=status(pb.UNSUPPORTED, "not supported"))
+
+
+def _unimplemented(name: str):
+    """A method this broker does not serve: UNIMPLEMENTED, without the traceback the
+    generated base class's NotImplementedError would log per call."""
+    async def call(request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{name} is not supported by this broker")
+    return call
+
+
+def _handlers(servicer) -> grpc.GenericRpcHandler:
+    """MessagingService's methods as the generated stubs register them, but each request
+    parsed by ``_tolerant``: a malformed one reaches the servicer as ``_Malformed``."""
+    service = spb.DESCRIPTOR.services_by_name["MessagingService"]
+    kinds = {(False, False): grpc.unary_unary_rpc_method_handler, (False, True): grpc.unary_stream_rpc_method_handler,
+             (True, False): grpc.stream_unary_rpc_method_handler, (True, True): grpc.stream_stream_rpc_method_handler}
+    handlers = {}
+    for m in service.methods:
+        make = kinds[(m.client_streaming, m.server_streaming)]
+        own = getattr(type(servicer), m.name) is not getattr(service_pb2_grpc.MessagingServiceServicer, m.name)
+        handlers[m.name] = make(getattr(servicer, m.name) if own else _unimplemented(m.name),
+                                request_deserializer=_tolerant(getattr(spb, m.input_type.name).FromString),
+                                response_serializer=getattr(spb, m.output_type.name).SerializeToString)
+    return grpc.method_handlers_generic_handler(service.full_name, handlers)
 
 
 _UNSUPPORTED_REPLY = {"QueryOffsetRequest": spb.QueryOffsetResponse, "GetOffsetRequest": spb.GetOffsetResponse,
                       "UpdateOffsetRequest": spb.UpdateOffsetResponse, "RecallMessageRequest": spb.RecallMessageResponse}
 for _name in ("QueryOffset", "GetOffset", "UpdateOffset", "RecallMessage"):
     setattr(_Servicer, _name, _unsupported)
+
+
+def _limit_options(limits: ConnectionLimits) -> list[tuple[str, int]]:
+    options = []
+    if limits.max_connections:
+        options.append(("grpc.max_allowed_incoming_connections", limits.max_connections))
+    if limits.handshake_timeout_s:
+        options.append(("grpc.server_handshake_timeout_ms", int(limits.handshake_timeout_s * 1000)))
+    if limits.idle_timeout_s:
+        options.append(("grpc.max_connection_idle_ms", int(limits.idle_timeout_s * 1000)))
+    return options
 
 
 def _check_free(host: str, port: int) -> None:
@@ -208,10 +286,12 @@ class GrpcServer:
     """``start()`` binds host:port (0: a free one, in ``port`` after); ``stop()``.
     ``lock``: a lock held around every core call, when another thread shares the core."""
 
-    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None], lock=None) -> None:
+    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None], lock=None,
+                 limits: ConnectionLimits | None = None) -> None:
         self.core = core
         self.host = host
         self.port = port
+        self.limits = limits if limits is not None else ConnectionLimits()
         self.after_activity = after_activity
         self.front = Rocketmq5Front(core) if lock is None else _Locked(Rocketmq5Front(core), lock)
         self.arrival = asyncio.Event()
@@ -242,8 +322,8 @@ class GrpcServer:
         """Raises OSError (errno and strerror set) when the port cannot be had."""
         _check_free(self.host, self.port)           # a clear error, before gRPC logs its own
         # no SO_REUSEPORT: a second server on the same port must fail, not share it
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        service_pb2_grpc.add_MessagingServiceServicer_to_server(_Servicer(self), server)
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0), *_limit_options(self.limits)])
+        server.add_generic_rpc_handlers((_handlers(_Servicer(self)),))
         address = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
         try:
             bound = server.add_insecure_port(address)

@@ -11,20 +11,18 @@ answered after at most ``virtual_hold_limit_s`` to 2x that of real time (clients
 their pulls out in real time: ali-ons after 30 s, while virtual time may stand still). A connection that sends
 garbage is closed with a log line; every other connection keeps being served.
 
-What one client can make the server hold is bounded (each limit logs one line when it
-acts; 0 turns a limit off):
-
-* ``max_outgoing_buffer``: replies a client leaves unread. Once that many bytes wait in
-  a connection's write buffer, its requests stop being handled and read (TCP pushes
-  back on the client) until it has read down to a quarter of it; nothing is dropped.
-  Replies to requests already taken (held pulls coming due) that find twice that much
-  unread close the connection instead: the client reconnects and pulls again.
-* ``frame_timeout_s``: a frame not complete this long after its first byte closes the
-  connection (its partial bytes are what a stalled client makes the server hold).
-* ``idle_timeout_s``: no byte in either direction for this long closes the connection
-  (RocketMQ's serverChannelMaxIdleTimeSeconds, 120). A connection with a held pull is
-  waiting, not idle; RocketMQ clients heartbeat every 30 s.
-* ``max_connections``: a connection over it is closed as soon as it is accepted.
+What one client can make the server hold is bounded by connection_guard.py's limits
+(each logs one line when it acts; 0 turns a limit off): a connection that sends no byte
+within ``handshake_timeout_s`` of its accept, a frame unfinished ``frame_timeout_s``
+after its first byte, no byte either way for ``idle_timeout_s`` (RocketMQ's
+serverChannelMaxIdleTimeSeconds, 120; a connection with a held pull is waiting, not
+idle) are closed; at ``max_connections`` the oldest connection that never sent a
+request makes room, else a new one is closed as soon as it is accepted. And
+``max_outgoing_buffer``, replies a client leaves unread: once that many bytes wait in a
+connection's write buffer, its requests stop being handled and read (TCP pushes back on
+the client) until it has read down to a quarter of it; nothing is dropped. Replies to
+requests already taken (held pulls coming due) that find twice that much unread close
+the connection instead: the client reconnects and pulls again.
 
 The timeouts run on the loop's clock, which is real even when the core's is virtual.
 """
@@ -36,33 +34,28 @@ import socket
 from collections import deque
 
 from ..core import BrokerCore
+from ..log_text import printable
 from ..processors.front import RemotingFront
 from ..protocol import ProtocolError, RemotingCommand
 from ..protocol.codec import FrameDecoder, encode
+from .connection_guard import (DEFAULT_FRAME_TIMEOUT_S, DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_IDLE_TIMEOUT_S,
+                               DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_OUTGOING_BUFFER, ConnectionGuard,
+                               ConnectionLimits, LimitedConnection)
 
 __all__ = ["RemotingServer", "DEFAULT_MAX_FRAME_SIZE", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_IDLE_TIMEOUT_S",
-           "DEFAULT_FRAME_TIMEOUT_S", "DEFAULT_MAX_OUTGOING_BUFFER"]
+           "DEFAULT_FRAME_TIMEOUT_S", "DEFAULT_HANDSHAKE_TIMEOUT_S", "DEFAULT_MAX_OUTGOING_BUFFER"]
 
 log = logging.getLogger("broker.tcp")
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 VIRTUAL_HOLD_LIMIT_S = 5.0
-DEFAULT_MAX_CONNECTIONS = 1000
-DEFAULT_IDLE_TIMEOUT_S = 120.0              # RocketMQ's serverChannelMaxIdleTimeSeconds
-DEFAULT_FRAME_TIMEOUT_S = 30.0
-DEFAULT_MAX_OUTGOING_BUFFER = 16 * 1024 * 1024
-# A flood of refused connections is told in one line per this many seconds, not one per
-# connection: the log must not become what the flood exhausts.
-REFUSAL_LOG_INTERVAL_S = 10.0
 
 
-class _Connection(asyncio.Protocol):
+class _Connection(asyncio.Protocol, LimitedConnection):
     def __init__(self, server: "RemotingServer") -> None:
         self.server = server
         self.decoder = FrameDecoder(server.max_frame_size)
         self.transport: asyncio.Transport | None = None
         self.channel = None                 # None: refused (over max_connections) or not yet made
-        self.last_io = 0.0                  # loop time of the last byte read or reply written
-        self.frame_started: float | None = None   # loop time the unfinished frame began
         self.awaiting: set[int] = set()     # opaques of requests whose reply comes later (held pulls)
         self.backlog: deque[RemotingCommand] = deque()   # decoded, not handled: replies wait unread
         self.writing_paused = False
@@ -72,12 +65,10 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
         server = self.server
         peer = transport.get_extra_info("peername") or ("?", 0)
-        remote = f"{peer[0]}:{peer[1]}"
-        if server.max_connections and len(server.connections) >= server.max_connections:
-            server.refuse(remote)
+        remote = self.remote = f"{peer[0]}:{peer[1]}"
+        if not server.guard.admit(self, server.loop_time()):
             transport.abort()
             return
-        self.last_io = server.loop_time()
         self.channel = server.front.connect(remote)
         server.connections[self.channel.id] = self
         if server.max_outgoing_buffer:
@@ -93,12 +84,15 @@ class _Connection(asyncio.Protocol):
         if self.channel is None:
             return
         now = self.last_io = self.server.loop_time()
+        self.handshaken = True
         try:
             commands = self.decoder.feed(data)
         except ProtocolError as exc:
-            log.warning("closing %s: %s", self.channel.remote, exc)
+            log.warning("closing %s: %s", printable(self.channel.remote), printable(exc))
             self.transport.close()
             return
+        if commands and not self.served:
+            self.server.guard.mark_served(self)
         if self.decoder.pending:
             if commands or self.frame_started is None:
                 self.frame_started = now        # a new frame began in this data
@@ -170,6 +164,7 @@ class _Connection(asyncio.Protocol):
         if self.channel is None:
             return
         self.backlog.clear()
+        self.server.guard.release(self)
         self.server.connections.pop(self.channel.id, None)
         self.server.core.disconnect(self.channel)
         self.server.after_activity()
@@ -191,22 +186,18 @@ class _Connection(asyncio.Protocol):
         transport.write(encode(cmd))
         self.last_io = self.server.loop_time()
 
-    def check_timeouts(self, now: float) -> None:
-        """Close the connection if its frame or its silence has lasted too long."""
-        server = self.server
-        started = self.frame_started
-        if server.frame_timeout_s and started is not None and now - started >= server.frame_timeout_s:
-            log.warning("closing %s: a frame still unfinished %.0f s after its first byte (%d bytes of it "
-                        "received; frame timeout %g s)", self.channel.remote, now - started, self.decoder.pending,
-                        server.frame_timeout_s)
-            self.transport.abort()
-        elif server.idle_timeout_s and not self.awaiting and now - self.last_io >= server.idle_timeout_s:
-            log.warning("closing %s: idle for %.0f s (serverChannelMaxIdleTimeSeconds %g)", self.channel.remote,
-                        now - self.last_io, server.idle_timeout_s)
-            if self.transport.get_write_buffer_size():
-                self.transport.abort()          # close() would wait for a reader that is not there
-            else:
-                self.transport.close()
+    # -- what the connection guard reads ---------------------------------------------------------
+    def busy(self) -> bool:
+        return bool(self.awaiting)
+
+    def unfinished_bytes(self) -> int:
+        return self.decoder.pending
+
+    def drop(self) -> None:
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()          # close() would wait for a reader that is not there
+        else:
+            self.transport.close()
 
 
 class RemotingServer:
@@ -216,20 +207,18 @@ class RemotingServer:
                  max_connections: int = DEFAULT_MAX_CONNECTIONS,
                  idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
                  frame_timeout_s: float = DEFAULT_FRAME_TIMEOUT_S,
+                 handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
                  max_outgoing_buffer: int = DEFAULT_MAX_OUTGOING_BUFFER) -> None:
-        for name, value in (("max_connections", max_connections), ("idle_timeout_s", idle_timeout_s),
-                            ("frame_timeout_s", frame_timeout_s), ("max_outgoing_buffer", max_outgoing_buffer)):
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0 (0 = no limit), got {value}")
+        self.limits = ConnectionLimits(max_connections=max_connections, handshake_timeout_s=handshake_timeout_s,
+                                       idle_timeout_s=idle_timeout_s, frame_timeout_s=frame_timeout_s,
+                                       max_outgoing_buffer=max_outgoing_buffer)
         self.core = core
         self.front = RemotingFront(core)
         self.host = host
         self.port = port
         self.max_frame_size = max_frame_size
-        self.max_connections = max_connections
-        self.idle_timeout_s = idle_timeout_s
-        self.frame_timeout_s = frame_timeout_s
         self.max_outgoing_buffer = max_outgoing_buffer
+        self.guard = ConnectionGuard(self.limits, log)
         self.connections: dict[int, _Connection] = {}
         self._server: asyncio.base_events.Server | None = None
         self._virtual = bool(getattr(core.clock, "is_virtual", False))
@@ -237,8 +226,6 @@ class RemotingServer:
         self._armed_at: int | None = None
         self._hold_bound: asyncio.Task | None = None
         self._watch: asyncio.Task | None = None
-        self._refused_unlogged = 0
-        self._refusal_logged_at: float | None = None
         self.virtual_hold_limit_s = virtual_hold_limit_s
 
     async def start(self, sock: socket.socket | None = None) -> None:
@@ -255,10 +242,8 @@ class RemotingServer:
             self._hold_bound = asyncio.create_task(self._bound_holds_in_real_time())
         else:
             self._arm()     # messages the store already holds may be due
-        timeouts = [t for t in (self.idle_timeout_s, self.frame_timeout_s) if t]
-        if timeouts or self.max_connections:
-            # A quarter of the shortest timeout: a connection is closed at most 25 % late.
-            self._watch = asyncio.create_task(self._watch_connections(min([*timeouts, 4.0]) / 4))
+        if self.limits.watch_interval_s is not None:
+            self._watch = asyncio.create_task(self.guard.watch())
 
     @property
     def listening(self) -> bool:
@@ -267,38 +252,6 @@ class RemotingServer:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
-
-    def refuse(self, remote: str) -> None:
-        """Log a connection closed for being over ``max_connections``: the first of a
-        burst at once, the rest counted into one line per REFUSAL_LOG_INTERVAL_S."""
-        now = self.loop_time()
-        if self._refusal_logged_at is not None and now - self._refusal_logged_at < REFUSAL_LOG_INTERVAL_S:
-            self._refused_unlogged += 1
-            return
-        self._refusal_logged_at = now
-        log.warning("refusing connection from %s: %d connections open, the maximum (max connections); "
-                    "further refusals are counted, one line per %.0f s", remote, len(self.connections),
-                    REFUSAL_LOG_INTERVAL_S)
-
-    def _log_refusal_count(self, now: float) -> None:
-        if self._refused_unlogged and now - self._refusal_logged_at >= REFUSAL_LOG_INTERVAL_S:
-            log.warning("%d more connections over the maximum of %d were closed in the last %.0f s",
-                        self._refused_unlogged, self.max_connections, now - self._refusal_logged_at)
-            self._refused_unlogged = 0
-            self._refusal_logged_at = now
-
-    async def _watch_connections(self, interval: float) -> None:
-        interval = min(max(interval, 0.05), 1.0)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                now = self.loop_time()
-                for conn in list(self.connections.values()):
-                    if not conn.transport.is_closing():
-                        conn.check_timeouts(now)
-                self._log_refusal_count(now)
-            except Exception:       # a bug here must not end the watch for good
-                log.exception("connection watch failed; it goes on")
 
     def after_activity(self) -> None:
         """Write the core's outgoing commands and re-arm the timer."""

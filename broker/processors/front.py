@@ -14,6 +14,7 @@ import logging
 
 from ..core_types import Channel
 from ..errors import RequestRefused
+from ..log_text import printable
 from ..notifications import ConsumerIdsChanged, PullReady
 from ..protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand,
                         RequestCode, ResponseCode)
@@ -71,7 +72,7 @@ class RemotingFront:
         try:
             response = fn(self, request, channel)
         except RequestRefused as exc:   # the peer's mistake: one line, no traceback
-            log.warning("refused request %s from %s: %.300s", request.code, channel.remote, exc)
+            log.warning("refused request %s from %s: %s", request.code, printable(channel.remote), printable(exc))
             response = request.response(exc.code, str(exc))
         except Exception as exc:  # a bug must not take the broker down; answer and log it
             log.exception("request %s failed", request.code)

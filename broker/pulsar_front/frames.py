@@ -131,6 +131,11 @@ class FrameDecoder:
         self.max_frame = max_frame
         self._buf = bytearray()
 
+    @property
+    def pending(self) -> int:
+        """Bytes of an unfinished frame held."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> list[Frame]:
         buf = self._buf
         buf += data

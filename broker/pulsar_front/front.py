@@ -81,6 +81,13 @@ class Connection:
     closed: bool = False                    # set when the front wants the socket closed
     checksums: bool = True                  # MESSAGE frames with a CRC-32C (off in process: no wire)
     outgoing: list[bytes] = field(default_factory=list)   # MESSAGE frames pushed to it
+    # Pulsar's channel writability: no message is pushed to a connection once ``unsent``
+    # bytes (its listener's write buffer, as last seen, and the messages pushed since)
+    # reach ``max_unsent`` (0: no bound); ``starved`` says a dispatch passed it over, so
+    # the listener dispatches again once it has drained.
+    max_unsent: int = 0
+    unsent: int = 0
+    starved: bool = False
 
 
 class _Consumer:
@@ -177,6 +184,14 @@ class PulsarFront:
         except PulsarNameError as exc:
             return [_error(req.request_id, s.ServerError.InvalidTopicName, str(exc))]
         known = conn.producers.get(req.producer_id)
+        refusal = self.core.store.write_refusal()
+        if refusal is not None:
+            # As the Pulsar broker fences a topic whose ledger refused a write: producers are
+            # refused (ServiceNotReady) until it takes writes again. The client retries the
+            # producer with backoff and keeps its messages pending, so its send timeout fires
+            # (a SEND_ERROR alone makes it reconnect and resend for ever).
+            return [_error(req.request_id, s.ServerError.ServiceNotReady,
+                           f"Topic is temporarily unavailable: {refusal}")]
         if known is None:
             self._ensure_topic(stored)
             if req.initial_subscription_name:
@@ -538,6 +553,11 @@ class PulsarFront:
         conn.producers.clear()
 
     # -- dispatch --------------------------------------------------------------------------------
+    def wake(self, conn: Connection) -> None:
+        """``conn`` can take messages again (it drained): dispatch to its consumers."""
+        for consumer in conn.consumers.values():
+            self._mark(consumer.stored)
+
     def _mark(self, stored: str) -> None:
         if not self._dirty and self.on_dirty is not None:
             self.on_dirty()
@@ -557,7 +577,7 @@ class PulsarFront:
                 keys = subs.consumer_keys(group, topic)
                 if not keys or not all(isinstance(k, _Consumer) for k in keys):
                     continue        # (a subscription of another kind of consumer: the simulator's, in process)
-                for d in subs.dispatch(group, topic, cost=_permits_of):
+                for d in subs.dispatch(group, topic, cost=_permits_of, ready=_has_room, sent=_count_unsent):
                     consumer = d.consumer
                     if consumer.conn.closed:
                         continue
@@ -600,6 +620,19 @@ _HANDLERS = {
        for name in ("NEW_TXN", "ADD_PARTITION_TO_TXN", "ADD_SUBSCRIPTION_TO_TXN", "END_TXN", "END_TXN_ON_PARTITION",
                     "END_TXN_ON_SUBSCRIPTION", "TC_CLIENT_CONNECT_REQUEST", "WATCH_TOPIC_LIST")},
 }
+
+
+def _has_room(consumer: "_Consumer") -> bool:
+    conn = consumer.conn
+    if conn.max_unsent and conn.unsent > conn.max_unsent:
+        conn.starved = True
+        return False
+    return True
+
+
+def _count_unsent(consumer: "_Consumer", rec) -> None:
+    # (an estimate until the listener writes it: the body, its metadata and the command)
+    consumer.conn.unsent += len(rec.body) + 256
 
 
 def _metadata_of(rec) -> bytes:

@@ -22,10 +22,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..dialects import PULSAR_STORE_PREFIX
+
 __all__ = ["PulsarNameError", "PulsarTopic", "parse_topic", "store_topic", "pulsar_topic", "store_group",
            "subscription_of", "STORE_PREFIX"]
 
-STORE_PREFIX = "pulsar|"
+STORE_PREFIX = PULSAR_STORE_PREFIX
 _DOMAINS = ("persistent", "non-persistent")
 _PLAIN = re.compile(r"[a-zA-Z0-9_-]")
 _ESCAPED = re.compile(r"%([0-9A-F]{2})")

@@ -15,6 +15,7 @@ from rocketmq_emulator.store.records import Prop
 
 from ..operations import (AckOutcome, InvisibleOutcome, PopOutcome, PopRequest, SendOutcome, SendRequest)
 from ..pop import MAX_INVISIBLE_MS
+from ..dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
 from ..retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, FIFO_RETRY_INTERVAL_MS, ROCKETMQ5_UNORDERED_INTERVALS_MS
 from ..topics import TopicNameError, validate_topic_name
 from .convert import SHARDING_KEY, duration, duration_ms, pb, status, timestamp_ms, to_proto_message
@@ -151,6 +152,8 @@ class Rocketmq5Front:
             return status(pb.ILLEGAL_TOPIC, str(exc))
         core = self.core
         tc = core.topics.get(topic)
+        if tc is None and is_pulsar_store_topic(topic):
+            return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found ({NOT_CREATED_BY_ROCKETMQ})")
         if tc is None and core.config.auto_create_topic_enable and not topic.startswith(("%RETRY%", "rmq_sys_")):
             tc = core.topics.create_system(topic, core.config.default_topic_queue_nums, 6)
         if tc is None:

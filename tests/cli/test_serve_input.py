@@ -21,6 +21,8 @@ from ..support.cli_run import one_error_line, run_cli
     (["--mqtt", "http://x"], "--mqtt must look like mqtt://HOST:PORT"),
     (["--in-memory", "--data-dir", "/tmp/x"], "--in-memory keeps nothing on disk"),
     (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["--handshake-timeout", "-1"], "argument --handshake-timeout: expected a number >= 0, got '-1'"),
+    (["--handshake-timeout", "soon"], "argument --handshake-timeout: expected a number >= 0, got 'soon'"),
 ])
 def test_bad_serve_input_is_one_line_exit_2_and_creates_nothing(tmp_path, args, says):
     data_dir = tmp_path / "store"

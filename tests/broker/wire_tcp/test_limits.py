@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import struct
+import sys
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.broker.protocol.codec import encode
 from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
+from ...support.logs import told
 from ...support.memory import status_mib
 from ...support.processes import EmulatorProcess, wait_for
 from ...support.remoting import RawClient, ServerThread
@@ -163,21 +165,39 @@ def test_an_idle_connection_is_closed_but_not_one_with_a_held_pull(start_server,
     assert len(limit_lines(caplog, "idle")) == 2
 
 
-def test_connections_over_the_maximum_are_closed_at_once(start_server, caplog):
+def test_at_the_maximum_silent_connections_make_room_and_busy_ones_refuse(start_server, caplog):
+    """Issue 34, item 4: a new connection at the limit closes the oldest one that never
+    sent a request; only when every open one has sent a request is the new one refused."""
     srv = start_server(max_connections=3)
     good = RawClient(srv.port)
     assert good.call(route_request()).code == RC.SUCCESS
-    others = [RawClient(srv.port) for _ in range(10)]
-    kept, refused = others[:2], others[2:]
-    assert all(closed_soon(c, 10) for c in refused)
-    assert all(c.call(route_request()).code == RC.SUCCESS for c in kept)
+    silent = [RawClient(srv.port) for _ in range(10)]            # never send a request
+    assert all(closed_soon(c, 10) for c in silent[:8])            # each made room for the next
+    assert all(c.call(route_request()).code == RC.SUCCESS for c in silent[8:])
     assert good.call(route_request()).code == RC.SUCCESS
-    assert len(limit_lines(caplog, "refus")) == 1                   # one line for the burst
-    for c in kept:
+    assert len(limit_lines(caplog, "to admit")) == 8
+    assert not limit_lines(caplog, "refus")
+    late = [RawClient(srv.port) for _ in range(5)]                # all three open ones have sent one now
+    assert all(closed_soon(c, 10) for c in late)
+    assert len(limit_lines(caplog, "refus")) == 1                 # one line for the burst
+    assert all(c.call(route_request()).code == RC.SUCCESS for c in [good, *silent[8:]])
+    for c in silent[8:]:
         c.close()
     wait_for(lambda: srv.call_in_loop(lambda: len(srv.server.connections)) == 1)
     assert served(srv.port)                                         # freed slots are usable again
     good.close()
+
+
+def test_a_connection_that_sends_no_byte_is_closed_after_the_handshake_timeout(start_server, caplog):
+    srv = start_server(VirtualClock(), handshake_timeout_s=0.3, frame_timeout_s=30)
+    silent = RawClient(srv.port)
+    begun = RawClient(srv.port)
+    begun.send_bytes(b"\x00\x00")                   # two bytes of a length field: begun, the frame timeout's now
+    assert closed_soon(silent, 10)
+    assert not closed_soon(begun, 1.0)
+    assert len(limit_lines(caplog, "handshake timeout")) == 1
+    assert served(srv.port)
+    begun.close()
 
 
 # -- the attacks of issue 17 against `serve`, RSS from /proc --------------------------------
@@ -227,20 +247,53 @@ def test_attack_stalled_half_frames_are_freed_after_the_frame_timeout(serve):
     print(f"stalled half frames: server RSS {before:.0f} MiB, +{peak:.0f} MiB while held, +{after:.0f} MiB after")
     assert after < 40, f"{after:.0f} MiB still held after the stalled connections were dropped"
     server.stop()
-    assert server.proc.stderr.read().count("unfinished") == 40
+    assert told(server.proc.stderr.read(), "unfinished") == 40     # told, but not 40 lines at once
+
+
+def test_attack_silent_connection_flood_cannot_lock_clients_out(serve):
+    """Issue 34, item 4: 600 sockets that never send a byte, against 50 allowed. Each new
+    one closes the oldest silent one, so a client that arrives during the flood is
+    served at once, and those left are closed after the handshake timeout."""
+    server = serve("--max-connections", "50", "--handshake-timeout", "2")
+    good = RawClient(server.port, timeout=10)
+    assert good.call(route_request()).code == RC.SUCCESS
+    before = status_mib(server.proc.pid)
+    flood = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(600)]
+    late = RawClient(server.port, timeout=10)                       # a client arriving during the flood
+    assert late.call(route_request()).code == RC.SUCCESS
+    assert good.call(route_request()).code == RC.SUCCESS
+
+    def closed(s):
+        try:
+            s.settimeout(10)
+            return s.recv(1) == b""
+        except (ConnectionResetError, socket.timeout):
+            return isinstance(sys.exc_info()[1], ConnectionResetError)
+    assert all(closed(s) for s in flood)                            # evicted, or closed after 2 s of silence
+    grown = status_mib(server.proc.pid) - before
+    print(f"silent connection flood: server RSS {before:.0f} MiB -> +{grown:.0f} MiB")
+    for s in flood:
+        s.close()
+    assert good.call(route_request()).code == RC.SUCCESS
+    server.stop()
+    err = server.proc.stderr.read()
+    assert told(err, "to admit") + told(err, "handshake timeout") == 600
+    assert "refusing" not in err
+    assert len(err.splitlines()) < 200                              # rate-limited, not a line per socket
 
 
 def test_attack_connection_flood_over_the_maximum(serve):
+    """Once every open connection has sent a request, a flood is refused at once."""
     server = serve("--max-connections", "50")
-    good = RawClient(server.port, timeout=10)
-    assert good.call(route_request()).code == RC.SUCCESS
+    clients = [RawClient(server.port, timeout=10) for _ in range(50)]
+    assert all(c.call(route_request()).code == RC.SUCCESS for c in clients)
     before = status_mib(server.proc.pid)
     started = time.monotonic()
     flood = []
     for _ in range(600):
         s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         flood.append(s)
-    assert good.call(route_request()).code == RC.SUCCESS            # still served during the flood
+    assert clients[0].call(route_request()).code == RC.SUCCESS      # still served during the flood
 
     def refused(s):
         try:
@@ -248,12 +301,13 @@ def test_attack_connection_flood_over_the_maximum(serve):
             return s.recv(1) == b""
         except ConnectionResetError:
             return True
-    assert sum(refused(s) for s in flood[49:]) == len(flood) - 49
+    assert all(refused(s) for s in flood)
     grown = status_mib(server.proc.pid) - before
     print(f"connection flood: server RSS {before:.0f} MiB -> +{grown:.0f} MiB")
     for s in flood:
         s.close()
-    assert good.call(route_request()).code == RC.SUCCESS
+    clients[-1].close()
+    wait_for(lambda: served(server.port))                          # a freed slot is usable again
     server.stop()
     # One line for the burst, and one more per 10 s it lasts (a loaded machine may be slow).
     lines = server.proc.stderr.read().count("refusing")
