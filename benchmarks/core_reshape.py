@@ -40,7 +40,7 @@ print(json.dumps({"msgs_per_s": r["msgs_per_s"], "wall_s": r["wall_s"], "deliver
 
 _LADDER_CHILD = """
 import sys
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 sys.argv = ["rocketmq-emulator", "simulate", "--messages", sys.argv[1], "--fail-probability", "1.0",
             "--quiet", "--json", "--out", sys.argv[2]]
 main()

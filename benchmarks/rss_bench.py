@@ -53,9 +53,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rocketmq_emulator.broker.processors.pull import FLAG_SUBSCRIPTION  # noqa: E402
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode  # noqa: E402
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_SUBSCRIPTION  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode  # noqa: E402
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker  # noqa: E402
 from tests.support.memory import status_mib  # noqa: E402
 from tests.support.sockets import closed_soon  # noqa: E402
@@ -297,8 +297,8 @@ def served(attempt) -> str:
 
 # -- issue 34: the Pulsar and HTTP fronts ------------------------------------------------------------
 def _pulsar_frames():
-    from rocketmq_emulator.broker.pulsar_front import schema as s
-    from rocketmq_emulator.broker.pulsar_front.frames import encode_payload, encode_simple
+    import rocketmq_emulator.broker.fronts.pulsar.schema as s
+    from rocketmq_emulator.broker.fronts.pulsar.frames import encode_payload, encode_simple
 
     def simple(**fields) -> bytes:
         return encode_simple(s.BaseCommand(**fields).SerializeToString())
@@ -312,8 +312,8 @@ def _pulsar_frames():
 
 
 def _pulsar_replies(sock: socket.socket, n: int) -> list:
-    from rocketmq_emulator.broker.pulsar_front import schema as s
-    from rocketmq_emulator.broker.pulsar_front.frames import FrameDecoder as PulsarDecoder
+    import rocketmq_emulator.broker.fronts.pulsar.schema as s
+    from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder as PulsarDecoder
 
     decoder, got = PulsarDecoder(64 * MiB), []
     while len(got) < n:

@@ -30,15 +30,15 @@ from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
 from .long_polling import HeldPull, PullHoldService
 from .offset_book import OffsetBook
-from .pop import PopService
-from .subscriptions import SubscriptionService
+from .invisible_time import PopService
+from .pulsar_cursors import SubscriptionService
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
                          OffsetCommit, PopRequest, PopResult, PullOutcome, PullRequest, PullResult, QueueRoute,
                          Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
 from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
-from .schedule import ScheduleService
+from .delay_queue import ScheduleService
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
@@ -71,7 +71,7 @@ class BrokerCore:
         self.notify = Notifier()                            # typed notifications to the fronts
         self.offsets = OffsetBook(store, clock, self.events, self._dirty)
         self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message)
-        # Pulsar-style cursors (broker/subscriptions.py)
+        # Pulsar-style cursors (broker/pulsar_cursors.py)
         self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify)
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._channel_ids = itertools.count(1)
@@ -155,7 +155,7 @@ class BrokerCore:
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
                     delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0):
         """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
-        DELAY / TIMER_* properties when both are None (broker/schedule.py) — record the
+        DELAY / TIMER_* properties when both are None (broker/delay_queue.py) — record the
         events, wake held pulls. Returns the store's PutResult; ``rec`` is updated in
         place. ``kind`` SENT_BACK (a send-back's retry copy) records SENT_BACK beside
         DELAYED, with the one due time computed here; REDELIVERED records the level it
@@ -213,12 +213,12 @@ class BrokerCore:
 
     def pop(self, request: PopRequest) -> PopResult:
         """5.x receive: visible messages of a topic (and the group's pop retry topic),
-        invisible for the request's time after (broker/pop.py)."""
+        invisible for the request's time after (broker/invisible_time.py)."""
         return self.pops.pop(request)
 
     def release_client(self, client_id: str) -> int:
         """A 5.x client went away: its auto-renewed deliveries are visible again after 1 s
-        (broker/pop.py). Returns how many it held."""
+        (broker/invisible_time.py). Returns how many it held."""
         return self.pops.release(client_id)
 
     def ack(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:

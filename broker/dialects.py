@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from .protocol import RequestRefused
+from .errors import RequestRefused
 
 __all__ = ["PULSAR_STORE_PREFIX", "is_pulsar_store_topic", "check_pulsar_store_topic", "NOT_CREATED_BY_ROCKETMQ"]
 

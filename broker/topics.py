@@ -14,7 +14,7 @@ upstream: operators raise a DLQ's permission to read it (mqadmin updateTopic -p 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from rocketmq_emulator.store.records import (AUTO_CREATE_TOPIC_KEY, DLQ_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_PREFIX,
                                              SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, TIMER_TOPIC)

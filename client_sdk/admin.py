@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.fastjson import queue_table
-from rocketmq_emulator.broker.protocol.message_ids import (not_found_text, offset_id_target, original_and_copies,
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import queue_table
+from rocketmq_emulator.broker.fronts.remoting.protocol.message_ids import (not_found_text, offset_id_target, original_and_copies,
                                                            unique_key_query)
 from rocketmq_emulator.store.records import decode_record, iter_records
 

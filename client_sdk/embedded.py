@@ -31,7 +31,7 @@ from .producer import Producer
 from .push_consumer import PushConsumer
 from .runtime import ClientRuntime
 from .transport.base import Connector
-from .transport.cluster import InProcessCluster
+from .transport.in_process_cluster import InProcessCluster
 from .transport.inprocess import InProcessBroker, InProcessTransport
 from .transport.loopback import LoopbackBroker
 

@@ -12,10 +12,10 @@ import logging
 import zlib
 from typing import Callable
 
-from rocketmq_emulator.broker.protocol import ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode
 from rocketmq_emulator.broker.operations import SendRequest
-from rocketmq_emulator.broker.processors.send import outcome_code
-from rocketmq_emulator.broker.protocol.batch import encode_batch_body
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import send_code
+from rocketmq_emulator.broker.fronts.remoting.protocol.batch import encode_batch_body
 from rocketmq_emulator.broker.retry_lifecycle import RETRY_PREFIX
 from rocketmq_emulator.store.records import Prop, SysFlag, properties_to_string
 
@@ -351,7 +351,7 @@ class Producer:
 
     @staticmethod
     def _typed_result(core, result, topic: str, mq: MessageQueue, uniq: str) -> SendResult:
-        code = outcome_code(result)
+        code = send_code(result)
         status = _STORED_STATUS.get(code)
         if status is None:
             raise MQBrokerError(code, result.remark, None, f"SEND_MESSAGE_V2 {topic}")

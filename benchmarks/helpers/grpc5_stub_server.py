@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import grpc  # noqa: E402
 
-from rocketmq_emulator.broker.rocketmq5.convert import duration, pb, status  # noqa: E402
-from rocketmq_emulator.broker.rocketmq5.stubs import service_grpc, spb  # noqa: E402
+from rocketmq_emulator.broker.fronts.grpc5.convert import duration, pb, status  # noqa: E402
+from rocketmq_emulator.broker.fronts.grpc5.stubs import service_grpc, spb  # noqa: E402
 
 BODY = b"%010d" % 0 + b"x" * 90
 DIGEST = hashlib.md5(BODY).hexdigest().upper()

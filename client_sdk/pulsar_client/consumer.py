@@ -35,7 +35,7 @@ from typing import Callable
 
 import rocketmq_emulator.broker.retry_lifecycle as lifecycle
 from rocketmq_emulator.broker.retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
-from rocketmq_emulator.broker.pulsar_front import schema as s
+import rocketmq_emulator.broker.fronts.pulsar.schema as s
 from rocketmq_emulator.delay_scheduler import parse_duration
 
 from .errors import PulsarClientError, PulsarTimeout

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from rocketmq_emulator.broker.cli_common import CommandParser, UsageError, fail
+from rocketmq_emulator.broker.cli.common import CommandParser, UsageError, fail
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from .scenario import (PROTOCOL_NAMES, ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_broker_window,

@@ -361,7 +361,7 @@ def _retry_letters(g: GroupSpec, topic: TopicSpec) -> None:
     if g.slow_probability:
         raise ScenarioError(f"group {g.name}: a retry-letter group's deliveries are answered; give "
                             f"slow_probability 0")
-    from rocketmq_emulator.broker.cli_common import missing_extra
+    from rocketmq_emulator.broker.cli.common import missing_extra
     missing = missing_extra("pulsar", "google.protobuf", "google_crc32c")
     if missing:
         raise ScenarioError(f"group {g.name}: a retry-letter group runs the SDK's Pulsar client, which {missing}")

@@ -1,8 +1,8 @@
 """hypothesis strategies for simulation scenarios, for your own property tests:
 
     from hypothesis import given, settings
-    from rocketmq_emulator.client_sdk.simulation import run_simulation
-    from rocketmq_emulator.client_sdk.simulation.strategies import scenarios
+    from . import run_simulation
+    from .strategies import scenarios
 
     @settings(max_examples=20, deadline=None)
     @given(scenarios(max_messages=100))

@@ -42,10 +42,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.broker.long_polling import HeldPull
-from rocketmq_emulator.broker.processors.pull import FLAG_COMMIT_OFFSET, pull_request_of
-from rocketmq_emulator.broker.processors.route import topic_route
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_COMMIT_OFFSET, pull_request_of, route_data
 from rocketmq_emulator.broker.operations import PullOutcome
-from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 from rocketmq_emulator.broker.topics import retry_topic
 from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 
@@ -307,8 +306,8 @@ def _heartbeat_settled(core, inst) -> bool:
 
 def _route_now(core, topic: str) -> TopicRoute | None:
     """What GET_ROUTEINFO_BY_TOPIC would give the client now, parsed as it parses it."""
-    route = topic_route(core, topic)
-    return None if route is None else TopicRoute.from_json(topic, loads_fastjson(json.dumps(route).encode()))
+    route = core.names.route(topic)
+    return None if route is None else TopicRoute.from_json(topic, loads_fastjson(json.dumps(route_data(route)).encode()))
 
 
 def _routes_settled(core, inst) -> bool:
@@ -331,7 +330,7 @@ def _rebalance_settled(core, inst) -> bool:
             route = inst.routes.get(topic)
             if route is None or not route.subscribe_queues:
                 # asked for again (when None) and warned about once: a no-op while it stays so
-                if topic not in c._warned_no_route or (route is None and topic_route(core, topic) is not None):
+                if topic not in c._warned_no_route or (route is None and core.names.route(topic) is not None):
                     return False
                 continue
             mq_all = sorted(route.subscribe_queues)

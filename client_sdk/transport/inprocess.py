@@ -14,8 +14,8 @@ import threading
 from typing import Callable
 
 from rocketmq_emulator.broker.core import BrokerCore, Channel
-from rocketmq_emulator.broker.processors.front import RemotingFront
-from rocketmq_emulator.broker.protocol import RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.front import RemotingFront
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
 
 from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from ..runtime import ClientRuntime, Timer

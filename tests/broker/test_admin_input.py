@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode as RQ, ResponseCode as RC
 
 SYSTEM_TOPICS = ["TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC",
                  "rmq_sys_anything", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC",

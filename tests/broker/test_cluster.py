@@ -8,8 +8,8 @@ import pytest
 from rocketmq_emulator.broker.cluster import Cluster, ClusterError, broker_names
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RemotingCommand
-from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode as RQ, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient

@@ -8,7 +8,7 @@ import signal
 
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store import MessageStore
 

@@ -15,7 +15,7 @@ import pytest
 
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from ..support.remoting import RawClient, ServerThread

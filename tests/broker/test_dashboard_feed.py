@@ -7,7 +7,7 @@ lifecycle event names its group and the delay level it is about, a dead letter i
   dead_lettered        the group; level 0, none (the DLQ has none: the page shows "-")"""
 from __future__ import annotations
 
-from rocketmq_emulator.broker.dashboard import EventFeed, dashboard_state
+from rocketmq_emulator.broker.fronts.http.dashboard import EventFeed, dashboard_state
 from rocketmq_emulator.client_sdk import RECONSUME_LATER, EmbeddedBroker, Message
 
 

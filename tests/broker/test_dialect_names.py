@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.errors import RequestRefused
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.errors import RequestRefused
 
 BASE = "pulsar|public|default|t"
 
@@ -30,8 +30,8 @@ def test_a_4x_producer_does_not_auto_create_a_pulsar_store_name(core, client):
 
 def test_a_5x_client_does_not_auto_create_a_pulsar_store_name(core):
     pytest.importorskip("grpc", reason="needs the grpc extra: ./dev test installs it")
-    from rocketmq_emulator.broker.rocketmq5.convert import pb
-    from rocketmq_emulator.broker.rocketmq5.front import Rocketmq5Front
+    from rocketmq_emulator.broker.fronts.grpc5.convert import pb
+    from rocketmq_emulator.broker.fronts.grpc5.front import Rocketmq5Front
 
     front = Rocketmq5Front(core)
     status, queues = front.query_route(BASE, pb.Endpoints())
@@ -80,7 +80,7 @@ def test_a_16_partition_topic_gets_every_message_while_a_4x_producer_tries_its_n
     """The issue's case: the 4.x producer's auto-created 4-queue `pulsar|public|default|t`
     made Pulsar consumers see 4 of 16 acknowledged messages."""
     pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
-    from rocketmq_emulator.broker.cli import main
+    from rocketmq_emulator.broker.cli.main import main
     from rocketmq_emulator.client_sdk import Message, MQBrokerError, Producer, RemoteBroker
     from tests.support.processes import EmulatorProcess
 

@@ -10,8 +10,8 @@ import logging
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.json_header import decode_json_header
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.json_header import decode_json_header
 
 from .test_admin_input import create_topic
 from tests.support.remoting import front_of
@@ -224,7 +224,7 @@ def test_a_json_header_with_its_numbers_as_strings_and_an_ordinal_language_is_re
 
 
 def test_a_header_refused_by_fastjson_stays_refused():
-    from rocketmq_emulator.broker.protocol import ProtocolError
+    from rocketmq_emulator.broker.fronts.remoting.protocol import ProtocolError
 
     with pytest.raises(ProtocolError, match="code"):
         decode_json_header(json.dumps({"code": "heartbeat"}).encode())

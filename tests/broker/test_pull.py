@@ -2,7 +2,7 @@
 import pytest
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient

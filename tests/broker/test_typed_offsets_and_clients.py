@@ -70,7 +70,7 @@ def test_routes_and_lookups_without_a_header(core):
 def test_topic_updates_without_a_header(core):
     import pytest
 
-    from rocketmq_emulator.broker.protocol import RequestRefused
+    from rocketmq_emulator.broker.fronts.remoting.protocol import RequestRefused
     from rocketmq_emulator.broker.topics import TopicConfig
 
     assert core.update_topic(TopicConfig("Orders", 2, 2, 6)) is None

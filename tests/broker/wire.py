@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.store.records import Prop, iter_records, properties_to_string
 
 from ..support.remoting import front_of

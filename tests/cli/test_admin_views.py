@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.cli.main import main
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, MessageQueue, Producer,
                                          PushConsumer, RemoteBroker)
 from tests.support.processes import EmulatorProcess

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from tests.support.processes import EmulatorProcess
 
 CLI = str(Path(sys.executable).with_name("rocketmq-emulator"))

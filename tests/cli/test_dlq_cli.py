@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import RECONSUME_LATER, Message, Producer, PushConsumer, RemoteBroker
 from rocketmq_emulator.client_sdk.errors import MQBrokerError
 from tests.support.processes import EmulatorProcess

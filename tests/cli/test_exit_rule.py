@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from tests.support.cli_run import one_error_line, run_cli
 from tests.support.processes import EmulatorProcess
 

@@ -10,7 +10,7 @@ import pulsar
 import pytest
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, PushConsumer, RemoteBroker
 from tests.support.processes import EmulatorProcess, wait_for
 

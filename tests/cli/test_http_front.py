@@ -10,7 +10,7 @@ import pytest
 # (the http extra: ./dev test installs it; without it these imports fail, they do not skip)
 from prometheus_client.parser import text_string_to_metric_families
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, Producer, PushConsumer,
                                          RemoteBroker)
 from tests.support.processes import EmulatorProcess

@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from rocketmq_emulator.broker.adapters.http_guard import access_for, host_name
+from rocketmq_emulator.broker.fronts.http.guard import access_for, host_name
 from rocketmq_emulator.client_sdk import Message, Producer, RemoteBroker
 from tests.support.logs import told
 from tests.support.processes import EmulatorProcess

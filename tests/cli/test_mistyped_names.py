@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from tests.support.cli_run import one_error_line, run_cli
 from tests.support.processes import EmulatorProcess
 
@@ -64,7 +64,7 @@ def test_a_server_without_the_emulators_group_request_is_asked_what_mqadmin_asks
     """Against a broker that does not know EMULATOR_GROUPS (a real RocketMQ answers
     REQUEST_CODE_NOT_SUPPORTED), the groups are its subscription group configs."""
     from rocketmq_emulator.broker.core import BrokerCore
-    from rocketmq_emulator.broker.protocol import EMULATOR_GROUPS, RemotingCommand, ResponseCode
+    from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_GROUPS, RemotingCommand, ResponseCode
     from rocketmq_emulator.delay_scheduler import VirtualClock
     from tests.support.remoting import RawClient, ServerThread
 

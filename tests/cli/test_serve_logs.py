@@ -10,7 +10,7 @@ import struct
 import grpc
 import pytest
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from tests.support.logs import LOG_LINE, told
 from tests.support.processes import EmulatorProcess
 from tests.support.remoting import RawClient

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk.simulation import Scenario
 from rocketmq_emulator.client_sdk.simulation.scenario import ScenarioError
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode as RC
+from rocketmq_emulator.broker.cli.main import main
+from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store import MessageStore
 

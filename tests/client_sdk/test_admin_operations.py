@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, EmbeddedBroker, Message, RemoteBroker
 from rocketmq_emulator.client_sdk.errors import MQBrokerError
 from tests.support.processes import EmulatorProcess

@@ -18,7 +18,7 @@ import pytest
 # (playwright and the http extra: ./dev test installs them; without them this fails, it does not skip)
 from playwright import sync_api as playwright
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import Message
 from tests.support.logs import told
 from tests.support.processes import wait_for

@@ -14,10 +14,10 @@ import pytest
 
 pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
 
-from rocketmq_emulator.broker.adapters.pulsar_server import PulsarServer  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.listener import PulsarServer  # noqa: E402
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.front import METADATA_PROPERTY, ledger_id  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.schema import MessageMetadata  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.front import METADATA_PROPERTY, ledger_id  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.schema import MessageMetadata  # noqa: E402
 from rocketmq_emulator.delay_scheduler import SystemClock  # noqa: E402
 from tests.support.processes import wait_for  # noqa: E402
 

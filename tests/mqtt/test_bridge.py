@@ -11,7 +11,7 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.store.records import iter_records
 
 from ..support.processes import wait_for

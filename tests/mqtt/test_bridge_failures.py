@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 
 from ..support.cli_run import CLI_MAIN
 from ..support.processes import free_port, read_listening, wait_for

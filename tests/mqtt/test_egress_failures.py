@@ -16,8 +16,8 @@ import aiomqtt
 import paho.mqtt.client as paho
 import pytest
 
-from rocketmq_emulator.broker.adapters.mqtt_bridge import BRIDGE_CONSUMER_GROUP
-from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.broker.fronts.mqtt.bridge import BRIDGE_CONSUMER_GROUP
+from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode as RQ
 
 from ..support.processes import Mosquitto, wait_for
 from ..support.remoting import RawClient

@@ -8,9 +8,9 @@ import asyncio
 import aiomqtt
 import pytest
 
-from rocketmq_emulator.broker.adapters.mqtt_bridge import MqttBridge, parse_mqtt_url
+from rocketmq_emulator.broker.fronts.mqtt.bridge import MqttBridge, parse_mqtt_url
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from ..support.processes import Mosquitto

@@ -1,4 +1,4 @@
-"""The Pulsar front without a network (broker/pulsar_front/front.py): what it answers to
+"""The Pulsar front without a network (broker/fronts/pulsar/front.py): what it answers to
 each command, and to bad input (reference §2–§4, §10)."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front import schema as s  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.frames import FrameDecoder, encode_payload, encode_simple  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.front import Connection, PulsarFront  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder, encode_payload, encode_simple  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.front import Connection, PulsarFront  # noqa: E402
 
 
 def call(front, conn, cmd, metadata=None, payload=b"", checksum=True):

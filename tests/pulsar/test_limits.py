@@ -16,11 +16,11 @@ import pytest
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
 from rocketmq_emulator.broker.adapters.connection_guard import ConnectionLimits  # noqa: E402
-from rocketmq_emulator.broker.adapters.pulsar_server import PulsarServer  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.listener import PulsarServer  # noqa: E402
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
 from rocketmq_emulator.broker.operations import SendRequest  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front import schema as s  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.frames import FrameDecoder, encode_payload, encode_simple  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder, encode_payload, encode_simple  # noqa: E402
 from rocketmq_emulator.delay_scheduler import SystemClock  # noqa: E402
 
 from ..support.memory import status_mib  # noqa: E402

@@ -1,4 +1,4 @@
-"""The Pulsar listener (broker/adapters/pulsar_server.py) over a real socket: a broker
+"""The Pulsar listener (broker/fronts/pulsar/listener.py) over a real socket: a broker
 shutting down closes its producers and consumers first (CLOSE_PRODUCER, CLOSE_CONSUMER),
 as Pulsar does when it unloads a topic, so clients know to reconnect."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
-from rocketmq_emulator.broker.adapters.pulsar_server import PulsarServer  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.listener import PulsarServer  # noqa: E402
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front import schema as s  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.frames import FrameDecoder, encode_simple  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder, encode_simple  # noqa: E402
 
 
 def _frame(**fields) -> bytes:

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front import schema as s  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.frames import FrameDecoder, encode_payload, encode_simple  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.front import Connection, PulsarFront  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder, encode_payload, encode_simple  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.front import Connection, PulsarFront  # noqa: E402
 
 TOPIC = "persistent://public/default/receipts"
 
@@ -159,7 +159,7 @@ def test_the_namespaces_topics_and_a_consumers_stats_are_real_answers():
 def test_the_audit_every_request_command_of_the_protocol_has_a_handler():
     """The schema's client-to-broker commands with a request_id (responses, SUCCESS and
     ERROR aside) each have a handler: none is answered by the catch-all."""
-    from rocketmq_emulator.broker.pulsar_front.front import _HANDLERS
+    from rocketmq_emulator.broker.fronts.pulsar.front import _HANDLERS
 
     fields = {f[1]: f[2] for f in s.MESSAGES["BaseCommand"] if f[1] != "type"}
     requests = [t for t, number in s.TYPES.items()

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
-from rocketmq_emulator.broker.pulsar_front.frames import (FrameDecoder, FrameError, FrameTooLarge, crc32c,  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.frames import (FrameDecoder, FrameError, FrameTooLarge, crc32c,  # noqa: E402
                                                           encode_payload, encode_simple, entry_of)
-from rocketmq_emulator.broker.pulsar_front.schema import (PROTOCOL_VERSION, BaseCommand, ServerError,  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.schema import (PROTOCOL_VERSION, BaseCommand, ServerError,  # noqa: E402
                                                           Type)
 
 # CONNECT as the real client sent it (reference §2, 45 bytes)
@@ -100,7 +100,7 @@ def test_bad_frames_are_refused_with_a_readable_error():
 
 def test_the_captured_batch_entry_decodes_into_single_message_metadata():
     """Reference §1: a batch of 3 from the real client, each [size][SingleMessageMetadata][payload]."""
-    from rocketmq_emulator.broker.pulsar_front.schema import SingleMessageMetadata
+    from rocketmq_emulator.broker.fronts.pulsar.schema import SingleMessageMetadata
 
     blob = b"".join(bytes.fromhex("00000004 1802 40".replace(" ", "")) + bytes([i]) + b"b%d" % i for i in range(3))
     pos, got = 0, []
@@ -114,7 +114,7 @@ def test_the_captured_batch_entry_decodes_into_single_message_metadata():
 
 
 def test_proto2_defaults_and_presence_the_client_relies_on():
-    from rocketmq_emulator.broker.pulsar_front.schema import (MessageIdData, MessageMetadata, SubType, LookupType,
+    from rocketmq_emulator.broker.fronts.pulsar.schema import (MessageIdData, MessageMetadata, SubType, LookupType,
                                                               PartitionedLookupType, message)
 
     sub = message("CommandSubscribe")()
@@ -127,7 +127,7 @@ def test_proto2_defaults_and_presence_the_client_relies_on():
 
 
 def test_a_send_and_its_receipt_round_trip():
-    from rocketmq_emulator.broker.pulsar_front.schema import MessageMetadata
+    from rocketmq_emulator.broker.fronts.pulsar.schema import MessageMetadata
 
     cmd = BaseCommand(type=Type.SEND)
     cmd.send.producer_id, cmd.send.sequence_id = 0, 7

@@ -14,8 +14,8 @@ import urllib.request
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.broker.protocol import ResponseCode as RC
+from rocketmq_emulator.broker.cli.main import main
+from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode as RC
 
 from ..broker.wire_tcp.test_limits import send_request
 from ..support.processes import EmulatorProcess

@@ -1,4 +1,4 @@
-"""The 5.x front's answers without a network (broker/rocketmq5/front.py): the Settings a
+"""The 5.x front's answers without a network (broker/fronts/grpc5/front.py): the Settings a
 client is told, the status code of every kind of bad input, the stored form of a 5.x
 message. The real client against the gRPC listener is tests/interop/test_rocketmq5_client.py."""
 import pytest
@@ -10,8 +10,8 @@ from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 from rocketmq_emulator.broker.config import BrokerConfig  # noqa: E402
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
 from rocketmq_emulator.broker.groups import SubscriptionGroupConfig  # noqa: E402
-from rocketmq_emulator.broker.rocketmq5.convert import duration, pb  # noqa: E402
-from rocketmq_emulator.broker.rocketmq5.front import Rocketmq5Front  # noqa: E402
+from rocketmq_emulator.broker.fronts.grpc5.convert import duration, pb  # noqa: E402
+from rocketmq_emulator.broker.fronts.grpc5.front import Rocketmq5Front  # noqa: E402
 from rocketmq_emulator.delay_scheduler import VirtualClock  # noqa: E402
 from rocketmq_emulator.store.records import Prop  # noqa: E402
 

@@ -10,7 +10,7 @@ pytest.importorskip("rocketmq.grpc_protocol", reason="needs the grpc extra: ./de
 
 PROBE = """
 import os, sys
-from rocketmq_emulator.broker.rocketmq5 import stubs
+import rocketmq_emulator.broker.fronts.grpc5.stubs as stubs
 print(os.path.exists(os.path.expanduser("~/logs")))
 from rocketmq import Producer
 import rocketmq.grpc_protocol.definition_pb2 as d

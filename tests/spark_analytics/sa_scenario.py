@@ -168,7 +168,7 @@ class CoreBroker:
     def __init__(self, root: Path, clock: VirtualClock, segment_size: int = 12 << 10) -> None:
         from rocketmq_emulator.broker.config import BrokerConfig
         from rocketmq_emulator.broker.core import BrokerCore
-        from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode
+        from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode
 
         self._cmd, self._code = RemotingCommand, RequestCode
         self.clock = clock

@@ -7,11 +7,11 @@ import socket
 import threading
 import weakref
 
-from rocketmq_emulator.broker.adapters.tcp import RemotingServer
+from rocketmq_emulator.broker.fronts.remoting.listener import RemotingServer
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.processors.front import RemotingFront
-from rocketmq_emulator.broker.protocol import RemotingCommand
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode
+from rocketmq_emulator.broker.fronts.remoting.front import RemotingFront
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode
 
 
 class ServerThread:

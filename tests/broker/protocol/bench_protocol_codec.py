@@ -9,8 +9,8 @@ feed() call, and decode 1000 pipelined frames per feed() call.
 import sys
 import time
 
-from rocketmq_emulator.broker.protocol import RemotingCommand
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode
 
 EXT = {"a": "yyzGroup2", "b": "yyztest2", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1491978653614",
        "h": "0", "i": "TAGS\x01TAG\x02WAIT\x01true\x02KEYS\x01ffff", "j": "0", "k": "false"}

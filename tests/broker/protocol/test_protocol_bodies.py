@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_emulator.broker.protocol import LocalProtocolError, ProtocolError
-from rocketmq_emulator.broker.protocol.headers import (SEND_V1_TO_V2, SEND_V2_TO_V1, decode_batch_body, dumps_json,
+from rocketmq_emulator.broker.fronts.remoting.protocol import LocalProtocolError, ProtocolError
+from rocketmq_emulator.broker.fronts.remoting.protocol.headers import (SEND_V1_TO_V2, SEND_V2_TO_V1, decode_batch_body, dumps_json,
                                      encode_batch_body, loads_fastjson, send_header_v1_to_v2,
                                      send_header_v2_to_v1)
 

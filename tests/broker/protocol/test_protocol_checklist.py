@@ -4,11 +4,11 @@ import struct
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import (LanguageCode, RemotingCommand, RequestCode, ResponseCode, SerializeType,
+from rocketmq_emulator.broker.fronts.remoting.protocol import (LanguageCode, RemotingCommand, RequestCode, ResponseCode, SerializeType,
                              mark_protocol_type)
-from rocketmq_emulator.broker.protocol.binary_header import encode_rocketmq_header
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, decode, encode
-from rocketmq_emulator.broker.protocol.headers import send_header_v1_to_v2, send_header_v2_to_v1
+from rocketmq_emulator.broker.fronts.remoting.protocol.binary_header import encode_rocketmq_header
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, decode, encode
+from rocketmq_emulator.broker.fronts.remoting.protocol.headers import send_header_v1_to_v2, send_header_v2_to_v1
 
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.delay_scheduler import VirtualClock

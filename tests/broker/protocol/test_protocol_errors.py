@@ -3,8 +3,8 @@ import struct
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import ProtocolError, RemotingCommand
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, decode, encode
+from rocketmq_emulator.broker.fronts.remoting.protocol import ProtocolError, RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, decode, encode
 
 
 def frame(header: bytes, body: bytes = b"", st: int = 0, *, length=None, header_len=None) -> bytes:

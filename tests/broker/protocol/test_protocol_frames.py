@@ -4,8 +4,8 @@ import struct
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import LanguageCode, LocalProtocolError, ProtocolError, RemotingCommand, mark_protocol_type
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, decode, decode_header, encode, encode_header
+from rocketmq_emulator.broker.fronts.remoting.protocol import LanguageCode, LocalProtocolError, ProtocolError, RemotingCommand, mark_protocol_type
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, decode, decode_header, encode, encode_header
 
 
 def json_frame(header: dict | bytes, body: bytes = b"") -> bytes:
@@ -141,7 +141,7 @@ def test_encode_accepts_bytearray_body_and_none_body():
 
 
 def test_clock_code_travels_in_json_only():
-    from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE
+    from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_CLOCK_ADVANCE
     assert decode(encode(RemotingCommand(code=EMULATOR_CLOCK_ADVANCE))).code == EMULATOR_CLOCK_ADVANCE
     with pytest.raises(LocalProtocolError):
         encode(RemotingCommand(code=EMULATOR_CLOCK_ADVANCE, serialize_type=1))

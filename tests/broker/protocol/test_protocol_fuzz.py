@@ -6,8 +6,8 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketmq_emulator.broker.protocol import LanguageCode, ProtocolError, RemotingCommand
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode
+from rocketmq_emulator.broker.fronts.remoting.protocol import LanguageCode, ProtocolError, RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode
 
 FUZZ = settings(deadline=2000)  # "never hangs": every example finishes well inside this
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
@@ -158,7 +158,7 @@ def test_whatever_decodes_can_be_encoded_again(parts):
 def test_ext_fields_json_is_what_json_dumps_writes_on_both_encoder_paths(ext):
     # The header encoder reuses CPython's C encoder when it can and falls back to a
     # portable one; lone surrogates included, both must write json.dumps's text.
-    from rocketmq_emulator.broker.protocol.json_header import _object_of_strings, _strings_object, decode_json_header, \
+    from rocketmq_emulator.broker.fronts.remoting.protocol.json_header import _object_of_strings, _strings_object, decode_json_header, \
         encode_json_header
 
     expected = json.dumps(ext, ensure_ascii=False, separators=(",", ":"))

@@ -2,8 +2,8 @@
 the one-line errors of the admin commands, against a real server in a thread."""
 import json
 
-from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.cli.main import main
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 
 from ...support.processes import free_port
 from ...support.remoting import RawClient

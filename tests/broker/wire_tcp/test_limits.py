@@ -16,9 +16,9 @@ import pytest
 
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.processors.pull import FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.codec import encode
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import encode
 from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
 from ...support.logs import told

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import socket
 
-from rocketmq_emulator.broker.processors.pull import FLAG_SUBSCRIPTION
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_SUBSCRIPTION
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode
 from rocketmq_emulator.store.records import iter_records
 
 from ...support.memory import status_mib

@@ -2,8 +2,8 @@
 import json
 import struct
 
-from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.codec import encode
+from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import encode
 from rocketmq_emulator.store.records import iter_records
 
 from ...support.remoting import RawClient
@@ -196,7 +196,7 @@ def test_a_real_clock_server_delivers_due_messages_and_expires_holds_on_its_own(
 def test_a_heartbeat_with_enums_as_ordinals_is_answered_over_tcp(raw):
     """The C++ core's heartbeat shape (ConsumeType, MessageModel and ConsumeFromWhere as
     numbers) through the codec and the TCP front: registered, as the Java broker does."""
-    from rocketmq_emulator.broker.protocol import RequestCode, ResponseCode
+    from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode, ResponseCode
 
     body = {"clientID": "127.0.0.1@cpp", "producerDataSet": [],
             "consumerDataSet": [{"groupName": "billing", "consumeType": 1, "messageModel": 1,
