@@ -1,7 +1,7 @@
 """Who may ask serve's HTTP front (issue 34, item 1), against a running serve: the Host
 header must name the server (DNS rebinding), a request that changes something must be
 JSON from the dashboard's own origin (CSRF), a token when one is set, and hostile JSON
-is a 400. (The same in a real browser: tests/dashboard/test_dashboard_csrf.py.)"""
+is a 400. (The same in a real browser: tests/broker/fronts/http/test_dashboard_csrf.py.)"""
 from __future__ import annotations
 
 import json

@@ -11,7 +11,7 @@ from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_CLOCK_ADV
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store import MessageStore
 
-from ..broker.wire_tcp.test_wire_facts import send_req
+from tests.broker.fronts.remoting.listener.test_wire_facts import send_req
 from ..support.processes import EmulatorProcess
 from ..support.remoting import RawClient
 

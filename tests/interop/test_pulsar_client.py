@@ -3,7 +3,7 @@ against the Pulsar front (issue 21): handshake, lookups, producers and batches i
 store, consumers on the core's subscriptions (acks, batch-index acks, negative acks with
 the redelivery count, a closed consumer's messages to another, Exclusive's one consumer,
 the dead-letter policy, readers, Key_Shared, seek). The listener runs in the test process
-on a loop thread of its own; tests/pulsar/test_serve_pulsar.py drives `serve`."""
+on a loop thread of its own; tests/broker/fronts/pulsar/test_serve_pulsar.py drives `serve`."""
 from __future__ import annotations
 
 import asyncio

@@ -17,7 +17,7 @@ import pytest
 from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode as RC
 
-from ..broker.wire_tcp.test_limits import send_request
+from tests.broker.fronts.remoting.listener.test_limits import send_request
 from ..support.processes import EmulatorProcess
 from ..support.remoting import RawClient
 from .tmpfs import small_tmpfs

@@ -19,9 +19,9 @@ import pytest
 from rocketmq_emulator.broker.fronts.mqtt.bridge import BRIDGE_CONSUMER_GROUP
 from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, RequestCode as RQ
 
-from ..support.processes import Mosquitto, wait_for
-from ..support.remoting import RawClient
-from .test_bridge import LADDER_S, read_topic, wait_bridge
+from tests.support.processes import Mosquitto, wait_for
+from tests.support.remoting import RawClient
+from tests.broker.fronts.mqtt.test_bridge import LADDER_S, read_topic, wait_bridge
 
 pytestmark = pytest.mark.interop
 DENY_GUARDED = "topic readwrite #\ntopic deny rocketmq-out/Guarded\n"

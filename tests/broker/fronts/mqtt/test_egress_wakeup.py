@@ -13,7 +13,7 @@ from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
-from ..support.processes import Mosquitto
+from tests.support.processes import Mosquitto
 from tests.support.remoting import front_of
 
 pytestmark = pytest.mark.interop

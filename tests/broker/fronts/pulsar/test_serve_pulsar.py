@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
-from ..support.cli_run import one_error_line, run_cli  # noqa: E402
-from ..support.processes import EmulatorProcess  # noqa: E402
+from tests.support.cli_run import one_error_line, run_cli  # noqa: E402
+from tests.support.processes import EmulatorProcess  # noqa: E402
 
 
 @pytest.mark.interop

@@ -1,6 +1,6 @@
 """Frames per second of the remoting codec (not collected by pytest).
 
-    .venv/bin/python tests/broker/protocol/bench_protocol_codec.py [N]
+    .venv/bin/python tests/broker/fronts/remoting/protocol/bench_protocol_codec.py [N]
 
 A SEND_MESSAGE_V2 request as the Java client sends it (11 short extFields, 100-byte
 body) and its SUCCESS response, in both serialize types: encode, decode one frame per

@@ -6,7 +6,7 @@ from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_CLOCK_ADV
 from rocketmq_emulator.broker.fronts.remoting.protocol.codec import encode
 from rocketmq_emulator.store.records import iter_records
 
-from ...support.remoting import RawClient
+from tests.support.remoting import RawClient
 
 
 def send_req(topic, body=b"x", **props):
@@ -92,7 +92,7 @@ def test_a_held_pull_on_a_virtual_clock_server_is_answered_in_bounded_real_time(
     from rocketmq_emulator.broker.core import BrokerCore
     from rocketmq_emulator.delay_scheduler import VirtualClock
 
-    from ...support.remoting import ServerThread
+    from tests.support.remoting import ServerThread
     core = BrokerCore.open(tmp_path / "s", VirtualClock())
     srv = ServerThread(core, virtual_hold_limit_s=0.1)
     try:
@@ -127,7 +127,7 @@ def test_oversized_frame_is_refused(tmp_path):
     from rocketmq_emulator.broker.core import BrokerCore
     from rocketmq_emulator.delay_scheduler import VirtualClock
 
-    from ...support.remoting import ServerThread
+    from tests.support.remoting import ServerThread
     core = BrokerCore.open(tmp_path / "s", VirtualClock())
     srv = ServerThread(core, max_frame_size=1024)
     try:
@@ -165,7 +165,7 @@ def test_a_real_clock_server_delivers_due_messages_and_expires_holds_on_its_own(
     from rocketmq_emulator.broker.core import BrokerCore
     from rocketmq_emulator.delay_scheduler import SystemClock
 
-    from ...support.remoting import ServerThread
+    from tests.support.remoting import ServerThread
     core = BrokerCore.open(tmp_path / "s", SystemClock(), BrokerConfig(message_delay_level="200ms 400ms"))
     srv = ServerThread(core)
     try:

@@ -23,8 +23,8 @@ from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder, encode_payload, encode_simple  # noqa: E402
 from rocketmq_emulator.delay_scheduler import SystemClock  # noqa: E402
 
-from ..support.memory import status_mib  # noqa: E402
-from ..support.processes import EmulatorProcess, wait_for  # noqa: E402
+from tests.support.memory import status_mib  # noqa: E402
+from tests.support.processes import EmulatorProcess, wait_for  # noqa: E402
 
 MiB = 1024 * 1024
 TOPIC = "persistent://public/default/backlog"

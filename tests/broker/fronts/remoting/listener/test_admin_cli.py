@@ -5,8 +5,8 @@ import json
 from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 
-from ...support.processes import free_port
-from ...support.remoting import RawClient
+from tests.support.processes import free_port
+from tests.support.remoting import RawClient
 
 
 def route_of(port, topic):

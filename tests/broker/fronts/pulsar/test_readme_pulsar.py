@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from ..support.processes import EmulatorProcess
+from tests.support.processes import EmulatorProcess
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+README = pathlib.Path(__file__).resolve().parents[4] / "README.md"
 pytestmark = pytest.mark.interop
 
 

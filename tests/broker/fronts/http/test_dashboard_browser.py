@@ -18,7 +18,7 @@ from rocketmq_emulator.client_sdk import RECONSUME_LATER, Message, Producer, Pus
 from tests.support.processes import EmulatorProcess, wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / ".test-artifacts" / "dashboard"
+ARTIFACTS = Path(__file__).resolve().parents[4] / ".test-artifacts" / "dashboard"
 
 
 @pytest.fixture

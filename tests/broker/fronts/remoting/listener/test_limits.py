@@ -21,10 +21,10 @@ from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, R
 from rocketmq_emulator.broker.fronts.remoting.protocol.codec import encode
 from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
-from ...support.logs import told
-from ...support.memory import status_mib
-from ...support.processes import EmulatorProcess, wait_for
-from ...support.remoting import RawClient, ServerThread
+from tests.support.logs import told
+from tests.support.memory import status_mib
+from tests.support.processes import EmulatorProcess, wait_for
+from tests.support.remoting import RawClient, ServerThread
 
 MiB = 1024 * 1024
 

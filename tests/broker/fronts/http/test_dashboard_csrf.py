@@ -23,9 +23,9 @@ from rocketmq_emulator.client_sdk import Message
 from tests.support.logs import told
 from tests.support.processes import wait_for
 
-from .test_dashboard_browser import CHROMIUM, broker  # noqa: F401 (the same broker: a consumer that always fails)
+from tests.broker.fronts.http.test_dashboard_browser import CHROMIUM, broker  # noqa: F401 (the same broker: a consumer that always fails)
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / ".test-artifacts" / "dashboard-csrf"
+ARTIFACTS = Path(__file__).resolve().parents[4] / ".test-artifacts" / "dashboard-csrf"
 TEN_YEARS = "3650d"
 
 ATTACK = """<!doctype html><html><head><title>cute cats</title></head><body>

@@ -14,8 +14,8 @@ from paho.mqtt.properties import Properties
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.store.records import iter_records
 
-from ..support.processes import wait_for
-from ..support.remoting import RawClient
+from tests.support.processes import wait_for
+from tests.support.remoting import RawClient
 
 pytestmark = pytest.mark.interop
 LADDER_S = [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]

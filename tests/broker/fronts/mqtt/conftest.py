@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..support.processes import EmulatorProcess, Mosquitto, free_port, wait_port  # noqa: F401
+from tests.support.processes import EmulatorProcess, Mosquitto, free_port, wait_port  # noqa: F401
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, R
 from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode
 from rocketmq_emulator.store.records import iter_records
 
-from ...support.memory import status_mib
-from ...support.processes import EmulatorProcess
+from tests.support.memory import status_mib
+from tests.support.processes import EmulatorProcess
 
 WINDOW = 256
 

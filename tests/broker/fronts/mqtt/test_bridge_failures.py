@@ -10,9 +10,9 @@ import pytest
 
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 
-from ..support.cli_run import CLI_MAIN
-from ..support.processes import free_port, read_listening, wait_for
-from ..support.remoting import RawClient
+from tests.support.cli_run import CLI_MAIN
+from tests.support.processes import free_port, read_listening, wait_for
+from tests.support.remoting import RawClient
 
 BROKEN_CLIENT = """
 import aiomqtt

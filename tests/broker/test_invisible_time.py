@@ -11,7 +11,7 @@ from rocketmq_emulator.broker.invisible_time import pop_retry_topic
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.records import Prop
 
-from .wire import read_topic
+from tests.broker.wire import read_topic
 
 G, T = "G5", "T5"
 

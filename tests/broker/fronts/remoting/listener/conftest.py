@@ -7,7 +7,7 @@ from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
-from ...support.remoting import RawClient, ServerThread  # noqa: F401
+from tests.support.remoting import RawClient, ServerThread  # noqa: F401
 
 
 def _served(root, clock):

@@ -18,7 +18,7 @@ from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message
 
 from tests.support.processes import EmulatorProcess  # noqa: E402
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+README = pathlib.Path(__file__).resolve().parents[4] / "README.md"
 
 
 def python_blocks():
