@@ -24,7 +24,7 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
-from .dialects import check_pulsar_store_topic
+from .dialects import check_pulsar_store_topic, is_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
@@ -39,7 +39,7 @@ from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisi
 from .errors import RequestRefused
 from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
 from .delay_queue import ScheduleService
-from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicManager, retry_topic
+from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicConfig, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
 
@@ -514,11 +514,32 @@ class BrokerCore:
             error = str(exc)
         return error
 
+    # -- topics clients name ---------------------------------------------------------------
+    def auto_create_topic(self, topic: str) -> TopicConfig | None:
+        """The topic a 5.x client's route or assignment query names: as it is, or created
+        with defaultTopicQueueNums queues when autoCreateTopicEnable allows (never a
+        %RETRY% or rmq_sys_ topic, never another dialect's store name: dialects.py); None
+        when it does not exist and may not be made."""
+        tc = self.topics.get(topic)
+        if tc is not None or not self.config.auto_create_topic_enable or is_pulsar_store_topic(topic) \
+                or topic.startswith((RETRY_PREFIX, "rmq_sys_")):
+            return tc
+        return self.topics.create_system(topic, self.config.default_topic_queue_nums, PERM_READ | PERM_WRITE)
+
+    def ensure_pulsar_topic(self, stored: str) -> TopicConfig:
+        """The store topic a Pulsar producer or consumer names (pulsar_names.store_topic),
+        created with its one queue when it does not exist yet, as a Pulsar broker's
+        allowAutoTopicCreation does."""
+        tc = self.topics.get(stored)
+        if tc is None:
+            tc = self.topics.create_system(stored, 1, PERM_READ | PERM_WRITE)
+        return tc
+
     # -- conveniences for embedding programs and tests -----------------------------------
     def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,
                      order: bool = False):
         """UPDATE_AND_CREATE_TOPIC from Python."""
-        from .topics import TopicConfig, check_topic_settings, validate_topic_name
+        from .topics import check_topic_settings, validate_topic_name
 
         validate_topic_name(topic)
         check_topic_settings(queue_nums, queue_nums, perm)

@@ -2,7 +2,7 @@
 (issue 34, item 7).
 
 A Pulsar topic is kept in the store topic ``pulsar|<tenant>|<namespace>|<name>``
-(pulsar_front/names.py), one queue, and a partitioned topic in one such topic per
+(pulsar_names.py), one queue, and a partitioned topic in one such topic per
 partition, ``<name>-partition-<i>``; the Pulsar front answers a topic's partition count
 from the partitions it finds. A RocketMQ client may send to or read such a topic once it
 exists (the dialects share the store), but never creates one: a 4.x producer's send

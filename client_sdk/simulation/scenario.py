@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from rocketmq_emulator.broker.pulsar_names import STORE_PREFIX
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
@@ -346,14 +347,13 @@ def _pulsar_group(g: GroupSpec, topic: TopicSpec) -> None:
 
 
 RETRY_LETTER_MODES = ("increasing", "level", "delay")
-PULSAR_STORE_PREFIX = "pulsar|"
 
 
 def _retry_letters(g: GroupSpec, topic: TopicSpec) -> None:
     if g.retry_letters not in RETRY_LETTER_MODES:
         raise ScenarioError(f"group {g.name}: retry_letters must be one of {', '.join(RETRY_LETTER_MODES)} (or "
                             f"empty for negative acks), got {g.retry_letters!r}")
-    if not topic.name.startswith(PULSAR_STORE_PREFIX) or topic.name.count("|") != 3:
+    if not topic.name.startswith(STORE_PREFIX) or topic.name.count("|") != 3:
         raise ScenarioError(f"group {g.name}: a retry-letter group reads a Pulsar topic; name topic {topic.name} "
                             f"pulsar|<tenant>|<namespace>|<name>, e.g. pulsar|public|default|{topic.name}")
     _int(f"group {g.name}: retry_level", g.retry_level, lo=1, hi=18)

@@ -154,8 +154,8 @@ class Rocketmq5Front:
         tc = core.topics.get(topic)
         if tc is None and is_pulsar_store_topic(topic):
             return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found ({NOT_CREATED_BY_ROCKETMQ})")
-        if tc is None and core.config.auto_create_topic_enable and not topic.startswith(("%RETRY%", "rmq_sys_")):
-            tc = core.topics.create_system(topic, core.config.default_topic_queue_nums, 6)
+        if tc is None:
+            tc = core.auto_create_topic(topic)
         if tc is None:
             return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found")
         return tc

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import Prop
 
-from ...config import PERM_READ, PERM_WRITE
 from ...notifications import DispatchReady
 from ...operations import SendOutcome, SendRequest
 from ...retry_lifecycle import pulsar_dead_letter
@@ -193,7 +192,7 @@ class PulsarFront:
             return [_error(req.request_id, s.ServerError.ServiceNotReady,
                            f"Topic is temporarily unavailable: {refusal}")]
         if known is None:
-            self._ensure_topic(stored)
+            self.core.ensure_pulsar_topic(stored)
             if req.initial_subscription_name:
                 # the client's dead-letter producer: the subscription exists from now on, so
                 # what it publishes is kept for it (reference §6.3)
@@ -297,7 +296,7 @@ class PulsarFront:
             group = store_group(req.subscription)
         except PulsarNameError as exc:
             return [_error(req.request_id, s.ServerError.InvalidTopicName, str(exc))]
-        self._ensure_topic(stored)
+        self.core.ensure_pulsar_topic(stored)
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
             consumer = _Consumer(conn, req.consumer_id, group, stored)
@@ -597,10 +596,6 @@ class PulsarFront:
         return encode_payload(cmd.SerializeToString(), _metadata_of(d.record), d.record.body,
                               checksum=consumer.conn.checksums)
 
-    def _ensure_topic(self, stored: str) -> None:
-        core = self.core
-        if core.topics.get(stored) is None:
-            core.topics.create_system(stored, 1, PERM_READ | PERM_WRITE)
 
 
 _HANDLERS = {
