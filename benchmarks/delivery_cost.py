@@ -27,11 +27,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from helpers.bench_host import loop_speed, other_tree, revision, tree_env  # noqa: E402
 
 _LADDER = """
 import cProfile, json, pstats, sys
@@ -93,15 +94,6 @@ def w1(n: int, env: dict | None, peer: Path, profile: bool) -> dict:
     return {"cpu": out["cpu"], "rss": rss, "deliveries": out["deliveries"], "calls": out["calls"]}
 
 
-def host_speed() -> float:
-    """A fixed pure-Python loop: millions of steps per CPU second right now."""
-    t0 = time.process_time()
-    x = 0
-    for i in range(3_000_000):
-        x += i & 7
-    return 3 / (time.process_time() - t0)
-
-
 def interleaved(rounds: int, measure) -> dict[str, list[dict]]:
     """A B B A per round: each side measured twice a round, next to the other."""
     results: dict[str, list[dict]] = {"this": [], "other": []}
@@ -127,31 +119,14 @@ def main() -> None:
     peer = REPO.parent / "shared" / "peer-bench"
     if a.n and not (peer / "common.py").is_file():
         ap.error(f"W1 needs the peer benchmarks in {peer} (the W1 definition); --n 0 skips it")
-    with tempfile.TemporaryDirectory(prefix="delivery-cost-") as tmp:
-        if a.rev:
-            tree = Path(tmp) / "other"
-            r = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), a.rev],
-                               capture_output=True, text=True)
-            if r.returncode:
-                ap.error(f"--rev {a.rev}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else 'git failed'}")
-        else:
-            tree = Path(a.tree).resolve()
-            if not (tree / "store" / "__init__.py").is_file():
-                ap.error(f"--tree {a.tree}: not a checkout of this project")
-        try:
-            run(a, tree, peer)
-        finally:
-            if a.rev:
-                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
-                               capture_output=True)
+    with other_tree(a.rev, a.tree) as tree:
+        run(a, tree, peer)
 
 
 def run(a, tree: Path, peer: Path) -> None:
-    other_env = {**os.environ, "TREE": str(tree),
-                 "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE / "tree_shim"), os.environ.get("PYTHONPATH")]))}
-    envs = {"this": None, "other": other_env}
-    label = {"this": f"this checkout ({_rev(REPO)})", "other": f"other ({_rev(tree)})"}
-    speeds = [host_speed()]
+    envs = {"this": None, "other": tree_env(tree)}
+    label = {"this": f"this checkout ({revision(REPO)})", "other": f"other ({revision(tree)})"}
+    speeds = [loop_speed()]
     print(f"python {platform.python_version()}; host loop speed {speeds[0]:.1f} M steps/CPU-s at the start; "
           f"sides interleaved A B B A, {a.rounds} round(s)")
     rows = []
@@ -159,12 +134,12 @@ def run(a, tree: Path, peer: Path) -> None:
         if not messages:
             continue
         res = interleaved(a.rounds, lambda s: ladder(messages, envs[s], False))
-        speeds.append(host_speed())
+        speeds.append(loop_speed())
         calls = {s: ladder(messages, envs[s], True)["calls"] for s in envs} if not a.no_profile else {}
         rows.append((f"{name}, {messages:,} messages ({17 * messages:,} deliveries)", res, calls, "delivery"))
     if a.n:
         res = interleaved(a.rounds, lambda s: w1(a.n, envs[s], peer, False))
-        speeds.append(host_speed())
+        speeds.append(loop_speed())
         calls = {s: w1(a.n, envs[s], peer, True)["calls"] for s in envs} if not a.no_profile else {}
         rows.append((f"W1 in process, N={a.n:,} (CPU per message)", res, calls, "message"))
     for title, res, calls, unit in rows:
@@ -181,13 +156,6 @@ def run(a, tree: Path, peer: Path) -> None:
                   f"  peak RSS {max(r['rss'] for r in res[s]):5.0f} MB  {c}")
         print(f"  other / this CPU per {unit}: {per['other'] / per['this']:.2f}x")
     print(f"\nhost loop speed during the run: {', '.join(f'{x:.1f}' for x in speeds)} M steps/CPU-s")
-
-
-def _rev(tree: Path) -> str:
-    r = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
-    return (r.stdout.strip() or "?") + (" + uncommitted changes" if dirty else "")
 
 
 if __name__ == "__main__":

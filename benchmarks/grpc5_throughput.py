@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(PEER))
 
-from core_reshape import host_speed  # noqa: E402  (a fixed pure-Python loop)
+from helpers.bench_host import host_speed  # noqa: E402  (a fixed pure-Python loop)
 from tests.support.processes import EmulatorProcess  # noqa: E402
 
 TOPIC_ONE, TOPIC_WINDOW = "Bench5One", "Bench5Window"
