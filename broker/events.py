@@ -24,6 +24,7 @@ class EventKind:
     SENT_BACK = "sent_back"
     DEAD_LETTERED = "dead_lettered"
     OFFSET_COMMITTED = "offset_committed"
+    FAULT = "fault"                     # a fault rule was applied (broker/faults.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +48,7 @@ class Event:
 
 
 ALL_KINDS = frozenset({EventKind.STORED, EventKind.DELAYED, EventKind.REDELIVERED, EventKind.SENT_BACK,
-                       EventKind.DEAD_LETTERED, EventKind.OFFSET_COMMITTED})
+                       EventKind.DEAD_LETTERED, EventKind.OFFSET_COMMITTED, EventKind.FAULT})
 
 
 class EventLog:

@@ -1,0 +1,109 @@
+"""The fault rules (broker/faults.py): what a rule matches, how often it fires (the next
+N, a seeded probability, a window of the broker's clock), bad input named by field, and
+every applied fault told as an event."""
+import random
+
+import pytest
+
+from rocketmq_emulator.broker.events import EventKind, EventLog
+from rocketmq_emulator.broker.faults import Action, FaultError, FaultSet, Operation, rule_from
+from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
+
+
+def faults(clock=None, seed=7):
+    events = EventLog()
+    return FaultSet(clock or VirtualClock(), random.Random(seed), events, broker="broker-a"), events
+
+
+def test_no_rule_is_inactive_and_matches_nothing():
+    fs, _ = faults()
+    assert fs.active is False and fs.match(Operation.SEND, topic="T") is None
+
+
+def test_matchers_and_the_next_n():
+    fs, events = faults()
+    rule = fs.add(rule_from("send", "refuse", topic="Orders", times=2))
+    assert fs.active
+    assert fs.match(Operation.SEND, topic="Other") is None                 # another topic
+    assert fs.match(Operation.PULL, topic="Orders") is None                # another operation
+    assert fs.match(Operation.SEND, topic="Orders") is rule
+    assert fs.match(Operation.SEND, topic="Orders") is rule
+    assert fs.match(Operation.SEND, topic="Orders") is None                # used up: removed
+    assert not fs.active and rule.hits == 2
+    assert [e.kind for e in events] == [EventKind.FAULT, EventKind.FAULT]
+
+
+def test_group_client_dialect_and_broker_matchers():
+    fs, _ = faults()
+    fs.add(rule_from("ack", "drop", group="billing", client="c1", dialect="5.x", broker="broker-a"))
+    assert fs.match(Operation.ACK, group="billing", client="c1", dialect="4.x") is None
+    assert fs.match(Operation.ACK, group="billing", client="c2", dialect="5.x") is None
+    assert fs.match(Operation.ACK, group="billing", client="c1", dialect="5.x") is not None
+    other, _ = faults()
+    other._broker = "broker-b"
+    other.add(rule_from("ack", "drop", broker="broker-a"))
+    assert other.match(Operation.ACK) is None
+
+
+def test_a_seeded_probability_gives_the_same_faults_for_the_same_seed():
+    def fired(seed):
+        fs, _ = faults(seed=seed)
+        fs.add(rule_from("pull", "duplicate", probability=0.3))
+        return [fs.match(Operation.PULL) is not None for _ in range(200)]
+    a, b = fired(11), fired(11)
+    assert a == b and 30 < sum(a) < 90
+    assert fired(12) != a
+
+
+def test_a_window_on_the_brokers_clock():
+    clock = VirtualClock()
+    fs, _ = faults(clock)
+    now = clock.now_ms()
+    fs.add(rule_from("route", "delay", delay_ms=500, window_ms=(now + 1000, now + 2000)))
+    assert fs.match(Operation.ROUTE) is None
+    clock.advance(1000)
+    assert fs.match(Operation.ROUTE) is not None
+    clock.advance(1000)
+    assert fs.match(Operation.ROUTE) is None                                # end exclusive
+
+
+def test_hold_is_a_state_not_a_hit():
+    fs, _ = faults()
+    rule = fs.add(rule_from("pull", "hold", group="billing"))
+    assert fs.holds("billing") and not fs.holds("audit")
+    assert rule.hits == 0
+    fs.remove(rule.id)
+    assert not fs.holds("billing")
+
+
+def test_removing_a_rule_that_is_gone_is_not_an_error():
+    fs, _ = faults()
+    rule = fs.add(rule_from("send", "refuse"))
+    assert fs.remove(rule.id) is True and fs.remove(rule.id) is False and fs.clear() == 0
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(operation="publish", action="refuse"), "operation"),
+    (dict(operation="send", action="explode"), "action"),
+    (dict(operation="send", action="hold"), "action"),
+    (dict(operation="send", action="refuse", probability=1.5), "probability"),
+    (dict(operation="send", action="refuse", probability=-0.1), "probability"),
+    (dict(operation="send", action="delay", delay_ms=-5), "delay"),
+    (dict(operation="send", action="delay"), "delay"),
+    (dict(operation="send", action="refuse", times=0), "times"),
+    (dict(operation="send", action="refuse", dialect="kafka"), "dialect"),
+    (dict(operation="ack", action="drop", stored=True), "stored"),
+    (dict(operation="send", action="refuse", window_ms=(10, 5)), "window"),
+    (dict(operation="send", action="refuse", topic=""), "topic"),
+])
+def test_bad_rules_name_their_field(kwargs, field):
+    with pytest.raises(FaultError, match=f"^{field}"):
+        rule_from(**kwargs)
+
+
+def test_a_real_clock_broker_refuses_a_window_that_has_started():
+    fs, _ = faults(SystemClock())
+    now = SystemClock().now_ms()
+    with pytest.raises(FaultError, match="^window: this broker runs on the real clock"):
+        fs.add(rule_from("send", "refuse", window_ms=(now - 1000, now + 60_000)))
+    assert fs.add(rule_from("send", "refuse", window_ms=(now + 60_000, now + 120_000))).id == 1
