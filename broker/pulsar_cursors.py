@@ -393,12 +393,28 @@ class SubscriptionService:
                 "read": cursor.read, "acked": sorted(cursor.acked), "stats": dict(cursor.stats)}
 
     def last(self, consumer) -> tuple[int, int] | None:
-        """(last offset of the consumer's topic or -1 when empty, its mark-delete position)."""
+        """(last offset of the consumer's topic or -1 when empty, its mark-delete position).
+        For a readCompacted cursor whose topic ends below the compaction horizon, the last
+        offset compaction kept (what it can read), as Pulsar answers it."""
         cursor = self._of.get(consumer)
         if cursor is None:
             return None
         end = self.store.max_offset(cursor.topic, 0)
-        return (end - 1 if end > self.first_offset(cursor.topic) else -1), cursor.mark_delete
+        last = end - 1 if end > self.first_offset(cursor.topic) else -1
+        if cursor.compacted and self.compaction is not None and last >= 0:
+            horizon, kept = self.compaction.kept(cursor.topic)
+            if last < horizon:
+                last = max(kept, default=-1)
+        return last, cursor.mark_delete
+
+    def compacted_mask(self, consumer, offset: int) -> int | None:
+        """Of a batch a readCompacted cursor reads below the horizon, the indexes kept
+        (None: the whole entry)."""
+        cursor = self._of.get(consumer)
+        if cursor is None or not cursor.compacted or self.compaction is None:
+            return None
+        horizon, kept = self.compaction.kept(cursor.topic)
+        return kept.get(offset) if offset < horizon else None
 
     # -- acknowledgements -----------------------------------------------------------------
     def ack(self, consumer, offsets) -> None:

@@ -59,11 +59,14 @@ class Connection:
 class _Consumer:
     """A consumer's key in the core's subscriptions (compared by identity)."""
 
-    __slots__ = ("conn", "consumer_id", "group", "stored", "name")
+    __slots__ = ("conn", "consumer_id", "group", "stored", "name", "partition", "ledger")
 
-    def __init__(self, conn: Connection, consumer_id: int, group: str, stored: str, name: str = "") -> None:
+    def __init__(self, conn: Connection, consumer_id: int, group: str, stored: str, name: str = "",
+                 partition: int = -1) -> None:
         self.conn, self.consumer_id, self.group, self.stored = conn, consumer_id, group, stored
         self.name = name                        # the client's consumer name (stats show it)
+        self.partition = partition              # its topic's partition index (message ids carry it), -1: none
+        self.ledger = ledger_id(stored)
 
     def __str__(self) -> str:
         return self.name
@@ -182,7 +185,8 @@ class PulsarFront:
         self.core.ensure_pulsar_topic(stored)
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
-            consumer = _Consumer(conn, req.consumer_id, group, stored, req.consumer_name)
+            consumer = _Consumer(conn, req.consumer_id, group, stored, req.consumer_name,
+                                 parse_topic(req.topic).partition)
         start = None
         if not req.durable and req.HasField("start_message_id"):
             # a reader: earliest is (-1, -1), latest (2^63-1, 2^63-1), else an entry id of ours
@@ -374,9 +378,12 @@ class PulsarFront:
             return [error(req.request_id, s.ServerError.UnknownError, "seek needs a message id or a publish time")]
         self._active.pop((consumer.group, consumer.stored), None)     # (all come back: told anew)
         for key in subs.seek(consumer, offset):
-            if key is not consumer:                     # (the seeking one is told after SUCCESS, below)
+            if key is not consumer:                     # (the seeking one is told below)
                 key.conn.outgoing.append(_close_consumer_frame(key.consumer_id))
-        return [success(req.request_id), _close_consumer_frame(consumer.consumer_id)]
+        # CLOSE_CONSUMER before SUCCESS, in Pulsar's order (it disconnects the consumers, then
+        # answers): the client then completes its seek when it is back, from the position it
+        # sought — a reader told after SUCCESS comes back from the last message it had instead
+        return [_close_consumer_frame(consumer.consumer_id), success(req.request_id)]
 
     def detached(self, keys) -> None:
         """Consumers the core detached from their subscription (an admin reset or delete):
@@ -398,15 +405,18 @@ class PulsarFront:
         reply = s.BaseCommand(type=s.Type.GET_LAST_MESSAGE_ID_RESPONSE)
         r = reply.getLastMessageIdResponse
         r.request_id = req.request_id
-        r.last_message_id.ledgerId = ledger_id(consumer.stored)
+        r.last_message_id.ledgerId = consumer.ledger
+        if consumer.partition >= 0:
+            r.last_message_id.partition = consumer.partition
         r.last_message_id.entryId = offset if offset >= 0 else (1 << 64) - 1      # empty: "no more messages"
         if offset >= 0:
             entry = self.core.store.queue_entry(consumer.stored, 0, offset)
             rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
             n = permits_of(rec) if rec is not None else 1
             if n > 1 or (rec is not None and is_batch(rec)):
-                r.last_message_id.batch_index = n - 1
-        r.consumer_mark_delete_position.ledgerId = ledger_id(consumer.stored)
+                kept = self.core.subscriptions.compacted_mask(consumer, offset)
+                r.last_message_id.batch_index = kept.bit_length() - 1 if kept else n - 1
+        r.consumer_mark_delete_position.ledgerId = consumer.ledger
         r.consumer_mark_delete_position.entryId = mark_delete - 1 if mark_delete > 0 else (1 << 64) - 1
         return [frame(reply)]
 
@@ -484,7 +494,9 @@ class PulsarFront:
         cmd = s.BaseCommand(type=s.Type.MESSAGE)
         m = cmd.message
         m.consumer_id = consumer.consumer_id
-        m.message_id.ledgerId, m.message_id.entryId = ledger_id(consumer.stored), d.offset
+        m.message_id.ledgerId, m.message_id.entryId = consumer.ledger, d.offset
+        if consumer.partition >= 0:
+            m.message_id.partition = consumer.partition
         if d.redelivery_count:
             m.redelivery_count = d.redelivery_count
         if d.unacked_mask is not None:            # a partly acked batch: the client skips the others
