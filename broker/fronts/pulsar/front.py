@@ -103,7 +103,10 @@ class PulsarFront:
         except Exception as exc:            # (protobuf's DecodeError) a broken command ends the connection
             conn.closed = True
             raise FrameError(f"not a Pulsar command: {exc}") from None
-        handler = _HANDLERS.get(cmd.type)
+        try:
+            handler = _HANDLERS[cmd.type]           # (a subscript, not a call: every SEND comes here)
+        except KeyError:
+            handler = None
         if handler is None or not conn.connected and handler is not PulsarFront._connect:
             if not conn.connected:
                 conn.closed = True
@@ -163,16 +166,6 @@ class PulsarFront:
     def broker_url(self, listener: str = "") -> str | None:
         """The pulsar:// URL a lookup answers for ``listener`` (BrokerConfig.listener_url)."""
         return self.core.config.listener_url(listener, self.service_url)
-
-    # -- producers (producing.py) -----------------------------------------------------------------
-    def _producer(self, conn: Connection, cmd, frame_) -> list[bytes]:
-        return producing.producer(self, conn, cmd, frame_)
-
-    def _close_producer(self, conn: Connection, cmd, frame_) -> list[bytes]:
-        return producing.close_producer(self, conn, cmd, frame_)
-
-    def _send(self, conn: Connection, cmd, frame_) -> list[bytes]:
-        return producing.send(self, conn, cmd, frame_)
 
     # -- consumers ---------------------------------------------------------------------------
     def _subscribe(self, conn: Connection, cmd, frame_) -> list[bytes]:
@@ -509,8 +502,9 @@ class PulsarFront:
 _HANDLERS = {
     s.Type.CONNECT: PulsarFront._connect, s.Type.PING: PulsarFront._ping, s.Type.PONG: PulsarFront._pong,
     s.Type.PARTITIONED_METADATA: PulsarFront._partitioned_metadata, s.Type.LOOKUP: PulsarFront._lookup,
-    s.Type.PRODUCER: PulsarFront._producer, s.Type.CLOSE_PRODUCER: PulsarFront._close_producer,
-    s.Type.SEND: PulsarFront._send, s.Type.SUBSCRIBE: PulsarFront._subscribe, s.Type.FLOW: PulsarFront._flow,
+    # (producing.py's handlers take the front as their first argument, as a method would)
+    s.Type.PRODUCER: producing.producer, s.Type.CLOSE_PRODUCER: producing.close_producer,
+    s.Type.SEND: producing.send, s.Type.SUBSCRIBE: PulsarFront._subscribe, s.Type.FLOW: PulsarFront._flow,
     s.Type.ACK: PulsarFront._ack, s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES: PulsarFront._redeliver,
     s.Type.CLOSE_CONSUMER: PulsarFront._close_consumer, s.Type.SEEK: PulsarFront._seek,
     s.Type.UNSUBSCRIBE: PulsarFront._unsubscribe,

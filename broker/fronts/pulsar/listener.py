@@ -80,11 +80,12 @@ class _Protocol(asyncio.Protocol, LimitedConnection):
         frames = ()
         try:
             frames = self.decoder.feed(data)
-            for frame in frames:
-                with self.server.lock:
-                    replies += self.server.front.handle(self.conn, frame)
-                if self.conn.closed:
-                    break
+            handle, conn = self.server.front.handle, self.conn
+            with self.server.lock:                  # (once per read, not per frame)
+                for frame in frames:
+                    replies += handle(conn, frame)
+                    if conn.closed:
+                        break
         except FrameError as exc:
             log.warning("Pulsar connection %s closed: %s", printable(self.conn.peer), printable(exc))
             self.conn.closed = True

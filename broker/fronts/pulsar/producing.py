@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import binascii
 import re
+import struct
 
 from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY, PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import Prop
@@ -40,6 +41,7 @@ __all__ = ["Producer", "producer", "close_producer", "send", "release", "close_f
 _MESSAGE_ID_TEXT = re.compile(r"^\(?(-?\d+)[,:](-?\d+)[,:]")
 _NO_ID = (1 << 64) - 1                      # -1 as a uint64: a duplicate's receipt carries (-1, -1)
 _ACCESS_ERRORS = {"busy": s.ServerError.ProducerBusy, "fenced": s.ServerError.ProducerFenced}
+_SIZES = struct.Struct(">II")                # a simple command's totalSize and commandSize
 
 
 class Producer:
@@ -150,12 +152,17 @@ def _receipt(req, ledger: int, entry: int) -> bytes:
     r.message_id.ledgerId, r.message_id.entryId = ledger, entry
     if req.highest_sequence_id:
         r.highest_sequence_id = req.highest_sequence_id
-    return frame(reply)
+    command = reply.SerializeToString()
+    n = len(command)
+    return _SIZES.pack(n + 4, n) + command            # (frames.encode_simple, inlined: one per SEND)
 
 
 def send(front, conn, cmd, frame_) -> list[bytes]:
     req = cmd.send
-    p = conn.producers.get(req.producer_id)
+    try:
+        p = conn.producers[req.producer_id]
+    except KeyError:
+        p = None
     if p is None or not p.ready:
         return [send_error(req, s.ServerError.UnknownError, f"producer {req.producer_id} is not open on this "
                                                             f"connection")]
@@ -178,7 +185,9 @@ def send(front, conn, cmd, frame_) -> list[bytes]:
             # a resend of what is stored (every chunk of it, as its last chunk was):
             # acknowledged with the id (-1, -1) and not stored again, as Pulsar's dedup does
             return [_receipt(req, _NO_ID, _NO_ID)]
-    props = {kv.key: kv.value for kv in meta.properties}
+    props = {}
+    for kv in meta.properties:              # (a loop: a dict comprehension is a call of its own)
+        props[kv.key] = kv.value
     props[METADATA_PROPERTY] = binascii.b2a_base64(raw_meta, newline=False).decode()
     props[PRODUCER_PROPERTY] = p.name
     last_chunk = True
