@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -112,6 +113,7 @@ def run_side(tree: Path | None, n: int, window: int, profile: bool) -> float:
     finally:
         proc.terminate()
         proc.wait(30)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:

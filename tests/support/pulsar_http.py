@@ -1,7 +1,8 @@
 """Pulsar's admin REST API and HTTP lookups as a test calls them: ``http(port, method, path,
 body)`` sends one request to 127.0.0.1:port (a JSON body when one is given) and returns
 (status, the parsed JSON answer or None); ``serve_pulsar`` starts `serve` with its Pulsar
-and HTTP fronts (and a broker.conf when ``conf`` says what it holds)."""
+and HTTP fronts (and a broker.conf when ``conf`` says what it holds); ``client_of(server)``
+is the real pulsar-client on its binary port, logging errors only."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from tests.support.processes import EmulatorProcess
 
-__all__ = ["http", "serve_pulsar"]
+__all__ = ["http", "serve_pulsar", "client_of"]
 
 
 def http(port: int, method: str, path: str, body=None, headers: dict | None = None, raw: bytes | None = None):
@@ -36,3 +37,12 @@ def serve_pulsar(root: Path, *args: str, conf: str | None = None) -> EmulatorPro
         path.write_text(conf)
         args = ("--config", str(path), *args)
     return EmulatorProcess(root, *args, pulsar=True, http=True).start()
+
+
+def client_of(server: EmulatorProcess, timeout: int = 10, **kw):
+    """The real pulsar-client on ``server``'s Pulsar port (``timeout``: its operation
+    timeout in seconds; ``kw``: more of pulsar.Client's arguments)."""
+    import pulsar
+
+    return pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=timeout,
+                         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), **kw)

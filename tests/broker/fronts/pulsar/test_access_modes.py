@@ -13,7 +13,7 @@ import pytest
 from rocketmq_emulator.broker.fronts.pulsar import schema as s
 from tests.broker.fronts.pulsar.raw import connected, producer, pushed, send, call, command
 from tests.support.processes import wait_for
-from tests.support.pulsar_http import serve_pulsar
+from tests.support.pulsar_http import client_of, serve_pulsar
 
 pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
 Mode = pulsar.ProducerAccessMode
@@ -28,8 +28,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def client(server):
-    c = pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=5,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    c = client_of(server, timeout=5)
     yield c
     c.close()
 

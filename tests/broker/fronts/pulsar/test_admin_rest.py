@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.pulsar_http import http, serve_pulsar
+from tests.support.pulsar_http import client_of, http, serve_pulsar
 
 pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
 pytestmark = pytest.mark.interop
@@ -24,8 +24,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def client(server):
-    c = pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    c = client_of(server)
     yield c
     c.close()
 

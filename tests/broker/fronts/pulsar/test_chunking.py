@@ -19,15 +19,10 @@ from rocketmq_emulator.broker.pulsar_names import ledger_id
 from rocketmq_emulator.store import MessageStore
 from rocketmq_emulator.store.accounting import account_message_store
 from tests.broker.fronts.pulsar.raw import call, command, connected, producer, send
-from tests.support.pulsar_http import http, serve_pulsar
+from tests.support.pulsar_http import client_of, http, serve_pulsar
 
 pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
 SMALL = "pulsarMaxMessageSize=65536\n"        # chunks of about 64 KiB: the client chunks at the broker's size
-
-
-def client_of(server, **kw):
-    return pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10,
-                         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), **kw)
 
 
 def records(store, topic):

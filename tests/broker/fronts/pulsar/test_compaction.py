@@ -10,15 +10,10 @@ import pytest
 
 from rocketmq_emulator.broker.fronts.pulsar import schema as s
 from tests.broker.fronts.pulsar.raw import call, command, connected
-from tests.support.pulsar_http import http, serve_pulsar
+from tests.support.pulsar_http import client_of, http, serve_pulsar
 
 pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
 TOPIC = "/admin/v2/persistent/public/default/prices"
-
-
-def client_of(server):
-    return pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10,
-                         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
 
 
 def read_compacted(client, topic="prices"):

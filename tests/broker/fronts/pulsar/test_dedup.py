@@ -10,16 +10,11 @@ import pytest
 
 from rocketmq_emulator.store import MessageStore
 from rocketmq_emulator.store.accounting import account_message_store
-from tests.support.pulsar_http import http, serve_pulsar
+from tests.support.pulsar_http import client_of, http, serve_pulsar
 
 pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
 pytestmark = pytest.mark.interop
 NO_ID = -1                                  # a duplicate's message id: (-1, -1), as Pulsar answers
-
-
-def client_of(server):
-    return pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10,
-                         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
 
 
 def read_all(client, topic):

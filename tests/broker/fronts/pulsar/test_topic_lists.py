@@ -102,12 +102,11 @@ def test_a_real_regex_subscription_reads_existing_topics_and_one_made_later(tmp_
     """The 3.13.0 client looks for new topics every 60 s (its Python wrapper does not pass
     pattern_auto_discovery_period on): the new topic's message arrives within that."""
     pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
-    from tests.support.pulsar_http import serve_pulsar
+    from tests.support.pulsar_http import client_of, serve_pulsar
 
     server = serve_pulsar(tmp_path / "store")
     try:
-        client = pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10,
-                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        client = client_of(server)
         client.create_producer("fx-eur").send(b"eur")
         client.create_producer("fx-usd").send(b"usd")
         client.create_producer("rates").send(b"not matched")
