@@ -33,9 +33,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(HERE)]
-from helpers.bench_host import loop_speed, other_tree, revision, tree_env  # noqa: E402
+from helpers.bench_host import cpu_seconds, loop_speed, other_tree, revision, tree_env  # noqa: E402
 from tests.support.processes import read_listening  # noqa: E402
-from w2_throughput import cpu_seconds  # noqa: E402
 
 # serve, with cProfile switched on by SIGUSR1 and off by SIGUSR2 (which writes the calls)
 _PROFILED_SERVE = """
