@@ -31,7 +31,10 @@ from . import pulling, sending
 from .long_polling import HeldPull, PullHoldService
 from .offset_book import OffsetBook
 from .invisible_time import PopService
+from .pulsar_compaction import Compaction
 from .pulsar_cursors import SubscriptionService
+from .pulsar_producers import PulsarProducers
+from .pulsar_topics import PulsarTopics
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
                          OffsetCommit, PopRequest, PopResult, PullOutcome, PullRequest, PullResult, QueueRoute,
                          Registration,
@@ -71,8 +74,16 @@ class BrokerCore:
         self.notify = Notifier()                            # typed notifications to the fronts
         self.offsets = OffsetBook(store, clock, self.events, self._dirty)
         self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message)
-        # Pulsar-style cursors (broker/pulsar_cursors.py)
-        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify)
+        # Pulsar: topics and policies, compaction, cursors, producers (broker/pulsar_*.py)
+        self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
+        first = self.pulsar_topics.first_offset
+        self.compaction = Compaction(store, first, self._compaction_threshold)
+        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify,
+                                                 first, self.compaction)
+        self.pulsar_producers = PulsarProducers(
+            store, lambda t: bool(self.pulsar_topics.effective(t, "deduplicationEnabled")), first,
+            lambda t: self._compaction_threshold(t) > 0)
+        self.pulsar_topics.policy_changed.append(self.pulsar_producers.refresh)
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
@@ -89,7 +100,7 @@ class BrokerCore:
         self.stopped = False
         self.boot_ms = clock.now_ms()
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
-        self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save]
+        self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save, self.pulsar_producers.save]
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
@@ -109,7 +120,7 @@ class BrokerCore:
     @staticmethod
     def store_config(config: BrokerConfig) -> StoreConfig:
         return StoreConfig(segment_size=config.maped_file_size_commit_log,
-                           max_message_size=config.max_message_size,
+                           max_message_size=max(config.max_message_size, config.pulsar_max_message_size),
                            flush_disk_type=config.flush_disk_type,
                            delay_levels_ms=config.delay_levels.delays_ms, fsync=config.fsync)
 
@@ -530,10 +541,15 @@ class BrokerCore:
         """The store topic a Pulsar producer or consumer names (pulsar_names.store_topic),
         created with its one queue when it does not exist yet, as a Pulsar broker's
         allowAutoTopicCreation does."""
-        tc = self.topics.get(stored)
-        if tc is None:
-            tc = self.topics.create_system(stored, 1, PERM_READ | PERM_WRITE)
-        return tc
+        return self.topics.get(stored) or self.pulsar_topics.make(stored)
+
+    def _pulsar_defaults(self) -> dict:
+        """The broker-wide values of Pulsar's policies (broker.conf)."""
+        return {"deduplicationEnabled": self.config.broker_deduplication_enabled,
+                "compactionThreshold": self.config.broker_service_compaction_threshold_in_bytes}
+
+    def _compaction_threshold(self, stored: str) -> int:
+        return int(self.pulsar_topics.effective(stored, "compactionThreshold") or 0)
 
     # -- conveniences for embedding programs and tests -----------------------------------
     def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,

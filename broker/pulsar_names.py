@@ -20,12 +20,13 @@ Names that do not fit get a ``PulsarNameError`` whose message is one readable li
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 
 from .dialects import PULSAR_STORE_PREFIX
 
 __all__ = ["PulsarNameError", "PulsarTopic", "parse_topic", "store_topic", "pulsar_topic", "store_group",
-           "subscription_of", "STORE_PREFIX"]
+           "subscription_of", "ledger_id", "STORE_PREFIX"]
 
 STORE_PREFIX = PULSAR_STORE_PREFIX
 _DOMAINS = ("persistent", "non-persistent")
@@ -127,3 +128,10 @@ def store_group(subscription: str) -> str:
 
 def subscription_of(group: str) -> str:
     return _unescape(group)
+
+
+def ledger_id(stored_topic: str) -> int:
+    """The ledgerId of a store topic's messages (a Pulsar message id is (ledgerId, the
+    queue offset)): stable across restarts, distinct per topic (the client's trackers key
+    on (ledger, entry) across topics)."""
+    return zlib.crc32(stored_topic.encode()) | (len(stored_topic) << 32)

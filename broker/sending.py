@@ -67,6 +67,16 @@ def send(core, req: SendRequest, channel) -> SendResult:
         return checked
     _, qid = checked
     topic = req.topic
+    try:
+        size = len(req.body)
+    except TypeError:                   # (not bytes: the store refuses it, saying so)
+        size = 0
+    if size > core.config.max_message_size:
+        # maxMessageSize; a Pulsar topic takes Pulsar's largest message (the store holds the larger)
+        limit = core.config.pulsar_max_message_size if is_pulsar_store_topic(topic) else core.config.max_message_size
+        if size > limit:
+            return SendResult(O.STORE_REFUSED, remark=f"the message body size {size} is over the max value {limit}",
+                              put_status=PutStatus.MESSAGE_ILLEGAL)
     props = dict(req.properties) if req.properties else {}
     delay = props.get(Prop.DELAY)
     if delay is not None and not delay.lstrip("-").isdigit():

@@ -473,8 +473,10 @@ def _http_front(args, listeners, grpc_server, pulsar_server):
 
     access, made = access_for(args.host, args.http_allowed_host, args.http_token)
     args.http_token_made = access.token if made else None
+    pulsar_url = (lambda: pulsar_server.front.service_url) if pulsar_server is not None else (lambda: None)
     return HttpServer(args.host, args.http, BrokerCollector(lambda: [srv.core for srv in servers.values()],
-                                                            connections), state, access=access, limits=args.limits)
+                                                            connections), state, access=access, limits=args.limits,
+                      pulsar_url=pulsar_url)
 
 
 class _StartError(Exception):
