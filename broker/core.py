@@ -24,12 +24,14 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
+from .delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic, is_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
 from .long_polling import HeldPull, PullHoldService
 from .offset_book import OffsetBook
+from .rates import RateRing
 from .invisible_time import PopService
 from .pulsar_cursors import SubscriptionService
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
@@ -69,10 +71,16 @@ class BrokerCore:
         self.events = EventLog()
         self.events.enabled = self.config.record_events
         self.notify = Notifier()                            # typed notifications to the fronts
-        self.offsets = OffsetBook(store, clock, self.events, self._dirty)
-        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message)
+        # what the dashboard reads beside the store: rates per second (rates.py) and the
+        # deliveries the store cannot tell (delivery_log.py), both bounded
+        self.rates = RateRing(topics=lambda: self.topics.table)
+        self.deliveries = DeliveryLog(clock.now_ms(), position=lambda: store.commit_log_max_offset)
+        self.offsets = OffsetBook(store, clock, self.events, self._dirty, self.rates, self.deliveries.first_pulled)
+        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message,
+                               self.deliveries)
         # Pulsar-style cursors (broker/pulsar_cursors.py)
-        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify)
+        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify,
+                                                 self.deliveries, self.rates)
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
@@ -167,6 +175,7 @@ class BrokerCore:
             return res
         self._dirty(now)
         props = rec.properties
+        self.rates.stored(now, kind, rec.topic, props, group)
         if lane is not None:
             due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp)
             if EventKind.DELAYED in self.events.wanted:

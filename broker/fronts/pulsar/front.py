@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import itertools
 import re
-import zlib
 from dataclasses import dataclass, field
 
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
@@ -41,7 +40,7 @@ from ...pulsar_cursors import DELIVER_AT_PROPERTY, KEY_PROPERTY, SubscribeOutcom
 from . import schema as s
 from .frames import (DEFAULT_MAX_MESSAGE_SIZE, Frame, FrameError, ack_set_of_mask, encode_payload,
                      encode_simple, mask_of_ack_set, signed_id)
-from ...pulsar_names import PulsarNameError, parse_topic, pulsar_topic, store_group, store_topic
+from ...pulsar_names import PulsarNameError, ledger_id, parse_topic, pulsar_topic, store_group, store_topic
 
 __all__ = ["PulsarFront", "Connection", "METADATA_PROPERTY", "ledger_id"]
 
@@ -50,12 +49,6 @@ SERVER_VERSION = "Pulsar Server-rocketmq-emulator"
 # A message id as the clients write it in ORIGIN_MESSAGE_ID: C++ "(ledger,entry,partition,batch)",
 # Java and Go "ledger:entry:partition[:batch]"
 _MESSAGE_ID_TEXT = re.compile(r"^\(?(-?\d+)[,:](-?\d+)[,:]")
-
-
-def ledger_id(stored_topic: str) -> int:
-    """The ledgerId of a store topic's messages: stable across restarts, distinct per topic
-    (the client's trackers key on (ledger, entry) across topics)."""
-    return zlib.crc32(stored_topic.encode()) | (len(stored_topic) << 32)
 
 
 @dataclass
@@ -307,7 +300,8 @@ class PulsarFront:
             start = 0 if entry < 0 else entry
         outcome = self.core.subscriptions.subscribe(group, stored, consumer, SubType(req.subType),
                                                     earliest=req.initialPosition == s.InitialPosition.Earliest,
-                                                    durable=req.durable, start=start, priority=req.priority_level)
+                                                    durable=req.durable, start=start, priority=req.priority_level,
+                                                    label=f"{req.consumer_name or req.consumer_id} ({conn.peer})")
         if outcome is not SubscribeOutcome.OK:
             return [_error(req.request_id, s.ServerError.ConsumerBusy, outcome.value)]
         conn.consumers[req.consumer_id] = consumer
