@@ -42,9 +42,10 @@ from .pulsar_names import STORE_PREFIX, ledger_id, message_id_text, parse_messag
 from .pulsar_names import shown_topic as _shown_topic
 from .retry_ladders import record_at
 
-__all__ = ["find", "life", "FIND_LIMIT"]
+__all__ = ["find", "life", "FIND_LIMIT", "HISTORY_SHOWN", "NOW_SHOWN", "COPIES_SHOWN"]
 
 FIND_LIMIT = 50
+HISTORY_SHOWN, NOW_SHOWN, COPIES_SHOWN = 400, 100, 200      # lines and rows of one life, at most
 _COPIES_LIMIT = 2000                    # records of one message read at most
 _GROUPS_SHOWN = 20                      # consumption lines per copy at most
 _SCAN_LIMIT = 200_000                   # entries an ORIGIN_MESSAGE_ID scan reads at most
@@ -252,6 +253,10 @@ def life(cores, ident: str) -> dict | None:
                 add(time_ms, position, rank, entry)
     timeline.sort(key=lambda t: t[:5])
     p = root.properties
+    # bounded (a message retried by a thousand groups has thousands of lines): the first of
+    # its history, then what is so now
+    history = [t[5] for t in timeline if t[5]["time_ms"] is not None]
+    now = [t[5] for t in timeline if t[5]["time_ms"] is None]
     pt = pulsar_topic(root.topic)
     since = {c.config.broker_name: c.deliveries.since_ms for c in _live(cores)}
     dropped = {c.config.broker_name: c.deliveries.dropped_upto_ms for c in _live(cores)
@@ -267,9 +272,12 @@ def life(cores, ident: str) -> dict | None:
         "properties": {k: v for k, v in p.items() if k != "PULSAR_METADATA"},
         "copies": [{"kind": kind.value, "broker": c.config.broker_name, "topic": _shown_topic(r.topic),
                     "queue_id": r.queue_id, "queue_offset": r.queue_offset, "offset_msg_id": r.offset_msg_id,
-                    "store_ms": r.store_timestamp, "reconsume_times": r.reconsume_times} for c, r, kind in kinds],
-        "timeline": [t[5] for t in timeline],
-        "now": [t[5]["text"] for t in timeline if t[5].get("now")],
+                    "store_ms": r.store_timestamp, "reconsume_times": r.reconsume_times}
+                   for c, r, kind in kinds[:COPIES_SHOWN]],
+        "copies_total": len(kinds),
+        "timeline": history[:HISTORY_SHOWN] + now[:NOW_SHOWN],
+        "timeline_total": len(timeline),
+        "now": [t[5]["text"] for t in timeline if t[5].get("now")][:NOW_SHOWN],
         "events_since_ms": since, "events_dropped_upto_ms": dropped,
         "before_events": any(root.store_timestamp < ms for ms in since.values()),
         "stopped_brokers": stopped,

@@ -158,3 +158,17 @@ def test_the_delivery_log_is_bounded_and_says_what_it_dropped():
     assert [e[0] for e in log.about("T", 0, 4)] == [4] and log.about("T", 0, 1) == []
     assert log.about("U", 0, 5, tags_code=7) and log.about("U", 0, 5, tags_code=8) == []   # filtered away
     assert DeliveryLog(0, capacity=0).about("T", 0, 0) == []
+
+
+def test_now_says_where_a_message_waits_and_until_when():
+    broker = EmbeddedBroker()
+    broker.create_topic("Orders", 1)
+    broker.push_consumer("billing", "Orders", listener=lambda msgs, ctx: RECONSUME_LATER)
+    receipt = broker.producer("pg").send(Message("Orders", b"poison"))
+    broker.run_until_idle()
+    found = life([broker.core], receipt.msg_id)
+    assert found["now"] == ["billing failed it (failure 1): sent back to delay level 3 (10 s) (waiting now, due "
+                            "2024-01-01T00:00:10.000Z)"]
+    broker.advance("10s")
+    assert "waiting now, due 2024-01-01T00:00:40.000Z" in life([broker.core], receipt.msg_id)["now"][0]
+    broker.close()
