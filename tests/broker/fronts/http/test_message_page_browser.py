@@ -1,0 +1,115 @@
+"""One poison message's life on the dashboard, in Debian's Chromium, with the real 5.x
+client (rocketmq-python-client over gRPC) and the real Pulsar client (pulsar-client):
+from the search box to its message page, its group's ladder and the dead-letter bar's
+list, re-driven there, back to its page where the re-drive and the new delivery show.
+(RocketMQ 4.x: test_dashboard_browser.py.) Screenshots: .test-artifacts/dashboard/."""
+from __future__ import annotations
+
+import pytest
+
+from rocketmq_emulator.broker.cli.main import main
+from tests.broker.fronts.http.browser import chromium_page, follow_to_the_dead_letter_and_back, search, shot, sources
+from tests.support.processes import EmulatorProcess, wait_for
+
+pytestmark = pytest.mark.interop
+
+
+def test_a_5x_poison_message_from_the_search_box_to_its_dead_letter_and_back(tmp_path):
+    rocketmq = pytest.importorskip("rocketmq", reason="needs the grpc extra: ./dev test installs it")
+    from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
+
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", grpc=True, http=True).start()
+    assert main(["topic", "create", "T5", "--queues", "1", "--server", server.address]) == 0
+    assert main(["group", "create", "G5", "--retry-max-times", "2", "--server", server.address]) == 0
+    config = ClientConfiguration(f"127.0.0.1:{server.grpc_port}", Credentials(), request_timeout=3)
+    producer = Producer(config, ())
+    producer.startup()
+    consumer = SimpleConsumer(config, "G5", {"T5": FilterExpression("*")}, await_duration=2)
+    consumer.startup()
+    attempts = []
+
+    def receive_one():
+        got = []
+        wait_for(lambda: got.extend(consumer.receive(1, 10)) or got, timeout=20, interval=0)
+        attempts.append(got[0].delivery_attempt)
+        return got[0]
+
+    base = f"http://127.0.0.1:{server.http_port}"
+    try:
+        m = Message()
+        m.topic, m.body, m.keys = "T5", b"poison 5x", "order-5x"
+        receipt = producer.send(m)
+        receive_one()                                   # attempt 1: never acked
+        with chromium_page() as page:
+            page.goto(base + "/")
+            search(page, receipt.message_id)
+            page.wait_for_selector("#timeline >> text=delivery attempt 1")
+            for n in (2, 3):                            # its invisible time ends as the page moves the clock
+                page.click("button[data-advance='1m']")
+                page.wait_for_selector(f"#timeline >> text=delivered as attempt {n}")
+                receive_one()
+                page.wait_for_selector(f"#timeline >> text=delivery attempt {n},")
+            page.goto(base + "/#/consumers/5.x")
+            page.wait_for_selector("#consumers >> text=attempt 3: 1")     # invisible now, at its third attempt
+            shot(page, "5x-0-consumers")
+            page.click("button[data-advance='1m']")                     # the third expiry: the DLQ
+            walk = follow_to_the_dead_letter_and_back(page, base, receipt.message_id, "G5", "5x",
+                                                      lambda: consumer.ack(receive_one()))
+    finally:
+        consumer.shutdown()
+        producer.shutdown()
+        server.stop()
+    assert attempts == [1, 2, 3, 1]                     # and after the re-drive, a fresh first attempt
+    before, after = walk["before"], walk["after"]
+    assert sum("received by" in line for line in before) == 3
+    assert sum("invisible time ended before G5 acked it" in line for line in before) == 3
+    assert any("dead-lettered by G5" in line and "%DLQ%G5" in line for line in before)
+    assert sources(before) == {"store", "event log"}
+    assert any("re-driven from the dead letter" in line for line in after)
+    assert any("acked by G5" in line for line in after)
+
+
+def test_a_pulsar_poison_message_from_the_search_box_to_its_dead_letter_and_back(tmp_path):
+    pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
+
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", pulsar=True, http=True).start()
+    client = pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10)
+    base = f"http://127.0.0.1:{server.http_port}"
+    counts = []
+    try:
+        policy = pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=2)     # to orders-billing-DLQ
+        consumer = client.subscribe("orders", "billing", consumer_type=pulsar.ConsumerType.Shared,
+                                    consumer_name="billing-1", negative_ack_redelivery_delay_ms=100,
+                                    dead_letter_policy=policy)
+        message_id = client.create_producer("orders").send(b"poison pulsar", partition_key="order-p")
+        for _ in range(3):
+            m = consumer.receive(timeout_millis=5000)
+            counts.append(m.redelivery_count())
+            consumer.negative_acknowledge(m)
+        with pytest.raises(pulsar.Timeout):
+            consumer.receive(timeout_millis=1000)       # it went to the DLQ, not back here
+
+        def redelivered():
+            again = consumer.receive(timeout_millis=10_000)
+            counts.append(again.redelivery_count())
+            consumer.acknowledge(again)
+
+        with chromium_page() as page:
+            page.goto(base + "/#/consumers/pulsar")
+            page.wait_for_selector("#consumers >> text=Shared")
+            consumers = page.inner_text("#consumers")
+            shot(page, "pulsar-0-subscriptions")
+            walk = follow_to_the_dead_letter_and_back(page, base, str(message_id), "billing", "pulsar", redelivered)
+            pulsar_id = page.inner_text("#ids")
+    finally:
+        client.close()
+        server.stop()
+    assert counts == [0, 1, 2, 0]                       # a re-driven message comes back with a count of 0
+    assert "persistent://public/default/orders" in consumers and "billing-1" in consumers
+    before, after = walk["before"], walk["after"]
+    assert sum("delivered to consumer billing-1" in line for line in before) == 3
+    assert [line for line in before if "redelivery count" in line and "asked for it again" in line]
+    assert any("dead-lettered by billing" in line and "orders-billing-DLQ" in line for line in before)
+    assert any("re-driven from the dead letter" in line for line in after)
+    assert any("acknowledged by subscription billing" in line for line in after)
+    assert "Pulsar message id" in pulsar_id
