@@ -40,15 +40,15 @@ from . import delivery_log as L
 from .dead_letters import REDRIVEN_FROM, redriven_marks
 from .pulsar_names import STORE_PREFIX, ledger_id, message_id_text, parse_message_id, pulsar_topic
 from .pulsar_names import shown_topic as _shown_topic
-from .retry_ladders import record_at
+from .retry_ladders import fresh_indexes, is_copy_topic, record_at
 
 __all__ = ["find", "life", "FIND_LIMIT", "HISTORY_SHOWN", "NOW_SHOWN", "COPIES_SHOWN"]
 
 FIND_LIMIT = 50
 HISTORY_SHOWN, NOW_SHOWN, COPIES_SHOWN = 400, 100, 200      # lines and rows of one life, at most
+RESEND_MS = 10_000                      # a producer's resends of one message id come within this
 _COPIES_LIMIT = 2000                    # records of one message read at most
 _GROUPS_SHOWN = 20                      # consumption lines per copy at most
-_SCAN_LIMIT = 200_000                   # entries an ORIGIN_MESSAGE_ID scan reads at most
 _FAR = (1 << 63) - 1
 _OFFSET_ID = re.compile(r"^(?:[0-9A-Fa-f]{32}|[0-9A-Fa-f]{56})$")
 _DELIVERABLE = (Kind.ORIGINAL, Kind.DELAYED_DELIVERY, Kind.RETRY_DELIVERY, Kind.RETRY_DIRECT)
@@ -155,79 +155,114 @@ def find(cores, text: str, limit: int = FIND_LIMIT) -> list[dict]:
 
 
 # -- gathering the copies ------------------------------------------------------------------------
-def _resolve(cores, ident: str):
-    """(core, record) the id names, or None."""
+def _resolve(cores, ident: str, index_of):
+    """(core, record) the id names, or None: an offset id or a Pulsar message id is read
+    where it points; a message id is looked up among the copies the indexes know, and in
+    the key index only when none does (a search costs that, a page's next poll does not)."""
     found = _by_offset_id(cores, ident) or _by_pulsar_id(cores, ident)
     if found is not None:
         return found
+    for core in _live(cores):
+        index = index_of(core)
+        for topic, qid, off in index.copies(uniq=ident) + index.known_originals(ident):
+            rec = record_at(core.store, topic, qid, off)
+            if rec is not None and rec.properties.get(Prop.UNIQ_KEY) == ident:
+                return core, rec
     for core, rec in _by_key(cores, ident, 1):
         if rec.properties.get(Prop.UNIQ_KEY) == ident:
             return core, rec
     return None
 
 
-def _by_uniq_key(cores, uniq: str) -> list:
-    return [(c, r) for c, r in _by_key(cores, uniq, _COPIES_LIMIT) if r.properties.get(Prop.UNIQ_KEY) == uniq]
+def _family(cores, index_of, core, rec) -> list:
+    """Every stored copy of the message ``rec`` belongs to, on every running broker: by its
+    message id (the copies the indexes know, and its originals in business topics); without
+    one (a Pulsar message), its original and the copies naming it in ORIGIN_MESSAGE_ID;
+    either way the re-driven copies the re-drive marks name, and theirs."""
+    family: dict[tuple[str, str], tuple] = {}
 
+    def take(c, r) -> None:
+        if r is not None:
+            family[(c.config.broker_name, r.offset_msg_id)] = (c, r)
 
-def _by_origin(cores, root_core, root) -> list:
-    """A message without a message id: the original, the copies naming it (or a re-driven
-    copy of it) in ORIGIN_MESSAGE_ID, and the re-driven copies the marks name."""
-    family = {(root_core.config.broker_name, root.offset_msg_id): (root_core, root)}
-    ids = {root.offset_msg_id}
-    for _ in range(4):                  # original -> letters -> re-driven -> its letters ...
-        before = len(family)
-        for core in _live(cores):
-            store, read = core.store, 0
-            for topic, qids in store.queues().items():
-                if not _copy_topic(topic, root.topic):
-                    continue
-                for qid in qids:
-                    for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
-                        read += 1
-                        if read > _SCAN_LIMIT:
-                            break
-                        rec = record_at(store, topic, qid, off)
-                        if rec is not None and rec.properties.get(Prop.ORIGIN_MESSAGE_ID) in ids:
-                            family[(core.config.broker_name, rec.offset_msg_id)] = (core, rec)
-            for marks in redriven_marks(core).values():
-                for dead_id, new_id in marks.items():
-                    if any(k[1] == dead_id for k in family) and new_id:
-                        found = _by_offset_id(cores, new_id)
-                        if found is not None:
-                            family[(found[0].config.broker_name, found[1].offset_msg_id)] = found
-                            ids.add(new_id)
-        ids |= {k[1] for k in family}
-        if len(family) == before:
-            break
-    return list(family.values())
-
-
-def _copy_topic(topic: str, original: str) -> bool:
-    """Where a copy of a message of ``original`` (without a message id) can be."""
-    if original.startswith(STORE_PREFIX):
-        return topic.startswith(original.rpartition("|")[0] + "|") and \
-            topic.endswith((PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX))
-    return topic == SCHEDULE_TOPIC or topic.startswith((RETRY_PREFIX, DLQ_PREFIX))
-
-
-# -- the life -------------------------------------------------------------------------------------
-def life(cores, ident: str) -> dict | None:
-    """The message ``ident`` names (any id ``find`` takes but a key) and its life; None
-    when no running broker holds it."""
-    found = _resolve(cores, ident.strip())
-    if found is None:
-        return None
-    core, rec = found
     uniq = rec.properties.get(Prop.UNIQ_KEY)
+    live = _live(cores)
     if uniq:
-        family = _by_uniq_key(cores, uniq)
+        for c in live:
+            index = index_of(c)
+            copies = [r for r in (record_at(c.store, *pos) for pos in index.copies(uniq=uniq))
+                      if r is not None and r.properties.get(Prop.UNIQ_KEY) == uniq]
+            for r in copies:
+                take(c, r)
+            for pos in _originals(c, index, uniq, copies):
+                r = record_at(c.store, *pos)
+                if r is not None and r.properties.get(Prop.UNIQ_KEY) == uniq:
+                    take(c, r)
     else:
         origin = rec.properties.get(Prop.ORIGIN_MESSAGE_ID)
         root = _by_offset_id(cores, origin) if origin else None
-        family = _by_origin(cores, *(root or found))
-    if not family:
-        family = [found]
+        take(*(root or (core, rec)))
+    take(core, rec)
+    marks = {dead: new for c in live for m in redriven_marks(c).values() for dead, new in m.items() if new}
+    for _ in range(8):                  # original -> letters -> re-driven copy -> its letters ...
+        before = len(family)
+        ids = [k[1] for k in family]
+        for c in live:
+            index = index_of(c)
+            if not uniq:
+                for oid in ids:
+                    for pos in index.copies(origin=oid):
+                        take(c, record_at(c.store, *pos))
+        for oid in ids:
+            if oid in marks:
+                found = _by_offset_id(cores, marks[oid])
+                if found is not None:
+                    take(*found)
+        if len(family) == before:
+            break
+    return list(family.values())[:_COPIES_LIMIT]
+
+
+def _originals(core, index, uniq: str, copies: list) -> list[tuple[str, int, int]]:
+    """Where the records with message id ``uniq`` are in business topics (the original, a
+    delayed one come due, a producer's resend): asked of the key index once, then kept by
+    ``index`` while the copies and the delayed originals waiting stay as they were — and,
+    while the newest is younger than RESEND_MS by the broker's clock (a producer resends
+    within its send timeouts), asked again at every 16th look. (Asking costs the key
+    index's catch-up with everything stored since it last caught up.)"""
+    delivered = core.schedule.scheduler.offsets()
+    waiting = sum(1 for r in copies if r.topic == SCHEDULE_TOPIC and not r.properties.get(Prop.REAL_TOPIC, "")
+                  .startswith(RETRY_PREFIX) and r.queue_offset >= delivered.get(r.queue_id + 1, 0))
+    signature = (len(copies), waiting)
+    kept = index.originals_if(uniq, signature, core.clock.now_ms() - RESEND_MS)
+    if kept is not None:
+        return kept
+    store, found = core.store, []
+    for topic in store.queues():
+        if is_copy_topic(topic):
+            continue
+        for raw in store.query_by_key(topic, uniq, _COPIES_LIMIT, 0, _FAR):
+            try:
+                r = decode_record(raw, check_crc=False)
+            except RecordError:
+                continue
+            if r.properties.get(Prop.UNIQ_KEY) == uniq:
+                found.append((topic, r.queue_id, r.queue_offset, r.store_timestamp))
+    index.keep_originals(uniq, signature, found)
+    return [p[:3] for p in found]
+
+
+# -- the life -------------------------------------------------------------------------------------
+def life(cores, ident: str, index_of=None) -> dict | None:
+    """The message ``ident`` names (any id ``find`` takes but a key) and its life; None
+    when no running broker holds it. ``index_of(core)``: its refreshed RetryIndex (kept
+    between calls by the caller; by default, made for this call)."""
+    if index_of is None:
+        index_of = fresh_indexes()
+    found = _resolve(cores, ident.strip(), index_of)
+    if found is None:
+        return None
+    family = _family(cores, index_of, *found)
     family.sort(key=lambda cr: (cr[1].store_timestamp, cr[0].config.broker_name, cr[1].commit_log_offset))
     kinds = [(c, r, classify(r.topic, r.properties, r.sys_flag)) for c, r in family]
     originals = [x for x in kinds if x[2] in (Kind.ORIGINAL, Kind.DELAYED_ORIGINAL)

@@ -14,26 +14,30 @@ count for a Pulsar subscription — and the messages behind each bar, a page at 
           now; passed = messages that reached n and moved on (counted by the cursor,
           saved with it), plus retry letters (reconsume_later copies) with RECONSUMETIMES n
 
-Cost: ``RetryIndex`` reads each schedule and pop-retry record once (its group and
-reconsume times) and keeps per-level counts as the delivery offsets move, so a ladder
-costs O(levels) and a poll of many groups does not re-read 100,000 waiting messages.
+Cost: ``RetryIndex`` reads each record of the topics where retries and dead letters go
+once (its group, reconsume times, message id and ORIGIN_MESSAGE_ID) and keeps per-level
+counts as the delivery offsets move, so a ladder costs O(levels), a poll of many groups
+does not re-read 100,000 waiting messages, and a message's copies are found without
+reading what producers store meanwhile (message_life.py asks ``copies``).
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 
-from rocketmq_emulator.store.accounting import PULSAR_RETRY_SUFFIX, pulsar_letter_group
+from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.record_view import head, prop_value
 from rocketmq_emulator.store.records import (DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, SCHEDULE_TOPIC, Prop,
                                              RecordError, decode_record)
 
 from .dead_letters import dead_letter_counts, dead_letters
-from .pulsar_names import shown_topic
+from .pulsar_names import STORE_PREFIX, shown_topic
 from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, rocketmq5_retry_interval_ms
 
-__all__ = ["RetryIndex", "ladder", "bar_messages", "record_at", "message_row", "DIALECT_STEPS"]
+__all__ = ["RetryIndex", "ladder", "bar_messages", "record_at", "message_row", "DIALECT_STEPS", "is_copy_topic",
+           "fresh_indexes"]
 
 DIALECT_STEPS = {"4.x": "delay level", "5.x": "delivery attempt", "pulsar": "redelivery count"}
+ORIGINALS_KEPT = 1024                   # messages whose originals' places an index keeps
 WAITING, PASSED, DEAD = "waiting", "passed", "dead"
 
 
@@ -56,6 +60,13 @@ def message_row(core, rec, **more) -> dict:
             "broker": core.config.broker_name, "topic": shown_topic(rec.topic), "queue_id": rec.queue_id,
             "queue_offset": rec.queue_offset, "store_ms": rec.store_timestamp, "keys": p.get(Prop.KEYS),
             "reconsume_times": rec.reconsume_times, "body": rec.body[:80].decode("utf-8", "replace"), **more}
+
+
+def is_copy_topic(topic: str) -> bool:
+    """Where retry and dead-letter copies are stored: the delay queue, %RETRY% and %DLQ%
+    topics (4.x and 5.x), a Pulsar client's retry and dead-letter topics."""
+    return topic == SCHEDULE_TOPIC or topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) or \
+        (topic.startswith(STORE_PREFIX) and topic.endswith((PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX)))
 
 
 class _Column:
@@ -85,6 +96,11 @@ class RetryIndex:
         self.waiting: dict[int, Counter] = {}
         self.passed: dict[int, Counter] = {}
         self._delivered: dict[int, int] = {}
+        # the copies by the message id they keep, and by the original they name
+        self._by_uniq: dict[str, list[tuple[str, int, int]]] = {}
+        self._by_origin: dict[str, list[tuple[str, int, int]]] = {}
+        # message id -> [signature, uses, positions in business topics] (message_life.py's)
+        self._originals: OrderedDict = OrderedDict()
 
     # -- keeping up ---------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -105,16 +121,49 @@ class RetryIndex:
                 passed[g] += 1
             self._delivered[level] = max(upto, done)
         for topic, qids in store.queues().items():
-            if topic.startswith(RETRY_PREFIX) and POP_RETRY_SEPARATOR in topic:
+            if topic != SCHEDULE_TOPIC and is_copy_topic(topic):
                 for qid in qids:
                     self._catch_up(topic, qid, None)
+
+    def known_originals(self, uniq: str) -> list[tuple[str, int, int]]:
+        """Where message id ``uniq``'s records in business topics were last found (keep_originals)."""
+        kept = self._originals.get(uniq)
+        return [p[:3] for p in kept[2]] if kept is not None else []
+
+    def originals_if(self, uniq: str, signature, young_after_ms: int) -> list[tuple[str, int, int]] | None:
+        """The positions kept for ``uniq`` — (topic, queue, offset, store time) — while its
+        ``signature`` is the one they were kept with; None (to be looked up again) when it
+        changed, or at their 16th use while the newest was stored after ``young_after_ms``."""
+        kept = self._originals.get(uniq)
+        if kept is None or kept[0] != signature:
+            return None
+        kept[1] += 1
+        if kept[1] >= 16 and any(p[3] > young_after_ms for p in kept[2]):
+            return None
+        self._originals.move_to_end(uniq)
+        return [p[:3] for p in kept[2]]
+
+    def keep_originals(self, uniq: str, signature, positions: list) -> None:
+        self._originals[uniq] = [signature, 0, list(positions)]
+        self._originals.move_to_end(uniq)
+        while len(self._originals) > ORIGINALS_KEPT:
+            self._originals.popitem(last=False)
+
+    def copies(self, uniq: str | None = None, origin: str | None = None) -> list[tuple[str, int, int]]:
+        """(topic, queue, offset) of the copies keeping message id ``uniq``, or naming the
+        original ``origin`` in ORIGIN_MESSAGE_ID (refreshed by the caller)."""
+        if uniq is not None:
+            return list(self._by_uniq.get(uniq, ()))
+        return list(self._by_origin.get(origin, ()))
 
     def _catch_up(self, topic: str, qid: int, group_of) -> _Column:
         store = self.core.store
         key = (topic, qid)
         col = self._columns.get(key)
         lo, hi = store.min_offset(topic, qid), store.max_offset(topic, qid)
-        if col is None or lo > col.end:
+        if col is None or lo > col.end or hi < col.end:       # new, or the queue is not the one read
+            if col is not None:
+                self._forget(topic, qid)
             col = self._columns[key] = _Column(lo)
             if topic == SCHEDULE_TOPIC:
                 self._delivered.pop(qid + 1, None)
@@ -132,14 +181,28 @@ class RetryIndex:
                     h = None
                 if h is not None:
                     times = h.reconsume_times
+                    text = h.properties_text
                     if group_of is not None:
-                        group = group_of(h.properties_text)
+                        group = group_of(text)
+                    for prop, table in ((Prop.UNIQ_KEY, self._by_uniq), (Prop.ORIGIN_MESSAGE_ID, self._by_origin)):
+                        value = prop_value(text, prop)
+                        if value:
+                            table.setdefault(value, []).append((topic, qid, off))
             group = interned.setdefault(group, group)
             col.groups.append(group)
             col.times.append(times)
             if new and self._delivered.get(qid + 1) is not None:
                 self.waiting.setdefault(qid + 1, Counter())[group] += 1
         return col
+
+    def _forget(self, topic: str, qid: int) -> None:
+        for table in (self._by_uniq, self._by_origin):
+            for value in list(table):
+                kept = [p for p in table[value] if (p[0], p[1]) != (topic, qid)]
+                if kept:
+                    table[value] = kept
+                else:
+                    del table[value]
 
     def column(self, topic: str, qid: int) -> _Column | None:
         return self._columns.get((topic, qid))
@@ -152,6 +215,19 @@ class RetryIndex:
     def pop_retry_topics(self, group: str) -> list[str]:
         prefix = f"{RETRY_PREFIX}{group}{POP_RETRY_SEPARATOR}"
         return sorted({t for t, _ in self._columns if t.startswith(prefix)})
+
+
+def fresh_indexes():
+    """``index_of(core)``: a RetryIndex of each core, made and read on first use."""
+    made: dict[int, RetryIndex] = {}
+
+    def index_of(core) -> RetryIndex:
+        index = made.get(id(core))
+        if index is None:
+            index = made[id(core)] = RetryIndex(core)
+            index.refresh()
+        return index
+    return index_of
 
 
 def _schedule_group(props_text: str) -> str:

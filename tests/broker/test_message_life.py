@@ -172,3 +172,66 @@ def test_now_says_where_a_message_waits_and_until_when():
     broker.advance("10s")
     assert "waiting now, due 2024-01-01T00:00:40.000Z" in life([broker.core], receipt.msg_id)["now"][0]
     broker.close()
+
+
+def kept_index(core):
+    """index_of as the dashboard keeps it: one index, refreshed at each call."""
+    from rocketmq_emulator.broker.retry_ladders import RetryIndex
+
+    index = RetryIndex(core)
+    return lambda c: (index.refresh(), index)[1]
+
+
+def test_following_a_message_does_not_read_what_producers_store_meanwhile():
+    broker = EmbeddedBroker()
+    receipt = poison_4x(broker)
+    core = broker.core
+    index_of = kept_index(core)
+    first = life([core], receipt.msg_id, index_of)
+    broker.create_topic("Busy", 4)
+    producer = broker.producer("busy")
+    for i in range(500):
+        producer.send(Message("Busy", b"x"))
+    asked = []
+    query = core.store.query_by_key
+    core.store.query_by_key = lambda *a: asked.append(a) or query(*a)
+    again = life([core], receipt.msg_id, index_of)
+    assert asked == [] and lines(again, "store") == lines(first, "store")
+    core.store.query_by_key = query
+    broker.close()
+
+
+def test_a_delayed_send_come_due_joins_the_life_a_kept_index_follows():
+    broker = EmbeddedBroker()
+    broker.create_topic("Orders", 1)
+    msg = Message("Orders", b"later")
+    msg.delay_time_level = 2
+    receipt = broker.producer("pg").send(msg)
+    index_of = kept_index(broker.core)
+    waiting = life([broker.core], receipt.msg_id, index_of)
+    assert [e["what"] for e in waiting["timeline"]] == ["delayed"] and "waiting now" in waiting["now"][0]
+    broker.advance("5s")
+    due = life([broker.core], receipt.msg_id, index_of)
+    assert [e["what"] for e in due["timeline"] if e["time_ms"] is not None] == ["delayed", "due"]
+    broker.close()
+
+
+def test_a_producers_resend_of_a_young_message_joins_it_and_an_old_one_is_not_looked_up_again():
+    core = BrokerCore.in_memory()
+    core.create_topic("Orders", 1)
+    ch = core.connect()
+    send = lambda: core.send(SendRequest("pg", "Orders", b"m", 0, {"UNIQ_KEY": "U1"}), ch)   # noqa: E731
+    send()
+    index_of = kept_index(core)
+    assert len(life([core], "U1", index_of)["copies"]) == 1
+    send()                                       # the same message id again: a resend after a timeout
+    seen = [len(life([core], "U1", index_of)["copies"]) for _ in range(16)]
+    assert seen[0] == 1 and seen[-1] == 2        # found at the 16th look at the latest
+    core.advance_clock(20_000)                   # no longer young: its places are kept as they are
+    asked = []
+    query = core.store.query_by_key
+    core.store.query_by_key = lambda *a: asked.append(a) or query(*a)
+    for _ in range(40):
+        life([core], "U1", index_of)
+    assert asked == []
+    core.store.query_by_key = query

@@ -213,7 +213,8 @@ class DashboardViews:
     def message(self, ident: str) -> dict:
         if not ident.strip():
             raise ViewError(400, "id is a message id, an offset id or a Pulsar message id")
-        found = life(self.cores(), ident)
+        cores = self.cores()
+        found = life(cores, ident, self._fresh(_live(cores)))
         if found is None:
             raise ViewError(404, f"no running broker holds a message {ident.strip()!r} (a message id, an offset id or "
                                  f"a Pulsar message id; search by key with /api/search)")
