@@ -119,7 +119,7 @@ class HttpServer:
         return web.Response(text=PAGE, content_type="text/html")
 
     async def _state(self, request: web.Request) -> web.Response:
-        return web.json_response(self.views.state())
+        return dashboard_api.timed(self.views.state)
 
     async def _events(self, request: web.Request) -> web.Response:
         try:
