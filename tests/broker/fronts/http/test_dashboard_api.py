@@ -162,3 +162,10 @@ def test_with_a_token_every_new_view_wants_it(tmp_path):
 def test_a_search_text_is_taken_as_it_is_typed(server):
     q = urllib.parse.quote(" order-17 ")
     assert [r["matched"] for r in get(server.http_port, "/api/search?q=" + q)[1]["results"]] == ["key"]
+
+
+def test_each_view_says_what_it_cost_in_a_server_timing_header(server):
+    for path in ("/api/state", "/api/message?id=" + server.receipt.msg_id, "/api/rates"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.http_port}{path}", timeout=10) as r:
+            timing = dict(part.strip().split(";dur=") for part in r.headers["Server-Timing"].split(","))
+        assert set(timing) == {"view", "cpu"} and all(float(v) >= 0 for v in timing.values()), path
