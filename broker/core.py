@@ -74,7 +74,7 @@ class BrokerCore:
         # what the dashboard reads beside the store: rates per second (rates.py) and the
         # deliveries the store cannot tell (delivery_log.py), both bounded
         self.rates = RateRing(topics=lambda: self.topics.table)
-        self.deliveries = DeliveryLog(clock.now_ms(), position=lambda: store.commit_log_max_offset)
+        self.deliveries = DeliveryLog(clock.now_ms(), store=store)
         self.offsets = OffsetBook(store, clock, self.events, self._dirty, self.rates, self.deliveries.first_pulled)
         self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message,
                                self.deliveries)
@@ -175,7 +175,8 @@ class BrokerCore:
             return res
         self._dirty(now)
         props = rec.properties
-        self.rates.stored(now, kind, rec.topic, props, group)
+        if kind is not EventKind.REDELIVERED:          # (a delayed message come due was counted when sent)
+            self.rates.stored(now, kind, rec.topic, props, group)
         if lane is not None:
             due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp)
             if EventKind.DELAYED in self.events.wanted:

@@ -38,18 +38,23 @@ DISPATCH, PULSAR_ACK, PULSAR_NACK = "dispatch", "pulsar_ack", "pulsar_nack"
 
 
 class DeliveryLog:
-    def __init__(self, since_ms: int, capacity: int = DEFAULT_CAPACITY, position=lambda: 0) -> None:
-        """``position()``: the store's commit-log end."""
+    def __init__(self, since_ms: int, capacity: int = DEFAULT_CAPACITY, store=None) -> None:
+        """``store``: the core's store (an entry's position is its commit_log_max_offset)."""
         if capacity < 0:
             raise ValueError(f"a delivery log keeps 0 or more entries, not {capacity}")
         self.since_ms = since_ms
-        self._position = position
         self.capacity = capacity
         self.dropped_upto_ms: int | None = None           # the newest entry dropped to keep the bound
+        self._store = store
         self._queues: dict[tuple[str, int], deque] = {}
         self._order: deque[tuple[str, int]] = deque()     # the queue of each entry, oldest first
+        self._size = 0
+
+    def _position(self) -> int:
+        return self._store.commit_log_max_offset if self._store is not None else 0
 
     def add(self, topic: str, queue_id: int, entry: tuple) -> None:
+        """Keep ``entry`` (its 9 fields, the position last) about a queue."""
         if not self.capacity:
             return
         key = (topic, queue_id)
@@ -57,19 +62,36 @@ class DeliveryLog:
         if q is None:
             q = self._queues[key] = deque()
         q.append(entry)
-        order = self._order
-        order.append(key)
-        if len(order) > self.capacity:
-            old = order.popleft()
-            oq = self._queues[old]
-            self.dropped_upto_ms = oq.popleft()[0]
-            if not oq:
-                del self._queues[old]
+        self._order.append(key)
+        self._size += 1
+        if self._size > self.capacity:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        old = self._order.popleft()
+        oq = self._queues[old]
+        self.dropped_upto_ms = oq.popleft()[0]
+        if not oq:
+            del self._queues[old]
+        self._size -= 1
 
     # -- what the core tells ------------------------------------------------------------------
     def pulled(self, now: int, group: str, topic: str, queue_id: int, lo: int, hi: int, tag_codes,
                client: str) -> None:
-        self.add(topic, queue_id, (now, PULL, group, lo, hi, None, client, tag_codes, self._position()))
+        # (add, inlined: one call per 4.x pull that found messages)
+        if not self.capacity:
+            return
+        key = (topic, queue_id)
+        q = self._queues.get(key)
+        if q is None:
+            q = self._queues[key] = deque()
+        store = self._store
+        q.append((now, PULL, group, lo, hi, None, client, tag_codes,
+                  store.commit_log_max_offset if store is not None else 0))
+        self._order.append(key)
+        self._size += 1
+        if self._size > self.capacity:
+            self._drop_oldest()
 
     def one(self, now: int, kind: str, group: str, topic: str, queue_id: int, offset: int, attempt: int | None = None,
             client: str = "", extra=None) -> None:
@@ -97,4 +119,4 @@ class DeliveryLog:
         return None
 
     def __len__(self) -> int:
-        return len(self._order)
+        return self._size

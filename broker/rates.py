@@ -87,13 +87,14 @@ class RateRing:
 
     # -- counting (the core calls these) ------------------------------------------------
     def stored(self, now: int, kind: str, topic: str, props: dict, group: str | None) -> None:
-        """A put of the core (``put_message``'s kind and group)."""
+        """A put of the core (``put_message``'s kind and group; a delayed message come due,
+        REDELIVERED, is not counted again: the core does not call for it)."""
         if now >= self._next_ms:
             self._turn(now)
         if kind is _STORED and group is None:
             d = self._produced
             d[topic] = d.get(topic, 0) + 1
-        elif kind is not _REDELIVERED:          # a delayed message come due was produced before
+        elif kind is not _REDELIVERED:
             original = props.get(Prop.RETRY_TOPIC) or props.get(Prop.REAL_TOPIC) or ""
             key = (DEAD_LETTERED if kind is _DEAD else RETRIED, group or "", original)
             self._other[key] = self._other.get(key, 0) + 1
