@@ -291,7 +291,8 @@ class DashboardViews:
 
     def rates(self, seconds: int, group: str | None, topic: str | None) -> dict:
         """Per second of the broker's clock, the last ``seconds``: totals of each kind (of
-        ``group`` and/or ``topic`` when given) and the busiest topics and groups."""
+        ``group`` and/or ``topic`` when given; a Pulsar topic by its full name or its store
+        name) and the busiest topics (by the names their users know) and groups."""
         cores = self.cores()
         now = cores[0].clock.now_ms()
         seconds = max(1, min(seconds, min(c.rates.seconds for c in cores)))
@@ -299,18 +300,22 @@ class DashboardViews:
         by_topic: dict[str, Counter] = {}
         by_group: dict[str, Counter] = {}
         first = now // 1000 - seconds + 1
+        shown: dict[str, str] = {}
         for core in _live(cores):
             start, series = core.rates.window(now, seconds)
             shift = start - first
             for (kind, g, t), counts in series.items():
-                if (group is not None and g != group) or (topic is not None and t != topic):
+                name = shown.get(t)
+                if name is None:
+                    name = shown[t] = shown_topic(t)
+                if (group is not None and g != group) or (topic is not None and topic != t and topic != name):
                     continue
                 row = totals[kind]
                 for i, n in enumerate(counts):
                     if 0 <= i + shift < seconds:
                         row[i + shift] += n
                 if t:
-                    by_topic.setdefault(t, Counter())[kind] += sum(counts)
+                    by_topic.setdefault(name, Counter())[kind] += sum(counts)
                 if g:
                     by_group.setdefault(g, Counter())[kind] += sum(counts)
         return {"now_ms": now, "first_s": first, "seconds": seconds, "totals": totals,

@@ -133,6 +133,12 @@ def test_pages_are_bounded_and_the_rates_are_per_second_of_the_brokers_clock(ser
     assert sum(rates["totals"]["produced"]) == 1 and sum(rates["totals"]["dead_lettered"]) == 1
     assert sum(rates["totals"]["retried"]) == 2                             # two send-backs, 10 s apart
     assert [g["group"] for g in rates["by_group"]] == ["billing"]
+    by_topic = {t["topic"]: (t["produced"], t["consumed"], t["retried"]) for t in rates["by_topic"]}
+    assert by_topic == {"Orders": (1, 1, 2), "%RETRY%billing": (0, 2, 0)}   # the retries count where they came from
+    status, of_topic = get(port, "/api/rates?seconds=120&topic=Orders")
+    assert of_topic["totals"]["retried"] == rates["totals"]["retried"]
+    status, of_none = get(port, "/api/rates?seconds=120&topic=Other")
+    assert not any(sum(v) for v in of_none["totals"].values()) and of_none["by_group"] == []
     status, state = get(port, "/api/state")
     assert state["totals"] == {"groups": 1, "topics": 1, "waiting": 0, "dead_letters": 1}
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()

@@ -101,6 +101,12 @@ def test_a_pulsar_poison_message_from_the_search_box_to_its_dead_letter_and_back
             shot(page, "pulsar-0-subscriptions")
             walk = follow_to_the_dead_letter_and_back(page, base, str(message_id), "billing", "pulsar", redelivered)
             pulsar_id = page.inner_text("#ids")
+            full = "persistent://public/default/orders"
+            page.goto(base + "/#/topics")
+            page.get_by_role("link", name=full, exact=True).click()      # its rates, by the name users know
+            page.wait_for_selector("#topic-rates svg polyline")
+            topic_rates = page.inner_text("#topic-rates") + page.inner_text("#topic-groups")
+            shot(page, "pulsar-6-topic")
     finally:
         client.close()
         server.stop()
@@ -113,3 +119,5 @@ def test_a_pulsar_poison_message_from_the_search_box_to_its_dead_letter_and_back
     assert any("re-driven from the dead letter" in line for line in after)
     assert any("acknowledged by subscription billing" in line for line in after)
     assert "Pulsar message id" in pulsar_id
+    assert "produced: 2 " in topic_rates and "billing" in topic_rates     # the send, and the re-drive's store
+    assert "retried: 2 " in topic_rates                                    # two negative acks, for its subscription

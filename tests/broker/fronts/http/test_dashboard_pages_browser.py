@@ -1,0 +1,51 @@
+"""The dashboard's pages beyond one message's walk, in Debian's Chromium (issue 39 items 2,
+3 and 5): the overview draws each group's ladder in its row and lists the busiest topics
+and groups; a topic has its own page of rates over the broker's clock, reached from the
+overview and the topics page; every page opened directly shows the broker's clock, and its
+advance buttons move it there. Screenshots: .test-artifacts/dashboard/."""
+from __future__ import annotations
+
+from tests.broker.fronts.http.browser import chromium_page, shot
+from tests.broker.fronts.http.test_dashboard_browser import CHROMIUM, broker
+from tests.support.processes import wait_for
+
+__all__ = ["CHROMIUM", "broker"]
+
+
+def test_the_overview_draws_each_groups_ladder_and_a_topic_has_its_own_rates_page(broker):
+    from rocketmq_emulator.client_sdk import Message
+
+    broker.producer.send(Message("Orders", b"poison order 18", keys="order-18"))
+    wait_for(lambda: len(broker.deliveries) == 1)
+    base = f"http://127.0.0.1:{broker.http_port}"
+    with chromium_page() as page:
+        page.goto(base + "/")
+        page.wait_for_selector("#groups >> text=L3: 1")
+        # the ladder in the group's row: level 3 holds the one waiting message, the DLQ none
+        waiting = page.locator("#groups svg.mini rect[fill='var(--wait)']")
+        assert waiting.count() == 1 and waiting.locator("title").text_content() == "level 3: 1 waiting"
+        assert page.locator("#groups svg.mini rect").count() == 18 + 1
+        page.wait_for_selector("#busy-topics >> text=Orders")
+        assert "billing" in page.inner_text("#busy-groups")
+        shot(page, "pages-0-overview")
+        page.locator("#busy-topics a", has_text="Orders").click()
+        page.wait_for_selector("#topic-rates svg polyline")
+        assert page.url.endswith("#/topic/Orders")
+        legend = page.inner_text("#topic-rates .legend")
+        assert "produced: 1" in legend and "retried: 1" in legend
+        assert "billing" in page.inner_text("#topic-groups")
+        assert page.get_attribute("nav a[data-nav='topics']", "aria-current") == "page"
+        shot(page, "pages-1-topic")
+
+    with chromium_page() as page:                   # a page opened directly, not through the overview
+        page.goto(base + "/#/topics")
+        page.wait_for_selector("#topics-all >> text=Orders")
+        page.wait_for_function("document.querySelector('#clock').textContent.startsWith('20')")
+        before = page.inner_text("#clock")
+        page.click("button[data-advance='10s']")   # the first retry comes due: a second delivery
+        wait_for(lambda: len(broker.deliveries) == 2)
+        page.wait_for_function("t => document.querySelector('#clock').textContent !== t", arg=before)
+        after = page.inner_text("#clock")
+        page.locator("#topics-all a", has_text="Orders").first.click()
+        page.wait_for_selector("#topic-rates >> text=retried: 2")
+    assert (before[11:19], after[11:19]) == ("00:00:00", "00:00:10")
