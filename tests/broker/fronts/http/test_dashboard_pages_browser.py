@@ -2,12 +2,12 @@
 3 and 5): the overview draws each group's ladder in its row and lists the busiest topics
 and groups; a topic has its own page of rates over the broker's clock, reached from the
 overview and the topics page; every page opened directly shows the broker's clock, and its
-advance buttons move it there. Screenshots: .test-artifacts/dashboard/."""
+advance buttons move it there; empty states and errors are said on the page. Screenshots: .test-artifacts/dashboard/."""
 from __future__ import annotations
 
-from tests.broker.fronts.http.browser import chromium_page, shot
+from tests.broker.fronts.http.browser import chromium_page, search, shot
 from tests.broker.fronts.http.test_dashboard_browser import CHROMIUM, broker
-from tests.support.processes import wait_for
+from tests.support.processes import EmulatorProcess, wait_for
 
 __all__ = ["CHROMIUM", "broker"]
 
@@ -49,3 +49,37 @@ def test_the_overview_draws_each_groups_ladder_and_a_topic_has_its_own_rates_pag
         page.locator("#topics-all a", has_text="Orders").first.click()
         page.wait_for_selector("#topic-rates >> text=retried: 2")
     assert (before[11:19], after[11:19]) == ("00:00:00", "00:00:10")
+
+
+def test_an_empty_broker_says_so_a_wrong_id_and_a_stopped_broker_are_shown_as_errors(tmp_path):
+    """A broker on the real clock, nothing sent yet: each page says what is not there
+    rather than drawing bare headings; the advance buttons are off and say why; a search
+    that finds nothing, a message id no broker holds and a broker that stopped answering
+    are each one readable line on the page."""
+    server = EmulatorProcess(tmp_path / "store", http=True).start()
+    base = f"http://127.0.0.1:{server.http_port}"
+    try:
+        with chromium_page(width=500) as page:
+            page.goto(base + "/")
+            page.wait_for_selector("#groups >> text=no group has used this broker yet")
+            for table, says in (("#waiting", "nothing waits for a retry"), ("#dlq", "no dead letters"),
+                                ("#busy-topics", "nothing moved in this window")):
+                assert says in page.inner_text(table)
+            assert "real: the buttons need --clock virtual" in page.inner_text("#clockbar")
+            assert page.locator("#advance button:disabled").count() == 4
+            shot(page, "empty-0-overview-500px")
+            for dialect in ("4.x", "5.x", "pulsar"):
+                page.goto(f"{base}/#/consumers/{dialect}")
+                page.wait_for_selector("#consumers >> text=none yet")
+            page.goto(base + "/")
+            search(page, "order-none")
+            page.wait_for_selector("#results >> text=no message has this id or key on a running broker")
+            page.goto(base + "/#/message/7F000001000022B30000000000999999")
+            page.wait_for_selector("#message >> text=searching for it")
+            assert "no running broker holds a message" in page.inner_text("#error")
+            shot(page, "empty-1-no-such-message")
+            server.stop()
+            page.evaluate("location.hash = '#/topics'")   # the page is loaded; the broker behind it is gone
+            page.wait_for_selector("#error >> text=the broker does not answer")
+    finally:
+        server.stop()
