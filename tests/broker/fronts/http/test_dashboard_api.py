@@ -175,3 +175,28 @@ def test_each_view_says_what_it_cost_in_a_server_timing_header(server):
         with urllib.request.urlopen(f"http://127.0.0.1:{server.http_port}{path}", timeout=10) as r:
             timing = dict(part.strip().split(";dur=") for part in r.headers["Server-Timing"].split(","))
         assert set(timing) == {"view", "cpu"} and all(float(v) >= 0 for v in timing.values()), path
+
+
+def test_a_message_on_another_broker_of_the_cluster_is_found_by_each_of_its_ids(tmp_path):
+    """`serve --brokers 2`: a topic only broker-b holds; its message is found from the one
+    HTTP front by key, message id and offset id, and its page names broker-b."""
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", brokers=2, http=True).start()
+    try:
+        assert main(["topic", "create", "OnB", "--queues", "1", "--broker", "broker-b", "--server", server.address]) == 0
+        remote = RemoteBroker(server.address)
+        producer = Producer("pg", remote).start()
+        receipt = producer.send(Message("OnB", b"kept by broker-b", keys="order-b"))
+        remote.call(producer.shutdown)
+        remote.close()
+        port = server.http_port
+        status, found = get(port, "/api/search?q=order-b")
+        assert status == 200 and [(r["id"], r["broker"], r["matched"]) for r in found["results"]] == \
+            [(receipt.msg_id, "broker-b", "key")]
+        for ident in (receipt.msg_id, receipt.offset_msg_id):
+            status, life = get(port, "/api/message?id=" + ident)
+            assert status == 200 and (life["broker"], life["msg_id"], life["offset_msg_id"]) == \
+                ("broker-b", receipt.msg_id, receipt.offset_msg_id)
+            assert life["timeline"][0]["text"] == "stored in OnB (queue 0, offset 0)"
+            assert set(life["events_since_ms"]) == {"broker-a", "broker-b"}
+    finally:
+        server.stop()
