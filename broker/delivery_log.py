@@ -111,6 +111,10 @@ class DeliveryLog:
                 out.append(e)
         return out
 
+    def entries(self, topic: str, queue_id: int):
+        """Every entry about a queue still in the log, oldest first."""
+        return iter(self._queues.get((topic, queue_id), ()))
+
     def first_pulled(self, group: str, topic: str, queue_id: int) -> int | None:
         """Where ``group``'s first pull of a queue still in the log started (None: none is)."""
         for e in self._queues.get((topic, queue_id), ()):

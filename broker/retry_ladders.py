@@ -12,7 +12,8 @@ count for a Pulsar subscription — and the messages behind each bar, a page at 
           interval before attempt n
   pulsar  step = redelivery count n: waiting = messages not acknowledged whose count is n
           now; passed = messages that reached n and moved on (counted by the cursor,
-          saved with it), plus retry letters (reconsume_later copies) with RECONSUMETIMES n
+          saved with it; which ones, from the delivery log: its redeliveries to n), plus
+          retry letters (reconsume_later copies) with RECONSUMETIMES n
 
 Cost: ``RetryIndex`` reads each record of the topics where retries and dead letters go
 once (its group, reconsume times, message id and ORIGIN_MESSAGE_ID) and keeps per-level
@@ -30,6 +31,7 @@ from rocketmq_emulator.store.records import (DLQ_PREFIX, POP_RETRY_SEPARATOR, RE
                                              RecordError, decode_record)
 
 from .dead_letters import dead_letter_counts, dead_letters
+from .delivery_log import PULSAR_NACK
 from .pulsar_names import STORE_PREFIX, shown_topic
 from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, rocketmq5_retry_interval_ms
 
@@ -406,11 +408,20 @@ def _bar_5x(core, index, group, attempt, which):
 
 def _bar_pulsar(core, index, group, count, which):
     out = []
+    for s in _pulsar_subscriptions(core, group):
+        waiting = sorted(off for off, n in s["redeliveries"].items()
+                         if n == count and off >= s["mark_delete"] and off not in s["acked"])
+        if which == WAITING:
+            out += [(s["topic"], 0, off, {"redelivery_count": count}) for off in waiting]
+            continue
+        # passed: the cursor saves how many reached the count, not which; its redeliveries
+        # to the count are in the (bounded, in-memory) delivery log
+        seen = set(waiting)
+        for e in core.deliveries.entries(s["topic"], 0):
+            if e[1] == PULSAR_NACK and e[5] == count and e[2] == group and e[3] not in seen:
+                seen.add(e[3])
+                out.append((s["topic"], 0, e[3], {"redelivery_count": count, "known_from": "event log"}))
     if which == WAITING:
-        for s in _pulsar_subscriptions(core, group):
-            for off, n in sorted(s["redeliveries"].items()):
-                if n == count and off >= s["mark_delete"] and off not in s["acked"]:
-                    out.append((s["topic"], 0, off, {"redelivery_count": n}))
         return out
     for rec in _retry_letters(core, group):
         if _letter_count(rec) == count:

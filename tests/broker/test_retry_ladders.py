@@ -119,6 +119,9 @@ def test_a_pulsar_ladder_counts_redeliveries_and_keeps_what_passed_across_a_rest
     assert steps(ladder(core, index, "billing", "pulsar")) == {1: (0, 3), 2: (1, 0)}
     rows, total = bar_messages(core, index, "billing", "pulsar", 2, "waiting")
     assert total == 1 and rows[0]["body"] == "m0" and rows[0]["redelivery_count"] == 2
+    rows, total = bar_messages(core, index, "billing", "pulsar", 1, "passed")      # each one the ladder counts
+    assert total == 3 and sorted(r["body"] for r in rows) == ["m0", "m1", "m2"]
+    assert {(r["redelivery_count"], r["known_from"]) for r in rows} == {(1, "event log")}
     [sub], _ = consumer_rows([core], "pulsar", lambda c: index)
     assert (sub["type"], sub["consumers"], sub["backlog"], sub["redelivery_counts"]) == ("Shared", ["c1"], 1, {"2": 1})
     core.close()
@@ -126,6 +129,7 @@ def test_a_pulsar_ladder_counts_redeliveries_and_keeps_what_passed_across_a_rest
     index = RetryIndex(again)
     index.refresh()
     assert steps(ladder(again, index, "billing", "pulsar")) == {1: (0, 3), 2: (1, 0)}     # saved with the cursor
+    assert bar_messages(again, index, "billing", "pulsar", 1, "passed") == ([], 0)       # which ones: the event log knew
     again.close()
 
 

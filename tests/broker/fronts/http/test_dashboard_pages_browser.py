@@ -83,3 +83,37 @@ def test_an_empty_broker_says_so_a_wrong_id_and_a_stopped_broker_are_shown_as_er
             page.wait_for_selector("#error >> text=the broker does not answer")
     finally:
         server.stop()
+
+
+def test_after_a_restart_a_pulsar_bar_says_which_of_its_messages_it_cannot_list(tmp_path):
+    """A Pulsar cursor saves how many messages passed each redelivery count, not which;
+    after a restart the bar still counts them and its list says why they are not listed."""
+    from rocketmq_emulator.broker.core import BrokerCore
+    from rocketmq_emulator.broker.operations import SendRequest
+    from rocketmq_emulator.broker.pulsar_cursors import SubType
+    from rocketmq_emulator.delay_scheduler import VirtualClock
+
+    core = BrokerCore.open(tmp_path / "store", VirtualClock())
+    topic = "pulsar|public|default|orders"
+    core.ensure_pulsar_topic(topic)
+    ch = core.connect()
+    for i in range(2):
+        core.send(SendRequest("", topic, b"m%d" % i, 0, {}), ch)
+    consumer = object()
+    core.subscriptions.subscribe("billing", topic, consumer, SubType.SHARED, earliest=True)
+    core.subscriptions.flow(consumer, 10)
+    offsets = [d.offset for d in core.subscriptions.dispatch("billing", topic)]
+    core.subscriptions.redeliver(consumer, offsets)                  # both reach count 1
+    core.subscriptions.dispatch("billing", topic)
+    core.subscriptions.ack(consumer, offsets)
+    core.close()
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", http=True).start()
+    try:
+        with chromium_page() as page:
+            page.goto(f"http://127.0.0.1:{server.http_port}/#/group/pulsar/billing")
+            page.click("#ladder rect[data-which='passed'][data-step='1']")
+            page.wait_for_selector("#bar-unlisted >> text=2 of the 2 this bar counts are not listed")
+            assert "no messages" in page.inner_text("#bar")
+            shot(page, "pulsar-7-bar-after-restart")
+    finally:
+        server.stop()

@@ -52,6 +52,13 @@ def test_a_5x_poison_message_from_the_search_box_to_its_dead_letter_and_back(tmp
             page.goto(base + "/#/consumers/5.x")
             page.wait_for_selector("#consumers >> text=attempt 3: 1")     # invisible now, at its third attempt
             shot(page, "5x-0-consumers")
+            page.goto(base + "/#/group/5.x/G5")                         # its ladder: in flight at attempt 3
+            page.click("#ladder rect[data-which='waiting'][data-step='3']")
+            page.wait_for_selector("#bar-title >> text=delivery attempt 3: waiting now")
+            attempt_bar = page.inner_text("#bar")
+            passed = page.locator("#ladder rect[data-which='passed']")
+            passed_steps = sorted(passed.nth(i).get_attribute("data-step") for i in range(passed.count()))
+            shot(page, "5x-0-attempt-bar")
             page.click("button[data-advance='1m']")                     # the third expiry: the DLQ
             walk = follow_to_the_dead_letter_and_back(page, base, receipt.message_id, "G5", "5x",
                                                       lambda: consumer.ack(receive_one()))
@@ -59,6 +66,8 @@ def test_a_5x_poison_message_from_the_search_box_to_its_dead_letter_and_back(tmp
         consumer.shutdown()
         producer.shutdown()
         server.stop()
+    assert receipt.message_id in attempt_bar and "order-5x" in attempt_bar
+    assert passed_steps == ["2"]                         # its retry copy of attempt 2 was received and expired
     assert attempts == [1, 2, 3, 1]                     # and after the re-drive, a fresh first attempt
     before, after = walk["before"], walk["after"]
     assert sum("received by" in line for line in before) == 3
@@ -95,6 +104,11 @@ def test_a_pulsar_poison_message_from_the_search_box_to_its_dead_letter_and_back
             consumer.acknowledge(again)
 
         with chromium_page() as page:
+            page.goto(base + "/#/group/pulsar/billing")                 # its ladder: through counts 1 and 2
+            page.click("#ladder rect[data-which='passed'][data-step='2']")
+            page.wait_for_selector("#bar-title >> text=redelivery count 2: passed through")
+            count_bar = page.locator("#bar tr").all_inner_texts()
+            shot(page, "pulsar-0-count-bar")
             page.goto(base + "/#/consumers/pulsar")
             page.wait_for_selector("#consumers >> text=Shared")
             consumers = page.inner_text("#consumers")
@@ -110,6 +124,7 @@ def test_a_pulsar_poison_message_from_the_search_box_to_its_dead_letter_and_back
     finally:
         client.close()
         server.stop()
+    assert len(count_bar) == 2 and "order-p" in count_bar[1] and "poison pulsar" in count_bar[1]
     assert counts == [0, 1, 2, 0]                       # a re-driven message comes back with a count of 0
     assert "persistent://public/default/orders" in consumers and "billing-1" in consumers
     before, after = walk["before"], walk["after"]
