@@ -1,8 +1,9 @@
-"""One poison message's life on the dashboard, in Debian's Chromium, with the real 5.x
-client (rocketmq-python-client over gRPC) and the real Pulsar client (pulsar-client):
+"""One poison message's life on the dashboard, in Debian's Chromium, with the real 4.x
+client (ali-ons, in node), the real 5.x client (rocketmq-python-client over gRPC) and the
+real Pulsar client (pulsar-client):
 from the search box to its message page, its group's ladder and the dead-letter bar's
 list, re-driven there, back to its page where the re-drive and the new delivery show.
-(RocketMQ 4.x: test_dashboard_browser.py.) Screenshots: .test-artifacts/dashboard/."""
+(RocketMQ 4.x with this project's SDK: test_dashboard_browser.py.) Screenshots: .test-artifacts/dashboard/."""
 from __future__ import annotations
 
 import pytest
@@ -12,6 +13,48 @@ from tests.broker.fronts.http.browser import chromium_page, follow_to_the_dead_l
 from tests.support.processes import EmulatorProcess, wait_for
 
 pytestmark = pytest.mark.interop
+
+
+def test_an_ali_ons_poison_message_from_the_search_box_to_its_dead_letter_and_back(tmp_path):
+    from tests.interop.test_ali_ons import GROUP, TOPIC, OnsDriver, failures, wait_sent_back
+
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", http=True).start()
+    assert main(["topic", "create", TOPIC, "--queues", "1", "--server", server.address]) == 0
+    driver = OnsDriver(server.address, ok_count=0, poison_count=1, max_reconsume=2)
+    base = f"http://127.0.0.1:{server.http_port}"
+    try:
+        driver.wait_for(lambda ev: any(e["event"] == "sent" for e in ev))
+        [sent] = driver.of("sent")
+        driver.wait_for(lambda ev: failures(ev, "poison-0") == [0])
+        wait_sent_back(server.port, 3, 1, driver)
+        with chromium_page() as page:
+            page.goto(base + "/")
+            search(page, sent["msgId"])
+            page.wait_for_selector("#timeline >> text=sent back to delay level 3")
+            for n, level in ((1, 4), (2, None)):                     # ali-ons gets it again as each comes due
+                page.click("button[data-advance='next']")
+                driver.wait_for(lambda ev: failures(ev, "poison-0") == list(range(n + 1)))
+                if level:
+                    wait_sent_back(server.port, level, 1, driver)
+                    page.wait_for_selector(f"#timeline >> text=sent back to delay level {level}")
+            page.wait_for_selector("#timeline >> text=dead-lettered")   # its third failure: maxReconsumeTimes 2
+            walk = follow_to_the_dead_letter_and_back(
+                page, base, sent["msgId"], GROUP, "ons",
+                lambda: driver.wait_for(lambda ev: len(failures(ev, "poison-0")) == 4))
+            ids = page.inner_text("#ids")
+        driver.close()
+    finally:
+        driver.kill()
+        server.stop()
+    assert failures(driver.events, "poison-0") == [0, 1, 2, 0]    # re-driven: a fresh reconsume count
+    assert "no UNIQ_KEY" in ids and "Pulsar" not in ids           # ali-ons names a message by its offset id only
+    before, after = walk["before"], walk["after"]
+    assert sum("delivered to" in line for line in before) == 3
+    sent_back = [line for line in before if "sent back to delay level" in line]
+    assert len(sent_back) == 2 and all(GROUP in line for line in sent_back)
+    assert any("dead-lettered by " + GROUP in line and "%DLQ%" + GROUP in line for line in before)
+    assert sources(before) == {"store", "event log"}
+    assert any("re-driven from the dead letter" in line for line in after)
 
 
 def test_a_5x_poison_message_from_the_search_box_to_its_dead_letter_and_back(tmp_path):
