@@ -24,12 +24,14 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
+from .delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic, is_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
 from .long_polling import HeldPull, PullHoldService
 from .offset_book import OffsetBook
+from .rates import RateRing
 from .invisible_time import PopService
 from .pulsar_compaction import Compaction
 from .pulsar_cursors import SubscriptionService
@@ -72,14 +74,20 @@ class BrokerCore:
         self.events = EventLog()
         self.events.enabled = self.config.record_events
         self.notify = Notifier()                            # typed notifications to the fronts
-        self.offsets = OffsetBook(store, clock, self.events, self._dirty)
-        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message)
+        # what the dashboard reads beside the store: rates per second (rates.py) and the
+        # deliveries the store cannot tell (delivery_log.py), both bounded
+        self.rates = RateRing(topics=lambda: self.topics.table)
+        self.deliveries = DeliveryLog(clock.now_ms(), store=store)
+        self.offsets = OffsetBook(store, clock, self.events, self._dirty, self.rates, self.deliveries.first_pulled)
+        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message,
+                               self.deliveries)
         # Pulsar: topics and policies, compaction, cursors, producers (broker/pulsar_*.py)
         self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
         first = self.pulsar_topics.first_offset
         self.compaction = Compaction(store, first, self._compaction_threshold)
         self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify,
-                                                 first, self.compaction)
+                                                 first, self.compaction, deliveries=self.deliveries,
+                                                 rates=self.rates)
         self.pulsar_producers = PulsarProducers(
             store, lambda t: bool(self.pulsar_topics.effective(t, "deduplicationEnabled")), first,
             lambda t: self._compaction_threshold(t) > 0)
@@ -178,6 +186,8 @@ class BrokerCore:
             return res
         self._dirty(now)
         props = rec.properties
+        if kind is not EventKind.REDELIVERED:          # (a delayed message come due was counted when sent)
+            self.rates.stored(now, kind, rec.topic, props, group)
         if lane is not None:
             due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp)
             if EventKind.DELAYED in self.events.wanted:

@@ -77,5 +77,8 @@ def pull(core, req: PullRequest, channel) -> PullResult:
         outcome = _FROM_STORE.get(status, O.NO_NEW_MESSAGE)
     if req.commit_offset is not None:
         core.record_offset_commit(group, topic, queue_id, req.commit_offset)
+    if outcome is O.FOUND:
+        core.deliveries.pulled(core.clock.now_ms(), group, topic, queue_id, req.offset, res.next_begin_offset, code_set,
+                               channel.client_id or channel.remote)
     return PullResult(outcome, res.records if outcome is O.FOUND else (), res.next_begin_offset, res.min_offset,
                       res.max_offset, None, code_set, status.name)

@@ -50,7 +50,9 @@ from dataclasses import dataclass, field
 
 from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY
 
+from .delivery_log import DISPATCH, PULSAR_ACK, PULSAR_NACK
 from .notifications import DispatchReady
+from .rates import RETRIED
 from .retry_lifecycle import pulsar_redelivery
 
 __all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome", "DELIVER_AT_PROPERTY",
@@ -82,6 +84,10 @@ class SubType(enum.IntEnum):
     KEY_SHARED = 3
 
 
+_TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared", SubType.FAILOVER: "Failover",
+               SubType.KEY_SHARED: "Key_Shared"}
+
+
 class SubscribeOutcome(enum.Enum):
     OK = "ok"
     CONSUMER_BUSY = "an exclusive subscription already has a consumer"
@@ -107,6 +113,7 @@ class _Consumer:
     priority: int = 0                                     # lower is preferred (Pulsar's priority level)
     permits: int = 0
     pending: set[int] = field(default_factory=set)        # dispatched to it, not acknowledged
+    label: str = ""                                       # who it is, as the front names it (dashboard)
 
 
 @dataclass(slots=True)
@@ -127,6 +134,7 @@ class _Cursor:
     compacted: bool = False                               # readCompacted: below the horizon, the compacted view
     stats: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATS, 0))
     out: int = 0                                          # messages dispatched (msgOutCounter), this run
+    reached: dict[int, int] = field(default_factory=dict)  # redelivery count n -> messages that reached it
 
     @property
     def holds_back(self) -> bool:
@@ -134,12 +142,15 @@ class _Cursor:
 
 
 class SubscriptionService:
-    def __init__(self, store, clock, config, topics, offsets, notify, first_offset=None, compaction=None) -> None:
+    def __init__(self, store, clock, config, topics, offsets, notify, first_offset=None, compaction=None,
+                 deliveries=None, rates=None) -> None:
         """``offsets``: the core's OffsetBook (a durable cursor's mark-delete position is
         its group's offset); ``notify``: the core's Notifier (DispatchReady);
         ``first_offset(topic)``: where a topic's live records begin (a topic deleted and
         made again starts past its old records: pulsar_topics.py); ``compaction``: the
-        core's pulsar_compaction.Compaction (readCompacted cursors)."""
+        core's pulsar_compaction.Compaction (readCompacted cursors); ``deliveries`` and
+        ``rates``: its DeliveryLog and RateRing (dispatches, acks and redeliveries are
+        told there)."""
         self.store = store
         self.first_offset = first_offset if first_offset is not None else (lambda topic: store.min_offset(topic, 0))
         self.compaction = compaction
@@ -148,6 +159,8 @@ class SubscriptionService:
         self.topics_config = topics
         self.offsets = offsets
         self.notify = notify
+        self.deliveries = deliveries
+        self.rates = rates
         self._cursors: dict[tuple[str, str], _Cursor] = {}
         self._of: dict[object, _Cursor] = {}              # consumer key -> its cursor
         self.topics: dict[str, int] = {}                  # topic -> its subscriptions (the core looks here)
@@ -157,14 +170,15 @@ class SubscriptionService:
     # -- consumers ------------------------------------------------------------------------
     def subscribe(self, group: str, topic: str, consumer, sub_type: SubType, *, earliest: bool = False,
                   durable: bool = True, start: int | None = None, priority: int = 0,
-                  read_compacted: bool = False) -> SubscribeOutcome:
+                  read_compacted: bool = False, label: str = "") -> SubscribeOutcome:
         """A consumer joins ``group``'s subscription of ``topic`` (made if new: where the
         group's committed offset says, else at the start or the end). A non-durable one (a
         reader) starts at ``start`` (clamped to the queue), keeps no committed offset and
         is gone when its consumer leaves. Consumers are kept in order of ``priority``, then
         of arrival: a Failover subscription's active consumer is the first. With
         ``read_compacted`` the subscription reads the compacted view below the compaction
-        horizon (pulsar_compaction.py)."""
+        horizon (pulsar_compaction.py). ``label``: the consumer's name as its front gives
+        it (shown by the dashboard)."""
         if self.topics_config.get(topic) is None:
             return SubscribeOutcome.TOPIC_NOT_EXIST
         cursor = self._cursors.get((group, topic))
@@ -186,7 +200,7 @@ class SubscriptionService:
             at = next((i for i, c in enumerate(cursor.consumers) if c.priority > priority), len(cursor.consumers))
             if at == 0 and cursor.consumers and not cursor.holds_back:
                 self._back(cursor, cursor.consumers[0].pending, count=False)    # a new active consumer
-            cursor.consumers.insert(at, _Consumer(consumer, priority))
+            cursor.consumers.insert(at, _Consumer(consumer, priority, label=label))
             self._of[consumer] = cursor
         else:       # the same consumer again (a client re-subscribing): its FLOW starts from zero
             self._consumer(consumer).permits = 0
@@ -421,10 +435,14 @@ class SubscriptionService:
         cursor = self._of.get(consumer)
         if cursor is None:
             return
+        log = self.deliveries
+        now = self.clock.now_ms() if log is not None else 0
         for offset in offsets:
             if offset >= cursor.mark_delete:
                 cursor.acked.add(offset)
             self._forget(cursor, offset)
+            if log is not None:
+                log.one(now, PULSAR_ACK, cursor.group, cursor.topic, 0, offset)
         self._advance(cursor)
 
     def ack_part(self, consumer, offset: int, unacked_mask: int) -> None:
@@ -450,6 +468,9 @@ class SubscriptionService:
             self._forget(cursor, o)
         cursor.acked = {o for o in cursor.acked if o > offset}
         cursor.partial = {o: m for o, m in cursor.partial.items() if o > offset}
+        if self.deliveries is not None:
+            self.deliveries.span(self.clock.now_ms(), PULSAR_ACK, cursor.group, cursor.topic, 0, cursor.mark_delete,
+                                 offset + 1)
         cursor.mark_delete = offset + 1
         cursor.read = max(cursor.read, cursor.mark_delete)
         self._advance(cursor)
@@ -545,7 +566,10 @@ class SubscriptionService:
                 c.permits -= 1 if cost is None else cost(rec)
             c.pending.add(offset)
             cursor.out += 1
-            out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0), mask))
+            count = cursor.redeliveries.get(offset, 0)
+            out.append(Dispatch(c.key, offset, rec, count, mask))
+            if self.deliveries is not None:
+                self.deliveries.one(now, DISPATCH, group, topic, 0, offset, count, c.label)
             if sent is not None:
                 sent(c.key, rec)
         cursor.replay.update(parked)
@@ -582,6 +606,56 @@ class SubscriptionService:
         """The redelivery count of ``offset`` in ``group``'s subscription of ``topic`` (0: none)."""
         cursor = self._cursors.get((group, topic))
         return cursor.redeliveries.get(offset, 0) if cursor is not None else 0
+
+    def describe(self) -> list[dict]:
+        """Every durable subscription as the dashboard shows it: type, its consumers'
+        labels, backlog (not acknowledged), unacked (delivered, not acknowledged),
+        delayed (held for a later delivery time), redeliveries (offset -> count of the
+        messages not acknowledged yet), reached (count -> messages that reached it),
+        the mark-delete position. Subscriptions no consumer has opened since the start
+        are read from the store and the saved cursor state (``saved_subscription``)."""
+        out = []
+        seen = set()
+        for (group, topic), c in self._cursors.items():
+            if not c.durable:
+                continue
+            seen.add((group, topic))
+            end = self.store.max_offset(topic, 0)
+            out.append({"group": group, "topic": topic, "type": _TYPE_NAMES[c.sub_type],
+                        "consumers": [x.label for x in c.consumers],
+                        "backlog": max(end - c.mark_delete, 0) - len(c.acked),
+                        "unacked": sum(len(x.pending) for x in c.consumers), "delayed": len(c.delayed),
+                        "redeliveries": dict(c.redeliveries), "reached": dict(c.reached),
+                        "mark_delete": c.mark_delete, "acked": set(c.acked)})
+        for key in self._loaded():
+            topic, _, group = key.rpartition("@")
+            if (group, topic) not in seen and self.store.query_offset(group, topic, 0) >= 0:
+                out.append(self.saved_subscription(group, topic))
+        return out
+
+    def saved_subscription(self, group: str, topic: str) -> dict:
+        """A subscription as its committed offset and saved state say (no consumer
+        since the start): the same fields as ``describe``, type unknown ("")."""
+        mark = max(self.store.query_offset(group, topic, 0), 0)
+        saved = self._loaded().get(f"{topic}@{group}") or {}
+        acked = {int(o) for o in saved.get("acked", ()) if int(o) >= mark}
+        redeliveries = {int(o): int(n) for o, n in (saved.get("redeliveries") or {}).items() if int(o) >= mark}
+        end = self.store.max_offset(topic, 0)
+        return {"group": group, "topic": topic, "type": "", "consumers": [],
+                "backlog": max(end - mark, 0) - len(acked), "unacked": 0, "delayed": 0,
+                "redeliveries": redeliveries, "reached": {int(n): int(k) for n, k in (saved.get("reached") or {}).items()},
+                "mark_delete": mark, "acked": acked}
+
+    def acknowledged(self, group: str, topic: str, offset: int) -> bool | None:
+        """Whether ``group``'s subscription of ``topic`` acknowledged ``offset`` (None: no
+        such subscription)."""
+        c = self._cursors.get((group, topic))
+        if c is not None:
+            return offset < c.mark_delete or offset in c.acked
+        if self.store.query_offset(group, topic, 0) < 0:
+            return None
+        saved = self.saved_subscription(group, topic)
+        return offset < saved["mark_delete"] or offset in saved["acked"]
 
     def stats(self) -> dict[tuple[str, str], dict[str, int]]:
         """(group, topic) -> the redelivery stats of each durable subscription (STATS)."""
@@ -648,6 +722,7 @@ class SubscriptionService:
 
     def _back(self, cursor: _Cursor, offsets, count: bool = True) -> None:
         self._dirty = True
+        now = self.clock.now_ms()
         for o in list(offsets):
             for c in cursor.consumers:
                 c.pending.discard(o)
@@ -659,6 +734,11 @@ class SubscriptionService:
                 st["redeliveries"] += 1
                 st["redelivered_messages"] += n == 1
                 st["max_redelivery_count"] = max(st["max_redelivery_count"], n)
+                cursor.reached[n] = cursor.reached.get(n, 0) + 1
+                if self.deliveries is not None:
+                    self.deliveries.one(now, PULSAR_NACK, cursor.group, cursor.topic, 0, o, n)
+                if self.rates is not None:
+                    self.rates.add(now, RETRIED, cursor.group, cursor.topic)
 
     def _forget(self, cursor: _Cursor, offset: int) -> None:
         for c in cursor.consumers:
@@ -694,6 +774,7 @@ class SubscriptionService:
                     "redeliveries": {str(o): n for o, n in sorted(c.redeliveries.items())},
                     "partial": {str(o): m for o, m in sorted(c.partial.items())}}
                 entry["stats"] = dict(c.stats)
+                entry["reached"] = {str(n): k for n, k in sorted(c.reached.items())}
                 doc[f"{topic}@{group}"] = entry
         self.store.save_config(SUBSCRIPTIONS_CONFIG, doc)
         self._saved = doc
@@ -707,6 +788,7 @@ class SubscriptionService:
     def _restore(self, cursor: _Cursor) -> None:
         saved = self._loaded().get(f"{cursor.topic}@{cursor.group}") or {}
         cursor.stats.update({k: int(v) for k, v in (saved.get("stats") or {}).items() if k in STATS})
+        cursor.reached = {int(n): int(k) for n, k in (saved.get("reached") or {}).items()}
         if self.config.redelivery_count_in_memory:
             return
         cursor.acked = {int(o) for o in saved.get("acked", ()) if int(o) >= cursor.mark_delete}

@@ -245,6 +245,7 @@ def _open_core(cfg, data_dir: Path | None, clock, port: int):
         core.close()
         raise
     core.flush_hooks.append(keeper.save)        # every flush (and close) writes the clock's time
+    core.deliveries.since_ms = clock.now_ms()   # (the event log starts at the time resumed)
     return core, keeper
 
 

@@ -23,7 +23,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from ...cluster import next_due_ms
-from .dashboard import EventFeed, dashboard_state
+from . import dashboard_api
+from .dashboard import DashboardViews, EventFeed
 from .dashboard_page import PAGE
 from ...dead_letters import DeadLetterError, redrive_on
 from ...errors import ClockError
@@ -54,6 +55,7 @@ class HttpServer:
         self.guarded: dict[object, GuardedHttp] = {}      # aiohttp's protocol -> its guarded connection
         self.cores = cores if cores is not None else collector.cores
         self.feed = EventFeed(self.cores())
+        self.views = DashboardViews(self.cores)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
         self.listeners = listeners              # name -> up
@@ -68,6 +70,7 @@ class HttpServer:
         app.router.add_post("/api/dlq/redrive", self._redrive)
         app.router.add_routes(PulsarAdmin(lambda: self.cores()[0], pulsar_url,
                                           lambda: f"http://{self.host}:{self.port}").routes())
+        dashboard_api.add_routes(app.router, self.views)           # the dashboard's other views
         keepalive = {"keepalive_timeout": self.limits.idle_timeout_s} if self.limits.idle_timeout_s else {}
         self._runner = web.AppRunner(app, access_log=None, logger=ProtocolLog(log), **keepalive)
         self._server = None
@@ -121,7 +124,7 @@ class HttpServer:
         return web.Response(text=PAGE, content_type="text/html")
 
     async def _state(self, request: web.Request) -> web.Response:
-        return web.json_response(dashboard_state(self.cores()))
+        return dashboard_api.timed(self.views.state)
 
     async def _events(self, request: web.Request) -> web.Response:
         try:

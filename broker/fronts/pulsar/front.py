@@ -191,7 +191,8 @@ class PulsarFront:
         outcome = self.core.subscriptions.subscribe(group, stored, consumer, SubType(req.subType),
                                                     earliest=req.initialPosition == s.InitialPosition.Earliest,
                                                     durable=req.durable, start=start, priority=req.priority_level,
-                                                    read_compacted=req.read_compacted)
+                                                    read_compacted=req.read_compacted,
+                                                    label=f"{req.consumer_name or req.consumer_id} ({conn.peer})")
         if outcome is not SubscribeOutcome.OK:
             return [error(req.request_id, s.ServerError.ConsumerBusy, outcome.value)]
         conn.consumers[req.consumer_id] = consumer
