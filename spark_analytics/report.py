@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from . import charts
 from .errors import AnalyticsError
-from .jobs import DEFAULT_DELAY_LEVELS, BrokerInput, analyze, parse_delay_levels
+from .jobs import DEFAULT_DELAY_LEVELS, BrokerInput, analyze, decode_inputs, parse_delay_levels
 from rocketmq_emulator.store.store_dir import cluster_members, read_json, resolve_store
 from .commitlog import list_segments, scan_segment
 from . import datasource
@@ -70,14 +69,18 @@ def _source_info(path: str) -> dict:
 
 def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spark=None,
                      delay_levels: str | None = None, progress=None, driver_read_max: int | None = None,
-                     remote: str | None = None) -> dict:
+                     remote: str | None = None, warm_server: bool = False,
+                     idle_timeout_s: float | None = None, say=None) -> dict:
     """The ``analyze`` command: Spark analysis of ``path`` written to ``out_dir``
     (a cluster's snapshot: broker-a's at ``path``, the others' in ``path/brokers/NAME``).
     ``driver_read_max``: commit logs up to this many bytes are decoded in the driver
     (default ``datasource.LOCAL_READ_MAX_BYTES``), larger ones by the data source's
     tasks. ``remote``: a Spark Connect URL (sc://HOST:PORT) to run on instead of
-    ``master``. Returns the summary (what summary.json holds)."""
+    ``master``. ``warm_server``: run on this environment's warm Spark server
+    (``spark_server``), started if none runs (``say`` is told so, in one line), with
+    ``idle_timeout_s``. Returns the summary (what summary.json holds)."""
     progress = progress or Progress()
+    _import_charts_meanwhile()                 # matplotlib's import while Spark starts
     members = cluster_members(path)
     for _, where in members:                   # before Spark starts: a cut-short snapshot is refused
         datasource.check_complete(where)
@@ -117,6 +120,30 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
     # What read_commitlog decodes in the driver is small enough for Spark's small-input settings.
     limit = datasource.LOCAL_READ_MAX_BYTES if driver_read_max is None else driver_read_max
     small = sum(datasource.log_bytes(where) for _, where in members) <= limit
+    small_conf = SMALL_INPUT_SQL_CONF if small else {}
+
+    def run(spark, decoded=None, ours: bool = False) -> dict:
+        first = inputs[0]
+        _clear_report(out_dir)
+        with ExecutorWatchdog(spark, master), session_conf(spark, {} if decoded is not None else small_conf):
+            analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
+                               queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
+                               subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None,
+                               local_max_bytes=limit, decoded=decoded, ends_with_session=ours)
+            return write_report(analysis, info, out_dir, progress)
+
+    if spark is None and remote is None and warm_server:
+        from .spark_server import DEFAULT_IDLE_TIMEOUT_S, warm_session
+
+        decoded: list = []
+
+        def decode():                          # while the server starts, when it must
+            progress("reading the commit log" + (f"s of {len(inputs)} brokers" if len(inputs) > 1 else ""))
+            decoded.extend(decode_inputs(inputs, limit))
+
+        with warm_session(progress, idle_timeout_s or DEFAULT_IDLE_TIMEOUT_S, say=say, while_starting=decode,
+                          conf=small_conf) as spark:
+            return run(spark, decoded, ours=True)
     ours = None                                # a Connect session this call opens, closed at its end
     if spark is None and remote is not None:
         progress(f"connecting to the Spark Connect server {remote}")
@@ -127,18 +154,22 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
         spark = build_session(master, conf={"spark.driver.extraJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if small
                               else None)
         progress("Spark started")
-    first = inputs[0]
-    _clear_report(out_dir)
     try:
-        with ExecutorWatchdog(spark, master), session_conf(spark, SMALL_INPUT_SQL_CONF if small else {}):
-            analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
-                               queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
-                               subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None,
-                               local_max_bytes=limit)
-            return write_report(analysis, info, out_dir, progress)
+        return run(spark, ours=ours is not None)
     finally:
         if ours is not None:                   # the server releases what the session held
             ours.stop()
+
+
+def _import_charts_meanwhile() -> None:
+    """Import matplotlib (charts) on a thread: a second of CPU that Spark's start (or its
+    first query) leaves a core for."""
+    import threading
+
+    def load():
+        from . import charts  # noqa: F401
+
+    threading.Thread(target=load, name="import-charts", daemon=True).start()
 
 
 _REPORT_FILES = ("report.html", "summary.json")
@@ -176,6 +207,8 @@ def write_report(analysis, info: dict, out_dir: str, progress=None) -> dict:
                "tables": rows}
     summary_text = json.dumps(summary, indent=2, default=str) + "\n"
     progress("drawing charts")
+    from . import charts
+
     figs = {
         "outcomes": charts.outcomes_chart(rows["per_group"]),
         "retried": charts.retried_chart(rows["retried"]),
