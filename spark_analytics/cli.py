@@ -207,6 +207,8 @@ SERVER_ENV = "ROCKETMQ_EMULATOR_SPARK_SERVER"
 def _use_spark_server(args) -> bool:
     if args.master is not None or args.remote is not None:
         return False                           # Spark where the user said
+    if os.name != "posix":
+        return False                           # (its locks are POSIX file locks)
     if args.spark_server is not None:
         return args.spark_server
     choice = os.environ.get(SERVER_ENV, "").strip().lower()
@@ -235,7 +237,7 @@ def _stop_spark(p, args) -> int:
     if stopped is None:
         print("no Spark server was running")
     else:
-        print(f"stopped the Spark server (127.0.0.1:{stopped.port}, pid {stopped.jvm_pid})")
+        print(f"stopped the Spark server (127.0.0.1:{stopped.port}, pid {stopped.supervisor_pid})")
     return 0
 
 

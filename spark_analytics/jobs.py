@@ -596,20 +596,22 @@ def _rows_table(rows: list[tuple], ddl: str) -> pa.Table:
     return pa.table([pa.array(list(c), _ARROW[t]) for c, t in zip(columns, types)], names=list(names))
 
 
-_SQL_TYPE = {pa.int64(): "bigint", pa.int32(): "int", pa.string(): "string"}
+def _spark_schema(schema: pa.Schema):
+    """The Spark schema of an Arrow one (a StructType: a DDL string would be parsed by
+    the JVM, or by the Connect server in a round trip of its own)."""
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-
-def _ddl(schema: pa.Schema) -> str:
-    return ", ".join(f"`{f.name}` {_SQL_TYPE[f.type]}" for f in schema)
+    types = {pa.int64(): LongType(), pa.int32(): IntegerType(), pa.string(): StringType()}
+    return StructType([StructField(f.name, types[f.type], True) for f in schema])
 
 
 def _one_partition(spark, table: pa.Table):
-    """A local relation (its rows in the plan, not an RDD) in one partition: operators
-    over it and over each other then need no exchange (Spark keeps a single partition
-    through projections, filters, joins, aggregates, windows and unions)."""
+    """The table as a DataFrame in one partition: operators over it and over each other
+    then need no exchange (Spark keeps a single partition through projections, filters,
+    joins, aggregates and windows; unions are made one partition again by the query)."""
     from .session import session_conf, is_remote
 
     if is_remote(spark):                       # Connect sends an Arrow table as a local relation
-        return spark.createDataFrame(table, schema=_ddl(table.schema)).coalesce(1)
+        return spark.createDataFrame(table, schema=_spark_schema(table.schema)).coalesce(1)
     with session_conf(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"}):
-        return spark.createDataFrame(table, schema=_ddl(table.schema)).coalesce(1)
+        return spark.createDataFrame(table, schema=_spark_schema(table.schema)).coalesce(1)

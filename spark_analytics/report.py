@@ -80,7 +80,6 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
     (``spark_server``), started if none runs (``say`` is told so, in one line), with
     ``idle_timeout_s``. Returns the summary (what summary.json holds)."""
     progress = progress or Progress()
-    _import_charts_meanwhile()                 # matplotlib's import while Spark starts
     members = cluster_members(path)
     for _, where in members:                   # before Spark starts: a cut-short snapshot is refused
         datasource.check_complete(where)
@@ -123,6 +122,8 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
     small_conf = SMALL_INPUT_SQL_CONF if small else {}
 
     def run(spark, decoded=None, ours: bool = False) -> dict:
+        if decoded is not None:                # (on the warm server: while it computes)
+            _import_charts_meanwhile()
         first = inputs[0]
         _clear_report(out_dir)
         with ExecutorWatchdog(spark, master), session_conf(spark, {} if decoded is not None else small_conf):
@@ -133,23 +134,33 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
             return write_report(analysis, info, out_dir, progress)
 
     if spark is None and remote is None and warm_server:
-        from .spark_server import DEFAULT_IDLE_TIMEOUT_S, warm_session
+        from .spark_server import DEFAULT_IDLE_TIMEOUT_S, WARM_UP_ENV, find_server, server_session, start_in_background
 
-        decoded: list = []
-
-        def decode():                          # while the server starts, when it must
+        state = find_server(progress)
+        if state is not None:
             progress("reading the commit log" + (f"s of {len(inputs)} brokers" if len(inputs) > 1 else ""))
-            decoded.extend(decode_inputs(inputs, limit))
-
-        with warm_session(progress, idle_timeout_s or DEFAULT_IDLE_TIMEOUT_S, say=say, while_starting=decode,
-                          conf=small_conf) as spark:
-            return run(spark, decoded, ours=True)
+            decoded = decode_inputs(inputs, limit)
+            with server_session(state, progress, conf=small_conf) as spark:
+                return run(spark, decoded, ours=True)
+        if os.environ.get(WARM_UP_ENV):
+            raise AnalyticsError("no Spark server to warm up")
+        # None runs: this analysis runs Spark in its own process (a server's start would be
+        # slower), then leaves a server for the next one, started in the background
+        summary = analyze_snapshot(path, out_dir, master=master, delay_levels=delay_levels, progress=progress,
+                                   driver_read_max=driver_read_max)
+        started = start_in_background(idle_timeout_s or DEFAULT_IDLE_TIMEOUT_S, warm_up=str(Path(path).resolve()))
+        if started is not None:
+            (say or progress)(f"started a Spark server for later analyses (127.0.0.1:{started.port}, pid "
+                              f"{started.supervisor_pid}; it stops after {_minutes(started.idle_timeout_s)} unused; "
+                              "to stop it now: rocketmq-emulator analyze --stop-spark)")
+        return summary
     ours = None                                # a Connect session this call opens, closed at its end
     if spark is None and remote is not None:
         progress(f"connecting to the Spark Connect server {remote}")
         spark = ours = build_remote_session(remote)
         progress("Spark started")
     if spark is None:
+        _import_charts_meanwhile()             # while the JVM starts
         progress(f"starting Spark ({master or 'local[*]'})")
         spark = build_session(master, conf={"spark.driver.extraJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if small
                               else None)
@@ -161,9 +172,13 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
             ours.stop()
 
 
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g} s"
+
+
 def _import_charts_meanwhile() -> None:
-    """Import matplotlib (charts) on a thread: a second of CPU that Spark's start (or its
-    first query) leaves a core for."""
+    """Import matplotlib (charts) on a thread, while this process waits for Spark: half a
+    second of CPU off the report's end."""
     import threading
 
     def load():

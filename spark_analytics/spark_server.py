@@ -2,15 +2,24 @@
 running on 127.0.0.1, as Gradle leaves its daemon, so that later analyses skip Spark's
 start and run on a JVM that has already compiled its planner.
 
-    with warm_session(progress) as spark:      # uses the running server, or starts one
-        ...
+    state = find_server(progress)              # a running server (waits for one starting)
+    if state is not None:
+        with server_session(state) as spark: ...
+    else:
+        ...                                    # Spark in this process, as fast as it goes
+        start_in_background(warm_up=snapshot)  # the server, for the next analysis
     stop_server()                              # analyze --stop-spark
+
+The analysis that finds no server runs Spark in its own process and then starts the
+server in the background, which warms itself up with an analysis of the same snapshot
+(its report thrown away): the next analysis finds a JVM that has run one already. An
+analysis that comes while the server starts waits for it.
 
 One server per user and Python environment (it runs this environment's Python for the
 data source), found through a state directory (``state_dir``): ``server.json`` (its
-port, token and processes, written once it answers), ``lock`` (taken to find, start,
-replace or stop it), ``busy`` (held shared by every analysis using it) and ``last_used``
-(touched at each analysis' start and end), and ``server.log``.
+port, token, processes and status: starting, then ready), ``lock`` (taken to find,
+start, replace or stop it), ``busy`` (held shared by every analysis using it),
+``last_used`` (touched at each analysis' start and end), and the logs.
 
 The server is a supervisor process (this module, ``python -m ...spark_server serve``),
 detached from the terminal, and its child JVM (Spark's SparkConnectServer, local[*],
@@ -39,11 +48,12 @@ from pathlib import Path
 
 from .errors import SparkStartError
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "ServerState", "state_dir", "warm_session", "stop_server", "running_server",
-           "STATE_DIR_ENV"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "ServerState", "state_dir", "find_server", "server_session",
+           "start_in_background", "stop_server", "running_server", "STATE_DIR_ENV", "WARM_UP_ENV"]
 
 DEFAULT_IDLE_TIMEOUT_S = 15 * 60
 STATE_DIR_ENV = "ROCKETMQ_EMULATOR_SPARK_SERVER_DIR"     # where the state lives (tests: a temp dir)
+WARM_UP_ENV = "ROCKETMQ_EMULATOR_SPARK_WARM_UP"          # set for the warm-up analysis: it never starts one
 START_TIMEOUT_S = 180.0       # a cold JVM on a busy 2-core host answers in 10-30 s
 STOP_TIMEOUT_S = 20.0
 APP_NAME = "rocketmq-emulator-spark-server"
@@ -65,6 +75,8 @@ class ServerState:
     code: str                  # fingerprint of the code the server's Python workers run
     idle_timeout_s: float
     started_at: float
+    status: str = "ready"      # "starting" until it answers (jvm_pid 0 until then)
+    warmed: bool = False       # its warm-up analysis is done
 
     @property
     def url(self) -> str:
@@ -136,11 +148,14 @@ def _answers(port: int, timeout: float = 2.0) -> bool:
 
 
 def _healthy(state: ServerState, d: Path) -> str | None:
-    """None when ``state`` is a server this code can use; else why not."""
+    """None when ``state`` is a server this code can use (or one starting); else why not."""
     if state.code != code_fingerprint():
         return "it was started by other code (the package changed since)"
     if not _pid_alive(state.supervisor_pid, str(d)):
         return f"its supervisor (pid {state.supervisor_pid}) is gone"
+    if state.status == "starting":
+        return None if time.time() - state.started_at < START_TIMEOUT_S else \
+            f"it did not answer within {START_TIMEOUT_S:g} s of its start"
     if not _pid_alive(state.jvm_pid, f"spark.connect.grpc.binding.port={state.port}"):
         return f"its JVM (pid {state.jvm_pid}) is gone"
     if not _answers(state.port):
@@ -149,10 +164,10 @@ def _healthy(state: ServerState, d: Path) -> str | None:
 
 
 def running_server(d: Path | None = None) -> ServerState | None:
-    """The server this code would use, if one is running and healthy."""
+    """The server this code would use, if one is running, ready and healthy."""
     d = d or state_dir()
     state = _read_state(d)
-    return state if state is not None and _healthy(state, d) is None else None
+    return state if state is not None and state.status == "ready" and _healthy(state, d) is None else None
 
 
 def _kill(state: ServerState, d: Path, timeout: float = STOP_TIMEOUT_S) -> None:
@@ -186,31 +201,6 @@ def _prepare_dir(d: Path) -> None:
     os.chmod(d, 0o700)                         # holds the token
 
 
-def _start(d: Path, idle_timeout_s: float, progress) -> ServerState:
-    """Start the supervisor (detached) and wait until its server answers."""
-    (d / "start-error").unlink(missing_ok=True)
-    log = open(d / "supervisor.log", "wb")
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", __name__, "serve", str(d), "--idle-timeout", str(idle_timeout_s)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            close_fds=True)
-    finally:
-        log.close()
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        state = _read_state(d)
-        if state is not None and state.supervisor_pid == proc.pid:
-            return state
-        if proc.poll() is not None:
-            why = _tail(d / "start-error") or _tail(d / "supervisor.log") or f"exit code {proc.returncode}"
-            raise SparkStartError(f"the Spark server did not start: {why}")
-        time.sleep(0.05)
-    _kill(ServerState(proc.pid, -1, -1, "", "", 0, 0), d)
-    raise SparkStartError(f"the Spark server did not answer within {START_TIMEOUT_S:g} s (its log: "
-                          f"{d / 'server.log'})")
-
-
 def _tail(path: Path) -> str:
     try:
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
@@ -219,21 +209,30 @@ def _tail(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-@contextlib.contextmanager
-def warm_session(progress=lambda msg: None, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, say=None,
-                 while_starting=None, conf: dict[str, str] | None = None):
-    """A Spark Connect session on this environment's warm server, started (and a line
-    said through ``say``) when none runs; a stale one is replaced first. The server
-    counts as busy (not idle) until the block ends. ``while_starting``: work to do in
-    this process while a new server starts (it takes seconds); ``conf``: the session's
-    settings."""
-    from .session import build_remote_session
+def _write_state(d: Path, state: ServerState) -> None:
+    tmp = d / f".server.json.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(asdict(state), f)
+    os.replace(tmp, d / "server.json")
 
-    d = state_dir()
-    _prepare_dir(d)
-    say = say or progress
-    busy = os.open(d / "busy", os.O_RDWR | os.O_CREAT, 0o600)
+
+def _directory(d: Path | None = None) -> Path:
+    d = d or state_dir()
     try:
+        _prepare_dir(d)
+    except OSError as exc:
+        raise SparkStartError(f"cannot use the Spark server's directory {d}: {exc.strerror or exc} (or run with "
+                              "--no-spark-server)") from None
+    return d
+
+
+def find_server(progress=lambda msg: None, d: Path | None = None) -> ServerState | None:
+    """This environment's server, ready (after waiting for one that is starting), or None
+    when none runs; a stale one is stopped and forgotten, in one progress line."""
+    d = _directory(d)
+    waited = False
+    while True:
         with _locked(d / "lock"):
             state = _read_state(d)
             why = _healthy(state, d) if state is not None else None
@@ -241,25 +240,30 @@ def warm_session(progress=lambda msg: None, idle_timeout_s: float = DEFAULT_IDLE
                 progress(f"replacing the Spark server ({why})")
                 _kill(state, d)
                 _remove_state(d)
-                state = None
-            started = state is None
-            if started:
-                progress("starting a Spark server for this and later analyses")
-                launched = time.monotonic()
-                pending = _start_async(d, idle_timeout_s)
-                if while_starting is not None:
-                    while_starting()
-                state = pending()
-                say(f"started a Spark server for later analyses (127.0.0.1:{state.port}, pid {state.jvm_pid}; "
-                    f"it stops after {_human(state.idle_timeout_s)} unused; to stop it now: "
-                    "rocketmq-emulator analyze --stop-spark)")
-                progress(f"Spark server ready after {time.monotonic() - launched:.1f} s")
-            import fcntl
+                return None
+            if state is None or state.status == "ready":
+                return state
+        if not waited:                         # (_healthy bounds the wait: START_TIMEOUT_S)
+            progress("waiting for the Spark server, which is starting")
+            waited = True
+        time.sleep(0.1)
 
-            fcntl.flock(busy, fcntl.LOCK_SH)   # before the lock goes: the supervisor sees us
+
+@contextlib.contextmanager
+def server_session(state: ServerState, progress=lambda msg: None, conf: dict[str, str] | None = None,
+                   d: Path | None = None):
+    """A Spark Connect session on ``state``'s server (``conf``: the session's settings),
+    counted busy (the server is not idle) until the block ends."""
+    import fcntl
+
+    from .session import build_remote_session
+
+    d = _directory(d)
+    busy = os.open(d / "busy", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        with _locked(d / "lock"):              # the supervisor decides idleness under this lock
+            fcntl.flock(busy, fcntl.LOCK_SH)
         _touch(d / "last_used")
-        if not started and while_starting is not None:
-            while_starting()
         progress(f"connecting to the Spark server on 127.0.0.1:{state.port}")
         spark = build_remote_session(state.url, register_source=False, conf=conf)
         try:
@@ -272,32 +276,33 @@ def warm_session(progress=lambda msg: None, idle_timeout_s: float = DEFAULT_IDLE
         os.close(busy)
 
 
-def _start_async(d: Path, idle_timeout_s: float):
-    """Launch the supervisor now; the returned function waits for its server."""
-    result: dict = {}
-    import threading
-
-    def run():
-        try:
-            result["state"] = _start(d, idle_timeout_s, None)
-        except BaseException as exc:           # raised again by the caller
-            result["error"] = exc
-
-    t = threading.Thread(target=run, name="spark-server-start", daemon=True)
-    t.start()
-
-    def wait() -> ServerState:
-        t.join()
-        if "error" in result:
-            raise result["error"]
-        return result["state"]
-    return wait
+_TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"   # the server reads its token from there
 
 
-def _human(seconds: float) -> str:
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{int(seconds // 60)} min"
-    return f"{seconds:g} s"
+def start_in_background(idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, warm_up: str | None = None,
+                        d: Path | None = None) -> ServerState | None:
+    """Start this environment's server unless one runs or starts already (then None): a
+    detached supervisor launches it and, once it answers, analyses the snapshot
+    ``warm_up`` on it into a directory it then removes. Returns at once, with the
+    server's state (status "starting")."""
+    d = _directory(d)
+    with _locked(d / "lock"):
+        state = _read_state(d)
+        if state is not None and _healthy(state, d) is None:
+            return None
+        if state is not None:
+            _kill(state, d)
+        (d / "start-error").unlink(missing_ok=True)
+        port, token = _free_port(), secrets.token_hex(16)
+        cmd = [sys.executable, "-m", __name__, "serve", str(d), "--idle-timeout", str(idle_timeout_s),
+               "--port", str(port)] + (["--warm-up", warm_up] if warm_up else [])
+        with open(d / "supervisor.log", "wb") as log:
+            # (the token travels in the environment: a command line is anyone's to read)
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, close_fds=True, env={**os.environ, _TOKEN_ENV: token})
+        state = ServerState(proc.pid, 0, port, token, code_fingerprint(), idle_timeout_s, time.time(), "starting")
+        _write_state(d, state)
+        return state
 
 
 def stop_server(d: Path | None = None) -> ServerState | None:
@@ -338,11 +343,9 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGTERM)              # PR_SET_PDEATHSIG
 
 
-def serve(d: Path, idle_timeout_s: float) -> int:
-    """The supervisor: start the JVM, publish server.json once it answers, stop it when
-    idle, told to, or when it died."""
-    import fcntl
-
+def serve(d: Path, idle_timeout_s: float, port: int, warm_up: str | None = None) -> int:
+    """The supervisor: start the JVM, mark server.json ready once it answers, warm it up
+    with an analysis of ``warm_up``, and stop it when idle, told to, or when it died."""
     from .session import quiet_conf_dir
 
     stop = {"now": False}
@@ -352,22 +355,15 @@ def serve(d: Path, idle_timeout_s: float) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    token = secrets.token_hex(16)
+    token = os.environ.pop(_TOKEN_ENV, "")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONF_DIR": quiet_conf_dir(),
-           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           # (read by the server; not on its command line, which other users can see)
-           "SPARK_CONNECT_AUTHENTICATE_TOKEN": token}
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, _TOKEN_ENV: token}
     env.pop("SPARK_REMOTE", None)
-    code = code_fingerprint()
+    jvm = _launch_jvm(d, port, env)
     deadline = time.monotonic() + START_TIMEOUT_S
-    for attempt in range(3):                   # (another process may take the free port first)
-        port = _free_port()
-        jvm = _launch_jvm(d, port, env)
-        while not _answers(port, timeout=0.5) and jvm.poll() is None and not stop["now"] \
-                and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if jvm.poll() is None or stop["now"] or time.monotonic() >= deadline:
-            break
+    while not _answers(port, timeout=0.5) and jvm.poll() is None and not stop["now"] \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
     if stop["now"] or jvm.poll() is not None or not _answers(port, timeout=0.5):
         if stop["now"]:
             why = "told to stop while starting"
@@ -377,35 +373,72 @@ def serve(d: Path, idle_timeout_s: float) -> int:
             why = f"it did not answer within {START_TIMEOUT_S:g} s"
         (d / "start-error").write_text(why + "\n")
         _end(jvm)
+        with _locked(d / "lock"):
+            _forget(d, os.getpid())
         return 1
-    state = ServerState(os.getpid(), jvm.pid, port, token, code, idle_timeout_s, time.time())
-    _touch(d / "last_used")
-    tmp = d / f".server.json.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(asdict(state), f)
-    os.replace(tmp, d / "server.json")
+    with _locked(d / "lock"):
+        current = _read_state(d)
+        if current is None or current.supervisor_pid != os.getpid():     # stopped meanwhile
+            _end(jvm)
+            return 1
+        state = ServerState(os.getpid(), jvm.pid, port, token, current.code, idle_timeout_s, current.started_at)
+        _write_state(d, state)
+        _touch(d / "last_used")
+    warming = _warm_up(d, warm_up) if warm_up else None
     try:
         while not stop["now"] and jvm.poll() is None:
-            time.sleep(1.0)
+            time.sleep(0.5)
+            if warming is not None and warming.poll() is not None:
+                warming = None
+                with _locked(d / "lock"):
+                    current = _read_state(d)
+                    if current is not None and current.supervisor_pid == os.getpid():
+                        state = ServerState(**{**asdict(current), "warmed": True})
+                        _write_state(d, state)
             if time.time() - (d / "last_used").stat().st_mtime < idle_timeout_s:
                 continue
             with _locked(d / "lock"):          # no analysis is finding or starting us now
-                busy = os.open(d / "busy", os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(busy, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:                # an analysis holds it: not idle
+                if not _idle(d):
                     continue
-                finally:
-                    os.close(busy)
                 if time.time() - (d / "last_used").stat().st_mtime >= idle_timeout_s:
-                    _forget(d, state)
+                    _forget(d, os.getpid())
                     break
     finally:
+        if warming is not None and warming.poll() is None:
+            warming.kill()
         _end(jvm)
         with _locked(d / "lock"):
-            _forget(d, state)
+            _forget(d, os.getpid())
     return 0
+
+
+def _idle(d: Path) -> bool:
+    """No analysis holds the busy lock (each holds it shared while it uses the server)."""
+    import fcntl
+
+    busy = os.open(d / "busy", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(busy, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(busy)
+
+
+def _warm_up(d: Path, snapshot: str) -> subprocess.Popen:
+    """An analysis of ``snapshot`` on this server (a client like any other), its report
+    in a directory of the state's that it removes: the JVM compiles its planner and the
+    analysis' operators now, not during the user's next analysis."""
+    out = d / "warm-up"
+    code = ("import shutil, sys\nfrom rocketmq_emulator.broker.cli import main\n"
+            "try:\n    rc = main(sys.argv[1:])\nfinally:\n    shutil.rmtree(sys.argv[4], ignore_errors=True)\n"
+            "sys.exit(rc)\n")
+    with open(d / "warm-up.log", "wb") as log:
+        return subprocess.Popen([sys.executable, "-c", code, "analyze", snapshot, "--out", str(out), "--quiet"],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, close_fds=True,
+                                env={**os.environ, STATE_DIR_ENV: str(d), "ROCKETMQ_EMULATOR_SPARK_SERVER": "on",
+                                     WARM_UP_ENV: "1"})
 
 
 def _launch_jvm(d: Path, port: int, env: dict) -> subprocess.Popen:
@@ -424,10 +457,10 @@ def _launch_jvm(d: Path, port: int, env: dict) -> subprocess.Popen:
                                 preexec_fn=_die_with_parent, close_fds=True)
 
 
-def _forget(d: Path, state: ServerState) -> None:
+def _forget(d: Path, supervisor_pid: int) -> None:
     """Remove server.json if it still names this supervisor."""
     current = _read_state(d)
-    if current is not None and current.supervisor_pid == state.supervisor_pid:
+    if current is not None and current.supervisor_pid == supervisor_pid:
         _remove_state(d)
 
 
@@ -442,13 +475,17 @@ def _end(jvm: subprocess.Popen) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) >= 2 and argv[0] == "serve":
-        timeout = float(argv[argv.index("--idle-timeout") + 1]) if "--idle-timeout" in argv else \
-            DEFAULT_IDLE_TIMEOUT_S
-        return serve(Path(argv[1]), timeout)
-    print("usage: python -m rocketmq_emulator.spark_analytics.spark_server serve STATE_DIR [--idle-timeout S]",
-          file=sys.stderr)
-    return 2
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m rocketmq_emulator.spark_analytics.spark_server")
+    sub = p.add_subparsers(dest="command", required=True)
+    serve_p = sub.add_parser("serve", help="run the server of STATE_DIR (analyze starts it)")
+    serve_p.add_argument("state_dir", type=Path)
+    serve_p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
+    serve_p.add_argument("--port", type=int, required=True)
+    serve_p.add_argument("--warm-up", default=None, metavar="SNAPSHOT")
+    args = p.parse_args(argv)
+    return serve(args.state_dir, args.idle_timeout, args.port, args.warm_up)
 
 
 if __name__ == "__main__":

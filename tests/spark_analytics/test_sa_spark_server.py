@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from rocketmq_emulator.spark_analytics.report import analyze_snapshot
 from rocketmq_emulator.spark_analytics.spark_server import ServerState, _read_state, code_fingerprint
 from tests.support.cli_run import CLI_MAIN
 from tests.support.processes import wait_for
+from tests.support.readme import README
 
 pytestmark = pytest.mark.spark
 COUNTS = ("produced", "succeeded", "dead_lettered", "send_backs")
@@ -63,6 +65,12 @@ def local_tables(spark, scenario, tmp_path_factory):
     return json.loads((out / "summary.json").read_text())
 
 
+def ready(d):
+    """The server of ``d`` once it answers and has run its warm-up analysis."""
+    state = _read_state(d)
+    return state if state is not None and state.status == "ready" and state.warmed else None
+
+
 def test_the_first_run_starts_a_server_later_and_concurrent_runs_share_it_and_stop_spark_ends_it(
         spark_server, scenario, local_tables, tmp_path, capsys):
     # A server.json left by a server that is gone (its processes and port): replaced.
@@ -72,29 +80,37 @@ def test_the_first_run_starts_a_server_later_and_concurrent_runs_share_it_and_st
         dead_port = s.getsockname()[1]
     (spark_server / "server.json").write_text(json.dumps(
         ServerState(2 ** 22 + 7, 2 ** 22 + 9, dead_port, "x", code_fingerprint(), 900.0, 0.0).__dict__))
-    # two analyses at once, no live server: one starts it, both use it
+    # two first analyses at once: each runs Spark in its own process, one server is started
     first = [analyze_child(scenario.snap, tmp_path / f"r{i}") for i in (1, 2)]
-    results = [finish(p) for p in first]
-    errs = "".join(err for _, err in results)
+    errs = "".join(err for _, err in (finish(p) for p in first))
     assert errs.count(STARTED) == 1, errs
     assert "replacing the Spark server (its supervisor (pid 4194311) is gone)" in errs
     [said] = [line for line in errs.splitlines() if line.startswith(STARTED)]
     assert said.endswith("it stops after 15 min unused; to stop it now: rocketmq-emulator analyze --stop-spark)")
-    state = _read_state(spark_server)
-    assert f"127.0.0.1:{state.port}, pid {state.jvm_pid};" in said
-    for i, (out, _) in enumerate(results, 1):
-        summary = json.loads((tmp_path / f"r{i}" / "summary.json").read_text())
-        assert summary["tables"] == local_tables["tables"]
+    starting = _read_state(spark_server)
+    assert f"127.0.0.1:{starting.port}, pid {starting.supervisor_pid};" in said
+    # the README shows this line (port and pid aside)
+    shown = next(line for line in README.read_text().splitlines() if line.startswith(STARTED))
+    assert re.sub(r"\d+", "N", shown) == re.sub(r"\d+", "N", said)
+    # it starts in the background and warms itself up with an analysis of that snapshot
+    state = wait_for(lambda: ready(spark_server), timeout=300, interval=0.2)
+    assert (state.supervisor_pid, state.port) == (starting.supervisor_pid, starting.port)
+    assert not (spark_server / "warm-up").exists()
+    # two analyses at once use it; a later one too, saying nothing (with --quiet nothing at
+    # all); in child processes: a Connect session marks its process as Spark Connect's
+    runs = [analyze_child(scenario.snap, tmp_path / f"r{i}") for i in (3, 4)]
+    runs.append(analyze_child(scenario.snap, tmp_path / "r5", "--quiet"))
+    results = [finish(p) for p in runs]
+    for out, err in results:
         assert json.loads(out) == {k: local_tables[k] for k in COUNTS}
-    # a later run uses it: nothing said, and with --quiet nothing at all (in a child
-    # process: a Connect session marks its process as Spark Connect's for good)
-    out, err = finish(analyze_child(scenario.snap, tmp_path / "r3", "--quiet"))
-    assert err == "" and json.loads(out) == {k: local_tables[k] for k in COUNTS}
+        assert STARTED not in err and f"connecting to the Spark server on 127.0.0.1:{state.port}" in err or err == ""
+    assert results[2][1] == ""
+    for i in range(1, 6):
+        assert json.loads((tmp_path / f"r{i}" / "summary.json").read_text())["tables"] == local_tables["tables"]
     assert _read_state(spark_server) == state
-    assert json.loads((tmp_path / "r3" / "summary.json").read_text())["tables"] == local_tables["tables"]
     # --stop-spark: says what it stopped; no process of the server is left
     assert analyze_main(["--stop-spark"]) == 0
-    assert capsys.readouterr().out == f"stopped the Spark server (127.0.0.1:{state.port}, pid {state.jvm_pid})\n"
+    assert capsys.readouterr().out == f"stopped the Spark server (127.0.0.1:{state.port}, pid {state.supervisor_pid})\n"
     assert gone(state.jvm_pid, state.supervisor_pid) and not processes_of(spark_server)
     assert _read_state(spark_server) is None
     assert analyze_main(["--stop-spark"]) == 0
@@ -104,8 +120,8 @@ def test_the_first_run_starts_a_server_later_and_concurrent_runs_share_it_and_st
 def test_a_dead_or_foreign_server_is_replaced_and_an_unused_one_stops_by_itself(
         spark_server, scenario, local_tables, tmp_path):
     _, err = finish(analyze_child(scenario.snap, tmp_path / "a"))
-    first = _read_state(spark_server)
     assert STARTED in err
+    first = wait_for(lambda: ready(spark_server), timeout=300, interval=0.2)
     # the supervisor killed: its JVM goes with it (the kernel's parent-death signal) ...
     os.kill(first.supervisor_pid, signal.SIGKILL)
     wait_for(lambda: gone(first.jvm_pid), timeout=60, interval=0.2)
@@ -113,18 +129,18 @@ def test_a_dead_or_foreign_server_is_replaced_and_an_unused_one_stops_by_itself(
     _, err = finish(analyze_child(scenario.snap, tmp_path / "b"))
     assert f"replacing the Spark server (its supervisor (pid {first.supervisor_pid}) is gone)" in err
     assert STARTED in err
-    second = _read_state(spark_server)
+    second = wait_for(lambda: ready(spark_server), timeout=300, interval=0.2)
     assert second.jvm_pid != first.jvm_pid
     # a server started by other code (the package's files changed since): stopped, replaced
     (spark_server / "server.json").write_text(json.dumps({**second.__dict__, "code": "other"}))
     _, err = finish(analyze_child(scenario.snap, tmp_path / "c", "--spark-idle-timeout", "3s"))
     assert "replacing the Spark server (it was started by other code (the package changed since))" in err
     assert "it stops after 3 s unused" in err
-    third = _read_state(spark_server)
     assert gone(second.jvm_pid, second.supervisor_pid)
+    third = wait_for(lambda: ready(spark_server), timeout=300, interval=0.2)
     for name in ("a", "b", "c"):
         assert json.loads((tmp_path / name / "summary.json").read_text())["tables"] == local_tables["tables"]
-    # unused for 3 s: it stops by itself, server.json goes, no process is left
+    # unused for 3 s after its warm-up: it stops by itself, server.json goes, no process is left
     wait_for(lambda: gone(third.jvm_pid, third.supervisor_pid), timeout=90, interval=0.2)
     assert _read_state(spark_server) is None and not processes_of(spark_server)
 
@@ -153,3 +169,15 @@ def test_when_analyze_uses_the_warm_server(env, args, expected, monkeypatch):
         monkeypatch.setenv(name, value)
     parsed = cli._analyze_parser().parse_args(["snap", "--out", "o", *args])
     assert cli._use_spark_server(parsed) is expected
+
+
+def test_a_server_directory_it_cannot_use_is_one_line(tmp_path, monkeypatch, capsys, scenario):
+    from rocketmq_emulator.spark_analytics.spark_server import STATE_DIR_ENV
+
+    (tmp_path / "file").write_text("not a directory")
+    monkeypatch.setenv(cli.SERVER_ENV, "on")
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "file" / "server"))
+    assert analyze_main([str(scenario.snap), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"rocketmq-emulator analyze: error: cannot use the Spark server's directory {tmp_path}/file/server: "
+                   "Not a directory (or run with --no-spark-server)")
