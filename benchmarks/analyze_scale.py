@@ -42,7 +42,7 @@ from spark_datasource_bench import generate  # noqa: E402
 from rocketmq_emulator.store.snapshot import take_snapshot  # noqa: E402
 from tests.support.spark_standalone import SparkStandalone  # noqa: E402
 
-CLI = "import sys\nfrom rocketmq_emulator.broker.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+CLI = "import sys\nfrom rocketmq_emulator.broker.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
 STEP = re.compile(r"^\[analyze\s+([\d.]+)s\] (.*)$")
 
 

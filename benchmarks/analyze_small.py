@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CLI = "import sys\nfrom rocketmq_emulator.broker.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+CLI = "import sys\nfrom rocketmq_emulator.broker.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
 START_ONLY = """
 import time
 t = time.perf_counter()

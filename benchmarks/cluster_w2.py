@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from core_reshape import host_speed  # noqa: E402
+from helpers.bench_host import host_speed  # noqa: E402
 from w2_throughput import run_w2  # noqa: E402
 
 PHASES = {"produce_sync": "produce, one at a time", "produce_window": "produce, window (send_async)",

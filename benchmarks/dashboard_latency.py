@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from core_reshape import host_speed  # noqa: E402
+from helpers.bench_host import host_speed  # noqa: E402
 
 PATHS = ("/metrics", "/api/state", "/")
 POLL_S = 0.05

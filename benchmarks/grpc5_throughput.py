@@ -13,7 +13,7 @@ free port); the real rocketmq-python-client 5.1.2 in this process. Per run:
 Every send must succeed and the consumers must see exactly the N bodies of their phase.
 Printed per phase: msgs/s, gRPC calls/s, and the CPU seconds the client and the server
 used. In the same run: the same client against a MessagingService that does nothing
-(grpc5_stub_server.py: what this client can reach at all), the grpc.aio unary echo floor (../shared/peer-bench/bench_grpc_echo.py,
+(helpers/grpc5_stub_server.py: what this client can reach at all), the grpc.aio unary echo floor (../shared/peer-bench/bench_grpc_echo.py,
 run now with the same N and window) and the 4.x SDK's W2 over TCP (w2_throughput.py's
 produce one at a time / window / consume, run now). The target is >= 50 % of the echo's
 calls/s, one at a time and windowed; the host's speed is printed beside (it drifts).
@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(PEER))
 
-from core_reshape import host_speed  # noqa: E402  (a fixed pure-Python loop)
+from helpers.bench_host import host_speed  # noqa: E402  (a fixed pure-Python loop)
 from tests.support.processes import EmulatorProcess  # noqa: E402
 
 TOPIC_ONE, TOPIC_WINDOW = "Bench5One", "Bench5Window"
@@ -66,10 +66,10 @@ def run_5x(n: int, window: int) -> dict:
 
 
 def run_stub(n: int, window: int) -> dict:
-    """The same phases against grpc5_stub_server.py: a MessagingService that does nothing."""
+    """The same phases against helpers/grpc5_stub_server.py: a MessagingService that does nothing."""
     with tempfile.TemporaryDirectory(prefix="grpc5-stub-") as tmp:
         portfile = Path(tmp) / "port"
-        proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "grpc5_stub_server.py"), str(portfile)])
+        proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "helpers" / "grpc5_stub_server.py"), str(portfile)])
         try:
             deadline = time.monotonic() + 30
             while not portfile.exists():
@@ -214,7 +214,7 @@ def main() -> None:
         return
     stub = [run_stub(a.n, a.window) for _ in range(a.runs)]
     stub_med = {p: statistics.median(r[p]["calls_per_s"] for r in stub) for p in phases}
-    print("the same client against a MessagingService that does nothing (grpc5_stub_server.py, measured now):")
+    print("the same client against a MessagingService that does nothing (helpers/grpc5_stub_server.py, measured now):")
     for p in phases:
         print(f"  {labels[p]:<58} {stub_med[p]:>7,.0f} calls/s; `serve` reaches {med[p]['calls_per_s'] / stub_med[p]:.0%}")
     echo = echo_floor(a.n, a.window, a.runs)

@@ -24,8 +24,8 @@ import aiomqtt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode  # noqa: E402
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode  # noqa: E402
 
 
 def free_port() -> int:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO.parent / "shared" / "peer-bench"))
 
-from core_reshape import host_speed  # noqa: E402  (a fixed pure-Python loop)
+from helpers.bench_host import host_speed  # noqa: E402  (a fixed pure-Python loop)
 from tests.support.processes import EmulatorProcess  # noqa: E402
 
 

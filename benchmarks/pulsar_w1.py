@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO.parent / "shared" / "peer-bench"))
 
 import common  # noqa: E402  (peer-bench: the shared W1 definition)
-from core_reshape import host_speed  # noqa: E402
+from helpers.bench_host import host_speed  # noqa: E402
 
 from rocketmq_emulator.broker.config import BrokerConfig  # noqa: E402
 from rocketmq_emulator.client_sdk import EmbeddedBroker  # noqa: E402

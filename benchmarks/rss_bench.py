@@ -12,10 +12,17 @@ and RssFile (pages of the commit log it has mapped, which the kernel can take ba
   --attack NAME   unread-pulls: one connection pipelines 400 PULL_MESSAGEs of a 4 MiB
                   message and reads no reply; half-frames: 40 connections each send
                   half of a 15 MiB frame and stall (RSS read again --wait s later);
-                  flood: --flood connections opened and held. Each prints the server's
+                  flood: --flood connections opened that never send a byte, and a
+                  client arriving during the flood. Each prints the server's
                   RSS before and at its peak, and how long a well-behaved client's
                   request (GET_ROUTEINFO_BY_TOPIC on a connection made before the attack)
-                  took meanwhile
+                  took meanwhile. Issue 34, the other fronts:
+                  pulsar-stalled: a 50 MiB backlog, then 8 consumers that FLOW 1,000,000
+                  permits and read nothing; pulsar-half-frames: 20 connections CONNECT
+                  and send half of a 5 MiB frame; pulsar-flood: --flood sockets that never
+                  CONNECT; http-flood: --flood idle sockets on the HTTP port;
+                  http-stalled: 20 POSTs of 1 MiB stuck half way. Each says whether a
+                  client arriving meanwhile was served, and the RSS --wait s later
 
 --rev REV (repeatable) runs the server from that git revision instead of this work
 tree (extracted with `git archive`; WORKTREE names the work tree), one after the
@@ -25,12 +32,16 @@ this tree's SDK.
 Usage: python benchmarks/rss_bench.py [--n 1000000] [--every 100000] [--rev REV ...]
        python benchmarks/rss_bench.py --attack unread-pulls --attack half-frames
               --attack flood [--flood 5000] [--serve-arg=--frame-timeout=2]
+       python benchmarks/rss_bench.py --rev 90deaa8 --rev WORKTREE --attack flood --attack pulsar-stalled
+              --attack pulsar-half-frames --attack pulsar-flood --attack http-flood --attack http-stalled
+              --flood 1000 --wait 12 --serve-arg=--frame-timeout=2
 """
 from __future__ import annotations
 
 import argparse
 import os
 import re
+import selectors
 import socket
 import struct
 import subprocess
@@ -42,16 +53,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rocketmq_emulator.broker.processors.pull import FLAG_SUBSCRIPTION  # noqa: E402
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode  # noqa: E402
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_SUBSCRIPTION  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode  # noqa: E402
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker  # noqa: E402
 from tests.support.memory import status_mib  # noqa: E402
+from tests.support.sockets import closed_soon  # noqa: E402
 
 MiB = 1024 * 1024
 PACKAGES = ("broker", "store", "delay_scheduler", "client_sdk")
-# Both forms of serve's start line: "... listening on HOST:PORT (...)" and "listening HOST:PORT remoting".
-LISTENING = re.compile(r"listening (?:on )?\S+?:(\d+)")
+# serve's machine-readable lines: "listening HOST:PORT KIND" (remoting, grpc, pulsar, http)
+LISTENING = re.compile(r"^listening \S+:(\d+) ([\w-]+)$")
 
 
 # -- the server ---------------------------------------------------------------------------------
@@ -79,11 +91,14 @@ class Server:
         cmd = [sys.executable, "-m", "rocketmq_emulator.broker.cli", "serve", "--port", "0",
                "--data-dir", str(workdir / "store"), "--log-level", "WARNING", *serve_args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env)
-        for line in self.proc.stdout:
-            m = LISTENING.search(line)
+        self.ports: dict[str, int] = {}
+        for line in self.proc.stdout:          # the http line comes last (the fronts are on: the extras are in)
+            m = LISTENING.match(line.strip())
             if m:
-                self.port = int(m.group(1))
-                return
+                self.ports[m.group(2)] = int(m.group(1))
+                if m.group(2) == "http" or "--no-http" in serve_args and m.group(2) == "remoting":
+                    self.port = self.ports["remoting"]
+                    return
         self.stderr.seek(0)
         raise RuntimeError(f"serve did not start: {self.stderr.read()[-2000:]}")
 
@@ -248,19 +263,184 @@ def half_frames(server: Server, args) -> dict:
 
 
 def flood(server: Server, args) -> dict:
-    client = Client(server.port)
-    base = server.rss()
-    socks = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(args.flood)]
-    _, latency = client.call(route())
-    peak = peak_rss(server, 1)
-    held = sum(not peer_closed(s, 0.05) for s in socks)
-    for s in socks:
-        s.close()
+    client = Client(server.port)            # made and used before the flood: how long a request takes meanwhile
+    client.call(route())
+    figures = _front_flood(server, args, server.port, lambda: Client(server.port).call(route())[0].code == 0,
+                           during=lambda: {"route_s": client.call(route())[1]})
     client.close()
-    return {"base": base, "peak": peak, "held open": held, "route_s": latency}
+    return figures
 
 
-ATTACKS = {"unread-pulls": unread_pulls, "half-frames": half_frames, "flood": flood}
+def still_open(socks: list[socket.socket], timeout: float = 0.2) -> int:
+    """How many of ``socks`` the server has not closed, all looked at together (one at a
+    time, the looking would take longer than the timeouts being measured)."""
+    sel = selectors.DefaultSelector()
+    for c in socks:
+        sel.register(c, selectors.EVENT_READ)
+    closed = 0
+    for key, _ in sel.select(timeout):
+        try:
+            closed += key.fileobj.recv(1 << 16) == b""
+        except ConnectionResetError:
+            closed += 1
+    sel.close()
+    return len(socks) - closed
+
+
+def served(attempt) -> str:
+    """What a client arriving during an attack gets: "served" or why not."""
+    try:
+        return "served" if attempt() else "refused"
+    except OSError as exc:
+        return f"not served ({type(exc).__name__})"
+
+
+# -- issue 34: the Pulsar and HTTP fronts ------------------------------------------------------------
+def _pulsar_frames():
+    import rocketmq_emulator.broker.fronts.pulsar.schema as s
+    from rocketmq_emulator.broker.fronts.pulsar.frames import encode_payload, encode_simple
+
+    def simple(**fields) -> bytes:
+        return encode_simple(s.BaseCommand(**fields).SerializeToString())
+
+    def send(seq: int, payload: bytes) -> bytes:
+        cmd = s.BaseCommand(type=s.Type.SEND, send={"producer_id": 1, "sequence_id": seq}).SerializeToString()
+        meta = s.MessageMetadata(producer_name="bench", sequence_id=seq, publish_time=1).SerializeToString()
+        return encode_payload(cmd, meta, payload)
+    connect = simple(type=s.Type.CONNECT, connect={"client_version": "rss-bench", "protocol_version": 20})
+    return s, simple, send, connect
+
+
+def _pulsar_replies(sock: socket.socket, n: int) -> list:
+    import rocketmq_emulator.broker.fronts.pulsar.schema as s
+    from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder as PulsarDecoder
+
+    decoder, got = PulsarDecoder(64 * MiB), []
+    while len(got) < n:
+        data = sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError("closed by the server")
+        got += [s.BaseCommand.FromString(f.command) for f in decoder.feed(data)]
+    return got
+
+
+def _pulsar_client_served(port: int) -> bool:
+    s, simple, _, connect = _pulsar_frames()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(connect + simple(type=s.Type.PING, ping={}))
+        return [c.type for c in _pulsar_replies(sock, 2)] == [s.Type.CONNECTED, s.Type.PONG]
+
+
+def pulsar_stalled(server: Server, args) -> dict:
+    s, simple, send, connect = _pulsar_frames()
+    port = server.ports["pulsar"]
+    topic = "persistent://public/default/backlog"
+    producer = socket.create_connection(("127.0.0.1", port), timeout=60)
+    producer.sendall(connect + simple(type=s.Type.PRODUCER, producer={"topic": topic, "producer_id": 1,
+                                                                       "request_id": 1}))
+    _pulsar_replies(producer, 2)
+    for seq in range(200):                                  # 50 MiB, 256 KiB each
+        producer.sendall(send(seq, bytes(256 * 1024)))
+        _pulsar_replies(producer, 1)
+    producer.close()
+    base, heap_base = server.rss(), server.memory()["RssAnon"]
+    stalled = []
+    for i in range(8):
+        c = socket.socket()
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        c.connect(("127.0.0.1", port))
+        c.sendall(connect + simple(type=s.Type.SUBSCRIBE, subscribe={
+            "topic": topic, "subscription": f"stalled-{i}", "consumer_id": 1, "request_id": 1,
+            "subType": s.SubType.Exclusive, "initialPosition": s.InitialPosition.Earliest})
+            + simple(type=s.Type.FLOW, flow={"consumer_id": 1, "messagePermits": 1_000_000}))
+        stalled.append(c)
+    late = served(lambda: _pulsar_client_served(port))
+    peak = peak_rss(server, args.wait)
+    heap = server.memory()["RssAnon"]
+    for c in stalled:
+        c.close()
+    time.sleep(1)
+    return {"base": base, "peak": peak, "heap (RssAnon) base": heap_base, f"heap after {args.wait:g} s": heap,
+            "late client": late, "after closing them": server.rss()}
+
+
+def pulsar_half_frames(server: Server, args) -> dict:
+    s, simple, send, connect = _pulsar_frames()
+    port = server.ports["pulsar"]
+    base = server.rss()
+    half = send(0, bytes(5 * MiB))[:(5 * MiB) // 2]
+    socks = []
+    for _ in range(20):
+        c = socket.create_connection(("127.0.0.1", port), timeout=30)
+        c.sendall(connect + half)
+        socks.append(c)
+    return _watch_stalled(server, args, base, socks, lambda: _pulsar_client_served(port))
+
+
+def _watch_stalled(server: Server, args, base: float, socks: list[socket.socket], late_client) -> dict:
+    """After stalled connections were opened: a client arriving now, the peak, and the
+    RSS and the connections closed --wait s later."""
+    late = served(late_client)
+    peak = peak_rss(server, 1)
+    time.sleep(args.wait)
+    later = server.rss()
+    closed = sum(closed_soon(c, 0.2) for c in socks)
+    for c in socks:
+        c.close()
+    return {"base": base, "peak": peak, "late client": late, f"after {args.wait:g} s": later,
+            "closed by the server": closed}
+
+
+def _front_flood(server: Server, args, port: int, late_client, during=dict) -> dict:
+    """--flood sockets that never send a byte to ``port``; ``during()``: more figures taken
+    as soon as they are open."""
+    base = server.rss()
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(args.flood)]
+    extra = during()
+    late = served(late_client)
+    peak = peak_rss(server, 1)
+    held = still_open(socks)
+    time.sleep(args.wait)
+    later = server.rss()
+    held_later = still_open(socks)
+    for c in socks:
+        c.close()
+    return {"base": base, "peak": peak, "held open": held, "late client": late, f"after {args.wait:g} s": later,
+            f"held open after {args.wait:g} s": held_later, **extra}
+
+
+def pulsar_flood(server: Server, args) -> dict:
+    port = server.ports["pulsar"]
+    return _front_flood(server, args, port, lambda: _pulsar_client_served(port))
+
+
+def _http_get_ok(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        c.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+        return c.recv(100).startswith(b"HTTP/1.1 200")
+
+
+def http_flood(server: Server, args) -> dict:
+    port = server.ports["http"]
+    return _front_flood(server, args, port, lambda: _http_get_ok(port))
+
+
+def http_stalled(server: Server, args) -> dict:
+    port = server.ports["http"]
+    base = server.rss()
+    head = (f"POST /api/dlq/redrive HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {MiB}\r\n\r\n").encode()
+    socks = []
+    for _ in range(20):
+        c = socket.create_connection(("127.0.0.1", port), timeout=30)
+        c.sendall(head + b"x" * (MiB // 2))
+        socks.append(c)
+    return _watch_stalled(server, args, base, socks, lambda: _http_get_ok(port))
+
+
+ATTACKS = {"unread-pulls": unread_pulls, "half-frames": half_frames, "flood": flood, "pulsar-stalled": pulsar_stalled,
+           "pulsar-half-frames": pulsar_half_frames, "pulsar-flood": pulsar_flood, "http-flood": http_flood,
+           "http-stalled": http_stalled}
 
 
 def show(figures: dict) -> str:
@@ -297,7 +477,7 @@ def main() -> int:
                     if name == "run":
                         produce_consume(server, args.n, args.every, args.window)
                     else:
-                        print(f"{name:13} {show(ATTACKS[name](server, args))}", flush=True)
+                        print(f"{name:18} {show(ATTACKS[name](server, args))}", flush=True)
                 finally:
                     server.stop()
     return 0

@@ -57,7 +57,7 @@ sys.path.insert(0, str(PEER))
 
 import common  # noqa: E402  (peer-bench: the shared W2 body)
 
-from rocketmq_emulator.broker.protocol import FrameDecoder, RemotingCommand, RequestCode, encode  # noqa: E402
+from rocketmq_emulator.broker.fronts.remoting.protocol import FrameDecoder, RemotingCommand, RequestCode, encode  # noqa: E402
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker, SendStatus  # noqa: E402
 from rocketmq_emulator.client_sdk.api import BrokerAPI  # noqa: E402
 from tests.support.processes import EmulatorProcess  # noqa: E402
@@ -151,7 +151,7 @@ def run_w2(n: int, sync_n: int, window: int, batch: int, profiles: dict | None =
         import contextlib
         import io
 
-        from rocketmq_emulator.broker.cli import main as cli
+        from rocketmq_emulator.broker.cli.main import main as cli
 
         for topic in (TOPIC, SYNC_TOPIC, BATCH_TOPIC):
             with contextlib.redirect_stdout(io.StringIO()):

@@ -24,7 +24,8 @@ from .config import PERM_READ, PERM_WRITE
 from .errors import ClockError
 from .operations import BrokerRoute, QueueRoute, TopicRoute
 
-__all__ = ["Cluster", "BrokerState", "ClusterError", "broker_names", "advance_together", "live_members", "MAX_BROKERS"]
+__all__ = ["Cluster", "BrokerState", "ClusterError", "broker_names", "advance_together", "live_members", "next_due_ms",
+           "MAX_BROKERS"]
 
 MAX_BROKERS = 26                # broker-a .. broker-z
 
@@ -239,3 +240,11 @@ def _internal(topic: str) -> bool:
 def _perm_text(perm: int) -> str:
     return {PERM_READ | PERM_WRITE: "read+write", PERM_READ: "read only", PERM_WRITE: "write only"}.get(
         perm & (PERM_READ | PERM_WRITE), "none")
+
+
+def next_due_ms(cores: list) -> int | None:
+    """When the next delayed message of any running broker is due (None: none waits):
+    where `clock advance next` and the dashboard's "next" button move time to."""
+    due = [d for d in (c.schedule.scheduler.next_deadline(c.clock.now_ms()) for c in cores if not c.stopped)
+           if d is not None]
+    return min(due) if due else None

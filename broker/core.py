@@ -13,39 +13,37 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, Clock, VirtualClock
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, StoreError
-from rocketmq_emulator.store.records import MessageRecord, Prop, parse_host, tags_code
+from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host, tags_code
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
+from .dialects import check_pulsar_store_topic, is_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
-from .long_polling import PullHoldService
-from .pop import PopService
-from .subscriptions import SubscriptionService
+from .long_polling import HeldPull, PullHoldService
+from .offset_book import OffsetBook
+from .invisible_time import PopService
+from .pulsar_cursors import SubscriptionService
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
-                         OffsetCommit, PopRequest, PopResult, PullRequest, PullResult, QueueRoute, Registration,
+                         OffsetCommit, PopRequest, PopResult, PullOutcome, PullRequest, PullResult, QueueRoute,
+                         Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
-from .processors import build_processor_table
-from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand, RequestCode,
-                       RequestRefused, ResponseCode)
-from .schedule import ScheduleService
-from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicManager, retry_topic
+from .errors import RequestRefused
+from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
+from .delay_queue import ScheduleService
+from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicConfig, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
 
 log = logging.getLogger("broker")
-
-# What a stopped cluster member still answers: its port is the name server's too.
-_ALWAYS_ANSWERED = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO,
-                              RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                              EMULATOR_CLOCK_ADVANCE, EMULATOR_BROKER_CONTROL, EMULATOR_DLQ})
 
 # A failed re-store of a due delayed message is retried after this (DELAY_FOR_A_WHILE).
 _SCHEDULE_RETRY_MS = 100
@@ -62,17 +60,19 @@ class BrokerCore:
         self.store_host = (self.config.broker_ip, self.config.listen_port)
         self.topics = TopicManager(self.config, store.load_config("topics"))
         self.groups = GroupManager(self.config, store.load_config("subscriptionGroup"))
-        self.configs = ConfigWriter(store, self.topics, self.groups)
+        self.configs = ConfigWriter(store, (self.topics, self.groups), lambda: self._dirty(self.clock.now_ms()))
         self.consumers = ConsumerManager()
         self.producers: dict[str, dict[Channel, str]] = {}
         self.locks = LockManager(self.config.rebalance_lock_max_live_time)
         self.schedule = ScheduleService(self.levels, store)
         self.holds = PullHoldService()
-        self.pops = PopService(self)
-        self.subscriptions = SubscriptionService(self)      # Pulsar-style cursors (broker/subscriptions.py)
         self.events = EventLog()
         self.events.enabled = self.config.record_events
-        self._outgoing: list[tuple[Channel, RemotingCommand]] = []
+        self.notify = Notifier()                            # typed notifications to the fronts
+        self.offsets = OffsetBook(store, clock, self.events, self._dirty)
+        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message)
+        # Pulsar-style cursors (broker/pulsar_cursors.py)
+        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify)
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
@@ -80,7 +80,6 @@ class BrokerCore:
         self._flush_error: str | None = None            # why the last flush failed (until one works)
         self._schedule_retry_at = 0
         self._schedule_failing = False                   # re-stores of due delayed messages fail
-        self._processors = build_processor_table()
         self._closed = False
         # The name server this broker's name-server requests ask: itself, or the Cluster
         # it belongs to (broker/cluster.py), which sets this.
@@ -119,8 +118,10 @@ class BrokerCore:
     def addr(self) -> str:
         return self.config.addr
 
-    def connect(self, remote: str = "127.0.0.1:0") -> Channel:
-        return Channel(next(self._channel_ids), remote)
+    def connect(self, remote: str = "127.0.0.1:0", owner=None) -> Channel:
+        """A client connection; ``owner``: the front that serves it (its notifications
+        go there)."""
+        return Channel(next(self._channel_ids), remote, owner=owner)
 
     def disconnect(self, channel: Channel) -> None:
         """A connection closed: unregister its clients, drop its held pulls, notify."""
@@ -131,52 +132,15 @@ class BrokerCore:
         for chans in self.producers.values():
             chans.pop(channel, None)
 
-    # -- requests ----------------------------------------------------------------------
-    def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
-        """Process one request. None means no reply now (oneway, or a held pull)."""
-        fn = self._processors.get(request.code)
-        if self.stopped and request.code not in _ALWAYS_ANSWERED:
-            return None if request.is_oneway else request.response(
-                ResponseCode.SYSTEM_ERROR, f"broker {self.config.broker_name} is stopped "
-                                           f"(rocketmq-emulator broker start {self.config.broker_name})")
-        if fn is None:
-            # Sent even for oneway requests, as upstream does.
-            return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                    f" request type {request.code} not supported")
-        try:
-            response = fn(self, request, channel)
-        except RequestRefused as exc:   # the peer's mistake: one line, no traceback
-            log.warning("refused request %s from %s: %.300s", request.code, channel.remote, exc)
-            response = request.response(exc.code, str(exc))
-        except Exception as exc:  # a bug must not take the broker down; answer and log it
-            log.exception("request %s failed", request.code)
-            response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        self._save_config_changes()
-        if request.is_oneway:
-            return None
-        return response
-
-    def _save_config_changes(self) -> None:
-        """Write topic and group configs an operation created or changed (a failure is
-        logged; the operation's result stands, see ConfigWriter)."""
-        if self.topics.dirty or self.groups.dirty:
-            self.configs.save_changes()
-
-    @property
-    def has_outgoing(self) -> bool:
-        """Whether commands wait in ``take_outgoing`` (drivers and idle-skipping ask)."""
-        return bool(self._outgoing)
-
-    def take_outgoing(self) -> list[tuple[Channel, RemotingCommand]]:
-        out, self._outgoing = self._outgoing, []
-        return out
-
-    def push(self, channel: Channel, command: RemotingCommand) -> None:
-        if not channel.closed:
-            self._outgoing.append((channel, command))
+    # -- notifications ------------------------------------------------------------------
+    def subscribe(self, fn: Callable[[Notification], None], kinds: tuple[type, ...]) -> Callable[[], None]:
+        """``fn(notification)`` for each notification of ``kinds`` (broker/notifications.py:
+        held pulls answered, consumer ids changed, something to dispatch to a Pulsar
+        subscription); returns the function that stops it."""
+        return self.notify.subscribe(fn, kinds)
 
     def notify_consumer_ids_changed(self, group: str, *, exclude: Channel | None = None) -> None:
-        """NOTIFY_CONSUMER_IDS_CHANGED (oneway) to the group's other consumers."""
+        """Tell the group's other consumers to rebalance (ConsumerIdsChanged)."""
         gc = self.groups.table.get(group)
         if not self.config.notify_consumer_ids_changed_enable or (gc and not gc.notify_consumer_ids_changed_enable):
             return
@@ -184,18 +148,18 @@ class BrokerCore:
         if info is None:
             return
         for ch in list(info.channels):
-            if ch is not exclude:
-                self.push(ch, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                                      {"consumerGroup": group}, oneway=True))
+            if ch is not exclude and not ch.closed:
+                self.notify(ConsumerIdsChanged(ch, group))
 
     # -- the one put path ------------------------------------------------------------
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
-                    delay_level: int | None = None, deliver_at_ms: int | None = None):
+                    delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0):
         """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
-        DELAY / TIMER_* properties when both are None (broker/schedule.py) — record the
+        DELAY / TIMER_* properties when both are None (broker/delay_queue.py) — record the
         events, wake held pulls. Returns the store's PutResult; ``rec`` is updated in
         place. ``kind`` SENT_BACK (a send-back's retry copy) records SENT_BACK beside
-        DELAYED, with the one due time computed here."""
+        DELAYED, with the one due time computed here; REDELIVERED records the level it
+        waited at (``waited_level``)."""
         now = self.clock.now_ms()
         lane = self.schedule.divert(rec, now, delay_level, deliver_at_ms)
         res = self.store.put(rec, now)
@@ -222,7 +186,7 @@ class BrokerCore:
             kind = EventKind.STORED         # (a send-back that is not delayed: a transaction half)
         if kind in self.events.wanted:
             self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
-                                     props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, 0, None,
+                                     props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, waited_level, None,
                                      props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
         if self.holds._by_queue:
             for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, tags_code(props.get(Prop.TAGS))):
@@ -232,39 +196,29 @@ class BrokerCore:
     # -- typed operations (broker/operations.py) ---------------------------------------
     def send(self, request: SendRequest, channel: Channel) -> SendResult:
         """Store one message (broker/sending.py)."""
-        result = sending.send(self, request, channel)
-        self._save_config_changes()
-        return result
+        return sending.send(self, request, channel)
 
     def send_batch(self, request: BatchSendRequest, channel: Channel) -> SendResult:
         """Store a batch of one topic and queue (broker/sending.py)."""
-        result = sending.send_batch(self, request, channel)
-        self._save_config_changes()
-        return result
+        return sending.send_batch(self, request, channel)
 
     def send_back(self, request: SendBack) -> SendBackResult:
         """A consumer gives a stored message back: retried later or dead-lettered, as
         the retry lifecycle decides (broker/sending.py)."""
-        result = sending.send_back(self, request)
-        self._save_config_changes()
-        return result
+        return sending.send_back(self, request)
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
-        result = pulling.pull(self, request, channel)
-        self._save_config_changes()
-        return result
+        return pulling.pull(self, request, channel)
 
     def pop(self, request: PopRequest) -> PopResult:
         """5.x receive: visible messages of a topic (and the group's pop retry topic),
-        invisible for the request's time after (broker/pop.py)."""
-        result = self.pops.pop(request)
-        self._save_config_changes()
-        return result
+        invisible for the request's time after (broker/invisible_time.py)."""
+        return self.pops.pop(request)
 
     def release_client(self, client_id: str) -> int:
         """A 5.x client went away: its auto-renewed deliveries are visible again after 1 s
-        (broker/pop.py). Returns how many it held."""
+        (broker/invisible_time.py). Returns how many it held."""
         return self.pops.release(client_id)
 
     def ack(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
@@ -273,9 +227,7 @@ class BrokerCore:
 
     def forward_to_dlq(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
         """A delivery's message to %DLQ%<group> at once (a 5.x FIFO consumer gave up)."""
-        result = self.pops.forward_to_dlq(group, topic, receipt_handle)
-        self._save_config_changes()
-        return result
+        return self.pops.forward_to_dlq(group, topic, receipt_handle)
 
     def change_invisible_time(self, group: str, topic: str, receipt_handle: str,
                               invisible_ms: int) -> ChangeInvisibleResult:
@@ -283,13 +235,8 @@ class BrokerCore:
         return self.pops.change_invisible_time(group, topic, receipt_handle, invisible_ms)
 
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
-        """Where ``group`` resumes reading the queue: its stored offset, else 0 while
-        the queue still holds offset 0 (an empty queue counts), else None (4.x's
-        QUERY_NOT_FOUND: the client falls back to its consume-from-where)."""
-        stored = self.store.query_offset(group, topic, queue_id)
-        if stored >= 0:
-            return stored
-        return 0 if self.store.min_offset(topic, queue_id) <= 0 else None
+        """Where ``group`` resumes reading the queue (OffsetBook.committed)."""
+        return self.offsets.committed(group, topic, queue_id)
 
     def commit_offset(self, commit: OffsetCommit) -> CommitOutcome:
         """Store a group's offset, if the topic and the group exist (checked as 5.x
@@ -329,7 +276,6 @@ class BrokerCore:
                 self.notify_consumer_ids_changed(c.group, exclude=channel)
         for group in reg.producers:
             self.producers.setdefault(group, {})[channel] = reg.client_id
-        self._save_config_changes()
 
     def unregister(self, channel: Channel, *, producer_group: str | None = None,
                    consumer_group: str | None = None) -> None:
@@ -377,26 +323,33 @@ class BrokerCore:
         [begin_ms, end_ms], newest first, at most ``max_num``."""
         return self.store.query_by_key(topic, key, max_num, begin_ms, end_ms)
 
-    def _answer_held(self, held) -> None:
-        from .processors.pull import run_pull
+    def pull_or_hold(self, request: PullRequest, channel: Channel, suspend_ms: int, context) -> PullResult | None:
+        """A long-polling pull: the pull's result, or None when it found nothing new —
+        then it is held until a matching message arrives in its queue or its suspend time
+        (``suspend_ms``; ``shortPollingTimeMills`` without ``longPollingEnable``) ends,
+        and is answered by a PullReady notification carrying ``context``. The commit it
+        carries is made now, once (PullRequestHoldService)."""
+        result = self.pull(request, channel)
+        if result.outcome is not PullOutcome.NO_NEW_MESSAGE:
+            return result
+        wait = suspend_ms if self.config.long_polling_enable else self.config.short_polling_time_mills
+        again = request if request.commit_offset is None else replace(request, commit_offset=None)
+        self.holds.hold(HeldPull(channel, again, context, request.topic, request.queue_id, request.offset,
+                                 result.tag_codes, self.clock.now_ms() + wait))
+        return None
 
-        response = run_pull(self, held.request, held.channel, allow_suspend=False)
-        if response is not None:
-            self.push(held.channel, response)
+    def _answer_held(self, held) -> None:
+        """Run a held pull again, now (a message arrived, or its time ended)."""
+        if not held.channel.closed:
+            self.notify(PullReady(held.channel, held.context, held.request, self.pull(held.request, held.channel)))
 
     def record_offset_commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        if self.store.query_offset(group, topic, queue_id) == offset:
-            return
-        self.store.commit_offset(group, topic, queue_id, offset)
-        now = self.clock.now_ms()
-        self._dirty(now)
-        if EventKind.OFFSET_COMMITTED in self.events.wanted:
-            self.events.append(Event(EventKind.OFFSET_COMMITTED, now, topic, queue_id, offset, group=group))
+        """Record ``group``'s offset of a queue, unchecked (OffsetBook.commit)."""
+        self.offsets.commit(group, topic, queue_id, offset)
 
     def record_offsets_deleted(self, group: str, topic: str) -> None:
         """A group no longer reads ``topic`` (a Pulsar unsubscribe): its offsets are gone."""
-        if self.store.delete_offsets(group, topic):
-            self._dirty(self.clock.now_ms())
+        self.offsets.delete(group, topic)
 
     # -- hooks -------------------------------------------------------------------------
     def add_send_back_hook(self, fn: Callable[[ConsumeMessageContext], None]) -> Callable[[], None]:
@@ -465,7 +418,12 @@ class BrokerCore:
                 sched.delivered(lane, offset)
                 moved = True
                 continue
-            res = self.put_message(rec, kind=EventKind.REDELIVERED)
+            # the group whose retry topic it goes back to (none: a producer's delayed send)
+            group = None
+            if rec.topic.startswith(RETRY_PREFIX):
+                group = rec.topic[len(RETRY_PREFIX):].partition(POP_RETRY_SEPARATOR)[0]
+            res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group,
+                                   waited_level=0 if lane == TIMER_LANE else lane)
             if res.status is not PutStatus.PUT_OK:
                 if not self._schedule_failing:      # one line per failure streak, not one per retry
                     log.warning("re-store of a due delayed message failed (%s: %s); retrying every %d ms",
@@ -507,10 +465,15 @@ class BrokerCore:
             self._flush_due = now + self.config.flush_interval_commit_log
 
     def save_configs(self) -> Exception | None:
-        """Topic and group configs are written when they change (rare), as RocketMQ
-        does, so a crash never leaves stored messages in a topic the broker forgot.
-        Returns the write's failure (already logged) instead of raising it."""
+        """Write the topic and group documents whole (each change was recorded in their
+        journals when it was made, so a crash never leaves stored messages in a topic
+        the broker forgot). Returns the write's failure (already logged) instead of
+        raising it."""
         return self.configs.save()
+
+    def _change_failure(self) -> Exception | None:
+        """Why the last config change could not be recorded, None when it was."""
+        return self.configs.error if self.configs.pending else None
 
     def flush(self) -> None:
         """Persist the log, offsets, delay offsets and changed topic/group configs. A
@@ -551,14 +514,36 @@ class BrokerCore:
             error = str(exc)
         return error
 
+    # -- topics clients name ---------------------------------------------------------------
+    def auto_create_topic(self, topic: str) -> TopicConfig | None:
+        """The topic a 5.x client's route or assignment query names: as it is, or created
+        with defaultTopicQueueNums queues when autoCreateTopicEnable allows (never a
+        %RETRY% or rmq_sys_ topic, never another dialect's store name: dialects.py); None
+        when it does not exist and may not be made."""
+        tc = self.topics.get(topic)
+        if tc is not None or not self.config.auto_create_topic_enable or is_pulsar_store_topic(topic) \
+                or topic.startswith((RETRY_PREFIX, "rmq_sys_")):
+            return tc
+        return self.topics.create_system(topic, self.config.default_topic_queue_nums, PERM_READ | PERM_WRITE)
+
+    def ensure_pulsar_topic(self, stored: str) -> TopicConfig:
+        """The store topic a Pulsar producer or consumer names (pulsar_names.store_topic),
+        created with its one queue when it does not exist yet, as a Pulsar broker's
+        allowAutoTopicCreation does."""
+        tc = self.topics.get(stored)
+        if tc is None:
+            tc = self.topics.create_system(stored, 1, PERM_READ | PERM_WRITE)
+        return tc
+
     # -- conveniences for embedding programs and tests -----------------------------------
     def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,
                      order: bool = False):
         """UPDATE_AND_CREATE_TOPIC from Python."""
-        from .topics import TopicConfig, check_topic_settings, validate_topic_name
+        from .topics import check_topic_settings, validate_topic_name
 
         validate_topic_name(topic)
         check_topic_settings(queue_nums, queue_nums, perm)
+        check_pulsar_store_topic(self.topics.table, topic, queue_nums, queue_nums)
         return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
 
     def update_group(self, gc) -> str | None:
@@ -567,7 +552,7 @@ class BrokerCore:
         is then back), None when it was."""
         previous = self.groups.table.get(gc.group_name)
         self.groups.put(gc)
-        failure = self.save_configs()
+        failure = self._change_failure()
         if failure is None:
             return None
         if previous is None:
@@ -588,9 +573,10 @@ class BrokerCore:
         if self.topics.is_system(tc.topic_name):
             raise RequestRefused(f"The topic[{tc.topic_name}] is conflict with system topic.")
         check_topic_settings(tc.read_queue_nums, tc.write_queue_nums, tc.perm)
+        check_pulsar_store_topic(self.topics.table, tc.topic_name, tc.read_queue_nums, tc.write_queue_nums)
         previous = self.topics.get(tc.topic_name)
         self.topics.put(tc)
-        failure = self.save_configs()
+        failure = self._change_failure()
         if failure is None:
             return None
         if previous is None:
@@ -605,7 +591,7 @@ class BrokerCore:
         inside its schedule queue, with no more entries pending than the queue holds;
         every held pull and registered
         consumer is on an open connection, held pulls wait on existing topics; topic
-        configs are in range and written (none left dirty after a request)."""
+        configs are in range and every change recorded."""
         self.store._check()
         self.pops._check()
         sched = self.schedule.scheduler
@@ -625,7 +611,7 @@ class BrokerCore:
         for name, tc in self.topics.table.items():
             assert 1 <= tc.read_queue_nums <= 1024 and 1 <= tc.write_queue_nums <= 1024, name
             assert 0 <= tc.perm <= 7, name
-        assert not self.topics.dirty and not self.groups.dirty, "a config change was not written"
+        assert not self.configs.pending, "a config change was not recorded"
 
     def born_host_of(self, channel: Channel):
         return _born_host(channel.remote)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Channel", "ConsumeMessageContext"]
 
@@ -16,6 +17,7 @@ class Channel:
     closed: bool = False
     language: str = "JAVA"          # what the client's heartbeat said it is (connection lists show it)
     version: int = 0
+    owner: Any = None               # the front that opened it (notifications for it go there)
 
     def __repr__(self) -> str:
         return f"Channel({self.id}, {self.remote})"

@@ -19,7 +19,10 @@ from typing import Any
 from rocketmq_emulator.store.records import tags_code
 
 from .config import BrokerConfig
-from .protocol import RequestRefused
+from .config_table import ConfigTable
+from .errors import RequestRefused
+from .java_fields import FieldError, java_bool, java_int, java_long, java_string
+from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
 
 __all__ = ["SubscriptionGroupConfig", "GroupManager", "SubscriptionData", "ConsumerGroupInfo",
            "ConsumerManager", "LockManager", "parse_tag_expression", "GroupNameError", "validate_group_name",
@@ -66,39 +69,55 @@ class SubscriptionGroupConfig:
     consume_from_min_enable: bool = True
     consume_broadcast_enable: bool = True
     retry_queue_nums: int = 1
-    retry_max_times: int = 16
+    retry_max_times: int = DEFAULT_MAX_RECONSUME_TIMES
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
     consume_message_orderly: bool = False       # 5.x: a FIFO group (message groups in order)
 
-    _JSON = {"groupName": "group_name", "consumeEnable": "consume_enable",
-             "consumeFromMinEnable": "consume_from_min_enable",
-             "consumeBroadcastEnable": "consume_broadcast_enable", "retryQueueNums": "retry_queue_nums",
-             "retryMaxTimes": "retry_max_times", "brokerId": "broker_id",
-             "whichBrokerWhenConsumeSlowly": "which_broker_when_consume_slowly",
-             "notifyConsumerIdsChangedEnable": "notify_consumer_ids_changed_enable",
-             "consumeMessageOrderly": "consume_message_orderly"}
+    # JSON name -> (attribute, fastjson reader of its Java type)
+    _JSON = {"groupName": ("group_name", java_string), "consumeEnable": ("consume_enable", java_bool),
+             "consumeFromMinEnable": ("consume_from_min_enable", java_bool),
+             "consumeBroadcastEnable": ("consume_broadcast_enable", java_bool),
+             "retryQueueNums": ("retry_queue_nums", java_int), "retryMaxTimes": ("retry_max_times", java_int),
+             "brokerId": ("broker_id", java_long),
+             "whichBrokerWhenConsumeSlowly": ("which_broker_when_consume_slowly", java_long),
+             "notifyConsumerIdsChangedEnable": ("notify_consumer_ids_changed_enable", java_bool),
+             "consumeMessageOrderly": ("consume_message_orderly", java_bool)}
 
     def to_json(self) -> dict:
-        return {k: getattr(self, a) for k, a in self._JSON.items()}
+        return {k: getattr(self, a) for k, (a, _) in self._JSON.items()}
 
     @classmethod
-    def from_json(cls, d: dict) -> "SubscriptionGroupConfig":
-        return cls(**{a: d[k] for k, a in cls._JSON.items() if k in d})
+    def from_json(cls, d) -> "SubscriptionGroupConfig":
+        """From a SubscriptionGroupConfig body (or the saved table): each field read as
+        fastjson reads its Java type; null keeps the default; fields this broker does
+        not model (groupRetryPolicy, attributes, ...) are ignored. FieldError (a
+        ValueError) names a field fastjson would refuse."""
+        if not isinstance(d, dict):
+            raise FieldError("the body", "a JSON object", d)
+        fields = {}
+        for key, (attr, read) in cls._JSON.items():
+            value = d.get(key)
+            if value is not None:
+                fields[attr] = read(value, key)
+        return cls(**fields)
 
 
-class GroupManager:
+class GroupManager(ConfigTable):
+    """subscriptionGroup.json: every group's config (``ConfigTable``: ``put``, ``delete``)."""
+
+    DOCUMENT = "subscriptionGroup"
+    TABLE = "subscriptionGroupTable"
+    entry_from_json = SubscriptionGroupConfig.from_json
+
     def __init__(self, config: BrokerConfig, saved: dict | None = None) -> None:
         self.config = config
-        self.table: dict[str, SubscriptionGroupConfig] = {}
-        self.data_version = 0
-        self.dirty = False
-        if saved:
-            for d in saved.get("subscriptionGroupTable", {}).values():
-                g = SubscriptionGroupConfig.from_json(d)
-                self.table[g.group_name] = g
-            self.data_version = int(saved.get("dataVersion", {}).get("counter", 0))
+        super().__init__(saved)
+
+    @staticmethod
+    def entry_name(entry: SubscriptionGroupConfig) -> str:
+        return entry.group_name
 
     def find(self, group: str, *, auto_create: bool = True) -> SubscriptionGroupConfig | None:
         """``findSubscriptionGroupConfig``: auto-created when autoCreateSubscriptionGroup
@@ -113,23 +132,6 @@ class GroupManager:
             g = self.put(SubscriptionGroupConfig(group))
         return g
 
-    def put(self, g: SubscriptionGroupConfig) -> SubscriptionGroupConfig:
-        self.table[g.group_name] = g
-        self.data_version += 1
-        self.dirty = True
-        return g
-
-    def delete(self, group: str) -> bool:
-        """DELETE_SUBSCRIPTIONGROUP: forget the group's config (written with the next save)."""
-        if self.table.pop(group, None) is None:
-            return False
-        self.data_version += 1
-        self.dirty = True
-        return True
-
-    def to_json(self) -> dict:
-        return {"subscriptionGroupTable": {n: g.to_json() for n, g in sorted(self.table.items())},
-                "dataVersion": {"counter": self.data_version}}
 
 
 def parse_tag_expression(expr: str | None) -> tuple[frozenset[str], frozenset[int] | None]:
@@ -153,16 +155,15 @@ class SubscriptionData:
 
     @classmethod
     def from_json(cls, d: dict) -> "SubscriptionData":
-        """From a heartbeat's subscriptionDataSet entry; ValueError names a bad field."""
-        topic, sub = d.get("topic"), d.get("subString") or "*"
-        expression_type = d.get("expressionType") or "TAG"
-        for name, v in (("topic", topic), ("subString", sub), ("expressionType", expression_type)):
-            if not isinstance(v, str):
-                raise ValueError(f"<{name}> must be a string, got {v!r:.60}")
-        try:
-            sub_version = int(d.get("subVersion") or 0)
-        except (TypeError, ValueError):
-            raise ValueError(f"<subVersion> must be an integer, got {d.get('subVersion')!r:.60}") from None
+        """From a heartbeat's subscriptionDataSet entry, as fastjson reads the Java class
+        (topic, subString and expressionType Strings, subVersion a long; tagsSet and
+        codeSet are derived here from subString); ValueError names a bad field."""
+        topic = java_string(d.get("topic"), "topic")
+        sub = java_string(d.get("subString"), "subString") or "*"
+        expression_type = java_string(d.get("expressionType"), "expressionType") or "TAG"
+        sub_version = java_long(d.get("subVersion"), "subVersion")
+        if topic is None:
+            raise ValueError("<topic> is missing")
         tags, codes = parse_tag_expression(sub)
         return cls(topic=topic, sub_string=sub, tags_set=tags, code_set=codes, sub_version=sub_version,
                    expression_type=expression_type)

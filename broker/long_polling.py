@@ -1,8 +1,9 @@
-"""Held PULL_MESSAGE requests (PullRequestHoldService).
+"""Held pulls (PullRequestHoldService).
 
-A pull that finds nothing, with the suspend flag set, is parked until a message
-matching its subscription arrives in its queue or ``suspendTimeoutMillis`` passes; it
-is then executed once more without suspension and its reply goes out. Costs: O(held
+A pull that finds nothing, asked as a long poll (4.x: the suspend flag), is parked until
+a message matching its subscription arrives in its queue or its suspend time passes; it
+is then executed once more (without its commit) and the result goes to the front that
+held it (a PullReady notification with the front's ``context``). Costs: O(held
 pulls on that queue) per arrival; O(log n) per deadline via a heap.
 """
 from __future__ import annotations
@@ -19,7 +20,8 @@ __all__ = ["HeldPull", "PullHoldService"]
 @dataclass(slots=True)
 class HeldPull:
     channel: Any
-    request: Any
+    request: Any                # the core's PullRequest to run again
+    context: Any                # the front's record of it (the 4.x front: its command)
     topic: str
     queue_id: int
     offset: int

@@ -254,7 +254,7 @@ class SendBackResult:
     delay_level: int = 0
 
 
-# -- 5.x pop model (broker/pop.py) ------------------------------------------------------------
+# -- 5.x pop model (broker/invisible_time.py) ------------------------------------------------------------
 @dataclass(slots=True)
 class PopRequest:
     """Receive up to ``max_msgs`` (1..32) visible messages of ``topic`` for ``group``,

@@ -9,11 +9,12 @@ from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_s
 
 from .config import PERM_READ, PERM_WRITE
 from .core_types import ConsumeMessageContext
+from .dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
 from .events import EventKind
 from .operations import (BatchSendRequest, SendBack, SendBackOutcome as B, SendBackResult, SendOutcome as O,
                          SendRequest, SendResult)
 from .retry_lifecycle import rocketmq4_retry_send, rocketmq4_send_back
-from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, dlq_topic, retry_topic,
+from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, retry_topic,
                      validate_topic_name)
 
 __all__ = ["send", "send_batch", "send_back"]
@@ -34,6 +35,9 @@ def _destination(core, topic: str, queue_id: int, producer_group: str, default_t
         return SendResult(O.TOPIC_NOT_ALLOWED, remark=f"Sending message to topic[{topic}] is forbidden.")
     tc = core.topics.get(topic)
     if tc is None:
+        if is_pulsar_store_topic(topic):
+            return SendResult(O.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist, apply first please! "
+                                                        f"({NOT_CREATED_BY_ROCKETMQ})")
         tc = core.topics.create_in_send(topic, default_topic, default_nums)
         if tc is None and topic.startswith(RETRY_PREFIX):
             tc = core.topics.create_system(topic, 1, PERM_READ | PERM_WRITE)
@@ -84,13 +88,12 @@ def send(core, req: SendRequest, channel) -> SendResult:
         if gc is None:
             return SendResult(O.GROUP_NOT_EXIST, remark=f"subscription group not exist, {group}")
         max_times = gc.retry_max_times if req.max_reconsume_times is None else req.max_reconsume_times
-        if rocketmq4_retry_send(group, req.reconsume_times, max_times):
-            topic = dlq_topic(group)
-            tc = core.topics.create_system(topic, 1, PERM_READ | PERM_WRITE)
+        decision = rocketmq4_retry_send(group, props, req.reconsume_times, max_times, qid)
+        if decision.dead_letter:
+            tc = core.topics.create_system(decision.topic, 1, PERM_READ | PERM_WRITE)
             if not tc.writeable:
-                return SendResult(O.TOPIC_NOT_WRITEABLE, remark=f"the topic[{topic}] sending message is forbidden")
-            props[Prop.DELAY] = "0"
-            qid, dlq_group = 0, group
+                return SendResult(O.TOPIC_NOT_WRITEABLE, remark=f"the topic[{decision.topic}] sending message is forbidden")
+            topic, qid, props, dlq_group = decision.topic, decision.queue_id, decision.properties, group
     props[Prop.CLUSTER] = core.config.broker_cluster_name
     # positional, in MessageRecord's field order (topic, body, queue_id, flag, properties,
     # sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times):
@@ -128,18 +131,16 @@ def send_back(core, req: SendBack) -> SendBackResult:
 
     max_times = gc.retry_max_times if req.max_reconsume_times is None else req.max_reconsume_times
     decision = rocketmq4_send_back(group, old.properties, old.topic, old.offset_msg_id, old.reconsume_times,
-                                   max_times, req.delay_level)
-    to_dlq, level, props = decision.dead_letter, decision.delay_level, decision.properties
+                                   max_times, req.delay_level, queue_id)
+    to_dlq, level, props, new_topic = decision.dead_letter, decision.delay_level, decision.properties, decision.topic
     if to_dlq:
-        new_topic = decision.topic
-        queue_id = 0
         tc = core.topics.create_system(new_topic, 1, PERM_READ | PERM_WRITE)
         if not tc.writeable:
             return SendBackResult(B.TOPIC_NOT_WRITEABLE, f"the topic[{new_topic}] sending message is forbidden")
 
     # positional (topic, body, queue_id, flag, properties, sys_flag, born_timestamp,
     # born_host, store_timestamp, store_host, reconsume_times), as send_message does
-    rec = MessageRecord(new_topic, old.body, queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
+    rec = MessageRecord(new_topic, old.body, decision.queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
                         old.born_host, 0, old.store_host, decision.attempt)
     kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.SENT_BACK
     res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level)

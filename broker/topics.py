@@ -14,13 +14,15 @@ upstream: operators raise a DLQ's permission to read it (mqadmin updateTopic -p 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from rocketmq_emulator.store.records import (AUTO_CREATE_TOPIC_KEY, DLQ_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_PREFIX,
                                              SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, TIMER_TOPIC)
 
 from .config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
-from .protocol import RequestRefused
+from .config_table import ConfigTable
+from .errors import RequestRefused
+from .retry_lifecycle import dlq_topic, retry_topic
 
 __all__ = [
     "TopicConfig",
@@ -48,14 +50,6 @@ NOT_ALLOWED_SEND = NOT_ALLOWED_SEND_TOPICS
 # No upstream bound: 1024 is its largest built-in topic (BenchmarkTest) and the CLI's
 # limit; every client builds one MessageQueue per queue of a route.
 QUEUE_NUMS_MAX = 1024
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_PREFIX + group
 
 
 def is_system_topic(topic: str) -> bool:
@@ -143,19 +137,16 @@ class TopicConfig:
                    topic_sys_flag=int(d.get("topicSysFlag", 0)), order=bool(d.get("order", False)))
 
 
-class TopicManager:
-    """All topic configs of the broker; ``dirty`` tells the core to persist them."""
+class TopicManager(ConfigTable):
+    """topics.json: all topic configs of the broker (``ConfigTable``: ``put``, ``delete``)."""
+
+    DOCUMENT = "topics"
+    TABLE = "topicConfigTable"
+    entry_from_json = TopicConfig.from_json
 
     def __init__(self, config: BrokerConfig, saved: dict | None = None) -> None:
         self.config = config
-        self.table: dict[str, TopicConfig] = {}
-        self.data_version = 0
-        self.dirty = False
-        if saved:
-            for d in saved.get("topicConfigTable", {}).values():
-                tc = TopicConfig.from_json(d)
-                self.table[tc.topic_name] = tc
-            self.data_version = int(saved.get("dataVersion", {}).get("counter", 0))
+        super().__init__(saved)
         # System topics every broker has.
         self.table.setdefault(SCHEDULE_TOPIC, TopicConfig(SCHEDULE_TOPIC, 18, 18, PERM_READ | PERM_WRITE))
         if config.auto_create_topic_enable:
@@ -174,16 +165,9 @@ class TopicManager:
         return is_system_topic(topic) or topic in (c.broker_cluster_name, c.broker_name,
                                                    f"{c.broker_cluster_name}_REPLY_TOPIC")
 
-    def put(self, tc: TopicConfig) -> TopicConfig:
-        self.table[tc.topic_name] = tc
-        self._changed()
-        return tc
-
-    def delete(self, topic: str) -> bool:
-        if self.table.pop(topic, None) is not None:
-            self._changed()
-            return True
-        return False
+    @staticmethod
+    def entry_name(entry: TopicConfig) -> str:
+        return entry.topic_name
 
     def create_in_send(self, topic: str, default_topic: str, queue_nums: int) -> TopicConfig | None:
         """``createTopicInSendMessageMethod``: inherit from a template topic that has the
@@ -203,10 +187,3 @@ class TopicManager:
             tc = self.put(TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=sys_flag))
         return tc
 
-    def _changed(self) -> None:
-        self.data_version += 1
-        self.dirty = True
-
-    def to_json(self) -> dict:
-        return {"topicConfigTable": {n: tc.to_json() for n, tc in sorted(self.table.items())},
-                "dataVersion": {"counter": self.data_version}}

@@ -2,7 +2,7 @@
 the in-process and TCP transports, the client runtime (time travel on a VirtualClock) and the
 pytest plugin (``client_sdk.pytest_plugin``).
 
-    from rocketmq_emulator.client_sdk import EmbeddedBroker, Message, ConsumeConcurrentlyStatus
+    from . import EmbeddedBroker, Message, ConsumeConcurrentlyStatus
 
 Names are imported lazily (PEP 562): pytest loads the plugin in every session, and that
 must not import the broker core until a test asks for it.

@@ -10,7 +10,7 @@ and EmbeddedBroker alike (``AdminOperations``): the same requests mqadmin sends
                                                 "consumer_offset", "lag"}]
     remote.consumer_connections("billing")    {"connections": [...], "subscriptions": {...}, ...}
     remote.reset_offset("billing", "Orders", 0)   earliest (-1: latest, else a time in ms)
-    remote.view_message(offset_msg_id)        MessageExt
+    remote.view_message(msg_id)               MessageExt (a message id or an offsetMsgId)
     remote.find_messages("Orders", "order-42")
     remote.delete_topic("Scratch")
     remote.broker_status()                    {"broker-a": {...}, ...}
@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.fastjson import queue_table
-from rocketmq_emulator.store.records import decode_offset_msg_id, decode_record, iter_records
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import queue_table
+from rocketmq_emulator.broker.fronts.remoting.protocol.message_ids import (not_found_text, offset_id_target, original_and_copies,
+                                                           unique_key_query)
+from rocketmq_emulator.store.records import decode_record, iter_records
 
 from .errors import MQBrokerError
 from .message import MessageExt
@@ -128,15 +130,28 @@ class AdminOperations:
                 rows.append({"broker": broker, "queue_id": q["queue_id"], "offset": offset})
         return sorted(rows, key=lambda r: (r["broker"], r["queue_id"]))
 
-    def view_message(self, offset_msg_id: str) -> MessageExt:
-        """The message an offsetMsgId names (on the broker at its address)."""
-        (ip, port), offset = decode_offset_msg_id(offset_msg_id.upper())
-        address = f"{ip}:{port}"
-        owner = next((n for n, a in self.broker_addresses().items() if a == address), None)
-        if owner is None:
-            raise MQBrokerError(RC.SYSTEM_ERROR, f"no running broker is at {address}", None, "VIEW_MESSAGE_BY_ID")
-        reply = self._call(RQ.VIEW_MESSAGE_BY_ID, {"offset": offset}, owner)
-        return MessageExt.adopt(decode_record(reply.body, check_crc=False))
+    def view_message(self, msg_id: str) -> MessageExt:
+        """The message an id names, as mqadmin queryMsgById finds it: the offsetMsgId of a
+        broker here is read at its offset, any other id is looked up as a message id
+        (UNIQ_KEY) in every topic of every broker; of a retried message, the original."""
+        brokers = self.broker_addresses()
+        target = offset_id_target(msg_id, brokers)
+        if target is not None:
+            reply = self._call(RQ.VIEW_MESSAGE_BY_ID, {"offset": target[1]}, target[0], ok=(RC.SUCCESS, RC.SYSTEM_ERROR))
+            if reply.code == RC.SUCCESS:
+                return MessageExt.adopt(decode_record(reply.body, check_crc=False))
+        found = []
+        for broker in brokers:
+            for topic in self.topics():
+                query = unique_key_query(topic, msg_id)
+                reply = self._call(RQ.QUERY_MESSAGE, query.ext_fields, broker,
+                                   ok=(RC.SUCCESS, RC.QUERY_NOT_FOUND, RC.TOPIC_NOT_EXIST))
+                if reply.code == RC.SUCCESS:
+                    found += iter_records(reply.body, check_crc=False)
+        original, _copies = original_and_copies(found, msg_id)
+        if original is None:
+            raise MQBrokerError(RC.QUERY_NOT_FOUND, not_found_text(msg_id), None, "QUERY_MESSAGE")
+        return MessageExt.adopt(original)
 
     def find_messages(self, topic: str, key: str, max_num: int = 64) -> list[MessageExt]:
         found = []

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rocketmq_emulator.broker.operations import SendBack
-from rocketmq_emulator.broker.processors.send_back import send_back_code
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import send_back_code
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 
 from .errors import MQBrokerError, RemotingError
 from .message import MessageQueue

@@ -13,7 +13,7 @@ import functools
 import logging
 from typing import TYPE_CHECKING
 
-from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
 
 from .api import BrokerAPI
 from .errors import MQClientError, RemotingError
@@ -185,7 +185,7 @@ class ClientInstance:
 
 def _reset_offset_table(body: bytes) -> dict:
     """ResetOffsetBody's offsetTable → {MessageQueue: offset}."""
-    from rocketmq_emulator.broker.protocol.fastjson import queue_table
+    from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import queue_table
 
     from .message import MessageQueue
 

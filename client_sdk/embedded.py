@@ -21,6 +21,7 @@ from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.dead_letters import DeadLetter, RedriveResult, dead_letters, redrive_on
+from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, RETRY_PREFIX
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
 
@@ -30,7 +31,7 @@ from .producer import Producer
 from .push_consumer import PushConsumer
 from .runtime import ClientRuntime
 from .transport.base import Connector
-from .transport.cluster import InProcessCluster
+from .transport.in_process_cluster import InProcessCluster
 from .transport.inprocess import InProcessBroker, InProcessTransport
 from .transport.loopback import LoopbackBroker
 
@@ -38,8 +39,6 @@ __all__ = ["EmbeddedBroker"]
 
 _HUBS = {"inprocess": InProcessBroker, "loopback": LoopbackBroker}
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 

@@ -78,7 +78,7 @@ class ListenerResultError(TypeError):
 
 
 def _code_name(code: int) -> str:
-    from rocketmq_emulator.broker.protocol import ResponseCode
+    from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode
 
     try:
         return ResponseCode(code).name

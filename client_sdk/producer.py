@@ -12,10 +12,11 @@ import logging
 import zlib
 from typing import Callable
 
-from rocketmq_emulator.broker.protocol import ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode
 from rocketmq_emulator.broker.operations import SendRequest
-from rocketmq_emulator.broker.processors.send import outcome_code
-from rocketmq_emulator.broker.protocol.batch import encode_batch_body
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import send_code
+from rocketmq_emulator.broker.fronts.remoting.protocol.batch import encode_batch_body
+from rocketmq_emulator.broker.retry_lifecycle import RETRY_PREFIX
 from rocketmq_emulator.store.records import Prop, SysFlag, properties_to_string
 
 from .client_instance import ClientInstance
@@ -32,7 +33,6 @@ log = logging.getLogger("client_sdk.producer")
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 AUTO_CREATE_TOPIC_KEY = "TBW102"
-RETRY_PREFIX = "%RETRY%"
 FAQ = "See http://rocketmq.apache.org/docs/faq/ for further details."
 
 # Broker codes after which sendDefaultImpl tries another queue (DefaultMQProducer.retryResponseCodes).
@@ -351,7 +351,7 @@ class Producer:
 
     @staticmethod
     def _typed_result(core, result, topic: str, mq: MessageQueue, uniq: str) -> SendResult:
-        code = outcome_code(result)
+        code = send_code(result)
         status = _STORED_STATUS.get(code)
         if status is None:
             raise MQBrokerError(code, result.remark, None, f"SEND_MESSAGE_V2 {topic}")

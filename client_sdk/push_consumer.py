@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass, fields
 from typing import Callable
 
+from rocketmq_emulator.broker.retry_lifecycle import RETRY_PREFIX, rocketmq4_client_fallback, retry_topic
 from rocketmq_emulator.store.records import Prop
 
 from .api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PullStatus
@@ -36,7 +37,6 @@ __all__ = ["PushConsumer", "MessageModel", "ConsumeFromWhere", "ConsumerStats"]
 
 log = logging.getLogger("client_sdk.consumer")
 
-RETRY_PREFIX = "%RETRY%"
 DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
 BROKER_SUSPEND_MAX_TIME_MILLIS = 15000
 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30000
@@ -160,7 +160,7 @@ class PushConsumer:
         self.rebalance_interval = rebalance_interval
         self.instance_name = instance_name
         self.strict = strict
-        self.retry_topic = RETRY_PREFIX + group
+        self.retry_topic = retry_topic(group)
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.stats = ConsumerStats()
         self.state = ServiceState.CREATE_JUST
@@ -602,20 +602,12 @@ class PushConsumer:
         MAX_RECONSUME_TIMES, RETRY_TOPIC and ORIGIN_MESSAGE_ID through the inner producer
         (group CLIENT_INNER_PRODUCER). Orderly passes RECONSUME_TIME = reconsumeTimes
         (4.9.8), so the broker dead-letters it once the maximum is reached."""
-        props = dict(msg.properties)
-        props[Prop.ORIGIN_MESSAGE_ID] = props.get(Prop.ORIGIN_MESSAGE_ID) or msg.msg_id
-        props[Prop.RETRY_TOPIC] = msg.topic
-        if reconsume_time is None:
-            props[Prop.RECONSUME_TIME] = str(msg.reconsume_times + 1)
-            max_times = self.max_reconsume_times_concurrently
-        else:
-            props[Prop.RECONSUME_TIME] = str(reconsume_time)
-            max_times = self.max_reconsume_times_orderly
-        props[Prop.MAX_RECONSUME_TIMES] = str(max_times)
-        props.pop(Prop.TRAN_MSG, None)
-        props[Prop.DELAY] = str(3 + msg.reconsume_times)
+        max_times = self.max_reconsume_times_concurrently if reconsume_time is None else \
+            self.max_reconsume_times_orderly
+        copy = rocketmq4_client_fallback(self.group, msg.properties, msg.topic, msg.msg_id, msg.reconsume_times,
+                                         max_times, reconsume_time)
         try:
-            self.inner_producer.send_raw(self.retry_topic, msg.body, msg.flag, props)
+            self.inner_producer.send_raw(copy.topic, msg.body, msg.flag, copy.properties)
         except (MQClientError, RemotingError) as exc:
             self.stats.fallback_failed += 1
             log.warning("%s: publishing the retry copy of %s failed too: %s", self.group, msg.msg_id, exc)

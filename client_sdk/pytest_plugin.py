@@ -103,8 +103,8 @@ def time_travel(rocketmq_broker):
 def rocketmq5_endpoint(rocketmq_broker):
     """A 5.x gRPC listener on 127.0.0.1:0 (its own thread) in front of ``rocketmq_broker``:
     4.x SDK clients and real 5.x clients share its topics, groups and clock."""
-    listener = _listener(rocketmq_broker, "rocketmq5_endpoint", "GrpcListenerThread", "grpc",
-                         "grpc", "rocketmq_emulator.broker.rocketmq5.stubs")
+    listener = _listener(rocketmq_broker, "rocketmq5_endpoint", "grpc5.listener.GrpcListenerThread", "grpc",
+                         "grpc", "rocketmq_emulator.broker.fronts.grpc5.stubs")
     yield listener.endpoint
     listener.close()
 
@@ -114,8 +114,8 @@ def pulsar_endpoint(rocketmq_broker):
     """A Pulsar listener on 127.0.0.1:0 (its own thread) in front of ``rocketmq_broker``:
     "pulsar://127.0.0.1:PORT" for the real Pulsar client; time_travel moves its delayed
     deliveries (needs the pulsar extra)."""
-    listener = _listener(rocketmq_broker, "pulsar_endpoint", "PulsarListenerThread", "pulsar",
-                         "google_crc32c", "rocketmq_emulator.broker.pulsar_front.schema")
+    listener = _listener(rocketmq_broker, "pulsar_endpoint", "pulsar.listener.PulsarListenerThread", "pulsar",
+                         "google_crc32c", "rocketmq_emulator.broker.fronts.pulsar.schema")
     yield listener.service_url
     listener.close()
 
@@ -136,14 +136,16 @@ def pulsar_client(rocketmq_broker):
 def _listener(broker, fixture: str, thread_class: str, extra: str, *modules: str):
     """A started listener thread of ``thread_class`` on the broker's core (its lock shared)."""
     _require(fixture, extra, *modules)
-    import rocketmq_emulator.broker.adapters.listener_thread as listener_thread
+    import importlib
 
-    return getattr(listener_thread, thread_class)(broker.core, broker.hub.share()).start()
+    module, _, name = thread_class.rpartition(".")
+    listener = getattr(importlib.import_module(f"rocketmq_emulator.broker.fronts.{module}"), name)
+    return listener(broker.core, broker.hub.share()).start()
 
 
 def _require(fixture: str, extra: str, *modules: str) -> None:
     """A missing extra fails the test with the one line that says which to install."""
-    from rocketmq_emulator.broker.cli_common import missing_extra
+    from rocketmq_emulator.broker.cli.common import missing_extra
 
     missing = missing_extra(extra, *modules)
     if missing:

@@ -28,20 +28,26 @@ class DelayLevelError(ValueError):
     """A duration string that cannot be parsed, or an unknown level."""
 
 
+_MAX_DIGITS = 19                 # a Java long's; (Python refuses to read more than 4300 at all)
+
+
 def parse_duration(text: str) -> int:
     """Parse ``500ms``, ``10s``, ``2h``, ``1d`` or compounds like ``1h30m`` into ms."""
     if not isinstance(text, str) or not text.strip():
         raise DelayLevelError(f"empty duration {text!r}; expected e.g. 500ms, 10s, 2h")
+    shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}...({len(text)} characters)"
     compact = text.replace(" ", "")
     pos = 0
     total = 0
     for m in _PART.finditer(compact):
         if m.start() != pos:
             break
+        if len(m.group(1)) > _MAX_DIGITS:
+            raise DelayLevelError(f"bad duration {shown}: a number of more than {_MAX_DIGITS} digits")
         total += int(m.group(1)) * _UNIT_MS[m.group(2)]
         pos = m.end()
     if pos != len(compact) or pos == 0:
-        raise DelayLevelError(f"bad duration {text!r}; expected e.g. 500ms, 10s, 5m, 2h, 1d")
+        raise DelayLevelError(f"bad duration {shown}; expected e.g. 500ms, 10s, 5m, 2h, 1d")
     return total
 
 

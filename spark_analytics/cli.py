@@ -1,4 +1,4 @@
-"""``rocketmq-emulator snapshot`` and ``rocketmq-emulator analyze`` (broker/cli.py dispatches here).
+"""``rocketmq-emulator snapshot`` and ``rocketmq-emulator analyze`` (broker/cli/main.py dispatches here).
 
 Importing this module imports nothing heavy. ``snapshot`` uses the standard library
 only, so it works on the base install; ``analyze`` first checks that the analytics

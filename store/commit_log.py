@@ -326,6 +326,11 @@ class CommitLog:
                 yield buf, off, base + pos
 
     # -- durability ----------------------------------------------------------------------
+    def probe(self, size: int) -> None:
+        """Raise the OSError an append of ``size`` bytes to the active segment would meet;
+        nothing changes (see FileSegment.probe)."""
+        self.segments[-1].probe(size)
+
     def flush(self) -> None:
         """Make everything appended durable: one fsync per touched segment, or with
         ``fsync=False`` only handed to the OS."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from .consume_queue import ENTRY, dispatched, entry_tags_code
+from .consume_queue import ENTRY
+from .dispatch import dispatch
 from .record_view import check_record, fields
 from .records import MAGIC_CODE
 
@@ -41,11 +42,12 @@ def check_store(store) -> None:
                 break
             assert check_record(buf, pos, size, seg.base + pos) == total
             f = fields(buf, pos)
-            if dispatched(f.sys_flag):
-                tags = entry_tags_code(f.topic, f.properties, f.store_timestamp, store._delays)
-                entries = expected.setdefault((f.topic, f.queue_id), {})
+            d = dispatch(f.topic, f.queue_id, f.sys_flag, f.properties, f.store_timestamp, seg.base + pos, total,
+                         store._delays)
+            if d is not None:
+                entries = expected.setdefault(d[0], {})
                 assert f.queue_offset not in entries, f"queue offset {f.queue_offset} twice in the log"
-                entries[f.queue_offset] = ENTRY.pack(seg.base + pos, total, tags)
+                entries[f.queue_offset] = ENTRY.pack(*d[1])
             else:
                 assert f.queue_offset == 0
             pos += total

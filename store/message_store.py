@@ -18,8 +18,10 @@ from typing import Iterator
 from .checkpoint import Checkpoint, QueueMark, save_checkpoint
 from .commit_log import CommitLog, RecordTooLarge
 from .config import StoreConfig
-from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, dispatched, entry_tags_code, queue_dir,
+from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, dispatched, queue_dir,
                             valid_topic_dir, write_queue)
+from .config_journal import JOURNAL_SUFFIX, append_changes, apply_changes, read_changes
+from .dispatch import dispatch
 from .errors import StoreError, StoreWriteError
 from .fsutil import RootLock
 from .index import KeyIndex
@@ -40,6 +42,9 @@ _pack_entry = ENTRY.pack
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
 _MIN_FILTER_SCAN = 800
+# write_refusal's probe: a page, so a disk still full fails it even where the log's last
+# page has room left (a write into that page needs no new one)
+PROBE_SIZE = 4096
 
 
 class MessageStore:
@@ -56,6 +61,7 @@ class MessageStore:
         self._offsets = ConsumerOffsets()
         self._delay = DelayOffsets()
         self._configs: dict[str, str] = {}          # in-memory mode's config documents (JSON text)
+        self._config_changes: dict[str, list[str]] = {}     # in-memory mode's journals (JSON lines)
         self._index = KeyIndex()
         self._host_prefix: dict[tuple[str, int], str] = {}
         self._delays = config.delay_levels_ms
@@ -87,7 +93,7 @@ class MessageStore:
         fsync (ASYNC_FLUSH; SYNC_FLUSH adds one), one 20-byte queue entry; the key
         index is built lazily, at the first query. The speed tricks live with the data
         they concern: the known queues in two dicts here, the encoding and append in
-        ``CommitLog.append_record``, the tagsCode in ``entry_tags_code``."""
+        ``CommitLog.append_record``, the entry in ``dispatch``."""
         if self._closed:
             return put_failed(PutStatus.SERVICE_NOT_AVAILABLE, "the store is closed")
         topic = rec.topic
@@ -108,9 +114,9 @@ class MessageStore:
             too_big = True
         if too_big:
             return self._body_refused(rec.body)
-        dispatch = dispatched(rec.sys_flag)
+        listed = dispatched(rec.sys_flag)
         try:
-            if dispatch and cq is not None:
+            if listed and cq is not None:
                 at = self._log.append_record(rec, cq.max_offset, now_ms, prop_crc=self._prop_crc,
                                              topic_field=cq.topic_field)
             else:
@@ -120,12 +126,13 @@ class MessageStore:
         if self._write_error is not None:
             self._writes_work_again()
         size = rec.store_size
-        if dispatch:
+        if listed:
             if cq is None:
                 cq = self._queues[(topic, rec.queue_id)] = self._new_queue(topic, rec.queue_id)
             if cq.topic_field is not None:  # a queue with a usual topic: the next put finds it quickly
                 self._fast_queues.setdefault(topic, {})[rec.queue_id] = cq
-            cq.buf += _pack_entry(at, size, entry_tags_code(topic, rec.properties_text, now_ms, self._delays))
+            cq.buf += _pack_entry(*dispatch(topic, rec.queue_id, rec.sys_flag, rec.properties_text, now_ms, at, size,
+                                            self._delays)[1])
             cq.max_offset += 1              # (ConsumeQueue.append, inlined: the put path)
         try:
             prefix = self._host_prefix[rec.store_host]
@@ -154,6 +161,21 @@ class MessageStore:
         log.warning("store %s: commit-log writes succeed again (they had failed: %s)", self._root,
                     self._write_error.strerror or self._write_error)
         self._write_error = None
+
+    def write_refusal(self) -> str | None:
+        """Why puts are refused now, None when they are taken. After a commit-log write
+        failed, each call tries a write of PROBE_SIZE bytes at the log's end (cut off
+        again): while it fails the reason is returned; once it works the store takes
+        puts again (logged as when a put works again). Cost: nothing while writes work."""
+        if self._write_error is None or self._closed:
+            return None
+        try:
+            self._log.probe(PROBE_SIZE)
+        except OSError as exc:
+            self._write_error = exc
+            return f"the store cannot write its commit log: {exc.strerror or exc}"
+        self._writes_work_again()
+        return None
 
     @staticmethod
     def _refuse_new_queue(topic, queue_id) -> str | None:
@@ -406,23 +428,54 @@ class MessageStore:
         text = json.dumps(obj)              # fails here, not at flush, if obj is not JSON
         if self._root is None:
             self._configs[name] = text
+            self._config_changes.pop(name, None)
             return
         path = self._root / "config" / f"{name}.json"
         try:
             dump_json_document(path, obj, durable=self.config.fsync)
+            (self._root / "config" / f"{name}{JOURNAL_SUFFIX}").unlink(missing_ok=True)
         except OSError as exc:
             raise StoreWriteError(f"cannot write {str(path)!r}: {exc.strerror or exc}; the previous version "
                                   f"is kept", exc) from exc
 
+    def save_config_changes(self, name: str, ops: list) -> None:
+        """Record changes to the document ``name`` without rewriting it: one line of
+        ``["set", [key, ...], value]`` / ``["del", [key, ...]]`` operations appended to
+        its journal (store/config_journal.py), in the OS before this returns (fsynced
+        with SYNC_FLUSH); ``save_config`` of the whole document empties the journal.
+        Raises StoreWriteError when the write fails. Cost: O(the change), one write."""
+        self._live()
+        self._config_name(name)
+        text = json.dumps(ops)              # fails here if ops is not JSON
+        if self._root is None:
+            self._config_changes.setdefault(name, []).append(text)
+            return
+        path = self._root / "config" / f"{name}{JOURNAL_SUFFIX}"
+        try:
+            append_changes(path, ops, durable=self.config.fsync and self.config.sync_flush)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write {str(path)!r}: {exc.strerror or exc}", exc) from exc
+
     def load_config(self, name: str):
-        """The document saved under ``name`` (a fresh object), None if there is none.
-        Cost: one file read and a JSON parse."""
+        """The document saved under ``name`` with the changes recorded since (a fresh
+        object), None if there is none. Cost: one file read and a JSON parse, and the
+        journal's lines."""
         self._live()
         self._config_name(name)
         if self._root is None:
             text = self._configs.get(name)
-            return json.loads(text) if text is not None else None
-        return load_json_document(self._root / "config" / f"{name}.json")
+            return apply_changes(json.loads(text) if text is not None else None,
+                                 [json.loads(t) for t in self._config_changes.get(name, ())])
+        doc = load_json_document(self._root / "config" / f"{name}.json")
+        path = self._root / "config" / f"{name}{JOURNAL_SUFFIX}"
+        try:
+            lines, torn = read_changes(path)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot read the changes to {name}.json in {str(path)!r}: {exc}") from None
+        if torn:
+            log.warning("store %s: %s: %s; that change was never answered, so it is dropped",
+                        self._root, path.name, torn)
+        return apply_changes(doc, lines)
 
     @staticmethod
     def _config_name(name: str) -> None:

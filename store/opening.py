@@ -16,7 +16,8 @@ from pathlib import Path
 from . import fsutil
 from .checkpoint import Checkpoint, load_checkpoint
 from .commit_log import CommitLog, LogRecovery
-from .consume_queue import ConsumeQueue, dispatched, entry_tags_code, list_queue_dirs, load_queue, valid_topic_dir
+from .consume_queue import ConsumeQueue, list_queue_dirs, load_queue, valid_topic_dir
+from .dispatch import dispatch
 from .errors import StoreError
 from .fsutil import RootLock, atomic_write
 from .record_view import fields
@@ -191,9 +192,10 @@ def dispatch_from(store, start: int, notes: list[str]) -> tuple[set, int]:
     for buf, pos, phys in store._log.records(start):
         walked += 1
         f = fields(buf, pos)
-        if not dispatched(f.sys_flag):
+        d = dispatch(f.topic, f.queue_id, f.sys_flag, f.properties, f.store_timestamp, phys, f.size, store._delays)
+        if d is None:
             continue
-        key = (f.topic, f.queue_id)
+        key, entry = d
         cq = queues.get(key)
         if cq is None:
             if not valid_topic_dir(f.topic) or f.queue_id < 0:
@@ -203,10 +205,9 @@ def dispatch_from(store, start: int, notes: list[str]) -> tuple[set, int]:
             cq = queues[key] = store._new_queue(f.topic, f.queue_id, f.queue_offset)
             cq.cut = True           # whatever files exist for it are stale
         qoff = f.queue_offset
-        tags = entry_tags_code(f.topic, f.properties, f.store_timestamp, store._delays)
         if qoff < cq.max_offset:
-            if qoff >= cq.base and cq.at(qoff) != (phys, f.size, tags):
-                cq.replace(qoff, phys, f.size, tags)
+            if qoff >= cq.base and cq.at(qoff) != entry:
+                cq.replace(qoff, *entry)
                 repaired += 1
                 rebuilt.add(key)
             continue
@@ -223,7 +224,7 @@ def dispatch_from(store, start: int, notes: list[str]) -> tuple[set, int]:
                              f"bytes at {hole.start}; pulls skip them")
                 while cq.max_offset < qoff:
                     cq.append(hole.start, hole.end - hole.start, 0)
-        cq.append(phys, f.size, tags)
+        cq.append(*entry)
         rebuilt.add(key)
     if repaired:
         notes.append(f"{repaired} consume-queue entries did not match their records; repaired from the log")

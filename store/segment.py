@@ -150,6 +150,9 @@ class MemorySegment(RecordList):
     def abandon(self) -> None:
         pass
 
+    def probe(self, size: int) -> None:
+        """Memory takes any write (see FileSegment.probe)."""
+
     def remove(self) -> None:
         RecordList.__init__(self)
 
@@ -219,6 +222,18 @@ class FileSegment:
             if n == 0:
                 raise OSError(errno.ENOSPC, "No space left on device (short write)")
             done += n
+
+    def probe(self, size: int) -> None:
+        """Try writing ``size`` bytes past the end, then cut them off again: raises the
+        OSError an append of that size would meet (a disk still full). The segment is
+        unchanged either way."""
+        at = self.written
+        try:
+            done = _pwrite(self.fd, bytes(size), at)
+            if done != size:
+                raise OSError(errno.ENOSPC, "No space left on device (short write)")
+        finally:
+            self._cut_back(at)
 
     def _cut_back(self, size: int) -> None:
         """Cut the file back to ``size`` after a failed write (best effort: if even this

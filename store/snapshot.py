@@ -32,6 +32,7 @@ from pathlib import Path
 
 from typing import Callable
 
+from .config_journal import JOURNAL_SUFFIX
 from .errors import SnapshotError
 from .segment_walk import Damage, list_segments, map_file, walk_buffer
 from .store_dir import FORMAT_NAME, FORMAT_VERSION, MANIFEST_NAME, resolve_store
@@ -106,7 +107,7 @@ def _copy_config(src: Path, dst: Path) -> list[str]:
     names = []
     if src.is_dir():
         for p in sorted(src.iterdir()):
-            if p.is_file() and p.suffix == ".json":
+            if p.is_file() and p.suffix in (".json", JOURNAL_SUFFIX):
                 _copy_file(p, dst / p.name)
                 names.append(p.name)
     return names

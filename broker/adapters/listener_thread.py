@@ -1,4 +1,5 @@
-"""A listener (the 5.x gRPC one, the Pulsar one) on its own thread, beside a core that
+"""A listener (each front's listener module makes its own: grpc5's GrpcListenerThread,
+pulsar's PulsarListenerThread) on its own thread, beside a core that
 this process drives from another thread: what the pytest fixtures ``rocketmq5_endpoint``
 and ``pulsar_endpoint`` give a test — a real endpoint on 127.0.0.1, whose clock is the
 test's virtual clock.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-__all__ = ["ListenerThread", "GrpcListenerThread", "PulsarListenerThread"]
+__all__ = ["ListenerThread"]
 
 
 class ListenerThread:
@@ -38,7 +39,7 @@ class ListenerThread:
         """"HOST:PORT", what a 5.x client's ClientConfiguration takes."""
         return f"{self.host}:{self.port}"
 
-    def start(self, timeout_s: float = 10.0) -> "GrpcListenerThread":
+    def start(self, timeout_s: float = 10.0) -> "ListenerThread":
         ready = threading.Event()
 
         def run() -> None:
@@ -56,6 +57,12 @@ class ListenerThread:
             ready.set()
             loop.run_forever()
             loop.run_until_complete(self._server.stop())
+            # calls still open (a client's held receive) end here, not as "Task was
+            # destroyed but it is pending" when the loop is gone
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.close()
 
         self._thread = threading.Thread(target=run, name=self.name, daemon=True)
@@ -70,24 +77,3 @@ class ListenerThread:
         if self._loop is not None and self._thread is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
-
-
-class GrpcListenerThread(ListenerThread):
-    name = "rocketmq5-grpc"
-
-    def make_server(self):
-        from .grpc_server import GrpcServer
-        return GrpcServer(self.core, self.host, self.port, lambda: None, lock=self.lock)
-
-
-class PulsarListenerThread(ListenerThread):
-    name = "pulsar"
-
-    def make_server(self):
-        from .pulsar_server import PulsarServer
-        return PulsarServer(self.core, self.host, self.port, lambda: None, lock=self.lock)
-
-    @property
-    def service_url(self) -> str:
-        """"pulsar://HOST:PORT", what a Pulsar client takes."""
-        return f"pulsar://{self.host}:{self.port}"

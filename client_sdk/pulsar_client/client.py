@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rocketmq_emulator.broker.pulsar_front import schema as s
+import rocketmq_emulator.broker.fronts.pulsar.schema as s
 from rocketmq_emulator.delay_scheduler import SystemClock
 
 from ..runtime import ClientRuntime, to_millis
 from .errors import PulsarClientError, PulsarTimeout
 from .links import InProcessLink, TcpLink, parse_service_url
 from .messages import MessageId
-from .session import Pending, Session
+from .connection_state import Pending, Session
 
 __all__ = ["PulsarClient", "Producer"]
 

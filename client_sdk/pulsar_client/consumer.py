@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import rocketmq_emulator.broker.retry_lifecycle as lifecycle
-from rocketmq_emulator.broker.pulsar_front import schema as s
+from rocketmq_emulator.broker.retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
+import rocketmq_emulator.broker.fronts.pulsar.schema as s
 from rocketmq_emulator.delay_scheduler import parse_duration
 
 from .errors import PulsarClientError, PulsarTimeout
@@ -47,7 +48,6 @@ log = logging.getLogger("client_sdk.pulsar")
 
 MESSAGE_DELAYLEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS = 1000, 864_000_000      # seed 000: 1 to 864,000 seconds
-DEFAULT_MAX_RECONSUME_TIMES = 16
 
 
 class ConsumerType(enum.IntEnum):
@@ -399,7 +399,8 @@ def _letter_topic(topic: str, subscription: str, kind: str, legacy: bool) -> str
     ``<domain>://<tenant>/<namespace>/<subscription>-RETRY``."""
     if legacy:
         return f"{topic.rsplit('/', 1)[0]}/{subscription}-{kind}"
-    return f"{topic}-{subscription}-{kind}"
+    return (lifecycle.pulsar_retry_letter_topic if kind == "RETRY" else lifecycle.pulsar_dead_letter_topic)(
+        topic, subscription)
 
 
 def parse_delay_levels(text: str) -> list[int]:

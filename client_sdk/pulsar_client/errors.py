@@ -1,7 +1,7 @@
 """The Pulsar client's exceptions: one base, the broker's error codes by name."""
 from __future__ import annotations
 
-from rocketmq_emulator.broker.pulsar_front import schema as s
+import rocketmq_emulator.broker.fronts.pulsar.schema as s
 
 __all__ = ["PulsarClientError", "PulsarTimeout", "BrokerError", "server_error"]
 

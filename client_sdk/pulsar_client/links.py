@@ -19,8 +19,8 @@ import socket
 import threading
 from typing import Callable
 
-from rocketmq_emulator.broker.pulsar_front.frames import Frame, FrameDecoder, FrameError, encode_payload, encode_simple
-from rocketmq_emulator.broker.pulsar_front.front import Connection, PulsarFront
+from rocketmq_emulator.broker.fronts.pulsar.frames import Frame, FrameDecoder, FrameError, encode_payload, encode_simple
+from rocketmq_emulator.broker.fronts.pulsar.front import Connection, PulsarFront
 
 from .errors import PulsarClientError
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocketmq_emulator.broker.pulsar_front import schema as s
-from rocketmq_emulator.broker.pulsar_front.frames import mask_of_ack_set, signed_id
+import rocketmq_emulator.broker.fronts.pulsar.schema as s
+from rocketmq_emulator.broker.fronts.pulsar.frames import mask_of_ack_set, signed_id
 
 __all__ = ["MessageId", "Message", "messages_of"]
 

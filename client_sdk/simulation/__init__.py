@@ -1,7 +1,7 @@
 """Deterministic simulation runs: a scenario, one seed, the real broker and SDK on a
 virtual clock, faults on a timeline, invariants checked as it goes.
 
-    from rocketmq_emulator.client_sdk.simulation import Scenario, GroupSpec, run_simulation
+    from . import Scenario, GroupSpec, run_simulation
     result = run_simulation(Scenario(seed=7, messages=500, groups=(GroupSpec(poison_every=50),)), "/tmp/sim")
     assert result.ok, result.violations
 

@@ -13,11 +13,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from rocketmq_emulator.broker.cli_common import CommandParser, UsageError, fail
+from rocketmq_emulator.broker.cli.common import CommandParser, UsageError, fail
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
-from .scenario import (ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_broker_window, parse_restart,
-                       parse_window)
+from .scenario import (PROTOCOL_NAMES, ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_broker_window,
+                       parse_restart, parse_window)
 
 __all__ = ["simulate_main"]
 
@@ -33,22 +33,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--settle", help="extra virtual time allowed for retries to end (default: 6h)")
     p.add_argument("--out", required=True, help="directory for the store the run leaves (must be new or empty)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the readable summary")
-    p.add_argument("--scenario", help="a JSON scenario file; options given here override it")
+    p.add_argument("--scenario", help="a JSON scenario file; options given here override it (default: none, "
+                                      "the defaults named here)")
     p.add_argument("--rate", type=float, help="messages per virtual second (default: 100)")
     p.add_argument("--body-size", type=int, help="message body bytes (default: 100)")
     p.add_argument("--queues", type=int, help="queues of the topic (default: 4)")
     p.add_argument("--pattern", choices=("w1", "none"),
-                   help="w1: every 100th message is poison, every 10th (i %% 10 == 5) fails once")
-    p.add_argument("--fail-probability", type=float, help="any other delivery fails with this probability")
-    p.add_argument("--slow-probability", type=float, help="a delivery overruns consumeTimeout with this probability")
-    p.add_argument("--batch-size", type=int, help="consumeMessageBatchMaxSize (failures use ackIndex)")
+                   help="w1: every 100th message is poison, every 10th (i %% 10 == 5) fails once; none: no "
+                        "planted failures (default: none)")
+    p.add_argument("--fail-probability", type=float, help="any other delivery fails with this probability "
+                                                          "(default: 0)")
+    p.add_argument("--slow-probability", type=float, help="a delivery overruns consumeTimeout with this probability "
+                                                          "(default: 0)")
+    p.add_argument("--batch-size", type=int, help="consumeMessageBatchMaxSize (failures use ackIndex; default: 1)")
     p.add_argument("--orderly", action="store_true", help="consume orderly (give --max-reconsume-times too)")
     p.add_argument("--max-reconsume-times", type=int, help="the consumer's maxReconsumeTimes (default: 16)")
     p.add_argument("--consumers", type=int, help="consumer instances in the group (default: 1)")
     p.add_argument("--protocol", choices=("4.x", "5.x", "pulsar"),
-                   help="the group's consumers: 4.x push (send-back, delay levels; default), 5.x (pop with an "
+                   help="the group's consumers: 4.x push (send-back, delay levels), 5.x (pop with an "
                         "invisible time, server-side retry and DLQ) or pulsar (a Shared subscription: negative "
-                        "acks, redelivery counts, the client's dead-letter policy; the topic gets 1 queue)")
+                        "acks, redelivery counts, the client's dead-letter policy; the topic gets 1 queue) "
+                        "(default: 4.x)")
     p.add_argument("--nack-delay", metavar="DURATION",
                    help="pulsar: the negative-ack redelivery delay, whole seconds (default: 60s)")
     p.add_argument("--ack-timeout", metavar="DURATION",
@@ -56,24 +61,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-letters", choices=("increasing", "level", "delay"),
                    help="pulsar: retry through the retry-letter topic with the SDK's Pulsar consumer "
                         "(reconsume_later by attempt level, a fixed --retry-level, or a fixed --retry-delay); "
-                        "the topic becomes pulsar|public|default|<name>")
+                        "the topic becomes pulsar|public|default|<name> (default: none, negative acks)")
     p.add_argument("--retry-level", type=int, help="pulsar, --retry-letters level: the ladder's level (default 1)")
     p.add_argument("--retry-delay", metavar="DURATION",
                    help="pulsar, --retry-letters delay: whole seconds, 1s to 864000s (default 10s)")
     p.add_argument("--invisible-time", metavar="DURATION",
                    help="5.x: each receive's invisible time, whole seconds like 60s or 2m (default: 60s)")
     p.add_argument("--crash-at", action="append", default=[], metavar="T",
-                   help="crash the broker at virtual time T and restart it from its store (repeatable)")
+                   help="crash the broker at virtual time T and restart it from its store (repeatable; "
+                        "default: none)")
     p.add_argument("--write-off", action="append", default=[], metavar="START..END",
-                   help="switch the broker's write permission off between START and END (repeatable)")
+                   help="switch the broker's write permission off between START and END (repeatable; "
+                        "default: none)")
     p.add_argument("--restart-consumer", action="append", default=[], metavar="GROUP@AT[+DOWN]",
-                   help="stop GROUP's consumers at AT, start them DOWN later (DOWN default: 30s; repeatable)")
+                   help="stop GROUP's consumers at AT, start them DOWN later (DOWN default: 30s; repeatable; "
+                        "default: none)")
     p.add_argument("--brokers", type=int, help="a cluster of N brokers (broker-a, broker-b, ...) behind one name "
                                                 "server, every topic on each; 4.x groups only (default: 1)")
     p.add_argument("--broker-write-off", action="append", default=[], metavar="NAME@START..END",
-                   help="switch broker NAME's write permission off between START and END (repeatable)")
+                   help="switch broker NAME's write permission off between START and END (repeatable; "
+                        "default: none)")
     p.add_argument("--broker-down", action="append", default=[], metavar="NAME@AT+DOWN",
-                   help="stop broker NAME at AT and start it again DOWN later (repeatable)")
+                   help="stop broker NAME at AT and start it again DOWN later (repeatable; default: none)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--no-idle-skip", action="store_true",
                    help="run every periodic client request (pull timeouts, offset and heartbeat timers) instead "
@@ -85,8 +94,32 @@ def _fail(msg: str, code: int = 2) -> int:
     return fail("simulate", msg, code)
 
 
+# Options that only one protocol's groups take: (attribute, option, protocol).
+_PROTOCOL_OPTIONS = (("nack_delay", "--nack-delay", "pulsar"), ("ack_timeout", "--ack-timeout", "pulsar"),
+                     ("retry_letters", "--retry-letters", "pulsar"), ("retry_level", "--retry-level", "pulsar"),
+                     ("retry_delay", "--retry-delay", "pulsar"), ("invisible_time", "--invisible-time", "5.x"))
+_RETRY_MODE_OPTIONS = (("retry_level", "--retry-level", "level"), ("retry_delay", "--retry-delay", "delay"))
+
+
+def _check_protocol_options(args, base: Scenario) -> None:
+    """An option the run's group would ignore (another protocol's, or another retry
+    mode's) is a mistake: refused, naming what it needs."""
+    group = base.groups[0]
+    protocol = args.protocol or group.protocol
+    for attr, option, needs in _PROTOCOL_OPTIONS:
+        if getattr(args, attr) is not None and protocol != needs:
+            raise ScenarioError(f"{option} is for {PROTOCOL_NAMES[needs]} groups: give --protocol {needs} "
+                                f"(the run's group is {protocol})")
+    mode = args.retry_letters or group.retry_letters
+    for attr, option, needs in _RETRY_MODE_OPTIONS:
+        if getattr(args, attr) is not None and mode != needs:
+            raise ScenarioError(f"{option} is for --retry-letters {needs} (the run's group retries "
+                                f"{'by ' + mode if mode else 'with negative acks'})")
+
+
 def build_scenario(args) -> Scenario:
     base = Scenario.load(args.scenario) if args.scenario else Scenario()
+    _check_protocol_options(args, base)
     top: dict = {"seed": args.seed}
     if args.messages is not None:
         top["messages"] = args.messages
@@ -221,7 +254,7 @@ def _print_summary(summary: dict, result) -> None:
           f"({summary['refused_sends']} sends refused and retried), {summary['deliveries']} deliveries, "
           f"{summary['crashes']} crash(es)")
     print(f"  produced {summary['produced']}, succeeded {summary['succeeded']}, "
-          f"dead-lettered {summary['dead_lettered']}, send-backs {summary['send_backs']}")
+          f"dead-lettered {summary['dead_lettered']}, {_retries_text(summary, s)}")
     settled = "all messages ended" if summary["settled"] else "NOT settled: some messages were still in flight"
     print(f"  {summary['virtual_seconds']:.0f} virtual seconds in {summary['wall_seconds']:.2f} s wall; {settled}")
     if summary["idle_runs_carried"]:
@@ -236,6 +269,27 @@ def _print_summary(summary: dict, result) -> None:
     else:
         print("  every invariant held")
     print(f"  store: {summary['store']}  (rocketmq-emulator snapshot --data-dir {summary['store']} --out SNAP)")
+
+
+def _retries_text(summary: dict, scenario: Scenario) -> str:
+    """What the run's retries were, in its protocol's terms: the store's ``send_backs``
+    count (every retry or dead-letter copy stored) is a 4.x word; 5.x has no send-back
+    (its broker re-stores a message whose invisible time ended) and a Pulsar client
+    redelivers by negative ack or publishes retry letters."""
+    copies, dead = summary["send_backs"], summary["dead_lettered"]
+    kinds = {"pulsar-letters" if g.protocol == "pulsar" and g.retry_letters else g.protocol for g in scenario.groups}
+    if kinds == {"4.x"}:
+        return f"send-backs {copies}"
+    if kinds == {"5.x"}:
+        return (f"broker retries {max(copies - dead, 0)} and DLQ moves {dead} (copies the broker stored when an "
+                f"invisible time ended; 5.x has no send-back)")
+    if kinds == {"pulsar"}:
+        redeliveries = sum(g.get("redeliveries", 0) for g in summary["groups"].values())
+        return (f"redeliveries {redeliveries} (the broker's count: negative acks and ack timeouts), dead-letter "
+                f"copies {copies}")
+    if kinds == {"pulsar-letters"}:
+        return f"retry letters {max(copies - dead, 0)} (copies in <topic>-<group>-RETRY), dead-letter copies {dead}"
+    return f"retry and dead-letter copies {copies} (4.x send-backs, 5.x broker retries, Pulsar client copies)"
 
 
 class _Progress:

@@ -1,6 +1,6 @@
 """A Pulsar-style consumer for the simulator: what the Pulsar C++ client (inside the
 Python pulsar-client) does with a DeadLetterPolicy on a Shared subscription, on the
-core's subscriptions (broker/subscriptions.py), in process, on the run's virtual clock.
+core's subscriptions (broker/pulsar_cursors.py), in process, on the run's virtual clock.
 
 As the real client does (reference pulsar-protocol.md §5–§7): it subscribes at the
 earliest position and gives the broker permits (a receiver queue of 1000, one permit back
@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.broker.operations import SendOutcome, SendRequest
-from rocketmq_emulator.broker.subscriptions import SubscribeOutcome, SubType
-from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX
+from rocketmq_emulator.broker.pulsar_cursors import SubscribeOutcome, SubType
+from rocketmq_emulator.broker.retry_lifecycle import (pulsar_dead_letter, pulsar_dead_letter_topic,
+                                                       pulsar_delivered_dead, pulsar_redelivery)
 from rocketmq_emulator.store.records import Prop
 
 from .in_process import InProcessConsumer, StoredDelivery
@@ -37,7 +38,7 @@ RECEIVER_QUEUE = 1000               # the client's receiver_queue_size: its perm
 
 def dead_letter_topic(spec: "GroupSpec") -> str:
     """The clients' default dead-letter topic of a subscription, in the store."""
-    return f"{spec.topic}-{spec.name}{PULSAR_DLQ_SUFFIX}"
+    return pulsar_dead_letter_topic(spec.topic, spec.name)
 
 
 class Delivery(StoredDelivery):
@@ -125,7 +126,7 @@ class PulsarConsumer(InProcessConsumer):
         self.held.add(d.offset)
         delivery = Delivery(d)
         self._call(lambda core: core.subscriptions.flow(self, 1))      # its permit comes back
-        if d.redelivery_count > self.max_redeliver_count:
+        if pulsar_delivered_dead(d.redelivery_count, self.max_redeliver_count):
             self._dead_letter(delivery)         # the client does not hand it to the application
             return
         verdict = self.listener(delivery)
@@ -146,7 +147,7 @@ class PulsarConsumer(InProcessConsumer):
         """The nack delay or the ack timeout has passed: send it back, or to the DLQ."""
         if self._closed or delivery.queue_offset not in self.held:
             return
-        if delivery.reconsume_times >= self.max_redeliver_count:
+        if pulsar_redelivery(self.topic, self.group, delivery.reconsume_times, self.max_redeliver_count).dead_letter:
             self._dead_letter(delivery)
             return
         self.held.discard(delivery.queue_offset)
@@ -158,8 +159,9 @@ class PulsarConsumer(InProcessConsumer):
         props = dict(rec.properties)
         props[Prop.REAL_TOPIC] = self.topic
         props[Prop.ORIGIN_MESSAGE_ID] = rec.offset_msg_id
-        request = SendRequest("", self.dlq_topic, rec.body, 0, props, born_timestamp=rec.born_timestamp,
-                              reconsume_times=delivery.reconsume_times + 1)
+        decision = pulsar_dead_letter(self.topic, self.group, delivery.reconsume_times, dead_letter_topic=self.dlq_topic)
+        request = SendRequest("", decision.topic, rec.body, 0, props, born_timestamp=rec.born_timestamp,
+                              reconsume_times=decision.attempt)
         result = self._call(lambda core: core.send(request, self.transport.channel))
         if result.outcome is SendOutcome.STORED:
             self.on_dead_letter(delivery)     # (told first: the ack may move the mark-delete position)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-import rocketmq_emulator.broker.pulsar_front.names as names
+import rocketmq_emulator.broker.pulsar_names as names
+from rocketmq_emulator.broker.retry_lifecycle import pulsar_dead_letter_topic
 from rocketmq_emulator.store.records import Prop
 
 from ..pulsar_client import ConsumerType, DeadLetterPolicy, InitialPosition, PulsarClient, PulsarClientError
@@ -33,7 +34,7 @@ def pulsar_name(store_topic: str) -> str:
 
 def dead_letter_topic(spec: "GroupSpec") -> str:
     """The group's dead-letter topic, in the store."""
-    return names.store_topic(f"{pulsar_name(spec.topic)}-{spec.name}-DLQ")
+    return names.store_topic(pulsar_dead_letter_topic(pulsar_name(spec.topic), spec.name))
 
 
 def retry_delay_ms(spec: "GroupSpec", attempt: int) -> int:

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from rocketmq_emulator.broker.pulsar_names import STORE_PREFIX
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
@@ -53,6 +54,11 @@ __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestar
 
 
 PROTOCOLS = ("4.x", "5.x", "pulsar")
+PROTOCOL_NAMES = {"4.x": "4.x", "5.x": "5.x", "pulsar": "Pulsar"}
+# Group settings only one protocol's consumers read: a group of another protocol that
+# sets one (away from its default) would silently run without it, so it is refused.
+_PROTOCOL_FIELDS = {"invisible_seconds": "5.x", "nack_delay_seconds": "pulsar", "ack_timeout_seconds": "pulsar",
+                    "retry_letters": "pulsar", "retry_level": "pulsar", "retry_delay_seconds": "pulsar"}
 
 
 class ScenarioError(ValueError):
@@ -98,6 +104,9 @@ class GroupSpec:
     def max_attempts_failed(self) -> int:
         """Failed deliveries after which a message is dead-lettered (maxReconsumeTimes + 1)."""
         return (16 if self.max_reconsume_times == -1 else self.max_reconsume_times) + 1
+
+
+_GROUP_DEFAULTS = {f.name: f.default for f in fields(GroupSpec)}
 
 
 @dataclass(frozen=True)
@@ -240,6 +249,10 @@ def _validate(s: Scenario) -> None:
         if g.protocol not in PROTOCOLS:
             raise ScenarioError(f"group {g.name}: protocol must be one of {', '.join(PROTOCOLS)}, got {g.protocol!r}")
         _int(f"group {g.name}: invisible_seconds", g.invisible_seconds, lo=1, hi=12 * 3600)
+        for key, needs in _PROTOCOL_FIELDS.items():
+            if g.protocol != needs and getattr(g, key) != _GROUP_DEFAULTS[key]:
+                raise ScenarioError(f"group {g.name}: {key} is for {PROTOCOL_NAMES[needs]} groups (give it "
+                                    f"\"protocol\": \"{needs}\"); this group is {g.protocol}")
         if g.protocol == "5.x" and g.orderly:
             raise ScenarioError(f"group {g.name}: 5.x FIFO groups are not simulated; use a 4.x orderly group "
                                 f"or a 5.x concurrent one")
@@ -334,14 +347,13 @@ def _pulsar_group(g: GroupSpec, topic: TopicSpec) -> None:
 
 
 RETRY_LETTER_MODES = ("increasing", "level", "delay")
-PULSAR_STORE_PREFIX = "pulsar|"
 
 
 def _retry_letters(g: GroupSpec, topic: TopicSpec) -> None:
     if g.retry_letters not in RETRY_LETTER_MODES:
         raise ScenarioError(f"group {g.name}: retry_letters must be one of {', '.join(RETRY_LETTER_MODES)} (or "
                             f"empty for negative acks), got {g.retry_letters!r}")
-    if not topic.name.startswith(PULSAR_STORE_PREFIX) or topic.name.count("|") != 3:
+    if not topic.name.startswith(STORE_PREFIX) or topic.name.count("|") != 3:
         raise ScenarioError(f"group {g.name}: a retry-letter group reads a Pulsar topic; name topic {topic.name} "
                             f"pulsar|<tenant>|<namespace>|<name>, e.g. pulsar|public|default|{topic.name}")
     _int(f"group {g.name}: retry_level", g.retry_level, lo=1, hi=18)
@@ -349,7 +361,7 @@ def _retry_letters(g: GroupSpec, topic: TopicSpec) -> None:
     if g.slow_probability:
         raise ScenarioError(f"group {g.name}: a retry-letter group's deliveries are answered; give "
                             f"slow_probability 0")
-    from rocketmq_emulator.broker.cli_common import missing_extra
+    from rocketmq_emulator.broker.cli.common import missing_extra
     missing = missing_extra("pulsar", "google.protobuf", "google_crc32c")
     if missing:
         raise ScenarioError(f"group {g.name}: a retry-letter group runs the SDK's Pulsar client, which {missing}")

@@ -1,8 +1,8 @@
 """hypothesis strategies for simulation scenarios, for your own property tests:
 
     from hypothesis import given, settings
-    from rocketmq_emulator.client_sdk.simulation import run_simulation
-    from rocketmq_emulator.client_sdk.simulation.strategies import scenarios
+    from . import run_simulation
+    from .strategies import scenarios
 
     @settings(max_examples=20, deadline=None)
     @given(scenarios(max_messages=100))
@@ -10,12 +10,17 @@
         result = run_simulation(scenario, tmp_path_factory.mktemp("sim"))
         assert result.ok, result.violations
 
-Needs hypothesis (the ``test`` extra). Scenarios are kept small by default so that a
-run takes a fraction of a second; every one is valid (``Scenario`` accepts it).
+Needs hypothesis: ``pip install 'rocketmq-emulator[simulation]'`` (the ``test`` extra has
+it too). Scenarios are kept small by default so that a run takes a fraction of a second;
+every one is valid (``Scenario`` accepts it).
 """
 from __future__ import annotations
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:      # the one line says which extra brings it
+    raise ImportError(f"client_sdk.simulation.strategies needs hypothesis, which is not installed ({exc}): "
+                      f"pip install 'rocketmq-emulator[simulation]'") from None
 
 from .scenario import ConsumerRestart, GroupSpec, ProducerSpec, Scenario, TopicSpec, WriteOffWindow
 
@@ -29,9 +34,10 @@ def group_specs(draw, name: str = "SimGroup", topic: str = "SimTopic", allow_ord
     orderly = allow_orderly and draw(st.booleans())
     protocol = "4.x" if orderly else draw(st.sampled_from(["4.x", "5.x"]))
     poison = draw(st.sampled_from([0, 10, 50, 100]))
+    invisible = draw(st.sampled_from([10, 60, 300]))        # drawn for every group: the draws stay as they were
     return GroupSpec(
         name=name, topic=topic, orderly=orderly, protocol=protocol,
-        invisible_seconds=draw(st.sampled_from([10, 60, 300])),
+        invisible_seconds=invisible if protocol == "5.x" else GroupSpec.invisible_seconds,
         consumers=draw(st.integers(1, 2)),
         batch_size=draw(st.integers(1, 4)),
         max_reconsume_times=draw(st.integers(0, 3)) if orderly else draw(st.sampled_from([-1, 0, 1, 2, 5])),

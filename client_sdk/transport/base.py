@@ -41,7 +41,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Callable, Optional
 
-from rocketmq_emulator.broker.protocol import RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
 
 from ..runtime import ClientRuntime
 

@@ -42,10 +42,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.broker.long_polling import HeldPull
-from rocketmq_emulator.broker.processors.pull import FLAG_COMMIT_OFFSET, run_pull
-from rocketmq_emulator.broker.processors.route import topic_route
-from rocketmq_emulator.broker.protocol import ResponseCode
-from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_COMMIT_OFFSET, pull_request_of, route_data
+from rocketmq_emulator.broker.operations import PullOutcome
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 from rocketmq_emulator.broker.topics import retry_topic
 from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 
@@ -89,7 +88,7 @@ class IdleSkipper:
         hub = self.hub
         rt = hub.runtime
         core = hub.core
-        if rt._ready or hub._observers or hub._faults or core.has_outgoing:
+        if rt._ready or hub._observers or hub._faults or hub.front.has_outgoing:
             return
         now = rt.clock.now_ms()
         for source in rt._sources:      # the core's own deadlines, and any other time source's
@@ -121,7 +120,7 @@ class IdleSkipper:
             if cycle is None:
                 limit = held.deadline_ms
                 break
-            cycles[held.request.opaque] = cycle
+            cycles[held.context.opaque] = cycle
 
         jobs: list[tuple[int, int, Timer]] = []
         settled: dict[tuple[str, int], bool] = {}
@@ -156,7 +155,7 @@ class IdleSkipper:
         inst = instances.get(transport)
         if inst is None or transport.closed or held.channel.closed:
             return None
-        req = held.request
+        req = held.context                  # the PULL_MESSAGE command the front held
         consumer = inst.consumers.get((req.ext_fields or {}).get("consumerGroup"))
         if consumer is None or consumer.state is not ServiceState.RUNNING:
             return None
@@ -241,24 +240,24 @@ class IdleSkipper:
         core = self.hub.core
         rt = self.hub.runtime
         held, transport, pr = c.held, c.transport, c.pull
-        callback, timer = transport._pending.pop(held.request.opaque)
+        callback, timer = transport._pending.pop(held.context.opaque)
         timer.cancel()
         _, code, timeout = timer.args
         new = c.request
         transport._pending[new.opaque] = (callback, rt.schedule(Timer(
             c.last_ms + int(timeout), transport._timed_out, (new.opaque, code, timeout), quiet=timer.quiet)))
         core.holds.release(held)
-        core.holds.hold(HeldPull(held.channel, new, held.topic, held.queue_id, held.offset, held.code_set,
-                                 c.last_ms + c.period_ms))
+        core.holds.hold(HeldPull(held.channel, pull_request_of(new, allow_suspend=False), new, held.topic,
+                                 held.queue_id, held.offset, held.code_set, c.last_ms + c.period_ms))
         pr.opaque = new.opaque
         pr.pq.last_pull_timestamp = c.last_ms
 
 
 def _not_found(core, request, channel, offset: int) -> bool:
-    """Would the broker answer ``request`` (unsuspended) PULL_NOT_FOUND at ``offset``?"""
-    resp = run_pull(core, request, channel, allow_suspend=False)
-    return (resp is not None and resp.code == ResponseCode.PULL_NOT_FOUND
-            and int(resp.ext_fields["nextBeginOffset"]) == offset)
+    """Would the broker find nothing new for PULL_MESSAGE ``request`` (unsuspended, its
+    commit left out) at ``offset``?"""
+    result = core.pull(pull_request_of(request, allow_suspend=False), channel)
+    return result.outcome is PullOutcome.NO_NEW_MESSAGE and result.next_offset == offset
 
 
 def _offsets_settled(core, inst) -> bool:
@@ -307,8 +306,8 @@ def _heartbeat_settled(core, inst) -> bool:
 
 def _route_now(core, topic: str) -> TopicRoute | None:
     """What GET_ROUTEINFO_BY_TOPIC would give the client now, parsed as it parses it."""
-    route = topic_route(core, topic)
-    return None if route is None else TopicRoute.from_json(topic, loads_fastjson(json.dumps(route).encode()))
+    route = core.names.route(topic)
+    return None if route is None else TopicRoute.from_json(topic, loads_fastjson(json.dumps(route_data(route)).encode()))
 
 
 def _routes_settled(core, inst) -> bool:
@@ -331,7 +330,7 @@ def _rebalance_settled(core, inst) -> bool:
             route = inst.routes.get(topic)
             if route is None or not route.subscribe_queues:
                 # asked for again (when None) and warned about once: a no-op while it stays so
-                if topic not in c._warned_no_route or (route is None and topic_route(core, topic) is not None):
+                if topic not in c._warned_no_route or (route is None and core.names.route(topic) is not None):
                     return False
                 continue
             mq_all = sorted(route.subscribe_queues)

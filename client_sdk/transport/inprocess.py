@@ -1,9 +1,9 @@
-"""The in-process transport: requests go straight into a ``BrokerCore`` in this
-process — the same ``RemotingCommand`` objects the network would carry (ext_fields
-strings, raw commit-log record bodies), just never encoded into frames.
+"""The in-process transport: requests go straight to the 4.x front of a ``BrokerCore``
+in this process — the same ``RemotingCommand`` objects the network would carry
+(ext_fields strings, raw commit-log record bodies), just never encoded into frames.
 
 ``InProcessBroker`` is the hub for one core: it hands out one ``InProcessTransport``
-(one broker ``Channel``) per client, routes what the core emits later (replies to held
+(one broker ``Channel``) per client, routes what the front emits later (replies to held
 long-poll pulls, NOTIFY_CONSUMER_IDS_CHANGED) to the right transport, and is a time
 source of the runtime, so the loop ticks the core at ``core.next_deadline()``.
 """
@@ -14,7 +14,8 @@ import threading
 from typing import Callable
 
 from rocketmq_emulator.broker.core import BrokerCore, Channel
-from rocketmq_emulator.broker.protocol import RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.front import RemotingFront
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
 
 from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from ..runtime import ClientRuntime, Timer
@@ -42,6 +43,7 @@ class InProcessBroker(Connector):
     def __init__(self, core: BrokerCore, runtime: ClientRuntime | None = None, *,
                  skip_idle: bool = True) -> None:
         self.core = core
+        self.front = RemotingFront(core)
         self.runtime = runtime if runtime is not None else ClientRuntime(core.clock)
         if self.runtime.clock is not core.clock:
             raise ValueError("the runtime and the broker core must share one clock")
@@ -70,7 +72,7 @@ class InProcessBroker(Connector):
         return self.lock
 
     def connect(self) -> "InProcessTransport":
-        channel = self.core.connect(remote=f"{self.runtime.ip}:{next(self._ports)}")
+        channel = self.front.connect(f"{self.runtime.ip}:{next(self._ports)}")
         transport = InProcessTransport(self, channel)
         self._transports[channel] = transport
         return transport
@@ -107,15 +109,15 @@ class InProcessBroker(Connector):
                 fn(transport, cmd)
         if self.lock is not None:
             with self.lock:
-                reply = self.core.handle(cmd, transport.channel)
+                reply = self.front.handle(cmd, transport.channel)
                 self._route_outgoing()
             return reply
-        reply = self.core.handle(cmd, transport.channel)
+        reply = self.front.handle(cmd, transport.channel)
         self._route_outgoing()
         return reply
 
     def _route_outgoing(self) -> None:
-        for channel, cmd in self.core.take_outgoing():
+        for channel, cmd in self.front.take_outgoing():
             t = self._transports.get(channel)
             if t is not None:
                 self.deliver(t, cmd)
@@ -149,6 +151,7 @@ class InProcessBroker(Connector):
     def close(self) -> None:
         for t in list(self._transports.values()):
             t.close()
+        self.front.close()
         self.runtime.remove_source(self)
         if self.skipper is not None and self.runtime.idle_skipper is self.skipper:
             self.runtime.idle_skipper = None

@@ -10,8 +10,8 @@ field the codec drops, a body too big for a frame) fails here as it would over T
 """
 from __future__ import annotations
 
-from rocketmq_emulator.broker.protocol import RemotingCommand
-from rocketmq_emulator.broker.protocol.codec import decode, encode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import decode, encode
 
 from .inprocess import InProcessBroker, InProcessTransport
 

@@ -24,7 +24,7 @@ from typing import Callable
 
 from rocketmq_emulator.broker.cluster import BrokerState
 from rocketmq_emulator.broker.dead_letters import DeadLetter, RedriveResult
-from rocketmq_emulator.broker.protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ,
+from rocketmq_emulator.broker.fronts.remoting.protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ,
                                              RemotingCommand, ResponseCode)
 from rocketmq_emulator.delay_scheduler import SystemClock
 

@@ -5,8 +5,8 @@ a request that names its broker (``bname``, ``n`` in SEND_MESSAGE_V2 / batch hea
 Shared by the TCP transport and the in-process cluster transport."""
 from __future__ import annotations
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode
-from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 
 __all__ = ["NAME_SERVER_CODES", "EVERY_BROKER_CODES", "broker_name_of"]
 

@@ -43,9 +43,9 @@ import socket
 import threading
 import time
 
-from rocketmq_emulator.broker.protocol import FrameDecoder, ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
-from rocketmq_emulator.broker.protocol.command import RPC_ONEWAY
-from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.fronts.remoting.protocol import FrameDecoder, ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
+from rocketmq_emulator.broker.fronts.remoting.protocol.command import RPC_ONEWAY
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 
 from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from ..runtime import ClientRuntime

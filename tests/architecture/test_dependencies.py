@@ -54,25 +54,34 @@ def test_broker_imports_only_store_and_delay_scheduler():
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
-# What client_sdk may use of the broker: the 4.x codec (protocol), the core and its typed
-# API (core, operations, config, events, topic names), the CLI helpers the simulate
-# command shares, and — for the in-process transport's typed calls and the idle skipper,
-# which answer as the 4.x front would — the front's outcome tables, pull and route.
-CLIENT_SDK_MAY_IMPORT = {"broker.protocol", "broker.core", "broker.operations", "broker.config", "broker.events",
-                         "broker.topics", "broker.cli_common", "broker.long_polling", "broker.processors.pull",
-                         "broker.processors.route", "broker.processors.send", "broker.processors.send_back",
-                         # the retry tables the 5.x clients are told (the simulator's 5.x consumer)
-                         "broker.retry_lifecycle",
-                         # Pulsar-style subscriptions (the simulator's Pulsar consumer)
-                         "broker.subscriptions",
-                         # a cluster of brokers in process (EmbeddedBroker(brokers=N))
-                         "broker.cluster",
-                         # a group's dead letters and their re-drive (EmbeddedBroker, RemoteBroker)
-                         "broker.dead_letters",
-                         # the Pulsar codec (one codec, two ends) and the front the in-process client talks to
-                         "broker.pulsar_front",
-                         # the pytest fixtures rocketmq5_endpoint and pulsar_endpoint start listeners beside the test
-                         "broker.adapters.listener_thread"}
+# What client_sdk may use of the broker, each with its reason: the codecs (one codec, two
+# ends) and the core's typed API; nothing of a front's request handling.
+CLIENT_SDK_MAY_IMPORT = {
+    # codecs
+    "broker.fronts.remoting.protocol": "the 4.x remoting codec, and the 4.x codes of the typed operations' outcomes",
+    "broker.fronts.pulsar.frames": "the Pulsar frame codec",
+    "broker.fronts.pulsar.schema": "the Pulsar command schema (PulsarApi.proto's field numbers)",
+    "broker.pulsar_names": "how a Pulsar topic is named in the store",
+    # the core and its typed API
+    "broker.core": "the in-process broker (EmbeddedBroker, the in-process transports)",
+    "broker.operations": "typed requests and results",
+    "broker.config": "BrokerConfig for an embedded broker",
+    "broker.events": "the retry lifecycle's events (the simulator's accounting)",
+    "broker.topics": "topic names and configs",
+    "broker.retry_lifecycle": "the one retry decision: the SDK's client-side rules ask it",
+    "broker.pulsar_cursors": "Pulsar-style subscriptions (the simulator's Pulsar consumer)",
+    "broker.long_polling": "held pulls (the idle skipper carries them forward)",
+    "broker.cluster": "a cluster of brokers in process (EmbeddedBroker(brokers=N))",
+    "broker.dead_letters": "a group's dead letters and their re-drive (EmbeddedBroker, RemoteBroker)",
+    # the in-process ends of listeners: what a TCP connection would reach
+    "broker.fronts.remoting.front": "the in-process hub hands 4.x commands to the 4.x front, as the TCP listener does",
+    "broker.fronts.pulsar.front": "the in-process Pulsar client talks to the Pulsar front, as over TCP",
+    "broker.fronts.grpc5.listener": "the rocketmq5_endpoint fixture starts the gRPC listener beside the test",
+    "broker.fronts.pulsar.listener": "the pulsar_endpoint fixture starts the Pulsar listener beside the test",
+    "broker.fronts.grpc5.stubs": "the pytest plugin checks that the grpc extra is installed",
+    # the command line
+    "broker.cli.common": "the simulate command's errors and help, as every command's",
+}
 
 
 def test_client_sdk_imports_the_core_api_codecs_and_foundations_only():
@@ -100,11 +109,13 @@ def test_spark_analytics_imports_only_the_store_format():
 IO_MODULES = {"asyncio", "socket", "grpc", "aiomqtt", "paho", "selectors", "ssl"}
 
 
-def test_io_only_in_adapters_cli_and_client_transports():
+def test_io_only_in_fronts_adapters_cli_and_client_transports():
     for pkg in ("broker", "store", "delay_scheduler"):
         for path in modules(pkg):
             rel = path.relative_to(ROOT).as_posix()
-            if rel.startswith("broker/adapters/") or rel == "broker/cli.py":
+            if rel.startswith(("broker/adapters/", "broker/fronts/")) or rel in ("broker/cli/serve.py",
+                                                                                 "broker/cli/remote.py",
+                                                                                 "broker/cli/probe.py"):
                 continue
             bad = {n for n in imports_of(path) if top(n) in IO_MODULES}
             assert not bad, f"{rel} imports {bad}"

@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode as RQ, ResponseCode as RC
 
 SYSTEM_TOPICS = ["TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC",
                  "rmq_sys_anything", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC",
@@ -161,11 +161,11 @@ MALFORMED = {
     "lock-not-json": (RQ.LOCK_BATCH_MQ, b"{not json"),
     "unlock-not-utf8": (RQ.UNLOCK_BATCH_MQ, b"\xff\xfe"),
     "lock-a-list": (RQ.LOCK_BATCH_MQ, b"[1, 2]"),
-    "lock-group-a-number": (RQ.LOCK_BATCH_MQ, json.dumps({"consumerGroup": 5, "clientId": "c"}).encode()),
+    "lock-group-an-object": (RQ.LOCK_BATCH_MQ, json.dumps({"consumerGroup": {"g": 1}, "clientId": "c"}).encode()),
     "lock-mqset-not-a-list": (RQ.LOCK_BATCH_MQ,
                               json.dumps({"consumerGroup": "g", "clientId": "c", "mqSet": 7}).encode()),
-    "lock-mq-without-queue": (RQ.LOCK_BATCH_MQ,
-                              json.dumps({"consumerGroup": "g", "clientId": "c", "mqSet": [{"topic": "T"}]}).encode()),
+    "lock-mq-without-topic": (RQ.LOCK_BATCH_MQ,
+                              json.dumps({"consumerGroup": "g", "clientId": "c", "mqSet": [{"queueId": 1}]}).encode()),
     "lock-mq-queue-a-word": (RQ.LOCK_BATCH_MQ, json.dumps(
         {"consumerGroup": "g", "clientId": "c", "mqSet": [{"topic": "T", "queueId": "zero"}]}).encode()),
     "lock-mq-a-string": (RQ.LOCK_BATCH_MQ,

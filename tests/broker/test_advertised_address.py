@@ -10,7 +10,7 @@ import pytest
 from rocketmq_emulator.broker.adapters.advertise import advertised_ip, local_addresses, pick_local_address
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RequestCode as RQ
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode as RQ
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient

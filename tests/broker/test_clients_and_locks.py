@@ -4,11 +4,12 @@ import json
 import pytest
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode as RQ, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.records import tags_code
 
 from .wire import WireClient
+from tests.support.remoting import front_of
 
 
 def test_37_heartbeat_creates_the_retry_topic_and_replies_success(core):
@@ -38,15 +39,15 @@ def test_39_consumer_list(core):
 def test_new_consumer_notifies_the_groups_other_consumers(core):
     a, b = WireClient(core, "127.0.0.1:1", "ip@a"), WireClient(core, "127.0.0.1:2", "ip@b")
     a.heartbeat("G")
-    assert core.take_outgoing() == []
+    assert front_of(core).take_outgoing() == []
     b.heartbeat("G")
-    out = core.take_outgoing()
+    out = front_of(core).take_outgoing()
     assert [(ch, cmd.code, cmd.is_oneway, cmd.ext_fields) for ch, cmd in out] == [
         (a.channel, RQ.NOTIFY_CONSUMER_IDS_CHANGED, True, {"consumerGroup": "G"})]
     b.heartbeat("G")            # same membership: no notification
-    assert core.take_outgoing() == []
+    assert front_of(core).take_outgoing() == []
     core.disconnect(b.channel)  # leaving is a change too
-    assert [ch for ch, _ in core.take_outgoing()] == [a.channel]
+    assert [ch for ch, _ in front_of(core).take_outgoing()] == [a.channel]
 
 
 def _lock(client, queues, code=RQ.LOCK_BATCH_MQ):

@@ -8,11 +8,12 @@ import pytest
 from rocketmq_emulator.broker.cluster import Cluster, ClusterError, broker_names
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RemotingCommand
-from rocketmq_emulator.broker.protocol import RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode as RQ, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient
+from tests.support.remoting import front_of
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def cluster():
 
 
 def route(core, topic):
-    reply = core.handle(RemotingCommand.request(RQ.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), core.connect())
+    reply = front_of(core).handle(RemotingCommand.request(RQ.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), core.connect())
     return reply.code, json.loads(reply.body) if reply.body else None
 
 
@@ -82,7 +83,7 @@ def test_the_clock_advance_ticks_every_broker_in_time_order(cluster):
         core.create_topic("T", 1)
     assert WireClient(a).send("T", delay=3).code == RC.SUCCESS          # 10 s
     assert WireClient(b).send("T", delay=4).code == RC.SUCCESS          # 30 s
-    reply = b.handle(RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, {"millis": 20_000}), b.connect())
+    reply = front_of(b).handle(RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, {"millis": 20_000}), b.connect())
     assert reply.code == RC.SUCCESS
     assert (a.store.max_offset("T", 0), b.store.max_offset("T", 0)) == (1, 0)
     cluster.advance_clock(10_000)
@@ -113,7 +114,7 @@ def test_the_control_request_lists_switches_and_refuses(cluster):
     a = cluster.core("broker-a")
 
     def control(**fields):
-        return a.handle(RemotingCommand.request(EMULATOR_BROKER_CONTROL, fields), a.connect())
+        return front_of(a).handle(RemotingCommand.request(EMULATOR_BROKER_CONTROL, fields), a.connect())
     assert control(action="write", brokerName="broker-b", value="off").code == RC.SUCCESS
     listed = json.loads(control(action="list").body)
     assert [(b["brokerName"], b["up"], b["brokerPermission"]) for b in listed] == [
@@ -125,7 +126,7 @@ def test_the_control_request_lists_switches_and_refuses(cluster):
 
 def test_update_broker_config_sets_the_permission_as_mqadmin_does(core):
     def update(body: bytes):
-        return core.handle(RemotingCommand.request(RQ.UPDATE_BROKER_CONFIG, {}, body), core.connect())
+        return front_of(core).handle(RemotingCommand.request(RQ.UPDATE_BROKER_CONFIG, {}, body), core.connect())
     assert update(b"brokerPermission=4\n").code == RC.SUCCESS
     assert not core.writeable and core.readable
     refused = update(b"flushDiskType=SYNC_FLUSH\n")

@@ -15,7 +15,7 @@ import pytest
 
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from ..support.remoting import RawClient, ServerThread
@@ -23,19 +23,27 @@ from .wire import WireClient
 
 
 class FullDisk:
-    """Replaces store.save_config: raises ENOSPC while ``full``, else writes."""
+    """Replaces the store's config writes (a whole document, a journal line): they raise
+    ENOSPC while ``full``, else write."""
 
     def __init__(self, store):
-        self.real = store.save_config
         self.full = True
         self.attempts = 0
-        store.save_config = self
+        for name in ("save_config", "save_config_changes"):
+            setattr(store, name, self._failing(getattr(store, name)))
 
-    def __call__(self, name, obj):
-        self.attempts += 1
-        if self.full:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return self.real(name, obj)
+    def _failing(self, real):
+        def write(name, obj):
+            self.attempts += 1
+            if self.full:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(name, obj)
+        return write
+
+
+def real_writes(store):
+    for name in ("save_config", "save_config_changes"):
+        store.__dict__.pop(name, None)
 
 
 def create_topic(client, topic, queues=4):
@@ -47,7 +55,7 @@ def create_topic(client, topic, queues=4):
 def disk_core(tmp_path):
     core = BrokerCore.open(tmp_path / "store", VirtualClock(), BrokerConfig())
     yield core
-    core.store.__dict__.pop("save_config", None)            # the real one again, so close() can write
+    real_writes(core.store)                                 # the real ones again, so close() can write
     core.close()
 
 
@@ -126,5 +134,5 @@ def test_over_tcp_a_failed_config_write_drops_nothing(tmp_path):
         a.close()
         b.close()
         server.stop()
-        core.store.__dict__.pop("save_config", None)
+        real_writes(core.store)
         core.close()

@@ -2,10 +2,11 @@
 import pytest
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient
+from tests.support.remoting import front_of
 
 G = "CG"
 
@@ -36,9 +37,9 @@ def test_25_pull_at_max_offset_is_19_with_next_begin_equal_offset(core, client):
 
 def test_25_held_with_suspend_until_a_message_arrives(core, client):
     assert client.pull(G, "T", 0, 1, sys_flag=2) is None        # held
-    assert core.take_outgoing() == []
+    assert front_of(core).take_outgoing() == []
     client.send("T", b"wake")
-    out = core.take_outgoing()
+    out = front_of(core).take_outgoing()
     assert len(out) == 1
     ch, resp = out[0]
     assert ch is client.channel and resp.code == RC.SUCCESS and resp.is_response
@@ -48,12 +49,12 @@ def test_25_held_pull_times_out_after_suspend_timeout(core, client):
     req = RemotingCommand.request(RequestCode.PULL_MESSAGE, {
         "consumerGroup": G, "topic": "T", "queueId": 0, "queueOffset": 1, "maxMsgNums": 32, "sysFlag": 2,
         "commitOffset": 0, "suspendTimeoutMillis": 15000, "subVersion": 0})
-    assert core.handle(req, client.channel) is None
+    assert front_of(core).handle(req, client.channel) is None
     assert core.next_deadline() == core.clock.now_ms() + 15000
     core.advance_clock(14999)
-    assert core.take_outgoing() == []
+    assert front_of(core).take_outgoing() == []
     core.advance_clock(1)
-    [(ch, resp)] = core.take_outgoing()
+    [(ch, resp)] = front_of(core).take_outgoing()
     assert resp.code == RC.PULL_NOT_FOUND and resp.opaque == req.opaque
 
 
@@ -62,9 +63,9 @@ def test_held_pull_ignores_messages_of_other_tags(core, client):
     client.send("T", b"a", tags="TagA")
     assert client.pull(G, "T", 0, 2, sys_flag=2) is None
     client.send("T", b"b", tags="TagB")
-    assert core.take_outgoing() == []
+    assert front_of(core).take_outgoing() == []
     client.send("T", b"c", tags="TagA")
-    [(_, resp)] = core.take_outgoing()
+    [(_, resp)] = front_of(core).take_outgoing()
     assert resp.code == RC.SUCCESS
 
 
@@ -141,4 +142,4 @@ def test_disconnect_drops_held_pulls(core, client):
     core.disconnect(client.channel)
     client2 = WireClient(core, "127.0.0.1:50002")
     client2.send("T")
-    assert core.take_outgoing() == []
+    assert front_of(core).take_outgoing() == []

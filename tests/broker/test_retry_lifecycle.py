@@ -5,8 +5,10 @@ The 4.x rows are also what the wire tests of CONSUMER_SEND_MSG_BACK see; the 5.x
 Pulsar fronts are later issues, so their rows test the decision alone."""
 import pytest
 
-from rocketmq_emulator.broker.retry_lifecycle import (ROCKETMQ5_UNORDERED_INTERVALS_MS, pulsar_reconsume_later,
-                                                      pulsar_redelivery, rocketmq4_retry_send,
+from rocketmq_emulator.broker.retry_lifecycle import (DEFAULT_MAX_RECONSUME_TIMES, ROCKETMQ5_UNORDERED_INTERVALS_MS,
+                                                      exhausted, pulsar_dead_letter, pulsar_delivered_dead,
+                                                      pulsar_reconsume_later, pulsar_redelivery,
+                                                      rocketmq4_client_fallback, rocketmq4_retry_send,
                                                       rocketmq4_send_back, rocketmq5_after_failure)
 
 S, M, H = 1000, 60_000, 3_600_000
@@ -23,9 +25,9 @@ S, M, H = 1000, 60_000, 3_600_000
     (0, 16, -1, True, 0, "a negative delayLevel asks for the DLQ at once"),
 ])
 def test_rocketmq4_send_back(reconsume, max_times, asked, dead, level, why):
-    d = rocketmq4_send_back("g", {"TAGS": "a", "UNIQ_KEY": "U1"}, "Orders", "OFFSETID", reconsume, max_times, asked)
+    d = rocketmq4_send_back("g", {"TAGS": "a", "UNIQ_KEY": "U1"}, "Orders", "OFFSETID", reconsume, max_times, asked, 3)
     assert (d.dead_letter, d.delay_level, d.attempt) == (dead, level, reconsume + 1), why
-    assert d.topic == ("%DLQ%g" if dead else "%RETRY%g")
+    assert (d.topic, d.queue_id) == (("%DLQ%g", 0) if dead else ("%RETRY%g", 3))
     assert d.delay_ms == 0
     # the copy keeps the properties and gains these, in this order (the stored string's)
     assert list(d.properties.items()) == [("TAGS", "a"), ("UNIQ_KEY", "U1"), ("RETRY_TOPIC", "Orders"),
@@ -33,15 +35,30 @@ def test_rocketmq4_send_back(reconsume, max_times, asked, dead, level, why):
 
 
 def test_rocketmq4_later_copies_keep_their_first_retry_topic_and_origin():
-    first = rocketmq4_send_back("g", {}, "Orders", "ID-0", 0, 16, 0)
-    again = rocketmq4_send_back("g", first.properties, "%RETRY%g", "ID-1", 1, 16, 0)
+    first = rocketmq4_send_back("g", {}, "Orders", "ID-0", 0, 16, 0, 0)
+    again = rocketmq4_send_back("g", first.properties, "%RETRY%g", "ID-1", 1, 16, 0, 0)
     assert again.properties["RETRY_TOPIC"] == "Orders" and again.properties["ORIGIN_MESSAGE_ID"] == "ID-0"
     assert again.delay_level == 4
 
 
 @pytest.mark.parametrize("reconsume, max_times, dead", [(0, 16, False), (15, 16, False), (16, 16, True), (3, 3, True)])
 def test_rocketmq4_a_send_to_the_retry_topic(reconsume, max_times, dead):
-    assert rocketmq4_retry_send("g", reconsume, max_times) is dead
+    props = {"DELAY": "4", "RETRY_TOPIC": "Orders"}
+    d = rocketmq4_retry_send("g", props, reconsume, max_times, 2)
+    assert d.dead_letter is dead
+    # stored as sent, or in queue 0 of the DLQ with DELAY 0 (the sender's map untouched)
+    assert (d.topic, d.queue_id, d.properties["DELAY"]) == (("%DLQ%g", 0, "0") if dead else ("%RETRY%g", 2, "4"))
+    assert props["DELAY"] == "4" and d.attempt == reconsume
+
+
+def test_rocketmq4_a_clients_fallback_copy():
+    """sendMessageBackAsNormalMessage: what the copy carries, concurrently and orderly."""
+    d = rocketmq4_client_fallback("g", {"TAGS": "a", "TRAN_MSG": "true"}, "Orders", "MSGID", 2, 16)
+    assert (d.topic, d.attempt, d.delay_level, d.dead_letter) == ("%RETRY%g", 3, 5, False)
+    assert d.properties == {"TAGS": "a", "ORIGIN_MESSAGE_ID": "MSGID", "RETRY_TOPIC": "Orders",
+                            "RECONSUME_TIME": "3", "MAX_RECONSUME_TIMES": "16", "DELAY": "5"}
+    orderly = rocketmq4_client_fallback("g", {"ORIGIN_MESSAGE_ID": "FIRST"}, "Orders", "MSGID", 2, 5, 2)
+    assert orderly.properties["RECONSUME_TIME"] == "2" and orderly.properties["ORIGIN_MESSAGE_ID"] == "FIRST"
 
 
 # -- RocketMQ 5.x: seed 002 --------------------------------------------------------------------
@@ -65,8 +82,20 @@ def test_rocketmq5_unordered_intervals_are_seed_002s_table():
 def test_rocketmq5_after_a_failed_attempt(attempt, max_retries, fifo, dead, delay, why):
     d = rocketmq5_after_failure("g", "Orders", attempt, max_retries, fifo=fifo)
     assert (d.dead_letter, d.delay_ms) == (dead, delay), why
-    assert d.topic == ("%DLQ%g" if dead else "Orders")
-    assert d.attempt == (attempt if dead else attempt + 1) and d.delay_level == 0
+    # a retry copy goes to the pop retry topic with reconsume times = attempt; a dead letter to
+    # the DLQ with attempt + 1 (the proxy's pop-time check counts one more)
+    assert d.topic == ("%DLQ%g" if dead else "%RETRY%g+Orders")
+    assert d.attempt == (attempt + 1 if dead else attempt) and d.delay_level == 0 and d.queue_id == 0
+
+
+def test_rocketmq5_the_copys_properties_and_a_forward_to_the_dlq():
+    props = {"TAGS": "a", "DELAY": "3"}
+    d = rocketmq5_after_failure("g", "Orders", 1, 16, properties=props, offset_msg_id="OFF")
+    assert d.properties == {"TAGS": "a", "RETRY_TOPIC": "Orders", "ORIGIN_MESSAGE_ID": "OFF", "WAIT": "false"}
+    again = rocketmq5_after_failure("g", "Orders", 2, 16, properties=d.properties, offset_msg_id="OFF2")
+    assert again.properties["ORIGIN_MESSAGE_ID"] == "OFF"           # the first copy's original, kept
+    forwarded = rocketmq5_after_failure("g", "Orders", 1, 16, force_dead_letter=True)
+    assert (forwarded.dead_letter, forwarded.topic, forwarded.attempt) == (True, "%DLQ%g", 2)
 
 
 # -- Pulsar: seeds 000, 001, 003 ----------------------------------------------------------------
@@ -111,7 +140,36 @@ def test_pulsar_custom_retry_and_dead_letter_topics():
 def test_pulsar_negative_ack_and_ack_timeout(count, max_count, dead, topic):
     d = pulsar_redelivery("T", "sub", count, max_count)
     assert (d.dead_letter, d.topic) == (dead, topic)
-    assert d.attempt == (count if dead else count + 1)
+    # in place: the count + 1; the dead-letter copy counts the last failure too
+    assert d.attempt == count + 1
+    assert d == pulsar_dead_letter("T", "sub", count) if dead else not d.dead_letter
+
+
+@pytest.mark.parametrize("count, max_count, dead", [(3, 3, False), (4, 3, True), (0, 0, False), (1, 0, True),
+                                                    (99, None, False)])
+def test_pulsar_a_message_delivered_past_the_policy(count, max_count, dead):
+    """A message that arrives redelivered more often than the policy allows goes to the
+    dead-letter topic without reaching the application."""
+    assert pulsar_delivered_dead(count, max_count) is dead
+
+
+@pytest.mark.parametrize("max_retries", [0, 1, 3, 16])
+def test_every_dialect_delivers_a_message_at_most_one_plus_max_times(max_retries):
+    """One rule for all three: deliveries until the decision is a dead letter."""
+    def deliveries(dead_after_delivery):
+        n = 1
+        while not dead_after_delivery(n):
+            n += 1
+        return n
+
+    rocketmq4 = deliveries(lambda n: rocketmq4_send_back("g", {}, "T", "ID", n - 1, max_retries, 0, 0).dead_letter)
+    rocketmq5 = deliveries(lambda n: rocketmq5_after_failure("g", "T", n, max_retries).dead_letter)
+    redelivery = deliveries(lambda n: pulsar_redelivery("T", "s", n - 1, max_retries).dead_letter)
+    letters = deliveries(lambda n: pulsar_reconsume_later("T", "s", {"RECONSUMETIMES": str(n - 1)}, "1:1:-1", 0,
+                                                          max_retries).dead_letter)
+    assert rocketmq4 == rocketmq5 == redelivery == letters == 1 + max_retries
+    assert exhausted(1 + max_retries, max_retries) and not exhausted(max_retries, max_retries)
+    assert DEFAULT_MAX_RECONSUME_TIMES == 16
 
 
 def test_a_send_back_records_one_sent_back_event_with_the_due_time_of_its_delay(core):

@@ -4,13 +4,14 @@ import pytest
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
-from rocketmq_emulator.broker.protocol import ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.records import Prop
 
 from tests.support.delay import DEFAULT_MESSAGE_DELAY_LEVEL, levels_of
 
 from .wire import WireClient, read_topic
+from tests.support.remoting import front_of
 
 
 def test_19_send_response_fields(core, client):
@@ -33,7 +34,7 @@ def test_v2_short_header_names_are_accepted(core, client):
 
 
 def test_v2_header_takes_a_long_name_where_its_short_one_is_absent_and_the_short_one_wins(core, client):
-    from rocketmq_emulator.broker.protocol import RequestCode
+    from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
     from rocketmq_emulator.store.records import properties_to_string
 
     ext = {"a": "PG", "b": "T", "e": "1", "properties": properties_to_string({Prop.TAGS: "Long"}),
@@ -171,13 +172,13 @@ def test_read_only_broker_refuses_sends(core, client):
 
 
 def test_missing_required_header_is_a_clear_error(core, client):
-    from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode
-    resp = core.handle(RemotingCommand.request(RequestCode.SEND_MESSAGE, {"topic": "T"}), client.channel)
+    from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode
+    resp = front_of(core).handle(RemotingCommand.request(RequestCode.SEND_MESSAGE, {"topic": "T"}), client.channel)
     assert resp.code == RC.SYSTEM_ERROR and "producerGroup" in resp.remark
 
 
 def test_unknown_request_code_is_not_supported_even_oneway(core, client):
-    from rocketmq_emulator.broker.protocol import RemotingCommand
-    resp = core.handle(RemotingCommand.request(9999, oneway=True), client.channel)
+    from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
+    resp = front_of(core).handle(RemotingCommand.request(9999, oneway=True), client.channel)
     assert resp.code == RC.REQUEST_CODE_NOT_SUPPORTED == 3
     assert "not supported" in resp.remark

@@ -5,7 +5,7 @@ import pytest
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
-from rocketmq_emulator.broker.protocol import ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.records import Prop
 

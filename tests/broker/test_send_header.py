@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_emulator.broker.processors.send import _Header
-from rocketmq_emulator.broker.protocol import HeaderError, RemotingCommand, RequestCode
+from rocketmq_emulator.broker.fronts.remoting.processors.send import _Header
+from rocketmq_emulator.broker.fronts.remoting.protocol import HeaderError, RemotingCommand, RequestCode
 
 FIELDS = ("producer_group", "topic", "default_topic", "default_topic_queue_nums", "queue_id", "sys_flag",
           "born_timestamp", "flag", "properties", "reconsume_times", "max_reconsume_times", "batch")

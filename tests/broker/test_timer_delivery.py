@@ -9,7 +9,7 @@ from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.broker.operations import SendOutcome, SendRequest
-from rocketmq_emulator.broker.protocol import ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, VirtualClock
 from rocketmq_emulator.store.records import SCHEDULE_TOPIC, TIMER_TOPIC, Prop
 

@@ -4,6 +4,7 @@ test_clients_and_locks.py)."""
 from rocketmq_emulator.broker.operations import CommitOutcome, OffsetCommit
 
 from .wire import WireClient
+from tests.support.remoting import front_of
 
 
 def test_commit_and_resume(core):
@@ -32,9 +33,9 @@ def test_registration_without_a_heartbeat_body(core):
     sub = (SubscriptionData("T"),)
     core.register(Registration("client-a", (ConsumerRegistration("G", subscriptions=sub),), ("PG",)), a)
     assert core.topics.get("%RETRY%G") is not None                # the group's retry topic
-    assert core.take_outgoing() == []                             # nobody else to tell
+    assert front_of(core).take_outgoing() == []                             # nobody else to tell
     core.register(Registration("client-b", (ConsumerRegistration("G", subscriptions=sub),)), b)
-    [(told, notice)] = core.take_outgoing()                       # the other member rebalances
+    [(told, notice)] = front_of(core).take_outgoing()                       # the other member rebalances
     assert told is a and notice.code == 40                        # NOTIFY_CONSUMER_IDS_CHANGED
     assert sorted(core.consumer_ids("G")) == ["client-a", "client-b"]
     queues = [("T", "broker-a", 0), ("T", "broker-a", 1)]
@@ -69,7 +70,7 @@ def test_routes_and_lookups_without_a_header(core):
 def test_topic_updates_without_a_header(core):
     import pytest
 
-    from rocketmq_emulator.broker.protocol import RequestRefused
+    from rocketmq_emulator.broker.fronts.remoting.protocol import RequestRefused
     from rocketmq_emulator.broker.topics import TopicConfig
 
     assert core.update_topic(TopicConfig("Orders", 2, 2, 6)) is None

@@ -4,7 +4,7 @@ holds the wire replies as they were)."""
 import pytest
 
 from rocketmq_emulator.broker.operations import PullOutcome as O, PullRequest
-from rocketmq_emulator.broker.processors.pull import _CODES
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import PULL_CODES as _CODES
 from rocketmq_emulator.store.records import decode_record
 
 from .wire import WireClient

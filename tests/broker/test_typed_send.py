@@ -5,7 +5,7 @@ import pytest
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.operations import BatchSendRequest, SendOutcome as O, SendRequest
-from rocketmq_emulator.broker.processors.send import _CODES
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import SEND_CODES as _CODES
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import read_topic
@@ -82,7 +82,7 @@ def test_every_refusal_has_a_4x_code():
 
 def test_send_back_without_a_header(core):
     from rocketmq_emulator.broker.operations import SendBack, SendBackOutcome as B
-    from rocketmq_emulator.broker.processors.send_back import _CODES as BACK_CODES
+    from rocketmq_emulator.broker.fronts.remoting.protocol.typed import SEND_BACK_CODES as BACK_CODES
 
     ch = core.connect()
     stored = core.send(SendRequest("PG", "Orders", b"x", 0), ch)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from rocketmq_emulator.store.records import Prop, iter_records, properties_to_string
+
+from ..support.remoting import front_of
 
 
 class WireClient:
@@ -17,7 +19,8 @@ class WireClient:
         self.uniq = 0
 
     def call(self, code, ext=None, body=b"", *, oneway=False, version=409):
-        return self.core.handle(RemotingCommand.request(code, ext, body, oneway=oneway, version=version), self.channel)
+        return front_of(self.core).handle(RemotingCommand.request(code, ext, body, oneway=oneway, version=version),
+                                          self.channel)
 
     # -- produce ----------------------------------------------------------------------
     def send(self, topic, body=b"x", *, tags=None, keys=None, delay=None, queue_id=0, props=None,

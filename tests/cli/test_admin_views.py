@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-from rocketmq_emulator.broker.protocol.fastjson import loads_fastjson
+from rocketmq_emulator.broker.cli.main import main
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, MessageQueue, Producer,
                                          PushConsumer, RemoteBroker)
 from tests.support.processes import EmulatorProcess
@@ -69,7 +69,7 @@ def test_topic_stats_are_fastjson_maps_keyed_by_message_queue(loaded, capsys):
     missing = RawClient(b_port).call(RemotingCommand.request(RQ.GET_TOPIC_STATS_INFO, {"topic": "Nope"}))
     assert missing.code == RC.TOPIC_NOT_EXIST
     assert cli(loaded, "topic", "show", "Nope") == 2
-    assert "topic[Nope] not exist" in capsys.readouterr().err
+    assert "no topic named 'Nope' on any broker" in capsys.readouterr().err
 
 
 def test_group_show_is_consumer_progress_with_retries_and_dead_letters(loaded, capsys):
@@ -85,7 +85,7 @@ def test_group_show_is_consumer_progress_with_retries_and_dead_letters(loaded, c
     assert cli(loaded, "group", "list") == 0
     assert "billing" in capsys.readouterr().out.split()
     assert cli(loaded, "group", "show", "nobody") == 2
-    assert "has no offsets and no dead letters" in capsys.readouterr().err
+    assert "no group named 'nobody' on any broker" in capsys.readouterr().err
 
 
 def test_topic_delete_takes_it_off_every_broker(loaded, capsys):
@@ -111,13 +111,59 @@ def test_message_send_show_and_find(loaded, capsys):
         "hello ünïcode", "TagA", "order-42", "Orders", sent["queue_id"])
     assert shown["msg_id"] == sent["msg_id"]
     assert cli(loaded, "message", "find", "--topic", "Orders", "--key", "order-42") == 0
-    assert capsys.readouterr().out.startswith(sent["offset_msg_id"])
+    line = capsys.readouterr().out
+    assert line.startswith(sent["msg_id"]) and sent["offset_msg_id"] in line      # both ids
     assert cli(loaded, "message", "find", "--topic", "Orders", "--key", "no-such-key") == 0
     assert "no message of Orders has key no-such-key" in capsys.readouterr().out
     assert cli(loaded, "message", "show", "zz") == 2
-    assert "not an offsetMsgId" in capsys.readouterr().err
+    assert "no message has id zz" in capsys.readouterr().err
     assert cli(loaded, "message", "send", "NoSuchTopic", "x") == 2
     assert "No topic route info" in capsys.readouterr().err
+
+
+def test_message_show_takes_the_message_id_every_other_command_prints(loaded, capsys):
+    """`message send --json`, `message find`, the SDK's SendResult.msg_id and the dashboard
+    give the message id (UNIQ_KEY). `message show` takes it as mqadmin queryMsgById does:
+    an id that is no offsetMsgId of a broker here is looked up by unique key (QUERY_MESSAGE
+    on every broker) - and the output shows both ids."""
+    remote = RemoteBroker(loaded.address)
+    producer = Producer("pg-ids", remote).start()
+    try:
+        result = producer.send(Message("Orders", b"by message id", keys="k-ids"), MessageQueue("Orders", "broker-b", 0))
+    finally:
+        producer.shutdown()
+        remote.close()
+    assert result.msg_id != result.offset_msg_id
+    assert cli(loaded, "message", "show", result.msg_id, "--json") == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["msg_id"], shown["offset_msg_id"], shown["body"]) == (
+        result.msg_id, result.offset_msg_id, "by message id")
+    assert cli(loaded, "message", "show", result.msg_id) == 0
+    out = capsys.readouterr().out
+    assert result.msg_id in out and result.offset_msg_id in out
+    assert cli(loaded, "message", "show", result.offset_msg_id, "--json") == 0     # the offset id still works
+    assert json.loads(capsys.readouterr().out)["msg_id"] == result.msg_id
+
+
+def test_message_show_of_a_retried_message_shows_the_original_and_its_copies(loaded, capsys):
+    """The poison message of `billing` was sent back and dead-lettered: its message id
+    names the original in Orders, and the copies in %RETRY%/%DLQ% are listed with theirs."""
+    assert cli(loaded, "dlq", "list", "billing", "--json") == 0
+    [dead] = json.loads(capsys.readouterr().out)
+    assert cli(loaded, "message", "show", dead["uniq_key"], "--json") == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["topic"], shown["body"], shown["reconsume_times"]) == ("Orders", "poison", 0)
+    assert dead["msg_id"] in [c["offset_msg_id"] for c in shown["copies"]]
+    assert "%DLQ%billing" in [c["topic"] for c in shown["copies"]]
+
+
+def test_message_show_of_an_id_nobody_has_is_one_line_and_exit_2(loaded):
+    from tests.support.cli_run import one_error_line, run_cli
+
+    unknown = "7F0000010000" + "0" * 20
+    done = run_cli("message", "show", unknown, "--server", loaded.address)
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"no message has id {unknown}" in one_error_line(done.stderr, "message show")
 
 
 def test_status_shows_each_brokers_runtime_figures(loaded, capsys):
@@ -126,7 +172,7 @@ def test_status_shows_each_brokers_runtime_figures(loaded, capsys):
     assert table["brokerName"] == "broker-a" and table["clock"] == "virtual" and int(table["commitLogMaxOffset"]) > 0
     assert cli(loaded, "status", "--json") == 0
     doc = json.loads(capsys.readouterr().out)
-    assert sorted(doc) == ["broker-a", "broker-b"] and doc["broker-b"]["stopped"] == "false"
+    assert sorted(doc) == ["broker-a", "broker-b"] and doc["broker-b"]["stopped"] is False
 
 
 def test_connections_and_group_delete_over_their_request_codes(loaded):

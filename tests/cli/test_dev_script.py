@@ -115,12 +115,23 @@ def test_bench_with_the_peer_bench_present_goes_on_to_install_and_run(clone):
 
 
 def _imports(path: Path) -> set[str]:
+    return _imports_of(path.read_text())
+
+
+def _imports_of(source: str) -> set[str]:
+    """Imports of a module, and of the scripts it carries as strings to run in a child
+    Python (delivery_cost runs w1_retry that way)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "import " in node.value:
+            try:
+                names |= _imports_of(node.value)
+            except SyntaxError:
+                pass  # a string that is not a script
     return names
 
 
@@ -132,3 +143,54 @@ def test_dev_lists_exactly_the_benches_that_need_the_peer_bench():
     needs |= {name for name, imports in benches.items() if imports & needs}
     listed = re.search(r'^PEER_BENCHES="([^"]*)"', (REPO / "dev").read_text(), re.M).group(1).split()
     assert sorted(listed) == sorted(needs)
+
+
+NOISY_PIP = '''#!/bin/sh
+echo "$(basename "$0") $*" >> "{log}"
+case "$*" in
+  *"pip install"*)
+    echo "WARNING: Location 'file:///somewhere' is ignored" >&2
+    echo "  BuildBackendWarning: Editable installation." >&2
+    echo "  !! ******** Please be careful with folders in your working directory ******** !!" >&2
+    exit "${{FAKE_PIP_RC:-0}}" ;;
+esac
+'''
+
+
+def _noisy_pip(clone):
+    python = clone.root / ".venv" / "bin" / "python"
+    python.write_text(NOISY_PIP.format(log=clone.log))
+
+
+def test_serve_installs_without_the_build_backends_banner(clone):
+    _noisy_pip(clone)
+    done = dev(clone, "serve", "--port", "0")
+    assert done.returncode == 0, done.stderr
+    assert "BuildBackendWarning" not in done.stderr + done.stdout and "!!" not in done.stderr
+    assert "WARNING: Location" not in done.stderr
+    assert "[dev] installing rocketmq-emulator[mqtt,grpc,pulsar,http] into .venv" in done.stderr
+
+
+def test_a_failing_install_shows_pips_output_and_exits_1(clone):
+    _noisy_pip(clone)
+    done = dev(clone, "serve")
+    assert done.returncode == 0
+    (clone.root / ".venv" / ".installed-mqtt,grpc,pulsar,http").unlink()
+    clone.env["FAKE_PIP_RC"] = "1"
+    done = dev(clone, "serve")
+    assert done.returncode == 1
+    assert "BuildBackendWarning" in done.stderr                 # what pip said, for the user to read
+    assert done.stderr.strip().splitlines()[-1].startswith("./dev: error: pip install failed")
+    assert not calls(clone)[-1].startswith("rocketmq-emulator serve")
+
+
+def test_help_names_the_extras_serve_installs():
+    text = subprocess.run([str(REPO / "dev"), "help"], capture_output=True, text=True, timeout=30).stdout
+    extras = re.search(r'serve\)\n(?:\s*#.*\n)*\s*ensure_python "([^"]+)"', (REPO / "dev").read_text()).group(1)
+    assert f"rocketmq-emulator[{extras}]" in text, (extras, text)
+
+
+def test_bench_lists_only_benchmarks(clone):
+    done = dev(clone, "bench", "nosuch")
+    listed = done.stderr.strip().split("choose one of: ")[1].split(", ")
+    assert "grpc5_stub_server" not in listed and "grpc5_throughput" in listed

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import RECONSUME_LATER, Message, Producer, PushConsumer, RemoteBroker
 from rocketmq_emulator.client_sdk.errors import MQBrokerError
 from tests.support.processes import EmulatorProcess
@@ -52,8 +52,8 @@ def test_list_shows_each_dead_letter_and_json_says_the_same(dead, capsys):
     assert {(d["original_topic"], d["attempts"], d["broker"], d["redriven_as"]) for d in doc} == {
         ("Orders", 1, "broker-a", None)}
     assert [d.msg_id for d in dead.remote.dead_letters("billing")] == [d["msg_id"] for d in doc]
-    assert dlq(dead, "list", "nobody") == 0
-    assert capsys.readouterr().out.strip() == "no dead letters for nobody"
+    assert dlq(dead, "list", "nobody") == 2          # a group no broker knows: a mistake, not an empty list
+    assert "no group named 'nobody' on any broker" in capsys.readouterr().err
 
 
 def test_redrive_sends_each_once(dead, capsys):
@@ -73,7 +73,7 @@ def test_redrive_sends_each_once(dead, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["redrive", "nobody", "--all"], "group 'nobody' has no dead letters"),
+    (["redrive", "nobody", "--all"], "no group named 'nobody' on any broker"),
     (["redrive", "billing", "--ids", "not-an-id"], "not a message id"),
     (["redrive", "billing", "--ids", "7F00000100002A9F0000000000000000"], "not a dead letter of billing"),
     (["redrive", "billing"], "one of the arguments --ids --all is required"),

@@ -10,7 +10,7 @@ import pytest
 # (the http extra: ./dev test installs it; without it these imports fail, they do not skip)
 from prometheus_client.parser import text_string_to_metric_families
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, Producer, PushConsumer,
                                          RemoteBroker)
 from tests.support.processes import EmulatorProcess
@@ -41,7 +41,7 @@ def server(tmp_path_factory):
     assert remote.run_until(lambda: len(seen) == 6 and consumer.stats.send_back_ok == 1, "15s")
     consumer.persist_offsets()
     remote.run_for("300ms")
-    s.remote, s.clients = remote, [consumer, producer]
+    s.remote, s.clients, s.seen = remote, [consumer, producer], seen
     yield s
     for c in s.clients:
         c.shutdown()
@@ -150,6 +150,18 @@ def test_the_dashboards_state_and_its_actions_refuse_bad_input_with_json(server)
     status, doc = post(server.http_port, "/api/dlq/redrive", {"group": "billing", "all": True, "dry_run": True})
     assert status == 200 and doc["dry_run"] and len(doc["sent"]) == 1
     assert "<title>rocketmq-emulator</title>" in get(server.http_port, "/")[2]
+
+
+def test_the_dashboard_names_every_message_by_its_message_id(server):
+    """One id across the page: waiting retries, live events and dead letters give the
+    message id (UNIQ_KEY, what consumers and `message send` show); a dead letter carries
+    its DLQ record's offsetMsgId beside it (the id `dlq list` and a re-drive take)."""
+    state = json.loads(get(server.http_port, "/api/state")[2])
+    [dead] = state["dead_letters"]
+    [poison] = [m for m in server.seen if m.body == b"poison"][:1]
+    [listed] = server.remote.dead_letters("billing")
+    assert dead["msg_id"] == poison.msg_id == listed.uniq_key
+    assert dead["offset_msg_id"] == listed.msg_id != dead["msg_id"]
 
 
 def test_a_real_clock_server_refuses_to_move_its_time(tmp_path):

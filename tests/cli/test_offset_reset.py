@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker
 from tests.support.processes import EmulatorProcess
 
@@ -83,5 +83,6 @@ def test_bad_input_is_one_line(server, capsys, argv, message):
 
 
 def test_an_unknown_topic_is_refused(server, capsys):
+    assert main(["group", "create", "billing", "--server", server.address]) == 0
     assert main(["offset", "reset", "billing", "Nope", "--to", "earliest", "--server", server.address]) == 2
-    assert "no topic in this broker" in capsys.readouterr().err
+    assert "no topic named 'Nope' on any broker" in capsys.readouterr().err

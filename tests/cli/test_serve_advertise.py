@@ -3,7 +3,7 @@ as a RocketMQ broker does, while it binds --host (upstream: BrokerConfig.brokerI
 choice for a wildcard bind is advertise.advertised_ip, tested on its own)."""
 import json
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
 from tests.support.processes import EmulatorProcess
 from tests.support.remoting import RawClient
 

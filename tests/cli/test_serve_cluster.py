@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, MessageQueue, Producer,
                                          PushConsumer, RemoteBroker)
 from tests.support.processes import EmulatorProcess

@@ -73,5 +73,8 @@ def test_a_busy_port_is_one_line_exit_2_and_the_new_store_is_taken_back(tmp_path
         port = busy.getsockname()[1]
         done = run_cli("serve", "--port", "0", f"--{name}-port", str(port), "--data-dir", str(data_dir), timeout=20)
     assert done.returncode == 2, done.stderr
-    assert f"cannot listen on 127.0.0.1:{port} ({label})" in one_error_line(done.stderr, "serve")
+    line = one_error_line(done.stderr, "serve")
+    assert f"cannot listen on 127.0.0.1:{port} ({label})" in line
+    # the options that move or disable that front, and free ports for every one
+    assert f"--{name}-port N" in line and f"--no-{name}" in line and "--port 0" in line, line
     assert not data_dir.exists()

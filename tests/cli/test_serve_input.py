@@ -21,6 +21,8 @@ from ..support.cli_run import one_error_line, run_cli
     (["--mqtt", "http://x"], "--mqtt must look like mqtt://HOST:PORT"),
     (["--in-memory", "--data-dir", "/tmp/x"], "--in-memory keeps nothing on disk"),
     (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["--handshake-timeout", "-1"], "argument --handshake-timeout: expected a number >= 0, got '-1'"),
+    (["--handshake-timeout", "soon"], "argument --handshake-timeout: expected a number >= 0, got 'soon'"),
 ])
 def test_bad_serve_input_is_one_line_exit_2_and_creates_nothing(tmp_path, args, says):
     data_dir = tmp_path / "store"
@@ -61,7 +63,9 @@ def test_a_port_in_use_leaves_no_directory_behind(tmp_path):
         done = run_cli("serve", "--port", str(port), "--data-dir", str(data_dir), "--no-grpc", "--no-pulsar", "--no-http",
                        timeout=20)
     assert done.returncode == 2
-    assert f"cannot listen on 127.0.0.1:{port}" in one_error_line(done.stderr, "serve")
+    line = one_error_line(done.stderr, "serve")
+    assert f"cannot listen on 127.0.0.1:{port} (remoting)" in line
+    assert "--port N" in line and "--port 0" in line, line
     assert not (tmp_path / "new").exists()
 
 
@@ -82,3 +86,14 @@ def test_a_port_in_use_keeps_an_existing_store(tmp_path):
     assert done.returncode == 2
     assert sorted(p.relative_to(data_dir) for p in data_dir.rglob("*")) == before
     assert "Kept" in (data_dir / "config" / "topics.json").read_text()
+
+
+def test_a_host_that_is_no_address_of_this_machine_is_one_line_naming_host(tmp_path):
+    """192.0.2.1 (TEST-NET-1, never assigned): the first listener to bind it (the gRPC
+    front's C++ core would log a line of its own first) is not reached; one line says
+    the address is not this machine's, and names --host."""
+    done = run_cli("serve", "--host", "192.0.2.1", "--port", "0", "--in-memory", timeout=30)
+    assert done.returncode == 2, done.stderr
+    line = one_error_line(done.stderr, "serve")
+    assert "--host 192.0.2.1" in line and "not an address of this machine" in line, line
+    assert "add_port" not in done.stderr

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.cli.main import main
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 
-from ..broker.wire_tcp.test_wire_facts import send_req
+from tests.broker.fronts.remoting.listener.test_wire_facts import send_req
 from ..support.processes import read_listening
 from ..support.remoting import RawClient
 

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode as RC
 
-from ..broker.wire_tcp.test_wire_facts import send_req
+from tests.broker.fronts.remoting.listener.test_wire_facts import send_req
 from ..support.cli_run import CLI_MAIN
 from ..support.processes import read_listening
 from ..support.remoting import RawClient

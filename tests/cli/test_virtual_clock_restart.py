@@ -6,12 +6,12 @@ import re
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
-from rocketmq_emulator.broker.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode as RC
+from rocketmq_emulator.broker.cli.main import main
+from rocketmq_emulator.broker.fronts.remoting.protocol import EMULATOR_CLOCK_ADVANCE, RemotingCommand, ResponseCode as RC
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store import MessageStore
 
-from ..broker.wire_tcp.test_wire_facts import send_req
+from tests.broker.fronts.remoting.listener.test_wire_facts import send_req
 from ..support.processes import EmulatorProcess
 from ..support.remoting import RawClient
 
@@ -111,7 +111,7 @@ def test_clock_now_works_on_a_real_clock_server_and_says_so(tmp_path, capsys):
         assert main(["clock", "now", "--server", server.address]) == 0
         out = capsys.readouterr().out.strip()
         assert re.fullmatch(r"clock now \d{13} ms \(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\), real clock", out), out
-        assert main(["clock", "advance", "1s", "--server", server.address]) == 1
+        assert main(["clock", "advance", "1s", "--server", server.address]) == 2     # a user mistake
         assert "real clock" in capsys.readouterr().err
     finally:
         server.stop()

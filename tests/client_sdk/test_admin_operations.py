@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, EmbeddedBroker, Message, RemoteBroker
 from rocketmq_emulator.client_sdk.errors import MQBrokerError
 from tests.support.processes import EmulatorProcess
@@ -38,6 +38,9 @@ def test_admin_operations_in_process(brokers):
     [found] = broker.find_messages("Orders", "order-3")
     assert found.body == b"m3"
     assert broker.view_message(found.offset_msg_id).body == b"m3"
+    assert broker.view_message(found.msg_id).offset_msg_id == found.offset_msg_id     # the message id too
+    with pytest.raises(MQBrokerError, match="no message has id"):
+        broker.view_message("7F0000010000" + "0" * 20)
     assert sorted(broker.broker_status()) == names
     moved = broker.reset_offset("billing", "Orders", 0)      # the consumer is online: it is told
     assert [r["offset"] for r in moved] == [0] * (2 * brokers)
@@ -60,6 +63,7 @@ def test_admin_operations_over_tcp(tmp_path):
         main(["message", "send", "Orders", "hello", "--key", "k-1", "--server", server.address])
         [found] = remote.find_messages("Orders", "k-1")
         assert remote.view_message(found.offset_msg_id).body == b"hello"
+        assert remote.view_message(found.msg_id).offset_msg_id == found.offset_msg_id
         assert {s["broker"] for s in remote.topic_stats("Orders")} == {"broker-a", "broker-b"}
         with pytest.raises(MQBrokerError, match="Group billing not exist"):
             remote.reset_offset("billing", "Orders", -1)         # a group the brokers do not know

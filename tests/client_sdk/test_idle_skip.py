@@ -9,7 +9,7 @@ import logging
 import pytest
 from hypothesis import given, settings
 
-from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
 from rocketmq_emulator.client_sdk import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, EmbeddedBroker, Message
 from rocketmq_emulator.client_sdk.simulation import GroupSpec, Scenario, Simulation
 from rocketmq_emulator.client_sdk.simulation.strategies import scenarios

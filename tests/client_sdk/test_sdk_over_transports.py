@@ -15,7 +15,7 @@ import pytest
 
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, SUCCESS, SUSPEND_CURRENT_QUEUE_A_MOMENT,
                                          EmbeddedBroker, Message, Producer, PushConsumer, RemoteBroker)
-from rocketmq_emulator.broker.protocol import codec
+from rocketmq_emulator.broker.fronts.remoting.protocol import codec
 from rocketmq_emulator.client_sdk.transport import loopback
 from rocketmq_emulator.client_sdk.transport.loopback import LoopbackBroker
 from tests.support.serve_fixtures import server  # noqa: F401  (a fixture)

@@ -3,7 +3,7 @@
 queue selection, and clear errors for bad input."""
 import pytest
 
-from rocketmq_emulator.broker.protocol import RequestCode, ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode, ResponseCode
 from rocketmq_emulator.client_sdk import (ConsumeConcurrentlyStatus, Message, MessageQueue, MQBrokerError, MQClientError, Producer, SendStatus,
                         decode_uniq_key)
 

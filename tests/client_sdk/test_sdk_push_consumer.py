@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, ConsumeConcurrentlyStatus, ConsumeFromWhere,
                         ListenerResultError, Message, MessageListenerConcurrently, MessageModel, MQClientError,
                         PushConsumer)

@@ -3,7 +3,7 @@ send-back fallback, and the broker's write permission switched off and on — al
 the real broker core on a virtual clock, written the way a user writes tests."""
 import pytest
 
-from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, ConsumeConcurrentlyStatus, Message
 
 DELAYS_S = [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]  # levels 3..18

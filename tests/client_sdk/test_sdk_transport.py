@@ -3,7 +3,7 @@ held long-poll replies routed later, oneway requests, closing, injected faults; 
 the runtime on a real (System) clock."""
 import pytest
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, EmbeddedBroker, Message, RemotingConnectError, RemotingTimeoutError
 from rocketmq_emulator.delay_scheduler import SystemClock
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 from tests.support.delay import DEFAULT_MESSAGE_DELAY_LEVEL, levels_of
 from rocketmq_emulator.store.records import Prop, iter_records
 from tests.support.processes import EmulatorProcess
@@ -224,7 +224,7 @@ def test_ali_ons_falls_back_to_the_other_broker_when_the_send_back_is_refused(tm
     then switched off; ali-ons' CONSUMER_SEND_MSG_BACK to broker-a gets NO_PERMISSION, and
     the client publishes the retry copy itself (its default producer, delay level 0) to
     %RETRY%CG_ONS - which the route now offers on broker-b only."""
-    from rocketmq_emulator.broker.cli import main as cli
+    from rocketmq_emulator.broker.cli.main import main as cli
     from rocketmq_emulator.client_sdk import Message, MessageQueue, Producer, RemoteBroker
 
     server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", brokers=2).start()
@@ -265,7 +265,7 @@ def test_ali_ons_falls_back_to_the_other_broker_when_the_send_back_is_refused(tm
 def test_ali_ons_spreads_over_the_brokers_of_a_cluster(tmp_path):
     """`serve --brokers 2`: ali-ons finds both brokers through the name server, produces to
     the queues of both and consumes from both."""
-    from rocketmq_emulator.broker.cli import main as cli
+    from rocketmq_emulator.broker.cli.main import main as cli
 
     server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", brokers=2).start()
     driver = None

@@ -3,7 +3,7 @@ against the Pulsar front (issue 21): handshake, lookups, producers and batches i
 store, consumers on the core's subscriptions (acks, batch-index acks, negative acks with
 the redelivery count, a closed consumer's messages to another, Exclusive's one consumer,
 the dead-letter policy, readers, Key_Shared, seek). The listener runs in the test process
-on a loop thread of its own; tests/pulsar/test_serve_pulsar.py drives `serve`."""
+on a loop thread of its own; tests/broker/fronts/pulsar/test_serve_pulsar.py drives `serve`."""
 from __future__ import annotations
 
 import asyncio
@@ -14,10 +14,10 @@ import pytest
 
 pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
 
-from rocketmq_emulator.broker.adapters.pulsar_server import PulsarServer  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.listener import PulsarServer  # noqa: E402
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.front import METADATA_PROPERTY, ledger_id  # noqa: E402
-from rocketmq_emulator.broker.pulsar_front.schema import MessageMetadata  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.front import METADATA_PROPERTY, ledger_id  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.schema import MessageMetadata  # noqa: E402
 from rocketmq_emulator.delay_scheduler import SystemClock  # noqa: E402
 from tests.support.processes import wait_for  # noqa: E402
 

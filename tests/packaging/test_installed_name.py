@@ -78,7 +78,7 @@ def test_the_wheel_holds_one_top_level_name(installed):
 
 
 def test_the_installed_cli_finds_the_commands_of_the_packages_above_the_broker(installed, tmp_path):
-    """simulate / snapshot / analyze are registered entry points (broker/cli.py names no
+    """simulate / snapshot / analyze are registered entry points (broker/cli/main.py names no
     package above it): the wheel must carry them."""
     cli = installed.parent / "rocketmq-emulator"
     done = run([cli, "simulate", "--messages", "5", "--out", str(tmp_path / "sim"), "--quiet", "--json"])

@@ -159,6 +159,12 @@ def run_once(work: Path, mode: str, rng: random.Random, *, kill_window_s: tuple[
         with lock:
             run.acked_before_kill = len(acked)
         broker.start()
+        # (the restarted broker answers once its store is open: on a loaded host that can
+        # take longer than after_restart_s, so wait for its first acknowledgement, bounded)
+        try:
+            wait_for(lambda: len(acked) > run.acked_before_kill, timeout=settle_s)
+        except AssertionError:
+            pass
         time.sleep(after_restart_s)
         stop.set()
         sender.join(30)

@@ -11,7 +11,7 @@ import pytest
 
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, EmbeddedBroker, Message, MQBrokerError
 from rocketmq_emulator.delay_scheduler import VirtualClock
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import rocketmq_emulator.client_sdk.simulation.simulator as simulator
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 
 from .test_invariants import LosesSendBacks
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk.simulation import BrokerWindow, GroupSpec, run_simulation
 from rocketmq_emulator.client_sdk.simulation.scenario import ScenarioError
 from rocketmq_emulator.store import MessageStore, StoreConfig

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk.simulation import (ConsumerRestart, GroupSpec, ProducerSpec, Scenario, Simulation,
                                                      TopicSpec, WriteOffWindow, run_simulation)
 from rocketmq_emulator.client_sdk.simulation import pulsar_consumer
@@ -104,7 +104,7 @@ def test_a_dead_letter_one_redelivery_early_is_caught(store_dir, monkeypatch):
 def test_a_broker_that_forgets_to_count_is_caught(store_dir, monkeypatch):
     # planted bug: redeliveries not counted, so the client never sees the maximum: the
     # poison messages never end (they are reported lost when the run stops)
-    from rocketmq_emulator.broker.subscriptions import SubscriptionService
+    from rocketmq_emulator.broker.pulsar_cursors import SubscriptionService
     back = SubscriptionService._back
     monkeypatch.setattr(SubscriptionService, "_back", lambda self, cursor, offsets, count=True:
                         back(self, cursor, offsets, count=False))
@@ -230,7 +230,7 @@ def test_the_cli_runs_a_retry_letter_group(tmp_path, capsys):
 
 
 def test_without_the_pulsar_extra_a_retry_letter_group_is_one_clear_line(monkeypatch):
-    import rocketmq_emulator.broker.cli_common as cli_common
+    import rocketmq_emulator.broker.cli.common as cli_common
     monkeypatch.setattr(cli_common, "missing_extra", lambda extra, *m: f"needs the {extra} extra, which is not "
                                                                         f"installed: pip install x")
     with pytest.raises(ScenarioError, match="runs the SDK's Pulsar client, which needs the pulsar extra"):

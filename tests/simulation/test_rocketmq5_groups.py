@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.broker.retry_lifecycle import ROCKETMQ5_UNORDERED_INTERVALS_MS
 from rocketmq_emulator.client_sdk.simulation import (ConsumerRestart, GroupSpec, Scenario, Simulation, WriteOffWindow,
                                                      run_simulation)

@@ -30,6 +30,7 @@ from rocketmq_emulator.delay_scheduler import DelayScheduler, VirtualClock
 from tests.support.delay import DEFAULT_MESSAGE_DELAY_LEVEL, levels_of
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
 from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_string
+from tests.support.remoting import front_of
 
 GROUP_B, GROUP_A = "billing", "audit"
 MAX_RECONSUME = 16
@@ -167,7 +168,7 @@ class CoreBroker:
     def __init__(self, root: Path, clock: VirtualClock, segment_size: int = 12 << 10) -> None:
         from rocketmq_emulator.broker.config import BrokerConfig
         from rocketmq_emulator.broker.core import BrokerCore
-        from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode
+        from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode
 
         self._cmd, self._code = RemotingCommand, RequestCode
         self.clock = clock
@@ -196,7 +197,7 @@ class CoreBroker:
         p = {Prop.UNIQ_KEY: uniq(topic, i), Prop.KEYS: f"{topic}-{i}", Prop.TAGS: "TagA"}
         p.update(props or {})
         self._new_events()
-        self._ok(self.core.handle(self._cmd.request(self._code.SEND_MESSAGE, {
+        self._ok(front_of(self.core).handle(self._cmd.request(self._code.SEND_MESSAGE, {
             "producerGroup": "producers", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
             "queueId": qid, "sysFlag": 0, "bornTimestamp": self.clock.now_ms(), "flag": 0,
             "properties": properties_to_string(p), "reconsumeTimes": 0, "unitMode": "false"},
@@ -207,7 +208,7 @@ class CoreBroker:
     def send_back(self, group: str, phys: int):
         old = self.store.look_message_by_offset(phys)
         self._new_events()
-        self._ok(self.core.handle(self._cmd.request(self._code.CONSUMER_SEND_MSG_BACK, {
+        self._ok(front_of(self.core).handle(self._cmd.request(self._code.CONSUMER_SEND_MSG_BACK, {
             "offset": phys, "group": group, "delayLevel": 0, "originMsgId": old.msg_id,
             "originTopic": old.properties.get(Prop.RETRY_TOPIC, old.topic), "unitMode": "false",
             "maxReconsumeTimes": MAX_RECONSUME}), self.ch))
@@ -215,7 +216,7 @@ class CoreBroker:
         return _Put(e.queue_offset, e.commit_log_offset, e.time_ms), e.kind == "dead_lettered"
 
     def commit(self, group: str, topic: str, qid: int, offset: int) -> None:
-        self._ok(self.core.handle(self._cmd.request(self._code.UPDATE_CONSUMER_OFFSET, {
+        self._ok(front_of(self.core).handle(self._cmd.request(self._code.UPDATE_CONSUMER_OFFSET, {
             "consumerGroup": group, "topic": topic, "queueId": qid, "commitOffset": offset}), self.ch))
 
     def tick(self):

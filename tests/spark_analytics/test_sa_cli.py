@@ -21,10 +21,10 @@ _WITHOUT_EXTRA = """
 import sys
 for name in ("numpy", "pyarrow", "pyspark", "matplotlib"):
     sys.modules[name] = None
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
-_CLI = "import sys\nfrom rocketmq_emulator.broker.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+_CLI = "import sys\nfrom rocketmq_emulator.broker.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 def run(code: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.spark_analytics.report import analyze_snapshot
 from rocketmq_emulator.store.snapshot import take_snapshot
 from tests.support.cli_run import CLI_MAIN

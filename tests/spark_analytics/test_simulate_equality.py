@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rocketmq_emulator.broker.cli import main
+from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.spark_analytics import datasource
 from rocketmq_emulator.spark_analytics.report import analyze_snapshot
 from tests.support.wall import wall_ms

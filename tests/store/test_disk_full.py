@@ -189,3 +189,24 @@ def test_a_queue_file_write_that_fails_does_not_block_later_puts_to_the_queue(tm
     store.flush()
     assert bodies(store, "T", 0) == [b"a", b"b"]
     store.close()
+
+
+def test_write_refusal_says_why_while_the_disk_is_full_and_nothing_once_space_returns(small_disk, caplog):
+    """Issue 34, item 6: what /healthz and the Pulsar front ask. It probes the log's end
+    (cut off again), so it can tell that space has returned before any put tries."""
+    caplog.set_level(logging.INFO, logger="store")
+    (small_disk / "ballast").write_bytes(bytes(BALLAST))
+    root = small_disk / "store"
+    store = MessageStore(root, CFG)
+    assert store.write_refusal() is None                          # nothing failed: no probe
+    acked = _fill_until_refused(store)
+    for _ in range(3):
+        assert "No space left on device" in store.write_refusal()
+        _segment_files_match_the_log(root, store)                # the probe left nothing behind
+    (small_disk / "ballast").unlink()
+    assert store.write_refusal() is None
+    assert sum("commit-log writes succeed again" in m for m in _store_errors(caplog)) == 1
+    assert store.put(rec("T", b"after", 0), 1).ok
+    _segment_files_match_the_log(root, store)
+    assert len(acked) + 1 == sum(store.max_offset("T", q) for q in (0, 1))
+    store.close()

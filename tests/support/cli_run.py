@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-CLI_MAIN = "import sys\nfrom rocketmq_emulator.broker.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+CLI_MAIN = "import sys\nfrom rocketmq_emulator.broker.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 def run_cli(*args: str, prelude: str = "", timeout: float = 30.0) -> subprocess.CompletedProcess:

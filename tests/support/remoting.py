@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import weakref
 
-from rocketmq_emulator.broker.adapters.tcp import RemotingServer
+from rocketmq_emulator.broker.fronts.remoting.listener import RemotingServer
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.protocol import RemotingCommand
-from rocketmq_emulator.broker.protocol.codec import FrameDecoder, encode
+from rocketmq_emulator.broker.fronts.remoting.front import RemotingFront
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
+from rocketmq_emulator.broker.fronts.remoting.protocol.codec import FrameDecoder, encode
 
 
 class ServerThread:
@@ -92,3 +94,15 @@ class RawClient:
 
     def close(self):
         self.sock.close()
+
+
+_FRONTS: "weakref.WeakKeyDictionary[BrokerCore, RemotingFront]" = weakref.WeakKeyDictionary()
+
+
+def front_of(core: BrokerCore) -> RemotingFront:
+    """The 4.x front a test addresses ``core`` through (one per core, as one driver per
+    core has): ``front_of(core).handle(cmd, channel)``, ``.take_outgoing()``."""
+    front = _FRONTS.get(core)
+    if front is None:
+        front = _FRONTS[core] = RemotingFront(core)
+    return front

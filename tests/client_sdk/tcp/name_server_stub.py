@@ -9,7 +9,7 @@ import json
 import socket
 import threading
 
-from rocketmq_emulator.broker.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode
+from rocketmq_emulator.broker.fronts.remoting.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode
 from tests.support.remoting import RawClient
 
 

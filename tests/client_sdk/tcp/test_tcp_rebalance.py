@@ -10,7 +10,7 @@ the broker may deliver it again: at-least-once on rebalance, since with no offse
 stored the 4.x broker answers 0."""
 from __future__ import annotations
 
-from rocketmq_emulator.broker.protocol import RequestCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer
 
 

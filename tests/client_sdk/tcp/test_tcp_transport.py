@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from rocketmq_emulator.broker.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, MQClientError, Producer, PushConsumer,
                         RemoteBroker, RemotingConnectError, RemotingTimeoutError)
 from rocketmq_emulator.client_sdk.api import BrokerAPI

@@ -1,0 +1,68 @@
+"""What the benchmarks share: how fast the host is right now (a fixed pure-Python loop,
+printed beside figures that are compared), and the other side of an A/B comparison (a
+commit of this repository in a temporary worktree, or another checkout)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["host_speed", "loop_speed", "other_tree", "tree_env", "revision"]
+
+HERE = Path(__file__).resolve().parent.parent           # benchmarks/
+REPO = HERE.parent
+
+
+def loop_speed() -> float:
+    """Millions of steps of a fixed pure-Python loop per CPU second, right now."""
+    t0 = time.process_time()
+    x = 0
+    for i in range(3_000_000):
+        x += i & 7
+    return 3 / (time.process_time() - t0)
+
+
+def host_speed() -> str:
+    """``loop_speed`` as the benchmarks print it."""
+    return f"{loop_speed():.1f} M loop steps/CPU-s"
+
+
+@contextlib.contextmanager
+def other_tree(rev: str | None, tree: str | None):
+    """The other side's checkout: commit ``rev`` in a temporary worktree (removed after),
+    or the checkout at ``tree``. Raises SystemExit with one line when neither works."""
+    if rev:
+        with tempfile.TemporaryDirectory(prefix="bench-other-") as tmp:
+            path = Path(tmp) / "other"
+            r = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
+                               capture_output=True, text=True)
+            if r.returncode:
+                raise SystemExit(f"--rev {rev}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else 'git failed'}")
+            try:
+                yield path
+            finally:
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)],
+                               capture_output=True)
+        return
+    path = Path(tree).resolve()
+    if not (path / "store" / "__init__.py").is_file():
+        raise SystemExit(f"--tree {tree}: not a checkout of this project")
+    yield path
+
+
+def tree_env(tree: Path) -> dict:
+    """The environment in which a child process imports the project from ``tree``
+    (benchmarks/tree_shim)."""
+    return {**os.environ, "TREE": str(tree),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE / "tree_shim"), os.environ.get("PYTHONPATH")]))}
+
+
+def revision(tree: Path) -> str:
+    """The short commit of ``tree``, marked when it has uncommitted changes."""
+    r = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return (r.stdout.strip() or "?") + (" + uncommitted changes" if dirty else "")

@@ -1,0 +1,121 @@
+"""What every ``rocketmq-emulator`` command shares: one error style and help that shows
+defaults and choices.
+
+A mistake on the command line is one line on stderr, ``rocketmq-emulator <command>:
+error: ...``, and exit code 2 — argparse's own errors included (they would otherwise
+print the whole usage first), and so is input the server refuses (a system topic, an
+illegal group name, a name no broker has, advancing a real clock). A failure while
+running (a server that cannot be reached, a store that cannot be written) uses the same
+prefix and exit 1. Readable output writes times as ISO 8601 UTC (``iso_utc``); ``--json``
+gives numbers and booleans as JSON numbers and booleans.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import textwrap
+
+__all__ = ["CommandParser", "UsageError", "fail", "usage_error", "int_in_range", "positive_float", "missing_extra",
+           "version_text", "iso_utc"]
+
+DIST = "rocketmq-emulator"
+
+
+class UsageError(Exception):
+    """Bad input on a command line; the message is one readable line."""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, with ``(default: X)`` after every option that has a default
+    worth saying (not None, False or an empty list) and whose help does not say it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        unsaid = default is None or default is False or default is argparse.SUPPRESS or default == []
+        if "%(default)" in text or "(default: " in text or unsaid or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+    def _split_lines(self, text, width):
+        # Never at a hyphen: option names, paths and client ids stay whole.
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors raise UsageError (one line, exit 2 at the top)
+    instead of printing the usage and exiting; sub-commands get the same class."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: error: {message}")
+
+
+def fail(command: str, msg: str, code: int = 2) -> int:
+    """Print ``rocketmq-emulator <command>: error: msg`` and return ``code``."""
+    prog = f"{DIST} {command}" if command else DIST
+    print(f"{prog}: error: {msg}", file=sys.stderr)
+    return code
+
+
+def usage_error(exc: UsageError) -> int:
+    """A command line argparse refused: its one line (prefixed already), exit 2."""
+    print(exc, file=sys.stderr)
+    return 2
+
+
+def int_in_range(lo: int, hi: int, what: str = "a whole number"):
+    """An argparse type: an int in [lo, hi]; the error names the range."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} from {lo} to {hi}, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be from {lo} to {hi}, got {value}")
+        return value
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
+    return value
+
+
+def missing_extra(extra: str, *modules: str) -> str | None:
+    """None when every module imports; else the one line saying which extra to install."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return (f"needs the {extra} extra, which is not installed ({exc}): "
+                    f"pip install '{DIST}[{extra}]'")
+    return None
+
+
+def version_text() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"{DIST} {version(DIST)}"
+    except PackageNotFoundError:
+        return f"{DIST} (version unknown: the distribution is not installed)"
+
+
+def iso_utc(ms: int) -> str:
+    """Epoch milliseconds as the CLI writes every time: ISO 8601, UTC, milliseconds,
+    2024-01-01T02:00:00.000Z."""
+    import datetime
+
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"

@@ -1,0 +1,109 @@
+"""``rocketmq-emulator offset reset GROUP TOPIC --to earliest|latest|TIME``: mqadmin
+resetOffsetByTime. Each broker is asked with INVOKE_BROKER_TO_RESET_OFFSET (222): the
+group's online consumers are told (RESET_CONSUMER_CLIENT_OFFSET) and move there. With
+no consumer online the broker says CONSUMER_NOT_ONLINE, and the offsets are set here
+queue by queue (SEARCH_OFFSET_BY_TIMESTAMP / the queue's ends, then
+UPDATE_CONSUMER_OFFSET), as mqadmin's fallback does."""
+from __future__ import annotations
+
+import datetime
+import json
+
+from .common import CommandParser, UsageError
+
+__all__ = ["offset_main"]
+
+
+def _when(text: str) -> int:
+    """earliest → 0, latest → -1, an ISO 8601 time (UTC unless it says) or epoch ms."""
+    if text == "earliest":
+        return 0
+    if text == "latest":
+        return -1
+    if text.isdigit():
+        return int(text)
+    try:
+        t = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"rocketmq-emulator offset reset: error: --to takes earliest, latest, an ISO time "
+                         f"(2024-01-01T10:00:00Z) or epoch ms, not {text!r}") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return int(t.timestamp() * 1000)
+
+
+def offset_main(argv: list[str]) -> int:
+    from .common import usage_error
+    from .remote import add_server_options, call_server
+    from .brokers import broker_addresses
+    from .views import queue_rows
+    from ..fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+
+    p = CommandParser(prog="rocketmq-emulator offset", description="Move a consumer group's offsets.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{reset}")
+    reset = sub.add_parser("reset", help="move GROUP's offsets of TOPIC to a time (mqadmin resetOffsetByTime)")
+    reset.add_argument("group", help="the consumer group whose offsets move")
+    reset.add_argument("topic", help="the topic whose queues' offsets move")
+    reset.add_argument("--to", required=True, metavar="earliest|latest|TIME",
+                       help="earliest, latest, an ISO 8601 time (UTC unless it says: 2024-01-01T10:00:00Z) or "
+                            "epoch milliseconds")
+    reset.add_argument("--json", action="store_true", help="one JSON document instead of lines")
+    add_server_options(reset, 10.0)
+    try:
+        args = p.parse_args(argv)
+        timestamp = _when(args.to)
+    except UsageError as exc:
+        return usage_error(exc)
+    command = "offset reset"
+    from .names import check_group, check_topic
+
+    for check, name in ((check_group, args.group), (check_topic, args.topic)):
+        missing = check(command, args.server, args.timeout, name)
+        if missing is not None:
+            return missing
+    brokers = broker_addresses(command, args.server, args.timeout)
+    if isinstance(brokers, int):
+        return brokers
+    rows = []
+    for name, address in brokers.items():
+        ask = RemotingCommand.request(RQ.INVOKE_BROKER_TO_RESET_OFFSET, {
+            "topic": args.topic, "group": args.group, "timestamp": timestamp, "isForce": True})
+        reply = call_server(command, address, ask, args.timeout, refused_exit=2, accept=(RC.CONSUMER_NOT_ONLINE,))
+        if isinstance(reply, int):
+            return reply
+        if reply.code == RC.SUCCESS:
+            rows += [dict(r, broker=name, how="consumers told") for r in _offset_rows(reply.body)]
+            continue
+        stats = call_server(command, address, RemotingCommand.request(RQ.GET_TOPIC_STATS_INFO, {"topic": args.topic}),
+                             args.timeout, refused_exit=2)
+        if isinstance(stats, int):
+            return stats
+        for q in queue_rows(stats.body):
+            if timestamp == 0:
+                offset = q["minOffset"]
+            elif timestamp == -1:
+                offset = q["maxOffset"]
+            else:
+                found = call_server(command, address, RemotingCommand.request(RQ.SEARCH_OFFSET_BY_TIMESTAMP, {
+                    "topic": args.topic, "queueId": q["queue_id"], "timestamp": timestamp}), args.timeout)
+                if isinstance(found, int):
+                    return found
+                offset = int(found.header("offset"))
+            done = call_server(command, address, RemotingCommand.request(RQ.UPDATE_CONSUMER_OFFSET, {
+                "consumerGroup": args.group, "topic": args.topic, "queueId": q["queue_id"], "commitOffset": offset}),
+                args.timeout, refused_exit=2)
+            if isinstance(done, int):
+                return done
+            rows.append({"broker": name, "queue_id": q["queue_id"], "offset": offset, "how": "set on the broker"})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['broker']} queue {r['queue_id']}: offset {r['offset']} ({r['how']})")
+    return 0
+
+
+def _offset_rows(body: bytes) -> list[dict]:
+    from ..fronts.remoting.protocol.fastjson import queue_table
+
+    return [{"queue_id": q, "offset": int(offset)} for (_, _, q), offset in queue_table(body)]

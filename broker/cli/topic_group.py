@@ -1,0 +1,129 @@
+"""``rocketmq-emulator topic ...`` and ``group ...``: create them as mqadmin does, and the
+read views (cli/views.py)."""
+from __future__ import annotations
+
+import json
+
+from .common import CommandParser, UsageError, fail, int_in_range, usage_error
+from .remote import add_server_options, call_server
+
+__all__ = ["topic_main", "group_main"]
+
+
+def topic_main(argv: list[str]) -> int:
+    """``topic create``: UPDATE_AND_CREATE_TOPIC, what ``mqadmin updateTopic`` sends.
+    Clients without the Java client's TBW102 fallback (ali-ons) need their topics made
+    before they send."""
+    p = CommandParser(prog="rocketmq-emulator topic", description="Create, list, show or delete topics on a server.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show,delete}")
+    create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic",
+                            description="Create (or update) TOPIC on a server, as mqadmin updateTopic does.")
+    create.add_argument("topic", help="the topic's name (with --pulsar: persistent://tenant/ns/name or a short name)")
+    create.add_argument("--queues", type=int_in_range(1, 1024), default=None,
+                        help="read and write queue count (default 8)")
+    create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
+    create.add_argument("--order", action="store_true", help="an ordered topic")
+    create.add_argument("--pulsar", action="store_true",
+                        help="TOPIC is a Pulsar topic (persistent://tenant/ns/name or a short name): one queue")
+    create.add_argument("--partitions", type=int_in_range(1, 1024), default=None,
+                        help="with --pulsar: a partitioned topic of N partitions (<name>-partition-<i>)")
+    create.add_argument("--broker", default=None, metavar="NAME",
+                        help="create it on this broker only (default: on every broker that is up)")
+    add_server_options(create, 10.0)
+    from .views import add_topic_views, run_view
+
+    add_topic_views(sub, add_server_options)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as exc:
+        return usage_error(exc)
+    if args.action != "create":
+        return run_view("topic", args)
+    from ..fronts.remoting.protocol import RemotingCommand, RequestCode
+
+    if args.pulsar:
+        names = _pulsar_store_topics(args)
+        if isinstance(names, str):
+            return fail("topic create", names)
+        queues = 1
+    elif args.partitions is not None:
+        return fail("topic create", "--partitions is for Pulsar topics: give --pulsar too")
+    else:
+        names, queues = [args.topic], args.queues or 8
+    from .brokers import broker_addresses
+
+    brokers = broker_addresses("topic create", args.server, args.timeout, args.broker)
+    if isinstance(brokers, int):
+        return brokers
+    for address in brokers.values():            # as mqadmin updateTopic -c: to every broker
+        for name in names:
+            req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+                "topic": name, "readQueueNums": queues, "writeQueueNums": queues,
+                "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
+            reply = call_server("topic create", address, req, args.timeout, refused_exit=2)
+            if isinstance(reply, int):
+                return reply
+    if args.pulsar:
+        what = f"{args.partitions} partitions" if args.partitions else "not partitioned"
+        print(f"Pulsar topic {args.topic} created: {what}, stored as {', '.join(names)}")
+    else:
+        on = f" on {', '.join(brokers)}" if len(brokers) > 1 or args.broker else ""
+        print(f"topic {args.topic} created: {queues} queues, perm {args.perm}{on}")
+    return 0
+
+
+def _pulsar_store_topics(args) -> list[str] | str:
+    """The store topics a Pulsar topic (or each of its partitions) is kept in, or why not."""
+    from ..pulsar_names import PulsarNameError, parse_topic, store_topic
+
+    if args.queues is not None:
+        return "--queues is not for Pulsar topics: each Pulsar topic (or partition) is one queue"
+    try:
+        topic = parse_topic(args.topic)
+        if args.partitions is None:
+            return [store_topic(topic)]
+        return [store_topic(f"{topic.full}-partition-{i}") for i in range(args.partitions)]
+    except PulsarNameError as exc:
+        return str(exc)
+
+
+def group_main(argv: list[str]) -> int:
+    """``group create``: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, what ``mqadmin updateSubGroup``
+    sends: a 5.x FIFO group (--orderly) and its maximum retries."""
+    p = CommandParser(prog="rocketmq-emulator group", description="Create, list or show consumer groups on a server.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show}")
+    create = sub.add_parser("create", help="create (or update) GROUP, as mqadmin updateSubGroup",
+                            description="Create (or update) consumer GROUP on a server, as mqadmin updateSubGroup.")
+    create.add_argument("group", help="the consumer group's name (^[%|a-zA-Z0-9_-]+$, at most 120 characters)")
+    create.add_argument("--retry-max-times", type=int_in_range(0, 10_000), default=16,
+                        help="retries before the DLQ (retryMaxTimes; 5.x delivers retryMaxTimes + 1 times)")
+    create.add_argument("--orderly", action="store_true",
+                        help="a FIFO group for 5.x clients (consumeMessageOrderly): a message group's next "
+                             "message waits for the one before")
+    add_server_options(create, 10.0)
+    from .views import add_group_views, run_view
+
+    add_group_views(sub, add_server_options)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as exc:
+        return usage_error(exc)
+    if args.action != "create":
+        return run_view("group", args)
+    from ..fronts.remoting.protocol import RemotingCommand, RequestCode
+
+    body = json.dumps({"groupName": args.group, "retryMaxTimes": args.retry_max_times,
+                       "consumeMessageOrderly": args.orderly}).encode()
+    from .brokers import broker_addresses
+
+    brokers = broker_addresses("group create", args.server, args.timeout)
+    if isinstance(brokers, int):
+        return brokers
+    for address in brokers.values():            # as mqadmin updateSubGroup -c: on every broker
+        req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+        reply = call_server("group create", address, req, args.timeout, refused_exit=2)
+        if isinstance(reply, int):
+            return reply
+    print(f"group {args.group} created: retryMaxTimes {args.retry_max_times}"
+          + (", orderly (FIFO)" if args.orderly else ""))
+    return 0

@@ -1,0 +1,174 @@
+"""``topic list|show|delete`` and ``group list|show``: the reads mqadmin does (topicList,
+topicStatus, deleteTopic, consumerProgress), over the same request codes, with readable
+tables and ``--json``. Broker addresses come from the name server, as mqadmin finds them."""
+from __future__ import annotations
+
+import json
+
+__all__ = ["add_topic_views", "add_group_views", "run_view"]
+
+
+def add_topic_views(sub, add_server_options) -> None:
+    ls = sub.add_parser("list", help="every topic the name server knows (mqadmin topicList)")
+    show = sub.add_parser("show", help="TOPIC's queues on each broker: min, max, last store (mqadmin topicStatus)")
+    show.add_argument("topic", help="the topic to show")
+    delete = sub.add_parser("delete", help="delete TOPIC from every broker (mqadmin deleteTopic)")
+    delete.add_argument("topic", help="the topic to delete")
+    for q in (ls, show, delete):
+        q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+        add_server_options(q, 10.0)
+
+
+def add_group_views(sub, add_server_options) -> None:
+    ls = sub.add_parser("list", help="every consumer group of the brokers, 4.x and 5.x groups and Pulsar "
+                                     "subscriptions, each with the dialect of the clients using it")
+    show = sub.add_parser("show", help="GROUP's progress per queue: broker offset, committed, lag; its retries "
+                                       "and dead letters (mqadmin consumerProgress)")
+    show.add_argument("group", help="the consumer group to show (a Pulsar subscription too)")
+    show.add_argument("--topic", default=None, help="only this topic (default: every topic it has offsets for)")
+    for q in (ls, show):
+        q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+        add_server_options(q, 10.0)
+
+
+def _request(code, fields=None):
+    from ..fronts.remoting.protocol import RemotingCommand
+
+    return RemotingCommand.request(code, fields or {})
+
+
+def queue_rows(body: bytes) -> list[dict]:
+    """A TopicStatsTable / ConsumeStats offsetTable as rows."""
+    from ..fronts.remoting.protocol.fastjson import queue_table
+
+    return [{"topic": t, "broker": b, "queue_id": q, **value} for (t, b, q), value in queue_table(body)]
+
+
+def run_view(kind: str, args) -> int:
+    from .remote import call_server
+    from .brokers import broker_addresses
+    from ..fronts.remoting.protocol import RequestCode as RQ
+
+    command = f"{kind} {args.action}"
+    def call(server, code, fields=None, refused=1, accept=()):
+        return call_server(command, server, _request(code, fields), args.timeout, refused_exit=refused,
+                            accept=accept)
+    if kind == "topic" and args.action == "list":
+        reply = call(args.server, RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        if isinstance(reply, int):
+            return reply
+        topics = json.loads(reply.body)["topicList"]
+        print(json.dumps(topics, indent=2) if args.json else "\n".join(topics))
+        return 0
+    if args.action in ("show", "delete"):
+        from .names import check_group, check_topic
+
+        check = check_topic if kind == "topic" else check_group
+        missing = check(command, args.server, args.timeout, args.topic if kind == "topic" else args.group)
+        if missing is not None:
+            return missing
+    brokers = broker_addresses(command, args.server, args.timeout)
+    if isinstance(brokers, int):
+        return brokers
+    if kind == "topic" and args.action == "delete":
+        deleted = []
+        for name, address in brokers.items():
+            reply = call(address, RQ.DELETE_TOPIC_IN_BROKER, {"topic": args.topic}, refused=2)
+            if isinstance(reply, int):
+                return reply
+            deleted.append(name)
+        call(args.server, RQ.DELETE_TOPIC_IN_NAMESRV, {"topic": args.topic})
+        print(json.dumps({"topic": args.topic, "deleted_on": deleted}) if args.json
+              else f"topic {args.topic} deleted on {', '.join(deleted)}")
+        return 0
+    if kind == "topic":         # show
+        rows = []
+        for name, address in brokers.items():
+            reply = call(address, RQ.GET_TOPIC_STATS_INFO, {"topic": args.topic}, refused=2)
+            if isinstance(reply, int):
+                return reply
+            rows += queue_rows(reply.body)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return 0
+        from .common import iso_utc
+
+        print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10}  LAST STORE (UTC)")
+        for r in rows:
+            last = iso_utc(r["lastUpdateTimestamp"]) if r["lastUpdateTimestamp"] else "-"
+            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10}  {last}")
+        return 0
+    if args.action == "list":
+        return _group_list(args, command)
+    return _group_show(args, brokers, call)
+
+
+def shown_topic(stored: str) -> str:
+    """A store topic as its users name it: a Pulsar topic (pulsar|t|ns|x) by its Pulsar
+    name (persistent://t/ns/x), any other as it is."""
+    from ..pulsar_names import STORE_PREFIX, pulsar_topic
+
+    if stored.startswith(STORE_PREFIX):
+        topic = pulsar_topic(stored)
+        if topic is not None:
+            return topic.full
+    return stored
+
+
+def _group_list(args, command: str) -> int:
+    """Every group of every dialect (EMULATOR_GROUPS): 4.x, 5.x, Pulsar subscriptions."""
+    from .names import known_group_rows
+
+    rows = known_group_rows(command, args.server, args.timeout)
+    if isinstance(rows, int):
+        return rows
+    rows = [dict(r, topics=[shown_topic(t) for t in r["topics"]]) for r in rows]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max([len("GROUP")] + [len(r["group"]) for r in rows])
+    print(f"{'GROUP':<{width}}  {'DIALECT':<12}  TOPICS")
+    for r in rows:
+        print(f"{r['group']:<{width}}  {','.join(r['dialects']) or '-':<12}  {', '.join(r['topics'])}")
+    return 0
+
+
+def _group_show(args, brokers: dict, call) -> int:
+    from ..fronts.remoting.protocol import RequestCode as RQ, ResponseCode as RC
+
+    fields = {"consumerGroup": args.group, **({"topic": args.topic} if args.topic else {})}
+    rows, retries, dead = [], 0, 0
+    for name, address in brokers.items():
+        reply = call(address, RQ.GET_CONSUME_STATS, fields, refused=2)
+        if isinstance(reply, int):
+            return reply
+        rows += [dict(r, lag=max(r["brokerOffset"] - r["consumerOffset"], 0)) for r in queue_rows(reply.body)]
+        for topic in (f"%RETRY%{args.group}", f"%DLQ%{args.group}"):
+            stats = call(address, RQ.GET_TOPIC_STATS_INFO, {"topic": topic}, accept=(RC.TOPIC_NOT_EXIST,))
+            if isinstance(stats, int):
+                return stats
+            found = queue_rows(stats.body) if stats.code == RC.SUCCESS else []
+            count = sum(r["maxOffset"] - r["minOffset"] for r in found)
+            if topic.startswith("%RETRY%"):
+                retries += count
+            else:
+                dead += count
+    business = [dict(r, topic=shown_topic(r["topic"])) for r in rows if not r["topic"].startswith("%RETRY%")]
+    if not rows and not dead and not args.json:
+        # a group the brokers know (checked before) that nothing has consumed yet
+        print(f"group {args.group} has no offsets and no dead letters yet")
+        return 0
+    doc = {"group": args.group, "queues": business, "lag": sum(r["lag"] for r in business),
+           "retry_messages": retries, "dead_letters": dead}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    # columns as wide as their longest value: a long (Pulsar) topic or broker name keeps them straight
+    tw = max([24] + [len(r["topic"]) for r in business])
+    bw = max([10] + [len(r["broker"]) for r in business])
+    print(f"{'TOPIC':<{tw}} {'BROKER':<{bw}} {'QUEUE':>5} {'BROKER OFFSET':>14} {'COMMITTED':>10} {'LAG':>8}")
+    for r in business:
+        print(f"{r['topic']:<{tw}} {r['broker']:<{bw}} {r['queue_id']:>5} {r['brokerOffset']:>14} "
+              f"{r['consumerOffset']:>10} {r['lag']:>8}")
+    print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}")
+    return 0

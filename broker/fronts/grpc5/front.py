@@ -1,0 +1,287 @@
+"""The RocketMQ 5.x front: each MessagingService call as typed core operations
+(reference rocketmq-5x-grpc.md §2.3, §3, §8). Synchronous and sans-I/O: the gRPC adapter
+(broker/fronts/grpc5/listener.py) owns the sockets, the streams and the long-poll waits.
+
+Every answer carries a Status with a real code: clients treat a missing one as an
+illegal response. Bad input gets its 5.x code and the call goes no further; nothing
+raises to the adapter for a client's mistake.
+"""
+from __future__ import annotations
+
+import logging
+import zlib
+
+from rocketmq_emulator.store.records import Prop
+
+from ...operations import (AckOutcome, InvisibleOutcome, PopOutcome, PopRequest, SendOutcome, SendRequest)
+from ...invisible_time import MAX_INVISIBLE_MS
+from ...dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
+from ...retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, FIFO_RETRY_INTERVAL_MS, ROCKETMQ5_UNORDERED_INTERVALS_MS
+from ...topics import TopicNameError, validate_topic_name
+from .convert import SHARDING_KEY, duration, duration_ms, pb, status, timestamp_ms, to_proto_message
+from .stubs import spb
+
+__all__ = ["Rocketmq5Front", "DEFAULT_LONG_POLL_MS", "MAX_LONG_POLL_MS"]
+
+log = logging.getLogger("broker.rocketmq5")
+
+DEFAULT_LONG_POLL_MS = 20_000          # grpcClientConsumerMaxLongPollingTimeoutMillis
+MAX_LONG_POLL_MS = 20_000
+_MIN_INVISIBLE_MS = 10_000             # minInvisibleTimeMillsForRecv
+_AUTO_RENEW_INVISIBLE_MS = 60_000      # defaultInvisibleTimeMills
+_MAX_BATCH = 32
+_FIFO_RETRY_MS = FIFO_RETRY_INTERVAL_MS
+_PRODUCER_BACKOFF = pb.RetryPolicy(max_attempts=3, exponential_backoff=pb.ExponentialBackoff(
+    initial=duration(10), max=duration(1000), multiplier=2.0))
+
+_SEND_CODES = {
+    SendOutcome.TOPIC_NOT_EXIST: pb.TOPIC_NOT_FOUND,
+    SendOutcome.TOPIC_ILLEGAL: pb.ILLEGAL_TOPIC,
+    SendOutcome.TOPIC_NOT_ALLOWED: pb.FORBIDDEN,
+    SendOutcome.TOPIC_NOT_WRITEABLE: pb.FORBIDDEN,
+    SendOutcome.BROKER_NOT_WRITEABLE: pb.FORBIDDEN,
+    SendOutcome.TIMER_ILLEGAL: pb.ILLEGAL_DELIVERY_TIME,
+    SendOutcome.DELAY_ILLEGAL: pb.BAD_REQUEST,
+    SendOutcome.MESSAGE_ILLEGAL: pb.BAD_REQUEST,
+    SendOutcome.QUEUE_ILLEGAL: pb.BAD_REQUEST,
+    SendOutcome.GROUP_NOT_EXIST: pb.CONSUMER_GROUP_NOT_FOUND,
+    SendOutcome.STORE_REFUSED: pb.INTERNAL_SERVER_ERROR,
+}
+_POP_CODES = {
+    PopOutcome.TOPIC_NOT_EXIST: pb.TOPIC_NOT_FOUND,
+    PopOutcome.GROUP_NOT_EXIST: pb.CONSUMER_GROUP_NOT_FOUND,
+    PopOutcome.ILLEGAL_INVISIBLE_TIME: pb.ILLEGAL_INVISIBLE_TIME,
+    PopOutcome.ILLEGAL_ARGUMENT: pb.BAD_REQUEST,
+}
+
+
+class Rocketmq5Front:
+    def __init__(self, core) -> None:
+        self.core = core
+        self.settings: dict[str, pb.Settings] = {}      # x-mq-client-id -> the client's last Settings
+        self._channel = core.connect(remote="127.0.0.1:0")
+
+    # -- clients -----------------------------------------------------------------------------
+    def telemetry_settings(self, client_id: str, settings: pb.Settings) -> pb.Settings | None:
+        """The server's Settings for a client's (§2.3), None for one that is neither a
+        producer nor a consumer (the adapter answers INVALID_ARGUMENT)."""
+        if not settings.HasField("publishing") and not settings.HasField("subscription"):
+            return None
+        self.settings[client_id] = settings
+        out = pb.Settings()
+        out.CopyFrom(settings)
+        out.metric.on = False
+        if settings.HasField("publishing"):
+            out.backoff_policy.CopyFrom(_PRODUCER_BACKOFF)
+            out.publishing.max_body_size = self.core.config.max_message_size
+            out.publishing.validate_message_type = True
+            return out
+        group = settings.subscription.group.name
+        gc = self.core.groups.find(group) if group else None
+        retry_max = gc.retry_max_times if gc is not None else DEFAULT_MAX_RECONSUME_TIMES
+        fifo = gc is not None and gc.consume_message_orderly
+        sub = out.subscription
+        sub.receive_batch_size = _MAX_BATCH
+        sub.long_polling_timeout.CopyFrom(duration(DEFAULT_LONG_POLL_MS))
+        sub.fifo = fifo
+        policy = out.backoff_policy
+        policy.Clear()
+        policy.max_attempts = retry_max + 1
+        # As the proxy (GrpcClientSettingsManager#mergeSubscriptionData): the group's
+        # policy as a customized backoff, whichever client asks. Node 1.0.8 reads only an
+        # exponential one, so it has none and gives a failure back at once (an invisible
+        # time of 0; a FIFO message straight to the DLQ): what it gets from a real proxy.
+        if fifo:
+            # seed 002: an ordered message is retried at a fixed interval
+            policy.customized_backoff.next.append(duration(_FIFO_RETRY_MS))
+        else:
+            # seed 002's table for non-FIFO groups: next[attempt - 1] is the wait after attempt
+            policy.customized_backoff.next.extend(duration(ms) for ms in ROCKETMQ5_UNORDERED_INTERVALS_MS)
+        return out
+
+    def heartbeat(self, client_id: str) -> pb.Status:
+        if client_id not in self.settings:
+            return status(pb.UNRECOGNIZED_CLIENT_TYPE, "no Settings received from this client yet")
+        return status(pb.OK, "OK")
+
+    def notify_termination(self, client_id: str) -> pb.Status:
+        """NotifyClientTermination, or the client's Telemetry stream ended: forget its
+        settings and release its auto-renewed deliveries (visible again after 1 s)."""
+        self.settings.pop(client_id, None)
+        if client_id:
+            self.core.release_client(client_id)
+        return status(pb.OK, "OK")
+
+    # -- routes --------------------------------------------------------------------------------
+    def query_route(self, topic: str, endpoints: pb.Endpoints):
+        """(status, queues): every queue of the topic, broker "broker-a" id 0 at the
+        client's own access point (what the proxy does). An unknown topic is created
+        when autoCreateTopicEnable is on (this broker's default), else TOPIC_NOT_FOUND."""
+        tc = self._topic(topic)
+        if tc.__class__ is pb.Status:
+            return tc, []
+        broker = pb.Broker(name=self.core.config.broker_name, id=0, endpoints=endpoints)
+        perm = {2: pb.WRITE, 4: pb.READ, 6: pb.READ_WRITE}.get(tc.perm & 6, pb.NONE)
+        types = [pb.NORMAL, pb.FIFO, pb.DELAY]
+        queues = [pb.MessageQueue(topic=pb.Resource(name=topic), id=q, permission=perm, broker=broker,
+                                  accept_message_types=types)
+                  for q in range(max(tc.read_queue_nums, tc.write_queue_nums))]
+        return status(pb.OK, "OK"), queues
+
+    def query_assignment(self, topic: str, group: str, endpoints: pb.Endpoints):
+        tc = self._topic(topic)
+        if tc.__class__ is pb.Status:
+            return tc, []
+        if self.core.groups.find(group) is None:
+            return status(pb.CONSUMER_GROUP_NOT_FOUND, f"group {group} not found"), []
+        if not tc.readable:
+            return status(pb.FORBIDDEN, "no readable queue"), []
+        broker = pb.Broker(name=self.core.config.broker_name, id=0, endpoints=endpoints)
+        gc = self.core.groups.find(group)
+        # an unordered group pops every queue (-1); a FIFO group one assignment per queue
+        ids = range(tc.read_queue_nums) if gc.consume_message_orderly else (-1,)
+        assignments = [pb.Assignment(message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=q,
+                                                                   permission=pb.READ_WRITE, broker=broker))
+                       for q in ids]
+        return status(pb.OK, "OK"), assignments
+
+    def _topic(self, topic: str):
+        try:
+            validate_topic_name(topic)
+        except TopicNameError as exc:
+            return status(pb.ILLEGAL_TOPIC, str(exc))
+        core = self.core
+        tc = core.topics.get(topic)
+        if tc is None and is_pulsar_store_topic(topic):
+            return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found ({NOT_CREATED_BY_ROCKETMQ})")
+        if tc is None:
+            tc = core.auto_create_topic(topic)
+        if tc is None:
+            return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found")
+        return tc
+
+    # -- producing -------------------------------------------------------------------------------
+    def send(self, messages) -> tuple[pb.Status, list]:
+        if len(messages) != 1:
+            return status(pb.BAD_REQUEST, "send one message per request"), []
+        m = messages[0]
+        sp = m.system_properties
+        if not m.body:
+            return status(pb.MESSAGE_BODY_EMPTY, "message body is empty"), []
+        if sp.message_type == pb.TRANSACTION:
+            return status(pb.UNSUPPORTED, "transactional messages are not supported by this broker"), []
+        if not sp.message_id.strip():
+            return status(pb.ILLEGAL_MESSAGE_ID, "message_id is blank"), []
+        if sp.HasField("tag") and (not sp.tag.strip() or "|" in sp.tag):
+            return status(pb.ILLEGAL_MESSAGE_TAG, f"tag {sp.tag!r} is blank or contains '|'"), []
+        props = dict(m.user_properties)
+        reserved = sorted(k for k in props if k in _RESERVED)
+        if reserved:
+            return status(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property key {reserved[0]!r} is reserved"), []
+        if sp.HasField("tag"):
+            props[Prop.TAGS] = sp.tag
+        if sp.keys:
+            props[Prop.KEYS] = " ".join(sp.keys)
+        props[Prop.UNIQ_KEY] = sp.message_id
+        topic = m.topic.name
+        queue_id = -1
+        if sp.HasField("message_group"):
+            if len(sp.message_group.encode()) >= 64:
+                return status(pb.ILLEGAL_MESSAGE_GROUP, "message_group must be under 64 bytes"), []
+            props[SHARDING_KEY] = sp.message_group
+            tc = self.core.topics.get(topic)
+            if tc is not None:          # one queue per group, as the proxy's hash does
+                queue_id = zlib.crc32(sp.message_group.encode()) % tc.write_queue_nums
+        if sp.born_host:
+            props["__BORNHOST"] = sp.born_host
+        deliver_at = timestamp_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else None
+        born = timestamp_ms(sp.born_timestamp) if sp.HasField("born_timestamp") else self.core.clock.now_ms()
+        result = self.core.send(SendRequest("", topic, bytes(m.body), queue_id, props, 0, 0, born,
+                                            max(sp.delivery_attempt - 1, 0), None, "TBW102", 4, deliver_at),
+                                self._channel)
+        if result.outcome is not SendOutcome.STORED:
+            code = _SEND_CODES.get(result.outcome, pb.INTERNAL_SERVER_ERROR)
+            return status(code, result.remark), [spb.SendResultEntry(status=status(code, result.remark),
+                                                                    message_id=sp.message_id)]
+        entry = spb.SendResultEntry(status=status(pb.OK, "OK"), message_id=sp.message_id,
+                                   offset=result.queue_offset)
+        return status(pb.OK, "OK"), [entry]
+
+    # -- consuming -----------------------------------------------------------------------------
+    def receive(self, req, client_id: str = "") -> tuple[pb.Status | None, list]:
+        """(status, messages) of one pop; (None, []) when nothing is visible yet (the
+        adapter waits and asks again until its long-poll time is up). With auto_renew
+        (a PushConsumer) the deliveries are renewed for ``client_id`` while it is there."""
+        topic = req.message_queue.topic.name
+        group = req.group.name
+        fe = req.filter_expression
+        if fe.type == pb.SQL:
+            return status(pb.ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not supported"), []
+        tags = None
+        expr = fe.expression.strip()
+        if expr and expr != "*":
+            tags = frozenset(t.strip() for t in expr.split("||") if t.strip())
+            if not tags:
+                return status(pb.ILLEGAL_FILTER_EXPRESSION, f"bad tag expression {fe.expression!r}"), []
+        batch = req.batch_size if 0 < req.batch_size <= _MAX_BATCH else _MAX_BATCH
+        if req.auto_renew or not req.HasField("invisible_duration"):
+            invisible = _AUTO_RENEW_INVISIBLE_MS
+        else:
+            invisible = duration_ms(req.invisible_duration)
+            if not _MIN_INVISIBLE_MS <= invisible <= MAX_INVISIBLE_MS:
+                return status(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be {_MIN_INVISIBLE_MS} ms.."
+                                                         f"{MAX_INVISIBLE_MS} ms, got {invisible} ms"), []
+        gc = self.core.groups.find(group) if group else None
+        fifo = gc is not None and gc.consume_message_orderly
+        # the proxy pops every queue of the broker whatever queue a client names; only a
+        # FIFO group's per-queue assignment (order pop) reads its one queue
+        queue_id = req.message_queue.id if fifo else -1
+        renew_for = client_id if req.auto_renew else ""
+        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, queue_id, renew_for))
+        if result.outcome is PopOutcome.NO_NEW_MESSAGE:
+            return None, []
+        if result.outcome is not PopOutcome.FOUND:
+            return status(_POP_CODES.get(result.outcome, pb.INTERNAL_SERVER_ERROR), result.remark), []
+        msgs = [to_proto_message(p.record, p.topic, p.receipt_handle, p.delivery_attempt, p.queue_id,
+                                 p.queue_offset, invisible) for p in result.messages]
+        return status(pb.OK, "OK"), msgs
+
+    def ack(self, group: str, topic: str, entries) -> tuple[pb.Status, list]:
+        out = []
+        for e in entries:
+            outcome = self.core.ack(group, topic, e.receipt_handle)
+            code = pb.OK if outcome is AckOutcome.ACKED else pb.INVALID_RECEIPT_HANDLE
+            why = "OK" if code == pb.OK else ("receipt handle is expired" if outcome is AckOutcome.EXPIRED
+                                              else "receipt handle is not valid")
+            out.append(spb.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle,
+                                                status=status(code, why)))
+        codes = {r.status.code for r in out}
+        top = status(codes.pop(), None) if len(codes) == 1 else status(pb.MULTIPLE_RESULTS)
+        if not out:
+            top = status(pb.BAD_REQUEST, "no entries to ack")
+        return top, out
+
+    def change_invisible(self, group: str, topic: str, handle: str, invisible: pb.Duration):
+        ms = duration_ms(invisible)
+        result = self.core.change_invisible_time(group, topic, handle, ms)
+        if result.outcome is InvisibleOutcome.CHANGED:
+            return status(pb.OK, "OK"), result.receipt_handle
+        code = pb.ILLEGAL_INVISIBLE_TIME if result.outcome is InvisibleOutcome.ILLEGAL_INVISIBLE_TIME \
+            else pb.INVALID_RECEIPT_HANDLE
+        return status(code, result.remark), ""
+
+    def forward_to_dlq(self, group: str, topic: str, handle: str) -> pb.Status:
+        outcome = self.core.forward_to_dlq(group, topic, handle)
+        if outcome is AckOutcome.ACKED:
+            return status(pb.OK, "OK")
+        if outcome is AckOutcome.STORE_REFUSED:
+            return status(pb.INTERNAL_SERVER_ERROR, "the store refused the dead-letter copy")
+        return status(pb.INVALID_RECEIPT_HANDLE, "receipt handle is not valid or expired")
+
+
+# Property names a 5.x client may not set (the proxy's reserved set, in part): the
+# broker's own bookkeeping would be confused by them.
+_RESERVED = frozenset({Prop.UNIQ_KEY, Prop.TAGS, Prop.KEYS, Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID,
+                       Prop.RETRY_TOPIC, Prop.ORIGIN_MESSAGE_ID, Prop.RECONSUME_TIME, Prop.MAX_RECONSUME_TIMES,
+                       Prop.TRAN_MSG, Prop.WAIT, Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC,
+                       SHARDING_KEY})

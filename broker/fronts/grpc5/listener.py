@@ -1,0 +1,355 @@
+"""The 5.x gRPC listener: apache.rocketmq.v2.MessagingService on grpc.aio, in the serve
+loop, in front of broker/fronts/grpc5/front.py (reference rocketmq-5x-grpc.md §1, §8).
+
+The servicer runs on the same asyncio loop as the remoting server, so core calls never
+race. After each call that may have changed the core, ``after_activity`` (the remoting
+server's) writes what the core emitted and re-arms the tick timer. A ReceiveMessage that
+finds nothing waits — in real time, as the client's deadline runs in real time — until a
+message is stored or re-stored (a core event: a send, a delay ending, an invisible time
+ending, which the core's tick revives) or its long-poll time is up, then answers
+MESSAGE_NOT_FOUND. Plaintext only.
+
+Limits (connection_guard.py's, given to gRPC's own core as channel arguments): at most
+``max_connections`` connections, the HTTP/2 handshake within ``handshake_timeout_s``,
+a connection with no call for ``idle_timeout_s`` closed (a 5.x client keeps its
+Telemetry stream open, so it is never idle); HTTP/2 flow control bounds what a client
+leaves unread. A request that is not the protobuf its method takes is answered
+INTERNAL "Invalid protobuf byte sequence", as grpc-java's marshaller answers, with one
+WARNING line and no traceback.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from typing import Callable
+
+import grpc
+
+from ...events import EventKind
+from ...log_text import printable
+from .convert import pb, status
+from .front import DEFAULT_LONG_POLL_MS, MAX_LONG_POLL_MS, Rocketmq5Front
+from .stubs import service_grpc as service_pb2_grpc
+from .stubs import spb
+from ...adapters.connection_guard import ConnectionLimits
+from ...adapters.listener_thread import ListenerThread
+
+__all__ = ["GrpcServer", "GrpcListenerThread"]
+
+log = logging.getLogger("broker.grpc")
+
+_WAKE_KINDS = (EventKind.STORED, EventKind.REDELIVERED)
+_DEADLINE_MARGIN_S = 0.3        # answer this long before the client's deadline
+
+
+def _client_id(context) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-mq-client-id":
+            return value
+    return ""
+
+
+class _Malformed:
+    """What a request that does not parse as its method's protobuf becomes (the handler
+    answers it; gRPC would otherwise log a traceback per such call)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _tolerant(parse):
+    def deserialize(data: bytes):
+        try:
+            return parse(data)
+        except Exception as exc:        # (protobuf's DecodeError, and anything a hostile payload raises)
+            return _Malformed(exc)
+    return deserialize
+
+
+async def _refuse_malformed(method: str, request: _Malformed, context) -> None:
+    log.warning("5.x %s from %s: a malformed request (%s); answered INTERNAL", method,
+                printable(context.peer()), printable(request.error, 200))
+    await context.abort(grpc.StatusCode.INTERNAL, "Invalid protobuf byte sequence")
+
+
+def _guarded(method):
+    """A unary call whose handling fails unexpectedly answers INTERNAL_SERVER_ERROR (one
+    log line with the traceback: it is this broker's bug, not the client's), so one
+    client's request never takes the listener down or leaves the client guessing."""
+    reply_type = _REPLY[method.__name__]
+
+    async def call(self, request, context):
+        if request.__class__ is _Malformed:
+            await _refuse_malformed(method.__name__, request, context)
+        try:
+            return await method(self, request, context)
+        except Exception as exc:
+            log.exception("5.x %s failed", method.__name__)
+            return reply_type(status=status(pb.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+
+    call.__name__ = method.__name__
+    return call
+
+
+_REPLY = {"QueryRoute": spb.QueryRouteResponse, "Heartbeat": spb.HeartbeatResponse,
+          "QueryAssignment": spb.QueryAssignmentResponse, "SendMessage": spb.SendMessageResponse,
+          "AckMessage": spb.AckMessageResponse, "ChangeInvisibleDuration": spb.ChangeInvisibleDurationResponse,
+          "ForwardMessageToDeadLetterQueue": spb.ForwardMessageToDeadLetterQueueResponse,
+          "NotifyClientTermination": spb.NotifyClientTerminationResponse}
+
+
+class _Servicer(service_pb2_grpc.MessagingServiceServicer):
+    def __init__(self, server: "GrpcServer") -> None:
+        self.s = server
+        self.front = server.front
+
+    def _done(self):
+        self.s.after_activity()
+
+    @_guarded
+    async def QueryRoute(self, request, context):
+        st, queues = self.front.query_route(request.topic.name, request.endpoints)
+        self._done()
+        return spb.QueryRouteResponse(status=st, message_queues=queues)
+
+    @_guarded
+    async def Heartbeat(self, request, context):
+        return spb.HeartbeatResponse(status=self.front.heartbeat(_client_id(context)))
+
+    @_guarded
+    async def QueryAssignment(self, request, context):
+        st, assignments = self.front.query_assignment(request.topic.name, request.group.name, request.endpoints)
+        self._done()
+        return spb.QueryAssignmentResponse(status=st, assignments=assignments)
+
+    @_guarded
+    async def SendMessage(self, request, context):
+        st, entries = self.front.send(request.messages)
+        self._done()
+        return spb.SendMessageResponse(status=st, entries=entries)
+
+    async def ReceiveMessage(self, request, context):
+        if request.__class__ is _Malformed:
+            await _refuse_malformed("ReceiveMessage", request, context)
+        poll_ms = (request.long_polling_timeout.seconds * 1000 + request.long_polling_timeout.nanos // 1_000_000
+                   if request.HasField("long_polling_timeout") else DEFAULT_LONG_POLL_MS)
+        until = time.monotonic() + min(poll_ms, MAX_LONG_POLL_MS) / 1000
+        client_id = _client_id(context)
+        remaining = context.time_remaining()
+        if remaining is not None:
+            until = min(until, time.monotonic() + remaining - _DEADLINE_MARGIN_S)
+        while True:
+            wake = self.s.arrival
+            try:
+                st, messages = self.front.receive(request, client_id)
+            except Exception as exc:
+                log.exception("5.x ReceiveMessage failed")
+                st, messages = status(pb.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"), []
+            self._done()
+            if st is not None:
+                break
+            left = until - time.monotonic()
+            if left <= 0:
+                st = status(pb.MESSAGE_NOT_FOUND, "no new message")
+                break
+            try:
+                await asyncio.wait_for(wake.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+        yield spb.ReceiveMessageResponse(status=st)
+        for m in messages:
+            yield spb.ReceiveMessageResponse(message=m)
+        now = self.s.core.clock.now_ms()
+        ts = spb.ReceiveMessageResponse()
+        ts.delivery_timestamp.seconds, ts.delivery_timestamp.nanos = now // 1000, (now % 1000) * 1_000_000
+        yield ts
+
+    @_guarded
+    async def AckMessage(self, request, context):
+        st, entries = self.front.ack(request.group.name, request.topic.name, request.entries)
+        self._done()
+        return spb.AckMessageResponse(status=st, entries=entries)
+
+    @_guarded
+    async def ChangeInvisibleDuration(self, request, context):
+        st, handle = self.front.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
+                                                 request.invisible_duration)
+        self._done()
+        return spb.ChangeInvisibleDurationResponse(status=st, receipt_handle=handle)
+
+    @_guarded
+    async def ForwardMessageToDeadLetterQueue(self, request, context):
+        st = self.front.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
+        self._done()
+        return spb.ForwardMessageToDeadLetterQueueResponse(status=st)
+
+    @_guarded
+    async def NotifyClientTermination(self, request, context):
+        return spb.NotifyClientTerminationResponse(status=self.front.notify_termination(_client_id(context)))
+
+    async def EndTransaction(self, request, context):
+        return spb.EndTransactionResponse(status=status(pb.UNSUPPORTED, "transactions are not supported"))
+
+    async def Telemetry(self, request_iterator, context):
+        client_id = _client_id(context)
+        async for command in request_iterator:
+            if command.__class__ is _Malformed:
+                await _refuse_malformed("Telemetry", command, context)
+            if not command.HasField("settings"):
+                continue            # thread stack traces, verify results: nothing to do
+            settings = self.front.telemetry_settings(client_id, command.settings)
+            self._done()
+            if settings is None:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                    "Settings must carry publishing or subscription")
+            yield spb.TelemetryCommand(status=status(pb.OK, "OK"), settings=settings)
+        self.front.notify_termination(client_id)
+
+
+async def _unsupported(self, request, context):
+    if request.__class__ is _Malformed:
+        await _refuse_malformed("a call", request, context)
+    return _UNSUPPORTED_REPLY[type(request).__name__](status=status(pb.UNSUPPORTED, "not supported"))
+
+
+def _unimplemented(name: str):
+    """A method this broker does not serve: UNIMPLEMENTED, without the traceback the
+    generated base class's NotImplementedError would log per call."""
+    async def call(request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{name} is not supported by this broker")
+    return call
+
+
+def _handlers(servicer) -> grpc.GenericRpcHandler:
+    """MessagingService's methods as the generated stubs register them, but each request
+    parsed by ``_tolerant``: a malformed one reaches the servicer as ``_Malformed``."""
+    service = spb.DESCRIPTOR.services_by_name["MessagingService"]
+    kinds = {(False, False): grpc.unary_unary_rpc_method_handler, (False, True): grpc.unary_stream_rpc_method_handler,
+             (True, False): grpc.stream_unary_rpc_method_handler, (True, True): grpc.stream_stream_rpc_method_handler}
+    handlers = {}
+    for m in service.methods:
+        make = kinds[(m.client_streaming, m.server_streaming)]
+        own = getattr(type(servicer), m.name) is not getattr(service_pb2_grpc.MessagingServiceServicer, m.name)
+        handlers[m.name] = make(getattr(servicer, m.name) if own else _unimplemented(m.name),
+                                request_deserializer=_tolerant(getattr(spb, m.input_type.name).FromString),
+                                response_serializer=getattr(spb, m.output_type.name).SerializeToString)
+    return grpc.method_handlers_generic_handler(service.full_name, handlers)
+
+
+_UNSUPPORTED_REPLY = {"QueryOffsetRequest": spb.QueryOffsetResponse, "GetOffsetRequest": spb.GetOffsetResponse,
+                      "UpdateOffsetRequest": spb.UpdateOffsetResponse, "RecallMessageRequest": spb.RecallMessageResponse}
+for _name in ("QueryOffset", "GetOffset", "UpdateOffset", "RecallMessage"):
+    setattr(_Servicer, _name, _unsupported)
+
+
+def _limit_options(limits: ConnectionLimits) -> list[tuple[str, int]]:
+    options = []
+    if limits.max_connections:
+        options.append(("grpc.max_allowed_incoming_connections", limits.max_connections))
+    if limits.handshake_timeout_s:
+        options.append(("grpc.server_handshake_timeout_ms", int(limits.handshake_timeout_s * 1000)))
+    if limits.idle_timeout_s:
+        options.append(("grpc.max_connection_idle_ms", int(limits.idle_timeout_s * 1000)))
+    return options
+
+
+def _check_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # as a listener would: TIME_WAIT is fine
+        probe.bind((host, port))
+
+
+class _Locked:
+    """The front with every call made under ``lock``: for a core that another thread
+    drives too (an in-process test broker beside this listener's thread)."""
+
+    def __init__(self, front: Rocketmq5Front, lock) -> None:
+        self._front = front
+        self._lock = lock
+
+    def __getattr__(self, name):
+        fn = getattr(self._front, name)
+        lock = self._lock
+
+        def locked(*args, **kwargs):
+            with lock:
+                return fn(*args, **kwargs)
+
+        return locked
+
+
+class GrpcServer:
+    """``start()`` binds host:port (0: a free one, in ``port`` after); ``stop()``.
+    ``lock``: a lock held around every core call, when another thread shares the core."""
+
+    def __init__(self, core, host: str, port: int, after_activity: Callable[[], None], lock=None,
+                 limits: ConnectionLimits | None = None) -> None:
+        self.core = core
+        self.host = host
+        self.port = port
+        self.limits = limits if limits is not None else ConnectionLimits()
+        self.after_activity = after_activity
+        self.front = Rocketmq5Front(core) if lock is None else _Locked(Rocketmq5Front(core), lock)
+        self.arrival = asyncio.Event()
+        self._server = None
+        self._unsubscribe = None
+        self._loop = None
+
+    def _on_arrival(self, event) -> None:
+        # (the core may store from another thread: wake on this listener's loop)
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._wake()
+        else:
+            loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        # wake every waiting poll; later ones wait on a fresh event
+        self.arrival.set()
+        self.arrival = asyncio.Event()
+
+    async def start(self) -> None:
+        """Raises OSError (errno and strerror set) when the port cannot be had."""
+        _check_free(self.host, self.port)           # a clear error, before gRPC logs its own
+        # no SO_REUSEPORT: a second server on the same port must fail, not share it
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0), *_limit_options(self.limits)])
+        server.add_generic_rpc_handlers((_handlers(_Servicer(self)),))
+        address = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        try:
+            bound = server.add_insecure_port(address)
+        except RuntimeError:            # newer grpcio raises where older returned 0
+            bound = 0
+        if bound == 0:
+            raise OSError(98, "address already in use or not available")
+        await server.start()
+        self._server = server
+        self._loop = asyncio.get_running_loop()
+        self.port = bound
+        self._unsubscribe = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
+
+    async def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        if self._server is not None:
+            await self._server.stop(grace=0.5)
+
+
+class GrpcListenerThread(ListenerThread):
+    """The GrpcServer on a thread of its own beside a core another thread drives (the pytest
+    fixture's endpoint)."""
+
+    name = "rocketmq5-grpc"
+
+    def make_server(self):
+        return GrpcServer(self.core, self.host, self.port, lambda: None, lock=self.lock)

@@ -1,0 +1,1 @@
+"""HTTP: the dashboard, Prometheus /metrics, /healthz."""

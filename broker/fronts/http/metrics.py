@@ -1,0 +1,106 @@
+"""Prometheus metrics of a running broker (or cluster), read from the cores when scraped.
+
+A ``prometheus_client`` collector: nothing is counted on the hot path; each scrape reads
+what the store and the core already keep (queue offsets, committed offsets, the delay
+scheduler's pending entries, held pulls). Labels: ``broker`` everywhere, then ``topic``
+and ``group``. Metric names start with ``rocketmq_emulator_``:
+
+  topic_messages_total{topic}            messages stored in a business topic's queues
+  group_consumed_total{group,topic}      committed offsets summed over the topic's queues
+  group_lag{group,topic}                 messages stored and not committed yet
+  group_retry_messages_total{group}      messages that reached %RETRY%<group> (retries due)
+  group_dead_letters_total{group}        messages in %DLQ%<group>
+  delay_queue_depth{level}               messages waiting for a delay level (SCHEDULE_TOPIC_XXXX)
+  held_pulls                             long-poll pulls waiting for a message
+  connections                            client connections (remoting)
+  clock_milliseconds                     the broker's clock (virtual or real)
+  up                                     1 while the broker runs, 0 while stopped
+  store_writable                         1 while a running broker's store takes writes, 0 while it
+                                         refuses them (a full disk; store.write_refusal)
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
+
+from ...store_views import group_progress, stored_messages
+
+__all__ = ["BrokerCollector", "PREFIX"]
+
+PREFIX = "rocketmq_emulator_"
+
+
+def _business(topic: str) -> bool:
+    return not (topic.startswith((RETRY_PREFIX, DLQ_PREFIX, "rmq_sys_", "RMQ_SYS_")) or topic in SYSTEM_TOPICS)
+
+
+class BrokerCollector:
+    """``cores()``: the broker cores to report (every member of a cluster, up or not);
+    ``connections(core)``: its open client connections (None: not reported)."""
+
+    def __init__(self, cores: Callable[[], list], connections: Callable[[object], int | None] = lambda c: None):
+        self.cores = cores
+        self.connections = connections
+
+    def describe(self):
+        return []           # no fixed set: the metrics follow the topics and groups there are
+
+    def collect(self):
+        m = {
+            "topic": CounterMetricFamily(PREFIX + "topic_messages", "Messages stored in a business topic",
+                                         labels=["broker", "topic"]),
+            "consumed": CounterMetricFamily(PREFIX + "group_consumed", "Committed offsets of a group in a topic",
+                                            labels=["broker", "group", "topic"]),
+            "lag": GaugeMetricFamily(PREFIX + "group_lag", "Messages stored and not committed by the group",
+                                     labels=["broker", "group", "topic"]),
+            "retry": CounterMetricFamily(PREFIX + "group_retry_messages", "Messages that reached %RETRY%<group>",
+                                         labels=["broker", "group"]),
+            "dead": CounterMetricFamily(PREFIX + "group_dead_letters", "Messages in %DLQ%<group>",
+                                        labels=["broker", "group"]),
+            "delay": GaugeMetricFamily(PREFIX + "delay_queue_depth", "Messages waiting for a delay level",
+                                       labels=["broker", "level"]),
+            "held": GaugeMetricFamily(PREFIX + "held_pulls", "Long-poll pulls waiting", labels=["broker"]),
+            "conns": GaugeMetricFamily(PREFIX + "connections", "Client connections", labels=["broker"]),
+            "clock": GaugeMetricFamily(PREFIX + "clock_milliseconds", "The broker's clock", labels=["broker"]),
+            "up": GaugeMetricFamily(PREFIX + "up", "1 while the broker runs", labels=["broker"]),
+            "writable": GaugeMetricFamily(PREFIX + "store_writable", "1 while the store takes writes, 0 while it "
+                                          "refuses them (a full disk)", labels=["broker"]),
+        }
+        for core in self.cores():
+            self._one(core, m)
+        return list(m.values())
+
+    def _one(self, core, m: dict) -> None:
+        b = core.config.broker_name
+        store = core.store
+        queues = store.queues()
+
+        def stored(topic: str) -> int:
+            return stored_messages(store, topic, queues)
+
+        for topic in sorted(queues):
+            if topic.startswith(RETRY_PREFIX):
+                m["retry"].add_metric([b, topic[len(RETRY_PREFIX):]], stored(topic))
+            elif topic.startswith(DLQ_PREFIX):
+                m["dead"].add_metric([b, topic[len(DLQ_PREFIX):]], stored(topic))
+            elif topic != SCHEDULE_TOPIC and _business(topic):
+                m["topic"].add_metric([b, topic], stored(topic))
+        for group, topic, committed, lag in group_progress(store):
+            if not _business(topic) or topic == SCHEDULE_TOPIC:
+                continue
+            m["consumed"].add_metric([b, group, topic], committed)
+            m["lag"].add_metric([b, group, topic], lag)
+        scheduler = core.schedule.scheduler
+        for level in range(1, len(core.levels.delays_ms) + 1):
+            m["delay"].add_metric([b, str(level)], scheduler.pending_count(level))
+        m["held"].add_metric([b], len(core.holds))
+        conns = self.connections(core)
+        if conns is not None:
+            m["conns"].add_metric([b], conns)
+        m["clock"].add_metric([b], core.clock.now_ms())
+        m["up"].add_metric([b], 0 if core.stopped else 1)
+        if not core.stopped:
+            m["writable"].add_metric([b], 0 if core.store.write_refusal() is not None else 1)

@@ -1,0 +1,1 @@
+"""The MQTT bridge (aiomqtt)."""

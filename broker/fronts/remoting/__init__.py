@@ -1,0 +1,2 @@
+"""RocketMQ 4.x remoting: the codec (protocol/), the request processors, the front, the
+TCP listener."""

@@ -1,0 +1,97 @@
+"""The 4.x remoting front of one core: RemotingCommands in, RemotingCommands out.
+
+``handle`` runs a request's processor (the table in ``build_processor_table``: each
+reads its command into the core's typed operations and writes the result as 4.x's
+reply); what the core notifies for this front's connections (held pulls answered,
+consumer ids changed) and what a processor sends clients unasked (RESET_CONSUMER_CLIENT_
+OFFSET) become commands that ``take_outgoing`` hands to the driver. A request the core refuses
+(RequestRefused) is one WARNING line and its error reply; a bug in a processor is
+logged and answered SYSTEM_ERROR, so the broker goes on serving.
+"""
+from __future__ import annotations
+
+import logging
+
+from ...core_types import Channel
+from ...errors import RequestRefused
+from ...log_text import printable
+from ...notifications import ConsumerIdsChanged, PullReady
+from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand,
+                        RequestCode, ResponseCode)
+from .processors import build_processor_table
+from .processors.pull import pull_response
+
+__all__ = ["RemotingFront"]
+
+log = logging.getLogger("broker")
+
+# What a stopped cluster member still answers: its port is the name server's too.
+_ALWAYS_ANSWERED = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO,
+                              RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                              EMULATOR_CLOCK_ADVANCE, EMULATOR_BROKER_CONTROL, EMULATOR_DLQ})
+
+
+class RemotingFront:
+    """Addresses ``core`` in 4.x's dialect. One per core and driver (the TCP listener,
+    the SDK's in-process hub): the driver calls ``take_outgoing`` after every
+    ``handle`` and every tick of the core."""
+
+    def __init__(self, core) -> None:
+        self.core = core
+        self._processors = build_processor_table()
+        self._out: list[tuple[Channel, RemotingCommand]] = []
+        self.close = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged))
+
+    def connect(self, remote: str) -> Channel:
+        """A client connection served by this front."""
+        return self.core.connect(remote, owner=self)
+
+    def _notified(self, n) -> None:
+        # (a channel no front opened — a test's own — is any 4.x front's)
+        owner = n.channel.owner
+        if owner is not self and owner is not None:
+            return
+        if n.__class__ is PullReady:
+            self._out.append((n.channel, pull_response(n.context, n.result)))
+        else:
+            self._out.append((n.channel, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                                 {"consumerGroup": n.group}, oneway=True)))
+
+    def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
+        """Process one request. None means no reply now (oneway, or a held pull)."""
+        core = self.core
+        fn = self._processors.get(request.code)
+        if core.stopped and request.code not in _ALWAYS_ANSWERED:
+            return None if request.is_oneway else request.response(
+                ResponseCode.SYSTEM_ERROR, f"broker {core.config.broker_name} is stopped "
+                                           f"(rocketmq-emulator broker start {core.config.broker_name})")
+        if fn is None:
+            # Sent even for oneway requests, as upstream does.
+            return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                    f" request type {request.code} not supported")
+        try:
+            response = fn(self, request, channel)
+        except RequestRefused as exc:   # the peer's mistake: one line, no traceback
+            log.warning("refused request %s from %s: %s", request.code, printable(channel.remote), printable(exc))
+            response = request.response(exc.code, str(exc))
+        except Exception as exc:  # a bug must not take the broker down; answer and log it
+            log.exception("request %s failed", request.code)
+            response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        if request.is_oneway:
+            return None
+        return response
+
+    def push(self, channel: Channel, command: RemotingCommand) -> None:
+        """Send ``command`` to a client unasked (with the next ``take_outgoing``)."""
+        if not channel.closed:
+            self._out.append((channel, command))
+
+    @property
+    def has_outgoing(self) -> bool:
+        return bool(self._out)
+
+    def take_outgoing(self) -> list[tuple[Channel, RemotingCommand]]:
+        """Commands for clients since the last call, in order: replies to held pulls,
+        NOTIFY_CONSUMER_IDS_CHANGED, pushed commands."""
+        out, self._out = self._out, []
+        return out

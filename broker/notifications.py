@@ -1,0 +1,74 @@
+"""What the core tells its fronts later, unasked: typed notifications, one per event a
+front turns into its own wire message. A front subscribes to the kinds it serves
+(``Notifier.subscribe``); the core never builds a wire message itself.
+
+Cost: one call per subscriber of the notification's kind (a kind nobody subscribed to
+costs a dict look-up)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .core_types import Channel
+from .operations import PullRequest, PullResult
+
+__all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "Notification", "Notifier"]
+
+
+@dataclass(frozen=True, slots=True)
+class PullReady:
+    """A held pull is answered (a message arrived for it, or its suspend time ended):
+    ``result`` for the pull ``request`` the front held with ``context`` (its own record
+    of the request: the 4.x front keeps the command, to reply with its opaque)."""
+
+    channel: Channel
+    context: Any
+    request: PullRequest
+    result: PullResult
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerIdsChanged:
+    """The members or subscriptions of ``group`` changed: the consumer on ``channel``
+    should rebalance (4.x: NOTIFY_CONSUMER_IDS_CHANGED)."""
+
+    channel: Channel
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchReady:
+    """Something new to dispatch to the Pulsar-style subscriptions of ``topic``: a
+    message stored into it, or delayed deliveries come due (the Pulsar front pumps)."""
+
+    topic: str
+
+
+Notification = PullReady | ConsumerIdsChanged | DispatchReady
+
+
+class Notifier:
+    """Hands each notification to the subscribers of its kind, in subscription order."""
+
+    def __init__(self) -> None:
+        self._by_kind: dict[type, list[Callable[[Any], None]]] = {}
+
+    def subscribe(self, fn: Callable[[Any], None], kinds: tuple[type, ...]) -> Callable[[], None]:
+        """Call ``fn(notification)`` for every notification of ``kinds``; returns the
+        function that stops it."""
+        for kind in kinds:
+            self._by_kind.setdefault(kind, []).append(fn)
+
+        def stop() -> None:
+            for kind in kinds:
+                fns = self._by_kind.get(kind, [])
+                if fn in fns:
+                    fns.remove(fn)
+        return stop
+
+    def wants(self, kind: type) -> bool:
+        return bool(self._by_kind.get(kind))
+
+    def __call__(self, notification) -> None:
+        for fn in self._by_kind.get(notification.__class__, ()):
+            fn(notification)

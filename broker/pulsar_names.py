@@ -1,0 +1,129 @@
+"""Pulsar topic and subscription names ⇄ the store's names (issue 21, item 2).
+
+Pulsar names a topic ``persistent://<tenant>/<namespace>/<local>``; clients send the full
+form (``x`` means ``persistent://public/default/x``, ``t/ns/x`` means
+``persistent://t/ns/x``). A partition of a partitioned topic is the topic
+``<local>-partition-<i>``, a topic of its own, as in Pulsar. The store's topic names allow
+only ``[%|a-zA-Z0-9_-]`` and 127 characters, so the mapping is:
+
+  persistent://public/default/my-topic  ->  pulsar|public|default|my-topic
+  persistent://t/ns/a.b                 ->  pulsar|t|ns|a%2Eb
+
+``pulsar|`` keeps Pulsar topics apart from RocketMQ ones (no RocketMQ client names a
+topic with ``|``, and no Pulsar topic can become a RocketMQ system topic such as
+``rmq_sys_*`` or ``%RETRY%*``); ``|`` separates the parts; every other character outside
+``[a-zA-Z0-9_-]`` is written ``%XX`` for each of its UTF-8 bytes. The mapping is one to
+one and reversible (``pulsar_topic``). A subscription is a consumer group of the store
+(its cursor is the group's committed offset), named by the same escaping without a prefix.
+Names that do not fit get a ``PulsarNameError`` whose message is one readable line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .dialects import PULSAR_STORE_PREFIX
+
+__all__ = ["PulsarNameError", "PulsarTopic", "parse_topic", "store_topic", "pulsar_topic", "store_group",
+           "subscription_of", "STORE_PREFIX"]
+
+STORE_PREFIX = PULSAR_STORE_PREFIX
+_DOMAINS = ("persistent", "non-persistent")
+_PLAIN = re.compile(r"[a-zA-Z0-9_-]")
+_ESCAPED = re.compile(r"%([0-9A-F]{2})")
+_TOPIC_MAX = 127                       # the store's (RocketMQ's) topic name limit
+_GROUP_MAX = 120
+_PARTITION = re.compile(r"^(.*)-partition-(\d+)$")
+
+
+class PulsarNameError(ValueError):
+    """A topic or subscription name this broker cannot take; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class PulsarTopic:
+    domain: str
+    tenant: str
+    namespace: str
+    local: str
+
+    @property
+    def full(self) -> str:
+        return f"{self.domain}://{self.tenant}/{self.namespace}/{self.local}"
+
+    @property
+    def partition(self) -> int:
+        """The partition index of ``<local>-partition-<i>``, -1 for a whole topic."""
+        m = _PARTITION.match(self.local)
+        return int(m.group(2)) if m else -1
+
+    @property
+    def partitioned_base(self) -> "PulsarTopic":
+        """The topic a partition belongs to (itself when it is not a partition)."""
+        m = _PARTITION.match(self.local)
+        return PulsarTopic(self.domain, self.tenant, self.namespace, m.group(1)) if m else self
+
+
+def parse_topic(name: str) -> PulsarTopic:
+    """A topic name in any of the forms clients accept, as its full parts."""
+    if not isinstance(name, str) or not name.strip():
+        raise PulsarNameError("the topic name is blank")
+    domain, sep, rest = name.partition("://")
+    if not sep:
+        domain, rest = "persistent", name
+    elif domain not in _DOMAINS:
+        raise PulsarNameError(f"topic {name!r}: the domain must be persistent or non-persistent, not {domain!r}")
+    parts = rest.split("/")
+    if len(parts) == 1 and not sep:
+        parts = ["public", "default"] + parts
+    if len(parts) != 3:
+        raise PulsarNameError(f"topic {name!r} is not <tenant>/<namespace>/<name> (the legacy form with a cluster "
+                              f"is not supported)")
+    if any(not p for p in parts):
+        raise PulsarNameError(f"topic {name!r} has an empty part")
+    return PulsarTopic(domain, *parts)
+
+
+def _escape(text: str) -> str:
+    return "".join(c if _PLAIN.fullmatch(c) else "".join(f"%{b:02X}" for b in c.encode()) for c in text)
+
+
+def _unescape(text: str) -> str:
+    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text).encode("latin-1").decode()
+
+
+def store_topic(name: str | PulsarTopic) -> str:
+    """The store's topic for a Pulsar topic (see the module notes)."""
+    t = name if isinstance(name, PulsarTopic) else parse_topic(name)
+    if t.domain != "persistent":
+        raise PulsarNameError(f"topic {t.full!r}: non-persistent topics are not supported; use persistent://")
+    out = STORE_PREFIX + "|".join(_escape(p) for p in (t.tenant, t.namespace, t.local))
+    if len(out) > _TOPIC_MAX:
+        raise PulsarNameError(f"topic {t.full!r} is too long for the store ({len(out)} characters once mapped, "
+                              f"at most {_TOPIC_MAX})")
+    return out
+
+
+def pulsar_topic(stored: str) -> PulsarTopic | None:
+    """The Pulsar topic a store topic holds; None for a topic that is not a Pulsar one."""
+    if not stored.startswith(STORE_PREFIX):
+        return None
+    parts = stored[len(STORE_PREFIX):].split("|")
+    if len(parts) != 3:
+        return None
+    return PulsarTopic("persistent", *(_unescape(p) for p in parts))
+
+
+def store_group(subscription: str) -> str:
+    """The store's consumer group for a subscription name."""
+    if not isinstance(subscription, str) or not subscription:
+        raise PulsarNameError("the subscription name is blank")
+    out = _escape(subscription)
+    if len(out) > _GROUP_MAX:
+        raise PulsarNameError(f"subscription {subscription!r} is too long ({len(out)} characters once mapped, "
+                              f"at most {_GROUP_MAX})")
+    return out
+
+
+def subscription_of(group: str) -> str:
+    return _unescape(group)

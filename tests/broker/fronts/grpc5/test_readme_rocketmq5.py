@@ -1,0 +1,66 @@
+"""The README's 5.x examples, run as written: the `serve` one against a real
+`serve --clock virtual` (only the addresses change: the README's 127.0.0.1:8081 and
+127.0.0.1:9876 become the ports the test server picked), and the pytest-fixture one as
+this module's own test, checked to be the README's text verbatim."""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("rocketmq.grpc_protocol", reason="needs the grpc extra: ./dev test installs it")
+
+from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer  # noqa: E402
+
+from tests.support.processes import EmulatorProcess  # noqa: E402
+
+README = pathlib.Path(__file__).resolve().parents[4] / "README.md"
+
+
+def python_blocks():
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def test_the_serve_example_runs_as_written(tmp_path):
+    [block] = [b for b in python_blocks() if '"127.0.0.1:8081"' in b]
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", grpc=True).start()
+    try:
+        code = block.replace("127.0.0.1:8081", f"127.0.0.1:{server.grpc_port}").replace("127.0.0.1:9876",
+                                                                                      server.address)
+        env = {**os.environ, "PATH": os.pathsep.join([str(pathlib.Path(sys.executable).parent),
+                                                      os.environ.get("PATH", "")])}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        promised = re.findall(r"^print\(.*\)\s+#\s*(.+)$", block, re.M)
+        assert done.stdout.split("\n")[:len(promised)] == promised
+    finally:
+        server.stop()
+
+
+# --- README example: begin ---
+def test_an_unacked_order_comes_back(rocketmq5_endpoint, time_travel):
+    config = ClientConfiguration(rocketmq5_endpoint, Credentials())
+    producer = Producer(config, ("Orders",))
+    producer.startup()
+    consumer = SimpleConsumer(config, "billing", {"Orders": FilterExpression("*")}, await_duration=1)
+    consumer.startup()
+    msg = Message()
+    msg.topic, msg.body = "Orders", b"order-1"
+    producer.send(msg)
+    [first] = consumer.receive(1, 60)          # invisible for 60 s, not acked
+    time_travel("1m")
+    [again] = consumer.receive(1, 60)
+    assert again.delivery_attempt == 2
+    consumer.ack(again)
+    consumer.shutdown(); producer.shutdown()
+# --- README example: end ---
+
+
+def test_the_fixture_example_is_the_readmes():
+    here = pathlib.Path(__file__).read_text()
+    example = here.split("# --- README example: begin ---\n")[1].split("# --- README example: end ---")[0]
+    assert example.strip() in [b.split("\n\n\n", 1)[-1].strip() for b in python_blocks()]
