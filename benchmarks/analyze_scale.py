@@ -17,14 +17,13 @@ Python worker. The driver must not hold the log: its peaks are printed beside th
 log's size. One clock per run; other work on this 2-core host moves the figures.
 With --reference another checkout's analyze runs beside this one's in the same run
 (first runs each, then second runs interleaved: this, it, it, this), and each run's
-CPU time (the command and its JVM) is printed too.
+CPU time (the command, its JVM and its Python workers) is printed too.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -42,7 +41,7 @@ from spark_datasource_bench import generate  # noqa: E402
 from rocketmq_emulator.store.snapshot import take_snapshot  # noqa: E402
 from tests.support.spark_standalone import SparkStandalone  # noqa: E402
 
-CLI = "import sys\nfrom rocketmq_emulator.broker.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
+CLI = "import sys\nfrom rocketmq_emulator.broker.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 STEP = re.compile(r"^\[analyze\s+([\d.]+)s\] (.*)$")
 
 
@@ -76,22 +75,41 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of ``pid`` so far (its own, not its reaped children's)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 class PeakWatch(threading.Thread):
-    """Peak RSS of the driver's Python process, its JVM and its largest Python worker."""
+    """Peak RSS of the driver's Python process, its JVM and its largest Python worker,
+    and the CPU time of the command's whole process tree: the JVM outlives the command
+    by a moment (it is not its waited-for child), so the command's rusage misses it."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid = pid
         self.peaks = {"driver python": 0, "driver JVM": 0, "python worker": 0}
+        self.ticks: dict[int, int] = {}
         self.done = threading.Event()
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
 
     def run(self) -> None:
         while not self.done.wait(0.1):
             self.peaks["driver python"] = max(self.peaks["driver python"], _rss_kib(self.pid))
+            self.ticks[self.pid] = max(self.ticks.get(self.pid, 0), _cpu_ticks(self.pid))
             stack = _children(self.pid)
             while stack:
                 p = stack.pop()
                 stack += _children(p)
+                self.ticks[p] = max(self.ticks.get(p, 0), _cpu_ticks(p))
                 cmd = _cmdline(p)
                 key = "driver JVM" if "java" in cmd.split(" ")[0] else "python worker" if "python" in cmd else None
                 if key:
@@ -99,7 +117,6 @@ class PeakWatch(threading.Thread):
 
 
 def analyze(snap: Path, out: Path, master: str, python: str = sys.executable) -> dict:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen([python, "-c", CLI, "analyze", str(snap), "--out", str(out), "--master", master],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     watch = PeakWatch(proc.pid)
@@ -114,8 +131,7 @@ def analyze(snap: Path, out: Path, master: str, python: str = sys.executable) ->
     proc.wait()
     watch.done.set()
     watch.join()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    cpu = watch.cpu_s                          # (each process' as last seen: 0.1 s apart)
     if proc.returncode != 0:
         raise SystemExit(f"analyze exited {proc.returncode}")
     started = next(v for k, v in steps.items() if k == "Spark started")
