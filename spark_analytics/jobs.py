@@ -609,7 +609,8 @@ def _one_partition(spark, table: pa.Table):
     """The table as a DataFrame in one partition: operators over it and over each other
     then need no exchange (Spark keeps a single partition through projections, filters,
     joins, aggregates and windows; unions are made one partition again by the query)."""
-    from .session import session_conf, is_remote
+    from .session import is_remote
+    from .sql_conf import session_conf
 
     if is_remote(spark):                       # Connect sends an Arrow table as a local relation
         return spark.createDataFrame(table, schema=_spark_schema(table.schema)).coalesce(1)

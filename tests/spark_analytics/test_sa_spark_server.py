@@ -115,6 +115,11 @@ def test_the_first_run_starts_a_server_later_and_concurrent_runs_share_it_and_st
     assert _read_state(spark_server) is None
     assert analyze_main(["--stop-spark"]) == 0
     assert capsys.readouterr().out == "no Spark server was running\n"
+    # a first run with --quiet starts one all the same, and says nothing at all (the
+    # fixture stops it, starting or not, and fails if a process of it is left)
+    out, err = finish(analyze_child(scenario.snap, tmp_path / "r6", "--quiet"))
+    assert err == "" and json.loads(out) == {k: local_tables[k] for k in COUNTS}
+    assert _read_state(spark_server) is not None
 
 
 def test_a_dead_or_foreign_server_is_replaced_and_an_unused_one_stops_by_itself(
