@@ -31,6 +31,9 @@ PRIVATE_EXEMPT = {
                                                   "length; the egress rework (issue 19, item 6) removes it",
     ("spark_analytics/session.py", "_ensure_initialized"): "pyspark: attaching a SparkContext to a gateway it "
                                                            "did not start has no public call",
+    ("spark_analytics/jobs.py", "_jdf"): "pyspark: a local checkpoint's RDD stays in the block manager until it is "
+                                         "unpersisted; DataFrame.unpersist does not reach it (classic), the JVM "
+                                         "Dataset's logical plan, reached through _jdf, does",
     ("spark_analytics/watchdog.py", "_jsc"): "pyspark's StatusTracker does not list executors; the JVM "
                                              "SparkContext's getExecutorIds, reached through _jsc, does",
 }
