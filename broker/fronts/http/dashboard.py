@@ -12,6 +12,8 @@ and re-drive dead letters.
   delay_queue  [{"level", "delay_ms", "waiting"}]           every delay level, all brokers
   dead_letters [{"broker", "group", "msg_id", "offset_msg_id", "keys", "topic", "attempts", "died_at_ms",
                  "redriven_as"}]
+  half_messages [{"broker", "transaction_id", "topic", "queue_id", "producer_group", "stored_ms", "checks",
+                 "next_check_ms", "body_size"}]   transactions waiting for their producer (the first 200)
 
 ``msg_id`` is the message id (UNIQ_KEY) everywhere, as consumers, `message send` and the
 event feed give it; a dead letter has its DLQ record's ``offset_msg_id`` beside it (the
@@ -73,7 +75,7 @@ def _waiting(core) -> list[dict]:
 def dashboard_state(cores: list) -> dict:
     clock = cores[0].clock
     levels = cores[0].levels.delays_ms
-    topics, groups, waiting, dead = [], {}, [], []
+    topics, groups, waiting, dead, half = [], {}, [], [], []
     for core in cores:
         store, b = core.store, core.config.broker_name
         queues = store.queues()
@@ -99,6 +101,7 @@ def dashboard_state(cores: list) -> dict:
                              "attempts": d.attempts, "died_at_ms": d.died_at_ms, "redriven_as": d.redriven_as,
                              "body_size": d.body_size})
         waiting += _waiting(core)
+        half += [dict(m.to_json(), broker=b) for m in core.transactions.waiting()]
     waiting.sort(key=lambda w: (w["due_ms"], w["msg_id"]))
     for g in groups.values():
         mine = [w for w in waiting if w["group"] == g["group"]]
@@ -113,7 +116,8 @@ def dashboard_state(cores: list) -> dict:
             "brokers": [{"name": c.config.broker_name, "up": not c.stopped,
                          "permission": c.config.broker_permission} for c in cores],
             "topics": topics, "groups": sorted(groups.values(), key=lambda g: g["group"]),
-            "waiting": waiting[:WAITING_SHOWN], "delay_queue": delay_queue, "dead_letters": dead}
+            "waiting": waiting[:WAITING_SHOWN], "delay_queue": delay_queue, "dead_letters": dead,
+            "half_messages": sorted(half, key=lambda m: (m["stored_ms"], m["transaction_id"]))[:WAITING_SHOWN]}
 
 
 class EventFeed:

@@ -23,6 +23,7 @@ th{background:#f5f5f5} td.s{text-align:left} button{margin-right:.4em} .muted{co
 <h2>Waiting for a retry</h2><table id="waiting"><tr><td class="s muted">loading…</td></tr></table>
 <h2>Delay queue</h2><table id="delay"><tr><td class="s muted">loading…</td></tr></table>
 <h2>Dead letters</h2><table id="dlq"><tr><td class="s muted">loading…</td></tr></table>
+<h2>Transactions waiting</h2><table id="half"><tr><td class="s muted">loading…</td></tr></table>
 <h2>Topics</h2><table id="topics"><tr><td class="s muted">loading…</td></tr></table>
 <h2>Live events</h2><table id="events"><tr><td class="s muted">loading…</td></tr></table>
 <script>
@@ -80,6 +81,9 @@ async function refresh() {
     b.onclick = () => post("/api/dlq/redrive", {group: g, all: true});
     t.after(b);
   });
+  table("half", ["topic", "producer group", "transaction", "checks", "next check"],
+    s.half_messages.map(h => [esc(h.topic), esc(h.producer_group), esc(h.transaction_id), h.checks,
+      fmt(h.next_check_ms)]));
   table("topics", ["broker", "topic", "messages"], s.topics.map(x => [esc(x.broker), esc(x.topic), x.messages]));
 }
 document.querySelectorAll("#advance button").forEach(b =>
