@@ -90,7 +90,8 @@ def send_in_transaction(producer: "Producer", topic: str, body: bytes, flag: int
             state, error = LocalTransactionState.UNKNOW, exc
     _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
     remark = f"executeLocalTransactionBranch exception: {error}" if error is not None else None
-    _end(producer, result.msg_id, state, commit_log_offset, result.queue_offset, from_check=False, remark=remark)
+    _end(producer, result.msg_id, state, commit_log_offset, result.queue_offset, from_check=False, remark=remark,
+         broker=result.queue.broker_name)
     return TransactionSendResult(result, result.msg_id, state)
 
 
@@ -126,7 +127,7 @@ def answer_check(producer: "Producer", cmd: RemotingCommand, msg: MessageExt) ->
     _end(producer, cmd.header("transactionId") or msg.msg_id, state, int(cmd.header("commitLogOffset") or 0),
          int(cmd.header("tranStateTableOffset") or 0), from_check=True,
          remark=f"checkLocalTransactionState exception: {error}" if error is not None else None,
-         msg_id=msg.msg_id)
+         msg_id=msg.msg_id, broker=cmd.header("bname"))
 
 
 def _state(value, what: str) -> LocalTransactionState:
@@ -142,11 +143,16 @@ def _state(value, what: str) -> LocalTransactionState:
 
 
 def _end(producer: "Producer", transaction_id: str, state: LocalTransactionState, commit_log_offset: int,
-         queue_offset: int, *, from_check: bool, remark: str | None, msg_id: str | None = None) -> None:
-    """END_TRANSACTION, oneway (EndTransactionRequestHeader)."""
-    cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, {
-        "producerGroup": producer.group, "tranStateTableOffset": queue_offset, "commitLogOffset": commit_log_offset,
-        "commitOrRollback": _FLAGS[state], "fromTransactionCheck": from_check, "msgId": msg_id or transaction_id,
-        "transactionId": transaction_id}, oneway=True)
+         queue_offset: int, *, from_check: bool, remark: str | None, msg_id: str | None = None,
+         broker: str | None = None) -> None:
+    """END_TRANSACTION, oneway (EndTransactionRequestHeader), to ``broker``: the one that
+    holds the half message (bname, as 5.x's RPC headers name it; a cluster's transport
+    routes by it)."""
+    header = {"producerGroup": producer.group, "tranStateTableOffset": queue_offset,
+              "commitLogOffset": commit_log_offset, "commitOrRollback": _FLAGS[state],
+              "fromTransactionCheck": from_check, "msgId": msg_id or transaction_id, "transactionId": transaction_id}
+    if broker:
+        header["bname"] = broker
+    cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, header, oneway=True)
     cmd.remark = remark
     producer.end_transaction_oneway(cmd)
