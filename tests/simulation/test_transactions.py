@@ -117,3 +117,14 @@ def test_simulate_takes_transactions_on_the_command_line(tmp_path):
     assert "transactions:" in text.stdout and "never answered (discarded)" in text.stdout
     bad = simulate("--transactions", "0.1,0.2", "--out", str(tmp_path / "c"))
     assert bad.returncode == 2 and "three probabilities" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_cluster_with_a_broker_down_checks_its_half_messages_once_it_is_back(tmp_path):
+    from rocketmq_emulator.client_sdk.simulation import BrokerWindow
+
+    result = run_simulation(tx(seed=2, brokers=2, broker_down=(BrokerWindow("broker-b", 3_000, 60_000),),
+                               groups=(GroupSpec(fail_once_every=10),)), tmp_path / "a")
+    assert result.ok, result.violations
+    assert result.settled
+    t = result.transactions
+    assert t["checks"] == t["at_check"] + 15 * t["never"] and t["never"] > 0
