@@ -77,6 +77,22 @@ def test_a_typed_topic_routes_its_type_and_the_client_refuses_another(config, ro
     assert rocketmq_broker.max_offset("Fifo42", 0) + rocketmq_broker.max_offset("Fifo42", 1) == 1
 
 
+def test_a_message_of_another_type_sent_anyway_is_refused_on_the_wire(rocketmq_broker, rocketmq5_endpoint):
+    """What a client that does not check the route gets: the proxy's code, nothing stored."""
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as spb, service_pb2_grpc
+
+    rocketmq_broker.create_topic("Fifo42w", 1, message_type="fifo")
+    wrong = pb.Message(topic=pb.Resource(name="Fifo42w"), body=b"no group", system_properties=pb.SystemProperties(
+        message_id="01WRONGTYPE", message_type=pb.NORMAL, body_encoding=pb.IDENTITY))
+    with grpc.insecure_channel(rocketmq5_endpoint) as channel:
+        reply = service_pb2_grpc.MessagingServiceStub(channel).SendMessage(
+            spb.SendMessageRequest(messages=[wrong]), metadata=(("x-mq-client-id", "t42w"),), timeout=5)
+    assert reply.status.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+    assert "expected type is FIFO" in reply.status.message
+    assert rocketmq_broker.max_offset("Fifo42w", 0) == 0
+
+
 # -- 3. send results and properties as the proxy gives them ----------------------------------------
 def test_a_send_receipt_carries_its_transaction_id_and_a_fifo_message_its_sharding_key(config, rocketmq_broker):
     rocketmq_broker.create_topic("Props42", 1)
