@@ -353,6 +353,11 @@ class GrpcServer:
 
     def _on_arrival(self, event) -> None:
         # (the core may store from another thread: wake on this listener's loop)
+        self._on_loop(self._wake)
+
+    def _on_loop(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on this listener's loop: at once when called on it, else
+        soon, from whichever thread ticked the core (nothing when it is not running)."""
         loop = self._loop
         if loop is None:
             return
@@ -361,9 +366,9 @@ class GrpcServer:
         except RuntimeError:
             running = None
         if running is loop:
-            self._wake()
+            fn(*args)
         else:
-            loop.call_soon_threadsafe(self._wake)
+            loop.call_soon_threadsafe(fn, *args)
 
     # -- Telemetry streams ------------------------------------------------------------------
     def open_stream(self, client_id: str) -> asyncio.Queue:
@@ -378,17 +383,7 @@ class GrpcServer:
     def push(self, client_id: str, command) -> None:
         """Write ``command`` on ``client_id``'s Telemetry stream (from any thread); a client
         without one is gone, and the command with it (as a proxy's inactive channel)."""
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self._deliver(client_id, command)
-        else:
-            loop.call_soon_threadsafe(self._deliver, client_id, command)
+        self._on_loop(self._deliver, client_id, command)
 
     def _deliver(self, client_id: str, command) -> None:
         outbox = self._streams.get(client_id)
