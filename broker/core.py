@@ -402,7 +402,8 @@ class BrokerCore:
         if now >= self._schedule_retry_at:
             self._deliver_due(now)
         self.pops.revive_due(now)
-        self.transactions.tick(now)
+        if self.transactions.due:
+            self.transactions.tick(now)
         self.subscriptions.tick(now)
         for held in self.holds.expired(now):
             self._answer_held(held)
@@ -455,7 +456,8 @@ class BrokerCore:
         if self.stopped:
             return None
         candidates = [self.holds.next_deadline() if holds else None, self._flush_due, self.pops.next_deadline(),
-                      self.subscriptions.next_deadline(), self.transactions.next_deadline()]
+                      self.subscriptions.next_deadline(),
+                      self.transactions.next_deadline() if self.transactions.due else None]
         d = self.schedule.scheduler.next_deadline(self.clock.now_ms())
         if d is not None:
             candidates.append(max(d, self._schedule_retry_at))

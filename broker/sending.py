@@ -107,8 +107,8 @@ def send(core, req: SendRequest, channel) -> SendResult:
                         core.born_host_of(channel), 0, core.store_host, req.reconsume_times)
     # WAIT stays in the map but not in the stored string (the broker strips it).
     rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
-    tran = props.get(Prop.TRAN_MSG)
-    if tran is not None and dlq_group is None and tran.lower() == "true" and not topic.startswith(RETRY_PREFIX):
+    if Prop.TRAN_MSG in props and dlq_group is None and props[Prop.TRAN_MSG].lower() == "true" \
+            and not topic.startswith(RETRY_PREFIX):
         # a transaction's half message: stored aside until its producer ends it (broker/transactions.py)
         return _stored(core.transactions.prepare(rec), qid)
     res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED, group=dlq_group,

@@ -80,7 +80,9 @@ class TransactionService:
         self._pending: dict[int, _Half] = {}            # first offset -> the half message
         self._by_id: dict[str, int] = {}                # transaction id -> first offset
         self._by_copy: dict[int, int] = {}              # commit-log offset of each copy -> first offset
-        self._due: list[tuple[int, int, int]] = []      # (due ms, first offset, checks then)
+        # (due ms, first offset, checks then): the check-back heap; empty when no half
+        # message waits, so the core skips the service (no call per tick)
+        self.due: list[tuple[int, int, int]] = []
         self._store_failing = False
         self._recover()
 
@@ -141,7 +143,7 @@ class TransactionService:
     def next_deadline(self) -> int | None:
         """When the next check (or discard) is due (entries of half messages ended since
         are dropped on the way: `clock advance next` goes to a real one)."""
-        due, pending = self._due, self._pending
+        due, pending = self.due, self._pending
         while due:
             at, first, checks = due[0]
             half = pending.get(first)
@@ -152,7 +154,7 @@ class TransactionService:
 
     def tick(self, now: int) -> None:
         """Check back (or discard) every half message whose time has come."""
-        due = self._due
+        due = self.due
         while due and due[0][0] <= now:
             at, first, checks = heapq.heappop(due)
             half = self._pending.get(first)
@@ -181,7 +183,7 @@ class TransactionService:
                             res.status.name, res.remark, _RETRY_STORE_MS)
                 self._store_failing = True
             half.due_ms = now + _RETRY_STORE_MS
-            heapq.heappush(self._due, (half.due_ms, half.first_offset, half.checks))
+            heapq.heappush(self.due, (half.due_ms, half.first_offset, half.checks))
             return False
         self._store_failing = False
         if decision.dead_letter:
@@ -193,7 +195,7 @@ class TransactionService:
         half.queue_offset, half.commit_log_offset = res.queue_offset, res.commit_log_offset
         self._by_copy[res.commit_log_offset] = half.first_offset
         half.due_ms = now + decision.delay_ms
-        heapq.heappush(self._due, (half.due_ms, half.first_offset, half.checks))
+        heapq.heappush(self.due, (half.due_ms, half.first_offset, half.checks))
         channel = self._producer_channel(half.group)
         if channel is not None:
             shown = replace(copy, topic=half.topic, queue_id=half.queue_id)
@@ -226,7 +228,7 @@ class TransactionService:
         self._pending[half.first_offset] = half
         self._by_id[half.transaction_id] = half.first_offset
         self._by_copy[half.commit_log_offset] = half.first_offset
-        heapq.heappush(self._due, (half.due_ms, half.first_offset, half.checks))
+        heapq.heappush(self.due, (half.due_ms, half.first_offset, half.checks))
 
     def _resolve(self, half: _Half) -> None:
         """Ended or discarded: recorded in the op topic, and forgotten."""
@@ -287,7 +289,7 @@ class TransactionService:
                               rec.queue_offset, rec.commit_log_offset, checks, due, len(rec.body)))
 
     def _check_invariants(self) -> None:
-        live = {(at, first, checks) for at, first, checks in self._due}
+        live = {(at, first, checks) for at, first, checks in self.due}
         for first, half in self._pending.items():
             assert (half.due_ms, first, half.checks) in live, f"half message {half.transaction_id} has no due entry"
             assert self._by_copy.get(half.commit_log_offset) == first, f"{half.transaction_id}: copy not indexed"

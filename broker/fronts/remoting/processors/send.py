@@ -158,7 +158,7 @@ def send_message(front, request, channel):
                       # a client's maxReconsumeTimes counts from 4.x V3_4_9 (version 121) on
                       h.max_reconsume_times if request.version >= 121 else None,
                       h.default_topic, h.default_topic_queue_nums)
-    return _response(core, request, core.send(req, channel), props.get(UNIQ_KEY))
+    return _response(core, request, core.send(req, channel), props[UNIQ_KEY] if UNIQ_KEY in props else None)
 
 
 def _response(core, request, result, transaction_id: str | None = None):
