@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transactions", metavar="ROLLBACK,AT_CHECK,NEVER",
                    help="the producer sends in transactions (4.x half messages); each is rolled back, committed "
                         "at the broker's check-back, or never answered with these probabilities, and committed at "
-                        "once otherwise (like 0.1,0.1,0.05; 0,0,0: every one committed at once)")
+                        "once otherwise (like 0.1,0.1,0.05; 0,0,0: every one committed at once; default: none, plain sends)")
     p.add_argument("--crash-at", action="append", default=[], metavar="T",
                    help="crash the broker at virtual time T and restart it from its store (repeatable; "
                         "default: none)")

@@ -127,4 +127,7 @@ def test_a_cluster_with_a_broker_down_checks_its_half_messages_once_it_is_back(t
     assert result.ok, result.violations
     assert result.settled
     t = result.transactions
-    assert t["checks"] == t["at_check"] + 15 * t["never"] and t["never"] > 0
+    # A check broker-b makes right after it is back, before the producer's next heartbeat
+    # registers it there, asks nobody but counts (as upstream counts it): a never-answered
+    # message may be seen by its producer fewer than 15 times, never more.
+    assert t["at_check"] + 14 * t["never"] <= t["checks"] <= t["at_check"] + 15 * t["never"] and t["never"] > 0
