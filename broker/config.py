@@ -15,6 +15,7 @@ from rocketmq_emulator.delay_scheduler import DelayLevels
 from rocketmq_emulator.store.config import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_table
 
 from .errors import ConfigError
+from .retry_lifecycle import TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_CHECK_MAX, TRANSACTION_TIMEOUT_MS
 
 __all__ = ["BrokerConfig", "load_broker_conf", "parse_properties", "PERM_READ", "PERM_WRITE",
            "PERM_INHERIT", "PERM_PRIORITY"]
@@ -53,6 +54,9 @@ _KEYS = {
     "regionId": "region_id",
     "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
     "timerMaxDelaySec": "timer_max_delay_sec",
+    "transactionTimeOut": "transaction_timeout",
+    "transactionCheckInterval": "transaction_check_interval",
+    "transactionCheckMax": "transaction_check_max",
     # (the emulator's own: Pulsar's in-memory redelivery counts, for fidelity tests)
     "pulsarRedeliveryCountInMemory": "redelivery_count_in_memory",
     "delayedDeliveryTickTimeMillis": "delayed_delivery_tick_time_millis",
@@ -94,6 +98,11 @@ class BrokerConfig:
     region_id: str = "DefaultRegion"
     server_channel_max_idle_time_seconds: int = 120     # NettyServerConfig: 0 keeps idle connections
     timer_max_delay_sec: int = 3 * 24 * 3600            # 5.x: a timer message may wait at most this long
+    # transactions: a half message's first check-back (ms after it is stored), the interval
+    # between checks (ms), and how many checks before it is discarded (retry_lifecycle.py)
+    transaction_timeout: int = TRANSACTION_TIMEOUT_MS
+    transaction_check_interval: int = TRANSACTION_CHECK_INTERVAL_MS
+    transaction_check_max: int = TRANSACTION_CHECK_MAX
     record_events: bool = True
     fsync: bool = True       # StoreConfig.fsync: False = flushes survive a process crash, not a power loss
     # Pulsar subscriptions: keep redelivery counts and individual acks in memory only, as
@@ -132,6 +141,11 @@ class BrokerConfig:
         if self.server_channel_max_idle_time_seconds < 0:
             raise ConfigError("serverChannelMaxIdleTimeSeconds must be >= 0 (0 = never), "
                               f"got {self.server_channel_max_idle_time_seconds}")
+        for key, value, lo in (("transactionTimeOut", self.transaction_timeout, 0),
+                               ("transactionCheckInterval", self.transaction_check_interval, 1),
+                               ("transactionCheckMax", self.transaction_check_max, 0)):
+            if value < lo:
+                raise ConfigError(f"{key} must be >= {lo}, got {value}")
         if self.max_message_size < 1:
             raise ConfigError(f"maxMessageSize must be >= 1, got {self.max_message_size}")
         if self.pulsar_max_message_size < 1024:

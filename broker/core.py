@@ -25,7 +25,7 @@ from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
 from .delivery_log import DeliveryLog
-from .dialects import check_pulsar_store_topic, is_pulsar_store_topic
+from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
@@ -38,12 +38,13 @@ from .pulsar_cursors import SubscriptionService
 from .pulsar_producers import PulsarProducers
 from .pulsar_topics import PulsarTopics
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
-                         OffsetCommit, PopRequest, PopResult, PullOutcome, PullRequest, PullResult, QueueRoute,
-                         Registration,
+                         EndTransaction, EndTransactionResult, OffsetCommit, PopRequest, PopResult, PullOutcome,
+                         PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
 from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
 from .delay_queue import ScheduleService
+from .transactions import TransactionService
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicConfig, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
@@ -92,6 +93,9 @@ class BrokerCore:
             store, lambda t: bool(self.pulsar_topics.effective(t, "deduplicationEnabled")), first,
             lambda t: self._compaction_threshold(t) > 0)
         self.pulsar_topics.policy_changed.append(self.pulsar_producers.refresh)
+        # half messages and their check-back ladder (broker/transactions.py)
+        self.transactions = TransactionService(store, clock, self.config, self.topics, self.put_message, self.notify,
+                                               self.producers, self.store_host)
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
@@ -227,6 +231,11 @@ class BrokerCore:
         """A consumer gives a stored message back: retried later or dead-lettered, as
         the retry lifecycle decides (broker/sending.py)."""
         return sending.send_back(self, request)
+
+    def end_transaction(self, request: EndTransaction) -> EndTransactionResult:
+        """A producer commits or rolls back a half message, or does not know yet
+        (broker/transactions.py)."""
+        return self.transactions.end(request)
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
@@ -414,6 +423,8 @@ class BrokerCore:
         if now >= self._schedule_retry_at:
             self._deliver_due(now)
         self.pops.revive_due(now)
+        if self.transactions.due:
+            self.transactions.tick(now)
         self.subscriptions.tick(now)
         for held in self.holds.expired(now):
             self._answer_held(held)
@@ -466,7 +477,8 @@ class BrokerCore:
         if self.stopped:
             return None
         candidates = [self.holds.next_deadline() if holds else None, self._flush_due, self.pops.next_deadline(),
-                      self.subscriptions.next_deadline()]
+                      self.subscriptions.next_deadline(),
+                      self.transactions.next_deadline() if self.transactions.due else None]
         d = self.schedule.scheduler.next_deadline(self.clock.now_ms())
         if d is not None:
             candidates.append(max(d, self._schedule_retry_at))
@@ -536,17 +548,8 @@ class BrokerCore:
         return error
 
     # -- topics clients name ---------------------------------------------------------------
-    def auto_create_topic(self, topic: str) -> TopicConfig | None:
-        """The topic a 5.x client's route or assignment query names: as it is, or created
-        with defaultTopicQueueNums queues when autoCreateTopicEnable allows (never a
-        %RETRY% or rmq_sys_ topic, never another dialect's store name: dialects.py); None
-        when it does not exist and may not be made."""
-        tc = self.topics.get(topic)
-        if tc is not None or not self.config.auto_create_topic_enable or is_pulsar_store_topic(topic) \
-                or topic.startswith((RETRY_PREFIX, "rmq_sys_")):
-            return tc
-        return self.topics.create_system(topic, self.config.default_topic_queue_nums, PERM_READ | PERM_WRITE)
-
+    # (A 5.x client's route names only topics that exist, as a proxy answers it; a 4.x
+    # send creates its topic from TBW102 in broker/sending.py.)
     def ensure_pulsar_topic(self, stored: str) -> TopicConfig:
         """The store topic a Pulsar producer or consumer names (pulsar_names.store_topic),
         created with its one queue when it does not exist yet, as a Pulsar broker's
@@ -563,14 +566,18 @@ class BrokerCore:
 
     # -- conveniences for embedding programs and tests -----------------------------------
     def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,
-                     order: bool = False):
-        """UPDATE_AND_CREATE_TOPIC from Python."""
+                     order: bool = False, message_type: str | None = None):
+        """UPDATE_AND_CREATE_TOPIC from Python; ``message_type``: a 5.x topic's type
+        (normal, fifo, delay, transaction; ValueError for another)."""
+        from .message_types import MESSAGE_TYPE_ATTRIBUTE, parse_message_type
         from .topics import check_topic_settings, validate_topic_name
 
         validate_topic_name(topic)
         check_topic_settings(queue_nums, queue_nums, perm)
         check_pulsar_store_topic(self.topics.table, topic, queue_nums, queue_nums)
-        return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
+        parsed = parse_message_type(message_type) if message_type else None
+        attributes = {MESSAGE_TYPE_ATTRIBUTE: parsed} if parsed else {}
+        return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order, attributes=attributes))
 
     def update_group(self, gc) -> str | None:
         """Create or change a consumer group's config (``groups.SubscriptionGroupConfig``),
@@ -620,6 +627,7 @@ class BrokerCore:
         configs are in range and every change recorded."""
         self.store._check()
         self.pops._check()
+        self.transactions._check_invariants()
         sched = self.schedule.scheduler
         for level, offset in sched.offsets().items():
             lo, hi = self.queue_bounds(SCHEDULE_TOPIC, level - 1)

@@ -39,6 +39,7 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 from .config import PERM_READ, PERM_WRITE
 from .delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
 from .events import EventKind
+from .message_types import SHARDING_KEY
 from .operations import (AckOutcome, ChangeInvisibleResult, InvisibleOutcome, PopOutcome, PopRequest, PopResult,
                          PoppedMessage)
 from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, RetryDecision, pop_retry_topic, rocketmq5_after_failure
@@ -55,7 +56,6 @@ RENEW_FOR_MS = 3 * 3600 * 1000
 RELEASE_AFTER_MS = 1000
 _RETRY_FIRST_PERCENT = 20                    # popFromRetryProbability
 _FIFO_SCAN = 2048                            # entries a FIFO pop looks at past the first not done
-SHARDING_KEY = "__SHARDINGKEY"               # a 5.x message group, as the proxy stores it
 
 
 @dataclass(slots=True)
@@ -174,7 +174,10 @@ class PopService:
 
     def _pop_fifo(self, req: PopRequest, qid: int, now: int, out: list) -> None:
         """In queue order, the first not-done message of each message group
-        (__SHARDINGKEY; none = one group for the queue) that is not in flight."""
+        (__SHARDINGKEY) that is not in flight. A message without a group waits for no
+        other and holds none back (it is its own group): only the message group of a
+        message in flight waits, as a FIFO group reading normal and delay topics
+        expects. (Upstream's order pop blocks the whole queue instead.)"""
         store = self.store
         key = (req.group, req.topic, qid)
         state = self._state(key, fifo=True)
@@ -190,14 +193,16 @@ class PopService:
             if rec is None:
                 state.finish(offset)            # gone from the store
                 continue
-            group = rec.properties.get(SHARDING_KEY, "")
-            if offset in state.in_flight or group in blocked:
-                blocked.add(group)
+            group = rec.properties.get(SHARDING_KEY)
+            if offset in state.in_flight or (group is not None and group in blocked):
+                if group is not None:
+                    blocked.add(group)
                 continue
             if req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags:
                 state.finish(offset)            # not subscribed: acked away
                 continue
-            blocked.add(group)
+            if group is not None:
+                blocked.add(group)
             n = state.deliveries.get(offset, 0) + 1
             state.deliveries[offset] = n
             out.append(self._deliver(key, state, offset, rec, req.topic, rec.reconsume_times + n, qid, now,

@@ -13,7 +13,7 @@ from .core_types import Channel
 from .operations import PullRequest, PullResult
 
 __all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "PulsarTopicsChanged", "PulsarConsumersDetached",
-           "Notification", "Notifier"]
+           "TransactionCheck", "Notification", "Notifier"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,26 @@ class PulsarConsumersDetached:
     consumers: tuple
 
 
-Notification = PullReady | ConsumerIdsChanged | DispatchReady | PulsarTopicsChanged | PulsarConsumersDetached
+@dataclass(frozen=True, slots=True)
+class TransactionCheck:
+    """Ask the producer on ``channel`` (of ``producer_group``) how the transaction of a
+    half message ended (4.x: CHECK_TRANSACTION_STATE; 5.x: a RecoverOrphanedTransaction
+    Command on its Telemetry stream). ``record``: the half message as the producer is
+    shown it — under its real topic and queue; ``queue_offset`` and
+    ``commit_log_offset``: where this check's copy is stored in the half topic (the
+    producer names them in its answer); ``offset_msg_id``: that copy's id."""
+
+    channel: Channel
+    producer_group: str
+    transaction_id: str
+    record: Any
+    queue_offset: int
+    commit_log_offset: int
+    offset_msg_id: str
+
+
+Notification = (PullReady | ConsumerIdsChanged | DispatchReady | PulsarTopicsChanged | PulsarConsumersDetached
+                | TransactionCheck)
 
 
 class Notifier:

@@ -16,7 +16,8 @@ from typing import Any
 __all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
            "Registration", "QueueRoute", "BrokerRoute", "TopicRoute", "SendRequest", "SendOutcome", "SendResult",
            "BatchSendRequest", "SendBack", "SendBackOutcome", "SendBackResult", "PopRequest", "PopOutcome",
-           "PoppedMessage", "PopResult", "AckOutcome", "InvisibleOutcome", "ChangeInvisibleResult"]
+           "PoppedMessage", "PopResult", "AckOutcome", "InvisibleOutcome", "ChangeInvisibleResult",
+           "Resolution", "EndTransaction", "EndOutcome", "EndTransactionResult", "HalfMessage"]
 
 
 class PullOutcome(enum.Enum):
@@ -187,6 +188,7 @@ class SendOutcome(enum.Enum):
     DELAY_ILLEGAL = "DELAY is not a level"
     TIMER_ILLEGAL = "a delivery time that is not a number or too far ahead"
     MESSAGE_ILLEGAL = "a message the batch cannot carry"
+    MESSAGE_TYPE_MISMATCH = "the topic's message type is another"     # (5.x topics: message.type)
 
 
 @dataclass(slots=True)
@@ -324,3 +326,70 @@ class ChangeInvisibleResult:
     outcome: InvisibleOutcome
     receipt_handle: str | None = None
     remark: str | None = None
+
+
+# -- transactions (broker/transactions.py) ---------------------------------------------------------------
+class Resolution(enum.Enum):
+    """A producer's answer for a half message (4.x commitOrRollback, 5.x TransactionResolution)."""
+
+    COMMIT = "commit"
+    ROLLBACK = "rollback"
+    UNKNOWN = "unknown"         # not decided yet: it stays, and is checked again
+
+
+@dataclass(frozen=True, slots=True)
+class EndTransaction:
+    """End the half message of ``transaction_id`` (its UNIQ_KEY) sent by
+    ``producer_group`` (a 5.x producer's is its topic, as the proxy names it).
+    ``from_check``: the answer to a check-back. ``commit_log_offset`` /
+    ``queue_offset``: the half copy the producer was told of (4.x sends both; a 5.x
+    client neither), used when the id is not known."""
+
+    producer_group: str
+    transaction_id: str
+    resolution: Resolution
+    from_check: bool = False
+    commit_log_offset: int | None = None
+    queue_offset: int | None = None
+
+
+class EndOutcome(enum.Enum):
+    COMMITTED = "committed: stored in its topic"
+    ROLLED_BACK = "rolled back: dropped"
+    LEFT_WAITING = "unknown: left waiting for the next check"
+    NOT_FOUND = "no half message waits for this transaction"
+    GROUP_MISMATCH = "the half message belongs to another producer group"
+    STORE_REFUSED = "refused by the store"
+
+
+@dataclass(slots=True)
+class EndTransactionResult:
+    """``msg_id``, ``queue_id`` and ``queue_offset``: the committed message's in its topic."""
+
+    outcome: EndOutcome
+    remark: str | None = None
+    msg_id: str = ""
+    queue_id: int = -1
+    queue_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class HalfMessage:
+    """A half message waiting for its producer's commit or rollback: its transaction id
+    (UNIQ_KEY), topic and queue, producer group, when it was stored, the checks made so
+    far and when the next check (or, after the last, the discard) is due."""
+
+    transaction_id: str
+    topic: str
+    queue_id: int
+    producer_group: str
+    stored_ms: int
+    checks: int
+    next_check_ms: int
+    body_size: int
+
+    def to_json(self) -> dict:
+        return {"transaction_id": self.transaction_id, "topic": self.topic, "queue_id": self.queue_id,
+                "producer_group": self.producer_group,
+                "stored_ms": self.stored_ms, "checks": self.checks, "next_check_ms": self.next_check_ms,
+                "body_size": self.body_size}

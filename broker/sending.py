@@ -11,6 +11,7 @@ from .config import PERM_READ, PERM_WRITE
 from .core_types import ConsumeMessageContext
 from .dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
 from .events import EventKind
+from .message_types import mismatch
 from .operations import (BatchSendRequest, SendBack, SendBackOutcome as B, SendBackResult, SendOutcome as O,
                          SendRequest, SendResult)
 from .retry_lifecycle import rocketmq4_retry_send, rocketmq4_send_back
@@ -65,7 +66,7 @@ def send(core, req: SendRequest, channel) -> SendResult:
                            req.default_topic_queue_nums)
     if checked.__class__ is SendResult:
         return checked
-    _, qid = checked
+    tc, qid = checked
     topic = req.topic
     try:
         size = len(req.body)
@@ -91,6 +92,10 @@ def send(core, req: SendRequest, channel) -> SendResult:
     if deliver_at is not None and deliver_at - core.clock.now_ms() > core.config.timer_max_delay_sec * 1000:
         return SendResult(O.TIMER_ILLEGAL, remark=f"delivery time {deliver_at} is more than timerMaxDelaySec="
                                                   f"{core.config.timer_max_delay_sec} s ahead")
+    if tc.message_type is not None:          # a 5.x topic's message type (broker/message_types.py)
+        why = mismatch(tc.message_type, props, deliver_at)
+        if why is not None:
+            return SendResult(O.MESSAGE_TYPE_MISMATCH, remark=why)
     dlq_group = None
     if topic.startswith(RETRY_PREFIX):       # the client's fallback send-back: handleRetryAndDLQ
         group = topic[len(RETRY_PREFIX):]
@@ -112,6 +117,10 @@ def send(core, req: SendRequest, channel) -> SendResult:
                         core.born_host_of(channel), 0, core.store_host, req.reconsume_times)
     # WAIT stays in the map but not in the stored string (the broker strips it).
     rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
+    if Prop.TRAN_MSG in props and dlq_group is None and props[Prop.TRAN_MSG].lower() == "true" \
+            and not topic.startswith(RETRY_PREFIX):
+        # a transaction's half message: stored aside until its producer ends it (broker/transactions.py)
+        return _stored(core.transactions.prepare(rec), qid)
     res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED, group=dlq_group,
                            deliver_at_ms=None if dlq_group else deliver_at)
     return _stored(res, req.queue_id if req.queue_id >= 0 else checked[1])

@@ -41,6 +41,7 @@ __all__ = [
     "SysFlag",
     "Prop",
     "SCHEDULE_TOPIC", "TIMER_TOPIC", "RETRY_PREFIX", "POP_RETRY_SEPARATOR", "DLQ_PREFIX", "AUTO_CREATE_TOPIC_KEY",
+    "TRANS_HALF_TOPIC", "TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
     "NOT_ALLOWED_SEND_TOPICS", "SYSTEM_TOPICS", "SYSTEM_PREFIXES",
     "Host",
     "MessageRecord",
@@ -114,6 +115,12 @@ class Prop:
     MSG_REGION = "MSG_REGION"
     TRACE_ON = "TRACE_ON"
     PGROUP = "PGROUP"
+    # transactions: checks so far, the first check's delay (seconds), the first half's
+    # queue offset (on the copies each check stores), the id the broker keeps for it
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    TRANSACTION_ID = "__transactionId__"
     # RocketMQ 5.x timer messages: an absolute delivery time, or one relative to the send
     TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
     TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
@@ -139,12 +146,16 @@ RETRY_PREFIX = "%RETRY%"
 POP_RETRY_SEPARATOR = "+"                   # 5.x pop retry topics: %RETRY%<group>+<topic> (V2 naming)
 DLQ_PREFIX = "%DLQ%"
 AUTO_CREATE_TOPIC_KEY = "TBW102"
+# Transactions: half messages wait in the half topic; the op topic records which are
+# resolved; a half message checked transactionCheckMax times is discarded into the last.
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 # TopicValidator (4.9.8; 5.x adds the timer topic): topics a client may never send to,
 # every system topic, and the prefixes that make a name a system one.
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC",
-                                     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest",
-                                     "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
-SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {AUTO_CREATE_TOPIC_KEY, "TRANS_CHECK_MAX_TIME_TOPIC"}
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+                                     "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
+SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {AUTO_CREATE_TOPIC_KEY, TRANS_CHECK_MAX_TIME_TOPIC}
 SYSTEM_PREFIXES = ("rmq_sys_", "RMQ_SYS_")
 
 

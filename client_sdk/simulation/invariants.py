@@ -29,6 +29,16 @@ Invariants (each failure is a Violation with the step, the virtual time and the 
                     copy carries ORIGIN_MESSAGE_ID = the original's offsetMsgId
   order             an orderly group gets a queue's messages in queue order: nothing
                     after an unfinished message
+  transaction       a transactional producer's committed message (by its local
+                    transaction or at a check-back) is stored in its topic exactly once and
+                    consumed like any other; a rolled-back or never-answered one is never
+                    delivered, and a never-answered one ends in TRANS_CHECK_MAX_TIME_TOPIC
+                    (once); a check-back comes no earlier than transactionTimeOut after its
+                    half message, at most transactionCheckMax times; no half message is
+                    left waiting once the run settled. (A committed message's retries
+                    name the committed copy in ORIGIN_MESSAGE_ID, not the half message
+                    the producer was told of: the identity check learns it from the
+                    first delivery.)
 
 A Pulsar group's retries are the same stored message delivered again with its
 redelivery count (``reconsume_times`` here), not new copies: its dead letters must have
@@ -40,6 +50,8 @@ failure left it (``delay_ms``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from rocketmq_emulator.store.records import create_offset_msg_id
 
 from .scenario import GroupSpec, Scenario
 
@@ -111,6 +123,15 @@ class InvariantChecker:
         self.crashed = False
         self.uniq: list[str] = []                        # message number -> UNIQ_KEY
         self.offset_id: list[str] = []                   # message number -> offsetMsgId
+        # message number -> the offsetMsgId its retries name as ORIGIN_MESSAGE_ID (a
+        # transaction's committed copy: None until its first delivery shows it)
+        self.origin_id: list[str | None] = []
+        # transactional messages: number -> its drawn end ("commit", "rollback",
+        # "at_check", "never"); numbers no group may ever get; check-back times
+        self.transactions: dict[int, str] = {}
+        self.undeliverable: set[int] = set()
+        self.checks: dict[int, list[int]] = {}
+        self.sent_ms: dict[int, int] = {}
         self.by_uniq: dict[str, int] = {}
         self.fates: dict[str, list[_Fate]] = {g.name: [] for g in scenario.groups}
         self.queues: dict[tuple[str, str, int], _QueueBook] = {}
@@ -122,14 +143,43 @@ class InvariantChecker:
         self.violations.append(Violation(invariant, self.step, now_ms - self.start_ms, message))
 
     # -- what the application sees ----------------------------------------------------------
-    def accepted(self, number: int, uniq_key: str, offset_msg_id: str) -> None:
+    def accepted(self, number: int, uniq_key: str, offset_msg_id: str, transaction: str | None = None,
+                 now_ms: int = 0) -> None:
+        """A send the broker stored; ``transaction``: a transactional one's drawn end (its
+        offsetMsgId is then the half message's)."""
         assert number == len(self.uniq)
         self.uniq.append(uniq_key)
         self.offset_id.append(offset_msg_id)
         self.by_uniq[uniq_key] = number
         for fates in self.fates.values():
             fates.append(_Fate())
-        self.pending += len(self.fates)
+        if transaction is None:
+            self.origin_id.append(offset_msg_id)
+            self.pending += len(self.fates)
+            return
+        self.origin_id.append(None)
+        self.transactions[number] = transaction
+        self.sent_ms[number] = now_ms
+        if transaction in ("rollback", "never"):
+            self.undeliverable.add(number)
+        else:
+            self.pending += len(self.fates)
+
+    def transaction_checked(self, number: int, now_ms: int, timeout_ms: int, check_max: int) -> None:
+        """The broker checked back message ``number``'s transaction."""
+        self.step += 1
+        if number not in self.transactions:
+            self.fail("transaction", now_ms, f"a check-back of message #{number}, which was not sent in a "
+                                             f"transaction")
+            return
+        times = self.checks.setdefault(number, [])
+        times.append(now_ms)
+        if now_ms - self.sent_ms[number] < timeout_ms:
+            self.fail("transaction", now_ms, f"message #{number} was checked back {now_ms - self.sent_ms[number]} "
+                                             f"ms after its half message, before transactionTimeOut {timeout_ms} ms")
+        if len(times) > check_max and not self.crashed:
+            self.fail("transaction", now_ms, f"message #{number} was checked back {len(times)} times, more than "
+                                             f"transactionCheckMax {check_max}")
 
     def delivered(self, spec: GroupSpec, number: int, msg, pulled_topic: str, now_ms: int) -> _Fate | None:
         """A delivery of message ``number`` to ``spec``'s listener: identity, delay and
@@ -141,6 +191,12 @@ class InvariantChecker:
             return None
         fate = self.fates[spec.name][number]
         k = msg.reconsume_times
+        if self.transactions and number in self.transactions:
+            if number in self.undeliverable:
+                self.fail("transaction", now_ms, f"{spec.name} got message #{number}, whose transaction "
+                                                 f"{'was rolled back' if self.transactions[number] == 'rollback' else 'was never committed'}")
+            elif k == 0 and self.origin_id[number] is None and getattr(msg, "store_host", None) is not None:
+                self.origin_id[number] = create_offset_msg_id(msg.store_host, msg.commit_log_offset)
         if msg.msg_id != self.uniq[number]:
             self.fail("identity", now_ms, f"{spec.name}: message #{number} arrived with UNIQ_KEY {msg.msg_id}, "
                                           f"sent as {self.uniq[number]}")
@@ -153,9 +209,10 @@ class InvariantChecker:
             fresh_copy = redelivered or not failures or all(copy != f[2] for f in failures)
             if k > 0 and fresh_copy and spec.protocol != "pulsar":
                 origin = msg.properties.get("ORIGIN_MESSAGE_ID")
-                if origin != self.offset_id[number]:
+                expected = self.origin_id[number]
+                if expected is not None and origin != expected:
                     self.fail("identity", now_ms, f"{spec.name}: retry {k} of message #{number} carries "
-                                                  f"ORIGIN_MESSAGE_ID {origin}, expected {self.offset_id[number]}")
+                                                  f"ORIGIN_MESSAGE_ID {origin}, expected {expected}")
             if k > spec.max_attempts_failed - 1 and fresh_copy:
                 self.fail("attempts", now_ms, f"{spec.name}: message #{number} delivered with reconsumeTimes {k}, "
                                               f"above maxReconsumeTimes {spec.max_attempts_failed - 1}")
@@ -256,6 +313,8 @@ class InvariantChecker:
         for spec in self.scenario.groups:
             fates = self.fates[spec.name]
             for number, fate in enumerate(fates):
+                if number in self.undeliverable:
+                    continue
                 if not fate.succeeded and not fate.dead:
                     self.fail("lost", now_ms, f"{spec.name}: message #{number} ({self.uniq[number]}) was accepted "
                                               f"but never consumed nor dead-lettered")
@@ -267,9 +326,37 @@ class InvariantChecker:
                     self.fail("identity", now_ms, f"%DLQ%{spec.name} holds a copy without a known UNIQ_KEY")
                     continue
                 origin = rec.properties.get("ORIGIN_MESSAGE_ID")
-                if not spec.orderly and origin != self.offset_id[number]:
+                expected = self.origin_id[number]
+                if not spec.orderly and expected is not None and origin != expected:
                     self.fail("identity", now_ms, f"%DLQ%{spec.name}: message #{number} has ORIGIN_MESSAGE_ID "
-                                                  f"{origin}, expected {self.offset_id[number]}")
+                                                  f"{origin}, expected {expected}")
+
+    def final_transaction_checks(self, now_ms: int, topic_copies: dict[int, int], discarded: list[int],
+                                 waiting: int, settled: bool) -> None:
+        """Once the run ended: ``topic_copies`` (message number -> copies of it stored in
+        its topic), ``discarded`` (the numbers in TRANS_CHECK_MAX_TIME_TOPIC), ``waiting``
+        (half messages still waiting on the brokers)."""
+        self.step += 1
+        gone = {}
+        for number in discarded:
+            gone[number] = gone.get(number, 0) + 1
+        for number, end in sorted(self.transactions.items()):
+            copies = topic_copies.get(number, 0)
+            if end in ("commit", "at_check") and copies != 1:
+                self.fail("transaction", now_ms, f"message #{number} was committed ({end}) but its topic holds "
+                                                 f"{copies} copies of it, not 1")
+            elif end in ("rollback", "never") and copies:
+                self.fail("transaction", now_ms, f"message #{number} ({end}) was never committed but its topic "
+                                                 f"holds {copies} copies of it")
+            if settled and end == "never" and gone.get(number, 0) != 1:
+                self.fail("transaction", now_ms, f"message #{number} was never answered; TRANS_CHECK_MAX_TIME_TOPIC "
+                                                 f"holds {gone.get(number, 0)} copies of it, not 1")
+            if end != "never" and gone.get(number):
+                self.fail("transaction", now_ms, f"message #{number} ({end}) was discarded into "
+                                                 f"TRANS_CHECK_MAX_TIME_TOPIC")
+        if settled and waiting:
+            self.fail("transaction", now_ms, f"{waiting} half message(s) still wait for their producer after the "
+                                             f"run settled")
 
     def _check_attempts(self, spec: GroupSpec, number: int, fate: _Fate, now_ms: int) -> None:
         """Count copies, not deliveries: when a send-back fails the client re-delivers

@@ -17,6 +17,8 @@ not a table of everything. Routes: dashboard_api.py.
   delay_queue  [{"level", "delay_ms", "waiting"}]           every delay level, all brokers
   dead_letters [{"broker", "group", "msg_id", "offset_msg_id", "keys", "topic", "attempts",
                  "died_at_ms", "redriven_as", "body_size"}]     the newest 100
+  half_messages [{"broker", "transaction_id", "topic", "queue_id", "producer_group", "stored_ms", "checks",
+                 "next_check_ms", "body_size"}]   transactions waiting for their producer (the first 200)
 
 ``msg_id`` is the message id (UNIQ_KEY) everywhere, as consumers, `message send` and the
 event feed give it (a message without one: its offsetMsgId); a dead letter has its DLQ
@@ -121,7 +123,13 @@ class DashboardViews:
                 "topics": topics[:TOPICS_SHOWN], "groups": shown[:GROUPS_SHOWN],
                 "waiting": self._waiting(live, index_of, None, None, 0, WAITING_SHOWN)[0],
                 "delay_queue": delay_queue,
-                "dead_letters": self._newest_dead(live, [g["group"] for g in shown if g["dead_letters"]])}
+                "dead_letters": self._newest_dead(live, [g["group"] for g in shown if g["dead_letters"]]),
+                "half_messages": self._half_messages(live)}
+
+    def _half_messages(self, live) -> list[dict]:
+        """Transactions waiting for their producer's commit or rollback, oldest first."""
+        half = [dict(m.to_json(), broker=core.config.broker_name) for core in live for m in core.transactions.waiting()]
+        return sorted(half, key=lambda m: (m["stored_ms"], m["transaction_id"]))[:WAITING_SHOWN]
 
     def _groups(self, live, index_of, levels) -> dict[str, dict]:
         groups: dict[str, dict] = {}

@@ -4,7 +4,7 @@
 reads its command into the core's typed operations and writes the result as 4.x's
 reply); what the core notifies for this front's connections (held pulls answered,
 consumer ids changed) and what a processor sends clients unasked (RESET_CONSUMER_CLIENT_
-OFFSET) become commands that ``take_outgoing`` hands to the driver. A request the core refuses
+OFFSET) and the core's check-backs of transactions (CHECK_TRANSACTION_STATE) become commands that ``take_outgoing`` hands to the driver. A request the core refuses
 (RequestRefused) is one WARNING line and its error reply; a bug in a processor is
 logged and answered SYSTEM_ERROR, so the broker goes on serving.
 """
@@ -15,11 +15,12 @@ import logging
 from ...core_types import Channel
 from ...errors import RequestRefused
 from ...log_text import printable
-from ...notifications import ConsumerIdsChanged, PullReady
+from ...notifications import ConsumerIdsChanged, PullReady, TransactionCheck
 from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand,
                         RequestCode, ResponseCode)
 from .processors import build_processor_table
 from .processors.pull import pull_response
+from .processors.transaction import check_transaction_state
 
 __all__ = ["RemotingFront"]
 
@@ -40,7 +41,7 @@ class RemotingFront:
         self.core = core
         self._processors = build_processor_table()
         self._out: list[tuple[Channel, RemotingCommand]] = []
-        self.close = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged))
+        self.close = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged, TransactionCheck))
 
     def connect(self, remote: str) -> Channel:
         """A client connection served by this front."""
@@ -53,6 +54,8 @@ class RemotingFront:
             return
         if n.__class__ is PullReady:
             self._out.append((n.channel, pull_response(n.context, n.result)))
+        elif n.__class__ is TransactionCheck:
+            self._out.append((n.channel, check_transaction_state(n, self.core.config.broker_name)))
         else:
             self._out.append((n.channel, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                                                                  {"consumerGroup": n.group}, oneway=True)))

@@ -88,3 +88,29 @@ def test_a_poison_message_from_the_search_box_to_its_dead_letter_and_back_after_
     [dead] = state["dead_letters"]
     assert dead["redriven_as"] and dead["group"] == "billing"
     assert all(p.exists() for p in walk["shots"].values())
+
+
+def test_a_transaction_waiting_for_its_producer_is_shown_with_its_checks(tmp_path):
+    """Issue 42: a half message no one ends is listed under "Transactions waiting" with its
+    topic, producer group and checks; the advance button moves its check-back ladder."""
+    from rocketmq_emulator.client_sdk import LocalTransactionState
+
+    server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", http=True).start()
+    remote = RemoteBroker(server.address)
+    producer = Producer("tx-app", remote, transaction_checker=lambda msg: LocalTransactionState.UNKNOW).start()
+    remote.run_in_background()
+    try:
+        sent = remote.call(lambda: producer.send_message_in_transaction(Message("Payments", b"undecided"),
+                                                                        lambda m, a: LocalTransactionState.UNKNOW))
+        with chromium_page() as page:
+            page.goto(f"http://127.0.0.1:{server.http_port}/")
+            page.wait_for_selector(f"#half >> text={sent.transaction_id}")
+            [row] = [r.split("\t") for r in page.inner_text("#half").splitlines()[1:]]
+            assert row[:4] == ["Payments", "tx-app", sent.transaction_id, "0"]
+            page.click("button[data-advance='10s']")                 # past transactionTimeOut (6 s)
+            page.wait_for_selector("#half >> td:text-is('1')")       # checked once, still waiting
+            shot(page, "tx-0-transactions-waiting")
+    finally:
+        remote.call(producer.shutdown)
+        remote.close()
+        server.stop()
