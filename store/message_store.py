@@ -18,10 +18,9 @@ from typing import Iterator
 from .checkpoint import Checkpoint, QueueMark, save_checkpoint
 from .commit_log import CommitLog, RecordTooLarge
 from .config import StoreConfig
-from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, dispatched, queue_dir,
+from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, entry_tags_code, queue_dir,
                             valid_topic_dir, write_queue)
 from .config_journal import JOURNAL_SUFFIX, append_changes, apply_changes, read_changes
-from .dispatch import dispatch
 from .errors import StoreError, StoreWriteError
 from .fsutil import RootLock
 from .index import KeyIndex
@@ -29,8 +28,8 @@ from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_jso
 from .record_view import RecordHead, head, store_timestamp
 from .invariants import check_store
 from .opening import RUNNING_MARKER, open_directory
-from .records import MAX_TOPIC_LENGTH, MessageRecord, RecordError, create_offset_msg_id, decode_record
-from .status import GetResult, GetStatus, PutStatus, Recovery, put_failed, put_ok
+from .records import MAX_TOPIC_LENGTH, MessageRecord, RecordError, SysFlag, create_offset_msg_id, decode_record
+from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery, put_failed
 
 __all__ = ["MessageStore"]
 
@@ -39,6 +38,9 @@ log = logging.getLogger("store")
 _RESERVED_CONFIGS = {"consumerOffset", "delayOffset"}
 
 _pack_entry = ENTRY.pack
+_new_tuple = tuple.__new__
+_PUT_OK = PutStatus.PUT_OK
+_NOT_LISTED = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
 _MIN_FILTER_SCAN = 800
@@ -99,8 +101,10 @@ class MessageStore:
         topic = rec.topic
         try:
             cq = self._fast_queues[topic][rec.queue_id]        # a known queue: no checks to redo
+            known = True
         except (KeyError, TypeError):
             cq = None
+            known = False
         if cq is None:
             try:
                 cq = self._queues.get((topic, rec.queue_id))
@@ -114,7 +118,9 @@ class MessageStore:
             too_big = True
         if too_big:
             return self._body_refused(rec.body)
-        listed = dispatched(rec.sys_flag)
+        # dispatch.dispatch's rule, inlined (the put path): prepared and rollback
+        # transaction halves get no consume-queue entry
+        listed = rec.sys_flag & 0xC not in _NOT_LISTED
         try:
             if listed and cq is not None:
                 at = self._log.append_record(rec, cq.max_offset, now_ms, prop_crc=self._prop_crc,
@@ -129,10 +135,9 @@ class MessageStore:
         if listed:
             if cq is None:
                 cq = self._queues[(topic, rec.queue_id)] = self._new_queue(topic, rec.queue_id)
-            if cq.topic_field is not None:  # a queue with a usual topic: the next put finds it quickly
+            if not known and cq.topic_field is not None:    # a usual topic: the next put finds it quickly
                 self._fast_queues.setdefault(topic, {})[rec.queue_id] = cq
-            cq.buf += _pack_entry(*dispatch(topic, rec.queue_id, rec.sys_flag, rec.properties_text, now_ms, at, size,
-                                            self._delays)[1])
+            cq.buf += _pack_entry(at, size, entry_tags_code(topic, rec.properties_text, now_ms, self._delays))
             cq.max_offset += 1              # (ConsumeQueue.append, inlined: the put path)
         try:
             prefix = self._host_prefix[rec.store_host]
@@ -140,7 +145,15 @@ class MessageStore:
             prefix = create_offset_msg_id(tuple(rec.store_host), 0)[:-16]
             if isinstance(rec.store_host, tuple):
                 self._host_prefix[rec.store_host] = prefix
-        return put_ok(at, rec.queue_offset, now_ms, size, prefix + "%016X" % at)
+        # (status.put_ok, inlined)
+        return _new_tuple(PutResult, (_PUT_OK, at, rec.queue_offset, now_ms, size, prefix + "%016X" % at, None))
+
+    @property
+    def last_put(self) -> bytes:
+        """The bytes the last successful put appended (the record as stored): what a
+        caller that hands the record on at once (a long poll it wakes) serves without
+        reading it back."""
+        return self._log.last
 
     def _body_refused(self, body):
         if not hasattr(body, "__len__"):
@@ -413,6 +426,14 @@ class MessageStore:
         """Replace the delay-level -> next offset table (persisted at flush). Cost: O(levels)."""
         self._live()
         self._delay.replace(offsets)
+
+    def set_delay_offset(self, level: int, offset: int) -> None:
+        """One level's next offset (a due message delivered). Cost: O(1)."""
+        self._live()
+        d = self._delay
+        if d.table.get(level) != offset:
+            d.table[level] = offset
+            d.dirty = True
 
     def delay_offsets(self) -> dict[int, int]:
         """Delay level -> next offset to deliver, a copy. Cost: O(levels)."""
