@@ -130,18 +130,21 @@ class ScheduleService:
                     return None
         return None
 
-    def scheduled(self, lane: int, rec: MessageRecord, queue_offset: int, store_ms: int) -> int:
+    def scheduled(self, lane: int, rec: MessageRecord, queue_offset: int, store_ms: int, kept=None) -> int:
         """Tell the scheduler about a diverted entry; returns its due time (the same
-        the store wrote as the entry's tagsCode)."""
+        the store wrote as the entry's tagsCode). ``kept``: the record with its map as
+        stored (broker/kept_records.py), carried until it is due (``due_copy``)."""
         if lane == TIMER_LANE:
             due = int(rec.properties[Prop.TIMER_DELIVER_MS])
         else:
             due = self.levels.deliver_timestamp(lane, store_ms)
-        self.scheduler.add(lane, queue_offset, due)
+        self.scheduler.add(lane, queue_offset, due, kept)
         return due
 
     def time_up(self, lane: int, queue_offset: int) -> MessageRecord | None:
-        """The message to re-store for a due entry, or None if the entry is gone."""
+        """The message to re-store for a due entry, read from the store, or None if the
+        entry is gone. (``due_copy`` makes it from the record carried since it was
+        stored; this is for the entries a reopen found.)"""
         topic, qid = self.queue_of(lane)
         entry = self.store.queue_entry(topic, qid, queue_offset)
         if entry is None:
@@ -163,6 +166,25 @@ class ScheduleService:
         # string computed before the delay was removed: upstream's delivered copy still
         # shows DELAY / REAL_TOPIC / REAL_QID.
         return MessageRecord(real_topic, old.body, int(props.get(Prop.REAL_QID, "0")), old.flag, props,
+                             old.sys_flag, old.born_timestamp, old.born_host, 0, old.store_host,
+                             old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0,
+                             old.properties_text)
+
+    @staticmethod
+    def due_copy(kept) -> MessageRecord | None:
+        """The message to re-store for a due entry, made from the record carried since it
+        was stored (``kept``: the record and its map as stored), None when it names no
+        real topic. What ``time_up`` makes, but for its map: this one's is the map as
+        stored — the same stored string (DELAY, REAL_TOPIC and REAL_QID still in it, as
+        upstream's delivered copy shows them), so the copy is stored as it is, never
+        delayed again (the caller passes delay level 0), and the store gives it a CRC
+        property of its own."""
+        old, props = kept
+        real_topic = props.get(Prop.REAL_TOPIC)
+        if not real_topic:
+            return None
+        # positional, in MessageRecord's field order (see ``time_up``)
+        return MessageRecord(real_topic, old.body, int(props.get(Prop.REAL_QID, "0")), old.flag, dict(props),
                              old.sys_flag, old.born_timestamp, old.born_host, 0, old.store_host,
                              old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0,
                              old.properties_text)

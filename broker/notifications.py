@@ -15,11 +15,13 @@ from .operations import PullRequest, PullResult
 __all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "Notification", "Notifier"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PullReady:
     """A held pull is answered (a message arrived for it, or its suspend time ended):
     ``result`` for the pull ``request`` the front held with ``context`` (its own record
-    of the request: the 4.x front keeps the command, to reply with its opaque)."""
+    of the request: the 4.x front keeps the command, to reply with its opaque). A value
+    nobody changes (not frozen only because a frozen one costs a call per field, and
+    one is made per long poll answered)."""
 
     channel: Channel
     context: Any
