@@ -39,6 +39,7 @@ from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.delay_scheduler import VirtualClock
+from rocketmq_emulator.store.accounting import Ledger
 from rocketmq_emulator.store.records import create_offset_msg_id
 
 from ..embedded import EmbeddedBroker
@@ -140,6 +141,9 @@ class Simulation:
                                for i, name in enumerate(self.broker_names)}
         self.down_brokers: set[str] = set()
         self.cores: list[BrokerCore] = []
+        # what the run stored, accounted as it is stored (None: a store that held records
+        # before the run, walked at the end instead)
+        self.ledger: Ledger | None = None
         self.checker = InvariantChecker(scenario, list(self.config.delay_levels.delays_ms), START_MS)
         self.schedule = _send_schedule(scenario)
         self.next_number = 0
@@ -183,6 +187,15 @@ class Simulation:
             stops.append(member.events.subscribe(
                 lambda e, b=member.config.broker_name: self._on_event(e, b),
                 kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)))
+        if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
+            # A new store: the accounting is kept as records are stored, every boot's (a
+            # crash loses none of them), instead of walking the log at the end.
+            self.ledger = Ledger()
+        if self.ledger is not None:
+            for i, member in enumerate(self.cores):
+                stops.append(member.add_stored_hook(
+                    self.ledger.stored if i == 0 else
+                    lambda rec, msg_id, props, part=i: self.ledger.stored(rec, msg_id, props, part)))
         self._stop_events = lambda: [stop() for stop in stops]
         for name in sorted(self.down_brokers):          # down when the process died: still down
             self.embedded.stop_broker(name)
@@ -226,7 +239,7 @@ class Simulation:
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
-        from rocketmq_emulator.store.accounting import account_message_stores
+        from rocketmq_emulator.store.accounting import account_message_stores, ledger_accounts
 
         emb = self.embedded
         for group_consumers in self.consumers.values():
@@ -240,7 +253,9 @@ class Simulation:
         self.checker.final_checks(now, dlq)
         for core in self.cores:
             core.flush()
-        accounts = account_message_stores([core.store for core in self.cores]).summary()
+        stores = [core.store for core in self.cores]
+        accounts = (ledger_accounts(self.ledger, stores) if self.ledger is not None
+                    else account_message_stores(stores)).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
         for (group, topic), stats in self.core.subscriptions.stats().items():
             if group in per_group:          # a Pulsar group: the redeliveries its broker counted
