@@ -80,6 +80,7 @@ class BrokerCore:
         # own), found again only after something changed it: a put, a hold, a tick, a
         # pop... (the holds count their changes: ``holds.version``).
         self._deadline = _STALE
+        self._deadline_free = _STALE                        # (the same without the held pulls)
         self._deadline_holds = -1
         self.events = EventLog()
         self.events.enabled = self.config.record_events
@@ -184,7 +185,7 @@ class BrokerCore:
     # -- the one put path ------------------------------------------------------------
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
                     delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0,
-                    stored_map: bool = False):
+                    stored_map: bool = False, body_crc: int | None = None, now: int | None = None):
         """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
         DELAY / TIMER_* properties when both are None (broker/delay_queue.py); a
         ``delay_level`` of 0 stores it as it is without looking — record the events,
@@ -194,10 +195,13 @@ class BrokerCore:
         REDELIVERED records the level it waited at (``waited_level``). ``stored_map``:
         the caller vouches that ``rec.properties`` is what parsing the string it is
         stored with gives, but for the store's CRC property (a copy made from a kept
-        record's map): it is completed with that and kept as the record's map as stored."""
-        now = self.clock.now_ms()
+        record's map): it is completed with that and kept as the record's map as stored.
+        ``body_crc``: the body's CRC when known (a copy of a kept record's body); ``now``:
+        the clock's time when the caller just read it."""
+        if now is None:
+            now = self.clock.now_ms()
         lane = None if delay_level == 0 else self.schedule.divert(rec, now, delay_level, deliver_at_ms)
-        res = self.store.put(rec, now)
+        res = self.store.put(rec, now, body_crc)
         if res[0] is not _PUT_OK:
             return res
         if self._flush_due is None and self._persistent:        # (_dirty, inlined: every put)
@@ -530,7 +534,8 @@ class BrokerCore:
                 group = rec.topic[len(RETRY_PREFIX):].partition(POP_RETRY_SEPARATOR)[0]
             if kept is not None:
                 res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group, delay_level=0,
-                                       waited_level=0 if lane == TIMER_LANE else lane, stored_map=True)
+                                       waited_level=0 if lane == TIMER_LANE else lane, stored_map=True,
+                                       body_crc=kept[0].body_crc, now=now)
             else:
                 res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group,
                                        waited_level=0 if lane == TIMER_LANE else lane)
@@ -554,24 +559,26 @@ class BrokerCore:
         changed it (Pulsar cursors, which keep their own times, are asked each time)."""
         if self.stopped:
             return None
+        if self._deadline is _STALE:
+            self._find_deadline()
         if holds:
+            if self._deadline_holds != self.holds.version:
+                self._held_deadline()
             d = self._deadline
-            if d is _STALE or self._deadline_holds != self.holds.version:
-                d = self._find_deadline(True)
         else:
-            d = self._find_deadline(False)
+            d = self._deadline_free
+        if d is _STALE:                 # (not cached: while a delayed entry's store time lies ahead)
+            d = self._find_deadline()[0 if holds else 1]
         if self.subscriptions.topics:
             s = self.subscriptions.next_deadline()
             if s is not None and (d is None or s < d):
                 d = s
         return d
 
-    def _find_deadline(self, holds: bool) -> int | None:
+    def _find_deadline(self) -> tuple:
+        """(the next deadline, the next one but the held pulls'), cached unless a delayed
+        entry's store time lies ahead of the clock (then the schedule's times follow it)."""
         best = self._flush_due
-        if holds:
-            h = self.holds.next_deadline()
-            if h is not None and (best is None or h < best):
-                best = h
         expiry = self.pops._expiry                  # (PopService.next_deadline: its heap's top)
         if expiry and (best is None or expiry[0][0] < best):
             best = expiry[0][0]
@@ -583,10 +590,24 @@ class BrokerCore:
                 d = self._schedule_retry_at
             if best is None or d < best:
                 best = d
-        if holds and now >= sched.skew_until:       # (before it the schedule's times follow the clock)
-            self._deadline = best
+        h = self.holds.next_deadline()
+        held = best if h is None or (best is not None and best <= h) else h
+        if now >= sched.skew_until:
+            self._deadline_free = best
+            self._deadline = held
             self._deadline_holds = self.holds.version
-        return best
+        else:
+            self._deadline = self._deadline_free = _STALE
+        return held, best
+
+    def _held_deadline(self) -> None:
+        """A pull was held or left since: the next deadline with the holds' again."""
+        best = self._deadline_free
+        if best is _STALE:
+            return
+        h = self.holds.next_deadline()
+        self._deadline = best if h is None or (best is not None and best <= h) else h
+        self._deadline_holds = self.holds.version
 
     def advance_clock(self, ms: int) -> int:
         """Move a VirtualClock forward by ``ms``, ticking at every deadline on the way,
@@ -751,8 +772,8 @@ class BrokerCore:
             assert 0 <= tc.perm <= 7, name
         assert not self.configs.pending, "a config change was not recorded"
         if self._deadline is not _STALE and self._deadline_holds == self.holds.version:
-            cached = self._deadline
-            assert cached == self._find_deadline(True), f"the cached next deadline {cached} is stale"
+            cached = (self._deadline, self._deadline_free)
+            assert cached == self._find_deadline(), f"the cached next deadlines {cached} are stale"
 
     def born_host_of(self, channel: Channel):
         return _born_host(channel.remote)

@@ -22,18 +22,21 @@ Reopening re-reads each lane from its saved progress.
 from __future__ import annotations
 
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, DelayLevels, DelayScheduler
-from rocketmq_emulator.store.records import (SCHEDULE_TOPIC, TIMER_TOPIC, MessageRecord, Prop, SysFlag,
+from rocketmq_emulator.store.records import (PROP_CRC, SCHEDULE_TOPIC, TIMER_TOPIC, MessageRecord, Prop, SysFlag,
                                              properties_to_string)
 
 __all__ = ["ScheduleService", "TIMER_PROGRESS_CONFIG"]
 
 TIMER_PROGRESS_CONFIG = "timerProgress"
+_CRC_NAME = PROP_CRC + "\x01"
 _DELAY_PROPS = (Prop.DELAY, Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC)
 
 
 class ScheduleService:
     def __init__(self, levels: DelayLevels, store) -> None:
         self.levels = levels
+        self._delays = levels.delays_ms
+        self._max_level = levels.max_level
         self.store = store
         self.scheduler = DelayScheduler(levels)
         self._saved_timer_progress = None
@@ -98,8 +101,8 @@ class ScheduleService:
         if level is not None:
             if level <= 0:
                 return None
-            if level > self.levels.max_level:
-                level = self.levels.max_level
+            if level > self._max_level:
+                level = self._max_level
                 props[Prop.DELAY] = str(level)
             lane, topic, qid = level, SCHEDULE_TOPIC, level - 1
         else:
@@ -136,8 +139,8 @@ class ScheduleService:
         stored (broker/kept_records.py), carried until it is due (``due_copy``)."""
         if lane == TIMER_LANE:
             due = int(rec.properties[Prop.TIMER_DELIVER_MS])
-        else:
-            due = self.levels.deliver_timestamp(lane, store_ms)
+        else:       # (DelayLevels.deliver_timestamp: a diverted level is always one of the table's)
+            due = store_ms + self._delays[lane - 1]
         self.scheduler.add(lane, queue_offset, due, kept)
         return due
 
@@ -183,11 +186,13 @@ class ScheduleService:
         real_topic = props.get(Prop.REAL_TOPIC)
         if not real_topic:
             return None
+        text = old.properties_text
+        if text[-19:-10] == _CRC_NAME:      # the store's CRC property, the one there is: not the copy's
+            text = text[:-20] if len(text) > 19 else ""
         # positional, in MessageRecord's field order (see ``time_up``)
         return MessageRecord(real_topic, old.body, int(props.get(Prop.REAL_QID, "0")), old.flag, dict(props),
                              old.sys_flag, old.born_timestamp, old.born_host, 0, old.store_host,
-                             old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0,
-                             old.properties_text)
+                             old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0, text)
 
     def save_timer_progress(self) -> None:
         """Write the timer lane's progress if it moved (at flush, after the log: what

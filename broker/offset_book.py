@@ -29,10 +29,8 @@ class OffsetBook:
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Record ``offset`` as ``group``'s (OFFSET_COMMITTED event when it changed)."""
-        store = self._store
-        if store.query_offset(group, topic, queue_id) == offset:
+        if not self._store.commit_offset(group, topic, queue_id, offset):
             return
-        store.commit_offset(group, topic, queue_id, offset)
         now = self._clock.now_ms()
         self._changed(now)
         if EventKind.OFFSET_COMMITTED in self._events.wanted:

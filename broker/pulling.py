@@ -22,6 +22,10 @@ _FROM_STORE = {
 }
 
 
+_FOUND = GetStatus.FOUND
+_AT_END = GetStatus.OFFSET_OVERFLOW_ONE
+
+
 def _refused(core, req: PullRequest, outcome: O, remark: str) -> PullResult:
     store, topic = core.store, req.topic
     return PullResult(outcome, (), 0, store.min_offset(topic, req.queue_id) if topic else 0,
@@ -82,13 +86,18 @@ def pull(core, req: PullRequest, channel) -> PullResult:
         return code_set
     res = core.store.get_message(req.topic, req.queue_id, req.offset, req.max_msgs, code_set)
     status = res.status
-    if status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
-        outcome = O.OFFSET_MOVED if req.offset != 0 else O.NO_NEW_MESSAGE
+    # (the two usual answers first: an enum member as a dict key costs a call to hash it)
+    if status is _FOUND:
+        outcome, name = O.FOUND, "FOUND"
+    elif status is _AT_END:
+        outcome, name = O.NO_NEW_MESSAGE, "OFFSET_OVERFLOW_ONE"
+    elif status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
+        outcome, name = O.OFFSET_MOVED if req.offset != 0 else O.NO_NEW_MESSAGE, status.name
     else:
-        outcome = _FROM_STORE.get(status, O.NO_NEW_MESSAGE)
+        outcome, name = _FROM_STORE.get(status, O.NO_NEW_MESSAGE), status.name
     if req.commit_offset is not None:
         core.record_offset_commit(req.group, req.topic, req.queue_id, req.commit_offset)
     # positional, in PullResult's field order (outcome, records, next_offset, min_offset,
     # max_offset, remark, tag_codes, store_status): made for every pull
     return PullResult(outcome, res.records if outcome is O.FOUND else (), res.next_begin_offset, res.min_offset,
-                      res.max_offset, None, code_set, status.name)
+                      res.max_offset, None, code_set, name)

@@ -133,11 +133,13 @@ def send_back(core, req: SendBack) -> SendBackResult:
     kept = core.kept.get(offset)
     if kept is not None:
         old, stored = kept              # the record as the core stored it, its map as stored
+        body_crc = old.body_crc         # (computed by this store: the copy's body is the same)
     else:
         old = core.store.look_message_by_offset(offset)
         if old is None:
             return SendBackResult(B.MESSAGE_NOT_FOUND, f"look message by offset failed, {offset}")
         stored = old.properties
+        body_crc = None
 
     max_times = gc.retry_max_times if req.max_reconsume_times is None else req.max_reconsume_times
     # (the offsetMsgId is used only when no ORIGIN_MESSAGE_ID is there yet)
@@ -160,7 +162,8 @@ def send_back(core, req: SendBack) -> SendBackResult:
     kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.SENT_BACK
     # The copy's map: the stored one of the original plus the decision's strings, all
     # non-empty and without separators: what its stored string parses to.
-    res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level, stored_map=True)
+    res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level, stored_map=True,
+                           body_crc=body_crc)
     ok = res.status is PutStatus.PUT_OK
     if core._hooks:
         core.run_send_back_hooks(ConsumeMessageContext(

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from rocketmq_emulator.broker.operations import (CommitOutcome, ConsumerRegistration, OffsetCommit, PullOutcome,
-                                                 Registration, SendBack, SubscriptionData)
+from rocketmq_emulator.broker.operations import (ConsumerRegistration, OffsetCommit, PullOutcome, Registration,
+                                                 SendBack, SendBackOutcome, SubscriptionData)
 from rocketmq_emulator.broker.fronts.remoting.protocol.typed import PULL_CODES, route_data, send_back_code
 from rocketmq_emulator.broker.fronts.remoting.protocol import CURRENT_VERSION, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
@@ -62,6 +62,8 @@ class PullResponse:
     raw: list | tuple = ()
 
 
+_FOUND, _NO_NEW = PullOutcome.FOUND, PullOutcome.NO_NEW_MESSAGE
+_RETRYING, _DEAD_LETTERED = SendBackOutcome.RETRYING, SendBackOutcome.DEAD_LETTERED
 # a typed pull's outcome -> what the command path reads from the response code
 _OUTCOME_STATUS = {PullOutcome.FOUND: PullStatus.FOUND, PullOutcome.NO_NEW_MESSAGE: PullStatus.NO_NEW_MSG,
                    PullOutcome.RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
@@ -162,7 +164,14 @@ class BrokerAPI:
             if err is not None:
                 callback(None, err)
                 return
-            status = _OUTCOME_STATUS.get(result.outcome)
+            outcome = result.outcome
+            # (the usual answers first: an enum member as a dict key costs a call to hash it)
+            if outcome is _FOUND:
+                status = PullStatus.FOUND
+            elif outcome is _NO_NEW:
+                status = PullStatus.NO_NEW_MSG
+            else:
+                status = _OUTCOME_STATUS.get(outcome)
             if status is None:
                 callback(None, MQBrokerError(PULL_CODES[result.outcome], result.remark, None, "PULL_MESSAGE"))
                 return
@@ -229,6 +238,9 @@ class BrokerAPI:
             result = core.send_back(SendBack(group, commit_log_offset, delay_level, max_reconsume_times,
                                              origin_msg_id, origin_topic))
             self.transport.core_done()
+            outcome = result.outcome
+            if outcome is _RETRYING or outcome is _DEAD_LETTERED:
+                return
             code = send_back_code(result)
             if code != ResponseCode.SUCCESS:
                 raise MQBrokerError(code, result.remark, None, "CONSUMER_SEND_MSG_BACK")

@@ -99,6 +99,7 @@ PULSAR_RETRY_SUFFIX = "-RETRY"
 # Not a business topic: a system one, or a group's retry / dead-letter topic.
 NOT_BUSINESS_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX) + SYSTEM_PREFIXES
 _TX_MASK, _TX_PREPARED, _TX_ROLLBACK = 0xC, 0x4, 0xC
+_TX_HALVES = (_TX_PREPARED, _TX_ROLLBACK)
 
 
 class Kind(str, Enum):
@@ -118,6 +119,7 @@ class Kind(str, Enum):
  _OTHER) = Kind
 SEND_BACK_KINDS = frozenset({Kind.RETRY_SCHEDULED, Kind.RETRY_DIRECT, Kind.DEAD_LETTER})
 RETRY_COPY_KINDS = frozenset({Kind.RETRY_DELIVERY, Kind.RETRY_DIRECT})      # deliverable in %RETRY%
+_COPY_KINDS = SEND_BACK_KINDS | RETRY_COPY_KINDS
 
 
 def is_business_topic(topic: str | None) -> bool:
@@ -349,6 +351,7 @@ class Ledger:
         self.topic_of: dict[tuple[str, str], str] = {}
         self.sb_records: dict[tuple[str, str], int] = defaultdict(int)         # (group, topic) -> records
         self.retry_copies: list[tuple] = []     # (gk, attempt, topic, group, qid, qoff, part), checked at the end
+        self._kinds: dict[tuple[str, str | None], tuple[Kind, str | None]] = {}    # (topic, REAL_TOPIC) -> kind, group
 
     def _resolve(self, props, msg_id: str) -> tuple[str, str]:
         origin = props.get(Prop.ORIGIN_MESSAGE_ID)
@@ -364,10 +367,11 @@ class Ledger:
         return "?" + (origin or uniq or msg_id), props.get(Prop.RETRY_TOPIC, "")
 
     def record(self, kind: Kind, topic: str, real: str | None, props, queue_id: int, queue_offset: int,
-               reconsume_times: int, msg_id: str, part: int = 0) -> None:
+               reconsume_times: int, msg_id: str, part: int = 0, group: str | None = None) -> None:
         """One stored record: its kind (``classify``), topic, REAL_TOPIC, properties (a
         mapping: ``get``), queue id and offset, reconsume times, offsetMsgId, and the
-        broker it is on (``part``: the index of its offset table)."""
+        broker it is on (``part``: the index of its offset table); ``group``, the group
+        of a copy, when the caller knows it (``_group``)."""
         if kind is _ORIGINAL or kind is _DELAYED_DELIVERY:          # a message: keys point at it
             if kind is _ORIGINAL:
                 self.produced[topic] += 1
@@ -379,8 +383,12 @@ class Ledger:
         elif kind is _DELAYED_ORIGINAL:
             self.produced[real] += 1
         elif kind is not _OTHER:                                      # SEND_BACK_ or RETRY_COPY_KINDS
-            group = _group(kind, topic, real)
-            key, message_topic = self._resolve(props, msg_id)
+            if group is None:
+                group = _group(kind, topic, real)
+            # (_resolve, inlined: every copy)
+            origin = props.get(Prop.ORIGIN_MESSAGE_ID)
+            found = self.by_offset_id.get(origin) if origin else None
+            key, message_topic = found if found is not None else self._resolve(props, msg_id)
             gk = (group, key)
             self.topic_of[gk] = message_topic
             self.copy_pairs.add((message_topic, group))
@@ -401,7 +409,9 @@ class Ledger:
     def stored(self, rec, msg_id: str, props: Mapping | None = None, part: int = 0) -> None:
         """A record just stored (``rec`` with the fields the store filled, ``msg_id`` its
         offsetMsgId), read as a walk reads it: by its stored properties string, or by
-        ``props``, its map as stored, when the caller has it."""
+        ``props``, its map as stored, when the caller has it. (Runs for every record a
+        simulation stores: a record's kind and group are looked up by its topic and
+        REAL_TOPIC, a run has few of those.)"""
         if props is None:
             text = rec.properties_text
             props = _TextProps(text)
@@ -409,8 +419,16 @@ class Ledger:
         else:
             real = props.get(Prop.REAL_TOPIC)
         topic = rec.topic
-        self.record(_kind(topic, real, rec.sys_flag), topic, real, props, rec.queue_id, rec.queue_offset,
-                    rec.reconsume_times, msg_id, part)
+        if rec.sys_flag & _TX_MASK in _TX_HALVES:
+            kind, group = _OTHER, None
+        else:
+            known = self._kinds.get((topic, real))
+            if known is None:
+                kind = _kind(topic, real, 0)
+                known = self._kinds[(topic, real)] = (kind, _group(kind, topic, real) if kind in _COPY_KINDS else None)
+            kind, group = known
+        self.record(kind, topic, real, props, rec.queue_id, rec.queue_offset, rec.reconsume_times, msg_id, part,
+                    group)
 
     def accounts(self, offsets_of: list[dict], subscriptions_doc: Mapping | None = None) -> Accounts:
         """The counts, for each broker's final consumer offsets (``normalize_offsets``

@@ -153,7 +153,7 @@ class CommitLog:
         return phys
 
     def append_record(self, rec, queue_offset: int, now_ms: int, *, prop_crc: bool,
-                      topic_field: bytes | None = None) -> int:
+                      topic_field: bytes | None = None, body_crc: int | None = None) -> int:
         """The one way a record enters the log: encode ``rec`` as stored at the log's end
         with this queue offset and store time, and append it. Returns where it went, and
         fills the fields a stored record has (queue_offset, commit_log_offset,
@@ -165,11 +165,12 @@ class CommitLog:
         ``topic_field`` (the caller's cached TOPIC field) and the CRC property on, the
         usual record is encoded by ``records.encode_usual`` and, when it fits the active
         segment and needs no fsync, appended without ``append``'s checks; anything else
-        takes ``encode_record`` + ``append``, the reference."""
+        takes ``encode_record`` + ``append``, the reference (``body_crc``, the body's CRC
+        when the caller knows it, is for the quick path only)."""
         phys = self.end
         usual = None
         if topic_field is not None and prop_crc:
-            usual = encode_usual(rec, topic_field, queue_offset, phys, now_ms)
+            usual = encode_usual(rec, topic_field, queue_offset, phys, now_ms, body_crc)
         if usual is None:
             return self._append_reference(rec, queue_offset, now_ms, prop_crc)
         data, crc, text = usual

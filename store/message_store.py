@@ -86,10 +86,12 @@ class MessageStore:
         return ConsumeQueue(topic, queue_id, base, files=files)
 
     # -- writing -----------------------------------------------------------------------------
-    def put(self, rec: MessageRecord, now_ms: int):
+    def put(self, rec: MessageRecord, now_ms: int, body_crc: int | None = None):
         """Append ``rec`` (see API.md). Its queue_offset, commit_log_offset,
         store_timestamp and the fields encode_record fills are set on success; on any
-        failure ``rec`` is left as it was and nothing is stored.
+        failure ``rec`` is left as it was and nothing is stored. ``body_crc``: the body's
+        CRC32 when the caller knows it (a copy of a record this store wrote): not computed
+        again.
 
         Cost: O(record size): one encode, one ``pwrite`` on disk (none in memory), no
         fsync (ASYNC_FLUSH; SYNC_FLUSH adds one), one 20-byte queue entry; the key
@@ -124,7 +126,7 @@ class MessageStore:
         try:
             if listed and cq is not None:
                 at = self._log.append_record(rec, cq.max_offset, now_ms, prop_crc=self._prop_crc,
-                                             topic_field=cq.topic_field)
+                                             topic_field=cq.topic_field, body_crc=body_crc)
             else:
                 at = self._log.append_record(rec, 0, now_ms, prop_crc=self._prop_crc)
         except Exception as exc:           # bad input of any kind is a status, not an exception
@@ -400,11 +402,15 @@ class MessageStore:
         return self._closed
 
     # -- offsets and config ------------------------------------------------------------------
-    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
         """Store a consumer group's offset (as upstream 4.x: unconditionally, even
-        backwards). Cost: O(1); written at the next flush."""
+        backwards); True when it changed. Cost: O(1); written at the next flush."""
         self._live()
-        self._offsets.commit(group, topic, int(queue_id), int(offset))
+        if queue_id.__class__ is not int:
+            queue_id = int(queue_id)
+        if offset.__class__ is not int:
+            offset = int(offset)
+        return self._offsets.commit(group, topic, queue_id, offset)
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, -1 when none. Cost: O(1)."""

@@ -102,11 +102,14 @@ class ConsumerOffsets:
         self.table: dict[str, dict[int, int]] = {}
         self.dirty = False
 
-    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
+        """True when the offset changed."""
         per = self.table.setdefault(f"{topic}@{group}", {})
         if per.get(queue_id) != offset:
             per[queue_id] = offset
             self.dirty = True
+            return True
+        return False
 
     def query(self, group: str, topic: str, queue_id: int) -> int:
         per = self.table.get(f"{topic}@{group}")

@@ -491,7 +491,8 @@ _PROP_CRC_NAME_TEXT = PROP_CRC_NAME.decode()
 _PROP_CRC_ONLY_TEXT = PROP_CRC_ONLY.decode()
 
 
-def encode_usual(rec: MessageRecord, topic_field: bytes, queue_offset: int, phys: int, now_ms: int):
+def encode_usual(rec: MessageRecord, topic_field: bytes, queue_offset: int, phys: int, now_ms: int,
+                 body_crc: int | None = None):
     """``encode_record(rec, prop_crc=True)`` for the usual record, faster: IPv4 hosts
     whose address text was packed before, the topic's field known (``topic_field``),
     properties that fit with the CRC property. Returns (bytes, body CRC, stored
@@ -499,6 +500,7 @@ def encode_usual(rec: MessageRecord, topic_field: bytes, queue_offset: int, phys
     input it cannot take: the reference then says what is wrong with it). Reads ``rec``
     only: the caller fills its fields once the bytes are appended
     (tests/store/test_fast_put.py holds the two encoders equal byte for byte).
+    ``body_crc``: the body's CRC32, when the caller knows it (not computed again).
 
     Cost: ten calls, all but this one in C (it runs for every record stored)."""
     try:
@@ -524,7 +526,7 @@ def encode_usual(rec: MessageRecord, topic_field: bytes, queue_offset: int, phys
             props_len_f = _props_len_fields[props_len] = _I16.pack(props_len)
         body = rec.body
         body_len = len(body)
-        crc = _crc32(body)
+        crc = _crc32(body) if body_crc is None else body_crc
         data = _join((_pack_fixed_v4(90 + body_len + len(topic_field) + props_len, MAGIC_CODE, crc, rec.queue_id,
                                      rec.flag, queue_offset, phys, rec.sys_flag & ~_V6_BITS, rec.born_timestamp,
                                      born_raw, born_port, now_ms, store_raw, store_port, rec.reconsume_times,

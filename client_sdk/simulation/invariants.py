@@ -64,19 +64,19 @@ class Violation:
         return {"invariant": self.invariant, "step": self.step, "time_ms": self.time_ms, "message": self.message}
 
 
-def _copy_of(msg):
-    """What tells one stored copy from another: its broker and commit-log offset (the
-    offsets of two brokers' logs repeat)."""
-    return getattr(msg, "store_host", None), msg.commit_log_offset
+# What tells one stored copy from another: its broker and commit-log offset (the offsets
+# of two brokers' logs repeat): (getattr(msg, "store_host", None), msg.commit_log_offset).
 
 
 class _Fate:
     """One message in one group. ``failures``: one (reconsumeTimes, time, commit-log
     offset of the copy, delay its retry waits) per failed delivery; after a crash one
     attempt may fail twice (two lineages). One is made per message and group, and most
-    never fail: they share an empty tuple until their first failure."""
+    never fail: they share an empty tuple until their first failure. ``copies`` counts
+    the failures of each copy and ``by_attempt`` holds (time, copy, delay) per
+    reconsumeTimes: what a delivery is checked against, without a scan."""
 
-    __slots__ = ("failures", "succeeded", "dead")
+    __slots__ = ("failures", "succeeded", "dead", "copies", "by_attempt")
 
     def __init__(self) -> None:
         self.failures: list[tuple[int, int, int, int]] | tuple = ()
@@ -86,6 +86,31 @@ class _Fate:
     @property
     def failed(self) -> list[int]:
         return [f[0] for f in self.failures]
+
+    def add_failure(self, entry: tuple) -> None:
+        k, t, copy, delay = entry
+        if not self.failures:
+            self.failures = []
+            self.copies = {}
+            self.by_attempt = {}
+        self.failures.append(entry)
+        self.copies[copy] = self.copies.get(copy, 0) + 1
+        same = self.by_attempt.get(k)
+        if same is None:
+            self.by_attempt[k] = [(t, copy, delay)]
+        else:
+            same.append((t, copy, delay))
+
+    def withdraw(self, entry: tuple) -> None:
+        """Take back a failure recorded before (a delivery that turned out otherwise)."""
+        k, t, copy, delay = entry
+        self.failures.remove(entry)
+        left = self.copies[copy] - 1
+        if left:
+            self.copies[copy] = left
+        else:
+            del self.copies[copy]
+        self.by_attempt[k].remove((t, copy, delay))
 
 
 @dataclass
@@ -116,6 +141,9 @@ class InvariantChecker:
         self.queues: dict[tuple[str, str, int], _QueueBook] = {}
         self.pending = 0                                 # (group, message) pairs not yet ended
         self.deliveries = 0
+        self.accepted_count = 0
+        self.max_failed = {g.name: g.max_attempts_failed for g in scenario.groups}
+        self.levels = len(delays_ms)
 
     # -- reporting ---------------------------------------------------------------------
     def fail(self, invariant: str, now_ms: int, message: str) -> None:
@@ -124,6 +152,7 @@ class InvariantChecker:
     # -- what the application sees ----------------------------------------------------------
     def accepted(self, number: int, uniq_key: str, offset_msg_id: str) -> None:
         assert number == len(self.uniq)
+        self.accepted_count += 1
         self.uniq.append(uniq_key)
         self.offset_id.append(offset_msg_id)
         self.by_uniq[uniq_key] = number
@@ -133,10 +162,11 @@ class InvariantChecker:
 
     def delivered(self, spec: GroupSpec, number: int, msg, pulled_topic: str, now_ms: int) -> _Fate | None:
         """A delivery of message ``number`` to ``spec``'s listener: identity, delay and
-        attempt checks. Returns its fate (None for a number never accepted)."""
+        attempt checks. Returns its fate (None for a number never accepted). (It runs
+        for every delivery: look-ups, no scans.)"""
         self.step += 1
         self.deliveries += 1
-        if number >= len(self.uniq):
+        if number >= self.accepted_count:
             self.fail("lost", now_ms, f"{spec.name} got message #{number}, which no send accepted")
             return None
         fate = self.fates[spec.name][number]
@@ -145,46 +175,51 @@ class InvariantChecker:
             self.fail("identity", now_ms, f"{spec.name}: message #{number} arrived with UNIQ_KEY {msg.msg_id}, "
                                           f"sent as {self.uniq[number]}")
         if not spec.orderly:
-            failures = fate.failures           # empty for most deliveries: skip the scans
+            failures = fate.failures           # empty for most deliveries: skip the checks against them
             # (Pulsar negative acks: every delivery is of the one stored message; Pulsar retry
             # letters are copies, but their ORIGIN_MESSAGE_ID is a Pulsar message id)
-            redelivered = spec.protocol == "pulsar" and not spec.retry_letters
-            copy = _copy_of(msg)
-            fresh_copy = redelivered or not failures or all(copy != f[2] for f in failures)
-            if k > 0 and fresh_copy and spec.protocol != "pulsar":
+            pulsar = spec.protocol == "pulsar"
+            redelivered = pulsar and not spec.retry_letters
+            copy = (getattr(msg, "store_host", None), msg.commit_log_offset)    # (_copy_of, inlined)
+            fresh_copy = redelivered or not failures or copy not in fate.copies
+            if k > 0 and fresh_copy and not pulsar:
                 origin = msg.properties.get("ORIGIN_MESSAGE_ID")
                 if origin != self.offset_id[number]:
                     self.fail("identity", now_ms, f"{spec.name}: retry {k} of message #{number} carries "
                                                   f"ORIGIN_MESSAGE_ID {origin}, expected {self.offset_id[number]}")
-            if k > spec.max_attempts_failed - 1 and fresh_copy:
+            max_failed = self.max_failed[spec.name]
+            if k > max_failed - 1 and fresh_copy:
                 self.fail("attempts", now_ms, f"{spec.name}: message #{number} delivered with reconsumeTimes {k}, "
-                                              f"above maxReconsumeTimes {spec.max_attempts_failed - 1}")
-            previous = [f for f in failures if f[0] == k - 1] if k > 0 and failures else None
+                                              f"above maxReconsumeTimes {max_failed - 1}")
+            previous = fate.by_attempt.get(k - 1) if k > 0 and failures else None
             if previous:
                 # The same copy again means its send-back failed and the client retried it
                 # locally (5 s); a new copy came through the broker's delay level.
-                waits = [(now_ms - t, LOCAL_RETRY_MS if phys == copy and not redelivered else delay)
-                         for _, t, phys, delay in previous]
-                if not any(waited >= due for waited, due in waits):
-                    waited, due = waits[0]
+                for t, phys, delay in previous:
+                    if now_ms - t >= (LOCAL_RETRY_MS if phys == copy and not redelivered else delay):
+                        break
+                else:
+                    t, phys, delay = previous[0]
+                    due = LOCAL_RETRY_MS if phys == copy and not redelivered else delay
                     self.fail("retry_delay", now_ms, f"{spec.name}: retry {k} of message #{number} came "
-                                                     f"{waited} ms after its failure; it is due after {due} ms")
+                                                     f"{now_ms - t} ms after its failure; it is due after {due} ms")
         return fate
 
     def failed(self, spec: GroupSpec, fate: _Fate, msg, now_ms: int, *, expired: bool = False,
-               delay_ms: int | None = None) -> None:
+               delay_ms: int | None = None) -> tuple:
         """A delivery that failed (the listener said so, or it overran consumeTimeout).
         Its retry is due after its delay level, or after ``delay_ms`` when given (5.x:
-        the invisible time the failure left it)."""
+        the invisible time the failure left it). Returns what was recorded."""
         k = msg.reconsume_times
         if delay_ms is None:
             level = EXPIRED_LEVEL if expired else 3 + k
-            delay = self.delays_ms[min(level, len(self.delays_ms)) - 1]
+            levels = self.levels
+            delay = self.delays_ms[(level if level < levels else levels) - 1]
         else:
             delay = delay_ms
-        if not fate.failures:
-            fate.failures = []
-        fate.failures.append((k, now_ms, _copy_of(msg), delay))
+        entry = (k, now_ms, (getattr(msg, "store_host", None), msg.commit_log_offset), delay)
+        fate.add_failure(entry)
+        return entry
 
     def succeeded(self, spec: GroupSpec, number: int, fate: _Fate) -> None:
         if not fate.succeeded and not fate.dead:
@@ -200,7 +235,10 @@ class InvariantChecker:
         if orderly and queue_offset > book.low:
             self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} offset {queue_offset} was consumed "
                                        f"before offset {book.low}")
-        book.finish(queue_offset)
+        if queue_offset == book.low and not book.finished:
+            book.low += 1                       # (finish, in order: the usual case)
+        else:
+            book.finish(queue_offset)
 
     def check_order(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int,
                     broker: str = FIRST_BROKER) -> None:
@@ -230,7 +268,9 @@ class InvariantChecker:
                          broker: str = FIRST_BROKER) -> None:
         if group not in self.fates:
             return
-        book = self.queues.setdefault((group, topic, queue_id, broker), _QueueBook())
+        book = self.queues.get((group, topic, queue_id, broker))
+        if book is None:
+            book = self.queues[(group, topic, queue_id, broker)] = _QueueBook()
         if offset > book.low:
             where = "" if broker == FIRST_BROKER else f" on {broker}"
             self.fail("commit", now_ms, f"{group} committed {topic}/{queue_id}{where} offset {offset}, but offset "

@@ -466,12 +466,32 @@ class Simulation:
         max_orderly = spec.max_attempts_failed - 1
 
         delivered = checker.delivered
+        failed = checker.failed
+        finished = checker.finished
         fails = self._fails
+        rng = self.rng
+        group = spec.name
+        slow = spec.slow_probability
 
         def on_messages(msgs, ctx):
             now = clock.now_ms()
             mq = ctx.message_queue
             pulled = mq.topic
+            if not orderly and len(msgs) == 1:
+                # one message (consumeMessageBatchMaxSize 1): the loop below, unrolled
+                m = msgs[0]
+                n = int(m.body[:NUMBER_WIDTH])
+                fate = delivered(spec, n, m, pulled, now)
+                failing = fails(spec, n, m.reconsume_times)
+                if slow and rng.random() < slow:
+                    return self._overrun(spec, msgs, [n], [fate], ctx, now, 0 if failing else None)
+                if fate is not None:
+                    if failing:
+                        failed(spec, fate, m, now)
+                    elif not fate.succeeded:
+                        checker.succeeded(spec, n, fate)
+                finished(group, pulled, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
+                return _LATER if failing else _OK
             if orderly:
                 first = msgs[0].queue_offset
                 if [m.queue_offset for m in msgs] != list(range(first, first + len(msgs))):
@@ -601,8 +621,7 @@ class Simulation:
         expected = []
         for m, fate in zip(msgs, fates):
             if fate is not None:
-                checker.failed(spec, fate, m, now, expired=True)
-                expected.append(fate.failures[-1])
+                expected.append(checker.failed(spec, fate, m, now, expired=True))
             else:
                 expected.append(None)
             checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
@@ -618,7 +637,7 @@ class Simulation:
         for j, (m, fate) in enumerate(zip(msgs, fates)):
             if fate is None or pq is None or pq.msg_tree.get(m.queue_offset) is not m:
                 continue    # the expiry sent it back, as recorded
-            fate.failures.remove(expected[j])
+            fate.withdraw(expected[j])
             if pq.dropped:
                 continue    # the queue left this consumer: it is delivered again from the committed offset
             if j < ok_upto:

@@ -100,6 +100,8 @@ class IdleSkipper:
         # Nothing a skip carries (a timer, a held pull's timeout) comes before the limit:
         # nothing to do, and nothing more is looked at (most loop turns end here).
         timers = rt._timers
+        while timers and timers[0][2].cancelled:        # (what the runtime's next_deadline drops too)
+            heapq.heappop(timers)
         if not timers or timers[0][0] >= limit:
             held = core.holds.next_deadline()
             if held is None or held >= limit:
@@ -269,11 +271,12 @@ class IdleSkipper:
         held, transport, pr = c.held, c.transport, c.pull
         old = transport._pending.pop(held.context.opaque)
         if old.__class__ is HeldCall:
-            old.timer.cancel()
+            old_timer, old.timer = old.timer, None      # (the timer holds the call: no cycle left)
+            old_timer.cancel()
             timeout = old.timeout_ms
             call = HeldCall(next_typed_id(), old.callback, c.request, old.suspend_ms, timeout)
             call.timer = rt.schedule(Timer(c.last_ms + timeout, transport._typed_timed_out, (call,),
-                                           quiet=old.timer.quiet))
+                                           quiet=old_timer.quiet))
             transport._pending[call.opaque] = call
             context = call
         else:

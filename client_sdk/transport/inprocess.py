@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from heapq import heappush
 from typing import Callable
 
 from rocketmq_emulator.broker.core import BrokerCore, Channel
@@ -249,18 +250,21 @@ class InProcessTransport(Transport):
         if result is not None:
             rt._ready.append((callback, (result, None)))        # (runtime.call_soon, inlined)
         else:
-            call.timer = rt.schedule(Timer(rt.clock.now_ms() + timeout_ms, self._typed_timed_out, (call,),
-                                           None, ("reply", self)))
+            due = rt.clock.now_ms() + timeout_ms
+            call.timer = timer = Timer(due, self._typed_timed_out, (call,), None, ("reply", self))
+            heappush(rt._timers, (due, next(rt._seq), timer))   # (runtime.schedule, inlined)
             self._pending[opaque] = call
         return opaque
 
     def _answered(self, call: HeldCall, result) -> None:
         if self._pending.pop(call.opaque, None) is not None:
             call.timer.cancelled = True                         # (Timer.cancel, inlined)
+            call.timer = None           # (the timer holds the call: no cycle left for the collector)
             self.runtime._ready.append((call.callback, (result, None)))
 
     def _typed_timed_out(self, call: HeldCall) -> None:
         if self._pending.pop(call.opaque, None) is not None:
+            call.timer = None
             call.callback(None, RemotingTimeoutError(f"wait response on a pull of {call.request.topic}/"
                                                      f"{call.request.queue_id} timed out"))
 
@@ -308,7 +312,11 @@ class InProcessTransport(Transport):
         self.hub._forget(self)
         pending, self._pending = self._pending, {}
         for entry in pending.values():
-            callback, timer = (entry.callback, entry.timer) if entry.__class__ is HeldCall else entry
+            if entry.__class__ is HeldCall:
+                callback, timer = entry.callback, entry.timer
+                entry.timer = None
+            else:
+                callback, timer = entry
             timer.cancel()
             self.runtime.call_soon(callback, None, RemotingConnectError("connection closed"))
 

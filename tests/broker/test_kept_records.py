@@ -189,7 +189,7 @@ def test_the_next_deadline_is_found_once_until_something_changes(core, monkeypat
     client.send("T", b"later", delay=3)
     scans = []
     find = core._find_deadline
-    monkeypatch.setattr(core, "_find_deadline", lambda holds: scans.append(holds) or find(holds))
+    monkeypatch.setattr(core, "_find_deadline", lambda: scans.append(1) or find())
     first = core.next_deadline()
     assert first == core.clock.now_ms() + 10_000
     for _ in range(5):
