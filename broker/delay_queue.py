@@ -29,6 +29,7 @@ __all__ = ["ScheduleService", "TIMER_PROGRESS_CONFIG"]
 
 TIMER_PROGRESS_CONFIG = "timerProgress"
 _CRC_NAME = PROP_CRC + "\x01"
+_REAL_TOPIC, _REAL_QID = Prop.REAL_TOPIC, Prop.REAL_QID
 _DELAY_PROPS = (Prop.DELAY, Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC)
 
 
@@ -183,14 +184,15 @@ class ScheduleService:
         delayed again (the caller passes delay level 0), and the store gives it a CRC
         property of its own."""
         old, props = kept
-        real_topic = props.get(Prop.REAL_TOPIC)
+        real_topic = props[_REAL_TOPIC] if _REAL_TOPIC in props else None     # (not ``get``: every due message)
         if not real_topic:
             return None
         text = old.properties_text
         if text[-19:-10] == _CRC_NAME:      # the store's CRC property, the one there is: not the copy's
             text = text[:-20] if len(text) > 19 else ""
         # positional, in MessageRecord's field order (see ``time_up``)
-        return MessageRecord(real_topic, old.body, int(props.get(Prop.REAL_QID, "0")), old.flag, dict(props),
+        return MessageRecord(real_topic, old.body, int(props[_REAL_QID] if _REAL_QID in props else "0"), old.flag,
+                             dict(props),
                              old.sys_flag, old.born_timestamp, old.born_host, 0, old.store_host,
                              old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0, text)
 

@@ -112,7 +112,8 @@ def send_back(core, req: SendBack) -> SendBackResult:
     Cost: a look-up of the stored message (the record the core keeps, or a read and a
     decode), one put."""
     group, offset = req.group, req.commit_log_offset
-    gc = core.groups.table.get(group)
+    table = core.groups.table               # (``in`` and ``[]``, not ``get``: a call fewer, every send-back)
+    gc = table[group] if group in table else None
     if gc is None:
         gc = core.groups.find(group)
         if gc is None:
@@ -124,7 +125,8 @@ def send_back(core, req: SendBack) -> SendBackResult:
 
     new_topic = RETRY_PREFIX + group
     queue_id = core.draw_queue(gc.retry_queue_nums)
-    tc = core.topics.table.get(new_topic)
+    table = core.topics.table
+    tc = table[new_topic] if new_topic in table else None
     if tc is None:
         tc = core.topics.create_system(new_topic, gc.retry_queue_nums, PERM_READ | PERM_WRITE)
     if not tc.perm & PERM_WRITE:
@@ -143,7 +145,8 @@ def send_back(core, req: SendBack) -> SendBackResult:
 
     max_times = gc.retry_max_times if req.max_reconsume_times is None else req.max_reconsume_times
     # (the offsetMsgId is used only when no ORIGIN_MESSAGE_ID is there yet)
-    decision = rocketmq4_send_back(group, stored, old.topic, stored.get(Prop.ORIGIN_MESSAGE_ID) or old.offset_msg_id,
+    origin = stored[Prop.ORIGIN_MESSAGE_ID] if Prop.ORIGIN_MESSAGE_ID in stored else None
+    decision = rocketmq4_send_back(group, stored, old.topic, origin or old.offset_msg_id,
                                    old.reconsume_times, max_times, req.delay_level, queue_id)
     to_dlq, level, props, new_topic = decision.dead_letter, decision.delay_level, decision.properties, decision.topic
     if to_dlq:

@@ -142,7 +142,7 @@ class ConsumeMessageConcurrentlyService:
                 back_failed = []
                 for i in range(ack + 1, n):
                     m = msgs[i]
-                    if not pq.contains(m):   # already settled elsewhere (expired and sent back)
+                    if m.queue_offset not in pq.msg_tree:   # (pq.contains) already settled elsewhere (expired and sent back)
                         continue
                     if not c.send_message_back(m, ctx.delay_level_when_next_consume, mq.broker_name):
                         m.reconsume_times += 1

@@ -53,6 +53,9 @@ class MessageModel(enum.Enum):
     BROADCASTING = "BROADCASTING"
 
 
+_BROADCASTING = MessageModel.BROADCASTING
+
+
 class ConsumeFromWhere(enum.Enum):
     """Where a group with no stored offset starts. Note RocketMQ 4.x's broker answers
     offset 0 for a queue whose first message is still there, so a brand-new group
@@ -478,7 +481,8 @@ class PushConsumer:
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
             return
         if not self._orderly:
-            if pq.msg_tree and pq.max_span > self.consume_concurrently_max_span:
+            offsets = pq.msg_tree.offsets           # (pq.max_span, inlined: every pull)
+            if offsets and offsets[-1] - offsets[0] > self.consume_concurrently_max_span:
                 self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
                 return
         elif not self.broadcasting and not pq.locked:
@@ -503,7 +507,7 @@ class PushConsumer:
         subscription sent along, the offset commit piggy-backed when there is one)."""
         mq = pr.mq
         commit_offset = None
-        if not self.broadcasting:
+        if self.message_model is not _BROADCASTING:     # (self.broadcasting: every pull)
             co = self.offset_store.table.get(mq, -1)
             if co > 0:
                 commit_offset = co
@@ -620,11 +624,15 @@ class PushConsumer:
     def send_message_back(self, msg: MessageExt, delay_level: int = 0, broker_name: str | None = None) -> bool:
         """sendMessageBack: CONSUMER_SEND_MSG_BACK, else the inner producer's copy to
         %RETRY%<group>. True when either worked."""
+        props = msg.properties
+        # (msg.msg_id, inlined: every failed delivery)
+        msg_id = (props[Prop.UNIQ_KEY] if Prop.UNIQ_KEY in props else None) or msg.offset_msg_id
         try:
             self.instance.api.consumer_send_msg_back(
                 commit_log_offset=msg.commit_log_offset, group=self.group, delay_level=delay_level,
-                origin_msg_id=msg.msg_id, origin_topic=msg.topic,
-                max_reconsume_times=self.max_reconsume_times_concurrently, broker_name=broker_name)
+                origin_msg_id=msg_id, origin_topic=msg.topic,
+                max_reconsume_times=16 if self.max_reconsume_times == -1 else self.max_reconsume_times,
+                broker_name=broker_name)         # (max_reconsume_times_concurrently, inlined)
             self.stats.send_back_ok += 1
             return True
         except (MQClientError, RemotingError) as exc:

@@ -100,6 +100,7 @@ PULSAR_RETRY_SUFFIX = "-RETRY"
 NOT_BUSINESS_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX) + SYSTEM_PREFIXES
 _TX_MASK, _TX_PREPARED, _TX_ROLLBACK = 0xC, 0x4, 0xC
 _TX_HALVES = (_TX_PREPARED, _TX_ROLLBACK)
+_ORIGIN, _REAL_TOPIC = Prop.ORIGIN_MESSAGE_ID, Prop.REAL_TOPIC
 
 
 class Kind(str, Enum):
@@ -385,10 +386,16 @@ class Ledger:
         elif kind is not _OTHER:                                      # SEND_BACK_ or RETRY_COPY_KINDS
             if group is None:
                 group = _group(kind, topic, real)
-            # (_resolve, inlined: every copy)
-            origin = props.get(Prop.ORIGIN_MESSAGE_ID)
-            found = self.by_offset_id.get(origin) if origin else None
-            key, message_topic = found if found is not None else self._resolve(props, msg_id)
+            # (_resolve, inlined: every copy; ``in`` and ``[]`` rather than ``get``, a call fewer each)
+            if props.__class__ is dict:
+                origin = props[_ORIGIN] if _ORIGIN in props else None
+            else:                       # (a _TextProps: ``get`` only)
+                origin = props.get(_ORIGIN)
+            by_offset_id = self.by_offset_id
+            if origin and origin in by_offset_id:
+                key, message_topic = by_offset_id[origin]
+            else:
+                key, message_topic = self._resolve(props, msg_id)
             gk = (group, key)
             self.topic_of[gk] = message_topic
             self.copy_pairs.add((message_topic, group))
@@ -417,16 +424,18 @@ class Ledger:
             props = _TextProps(text)
             real = prop_value(text, Prop.REAL_TOPIC) if _REAL_TOPIC_KEY in text else None
         else:
-            real = props.get(Prop.REAL_TOPIC)
+            real = props[_REAL_TOPIC] if _REAL_TOPIC in props else None
         topic = rec.topic
         if rec.sys_flag & _TX_MASK in _TX_HALVES:
             kind, group = _OTHER, None
         else:
-            known = self._kinds.get((topic, real))
-            if known is None:
+            kinds, pair = self._kinds, (topic, real)
+            if pair in kinds:
+                kind, group = kinds[pair]
+            else:
                 kind = _kind(topic, real, 0)
-                known = self._kinds[(topic, real)] = (kind, _group(kind, topic, real) if kind in _COPY_KINDS else None)
-            kind, group = known
+                group = _group(kind, topic, real) if kind in _COPY_KINDS else None
+                kinds[pair] = kind, group
         self.record(kind, topic, real, props, rec.queue_id, rec.queue_offset, rec.reconsume_times, msg_id, part,
                     group)
 
@@ -436,8 +445,11 @@ class Ledger:
         consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)
         for gk, attempts in self.consumed_ok.items():
             consumed_ok[gk] |= attempts
-        for gk, attempt, topic, group, qid, qoff, part in self.retry_copies:
-            if offsets_of[part].get((topic, group), {}).get(qid, -1) > qoff:
+        no_offsets: dict = {}
+        for gk, attempt, topic, group, qid, qoff, part in self.retry_copies:     # (a copy of each retry)
+            offsets = offsets_of[part]
+            queue_offsets = offsets[(topic, group)] if (topic, group) in offsets else no_offsets
+            if qid in queue_offsets and queue_offsets[qid] > qoff:
                 consumed_ok[gk].add(attempt)
         send_backs, dead, topic_of = self.send_backs, self.dead, self.topic_of
         produced, sb_records = self.produced, self.sb_records

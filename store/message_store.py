@@ -231,7 +231,8 @@ class MessageStore:
         counted in next_begin_offset); at most max(800, max_msgs) entries are scanned.
         Cost: O(entries scanned) plus one log read per record returned (no copy for
         fresh records); entries already written are read from the queue's files."""
-        self._live()
+        if self._closed:                    # (_live, inlined: every pull)
+            raise StoreError("the store is closed")
         cq = self._queues.get((topic, queue_id))
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, [], 0, 0, 0)
@@ -405,7 +406,8 @@ class MessageStore:
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
         """Store a consumer group's offset (as upstream 4.x: unconditionally, even
         backwards); True when it changed. Cost: O(1); written at the next flush."""
-        self._live()
+        if self._closed:                    # (_live, inlined: every offset commit)
+            raise StoreError("the store is closed")
         if queue_id.__class__ is not int:
             queue_id = int(queue_id)
         if offset.__class__ is not int:
@@ -435,7 +437,8 @@ class MessageStore:
 
     def set_delay_offset(self, level: int, offset: int) -> None:
         """One level's next offset (a due message delivered). Cost: O(1)."""
-        self._live()
+        if self._closed:                    # (_live, inlined: every due message)
+            raise StoreError("the store is closed")
         d = self._delay
         if d.table.get(level) != offset:
             d.table[level] = offset

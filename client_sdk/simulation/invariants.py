@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..message import MessageExt
 from .scenario import GroupSpec, Scenario
 
 __all__ = ["Violation", "InvariantChecker", "LOCAL_RETRY_MS", "EXPIRED_LEVEL"]
@@ -94,12 +95,12 @@ class _Fate:
             self.copies = {}
             self.by_attempt = {}
         self.failures.append(entry)
-        self.copies[copy] = self.copies.get(copy, 0) + 1
-        same = self.by_attempt.get(k)
-        if same is None:
-            self.by_attempt[k] = [(t, copy, delay)]
+        copies, by_attempt = self.copies, self.by_attempt       # (``in`` and ``[]``: every failure)
+        copies[copy] = copies[copy] + 1 if copy in copies else 1
+        if k in by_attempt:
+            by_attempt[k].append((t, copy, delay))
         else:
-            same.append((t, copy, delay))
+            by_attempt[k] = [(t, copy, delay)]
 
     def withdraw(self, entry: tuple) -> None:
         """Take back a failure recorded before (a delivery that turned out otherwise)."""
@@ -171,8 +172,14 @@ class InvariantChecker:
             return None
         fate = self.fates[spec.name][number]
         k = msg.reconsume_times
-        if msg.msg_id != self.uniq[number]:
-            self.fail("identity", now_ms, f"{spec.name}: message #{number} arrived with UNIQ_KEY {msg.msg_id}, "
+        props = msg.properties
+        # (here and below ``in`` and ``[]`` rather than ``get``: a call fewer each, every delivery)
+        if msg.__class__ is MessageExt:     # (its msg_id, inlined: a 4.x client's message)
+            msg_id = (props["UNIQ_KEY"] if "UNIQ_KEY" in props else None) or msg.offset_msg_id
+        else:
+            msg_id = msg.msg_id
+        if msg_id != self.uniq[number]:
+            self.fail("identity", now_ms, f"{spec.name}: message #{number} arrived with UNIQ_KEY {msg_id}, "
                                           f"sent as {self.uniq[number]}")
         if not spec.orderly:
             failures = fate.failures           # empty for most deliveries: skip the checks against them
@@ -183,7 +190,7 @@ class InvariantChecker:
             copy = (getattr(msg, "store_host", None), msg.commit_log_offset)    # (_copy_of, inlined)
             fresh_copy = redelivered or not failures or copy not in fate.copies
             if k > 0 and fresh_copy and not pulsar:
-                origin = msg.properties.get("ORIGIN_MESSAGE_ID")
+                origin = props["ORIGIN_MESSAGE_ID"] if "ORIGIN_MESSAGE_ID" in props else None
                 if origin != self.offset_id[number]:
                     self.fail("identity", now_ms, f"{spec.name}: retry {k} of message #{number} carries "
                                                   f"ORIGIN_MESSAGE_ID {origin}, expected {self.offset_id[number]}")
@@ -191,7 +198,7 @@ class InvariantChecker:
             if k > max_failed - 1 and fresh_copy:
                 self.fail("attempts", now_ms, f"{spec.name}: message #{number} delivered with reconsumeTimes {k}, "
                                               f"above maxReconsumeTimes {max_failed - 1}")
-            previous = fate.by_attempt.get(k - 1) if k > 0 and failures else None
+            previous = fate.by_attempt[k - 1] if k > 0 and failures and k - 1 in fate.by_attempt else None
             if previous:
                 # The same copy again means its send-back failed and the client retried it
                 # locally (5 s); a new copy came through the broker's delay level.
@@ -229,9 +236,11 @@ class InvariantChecker:
     def finished(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int,
                  orderly: bool, broker: str = FIRST_BROKER) -> None:
         key = (group, pulled_topic, queue_id, broker)
-        book = self.queues.get(key)
-        if book is None:
-            book = self.queues[key] = _QueueBook()
+        queues = self.queues
+        if key in queues:
+            book = queues[key]
+        else:
+            book = queues[key] = _QueueBook()
         if orderly and queue_offset > book.low:
             self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} offset {queue_offset} was consumed "
                                        f"before offset {book.low}")
@@ -268,9 +277,12 @@ class InvariantChecker:
                          broker: str = FIRST_BROKER) -> None:
         if group not in self.fates:
             return
-        book = self.queues.get((group, topic, queue_id, broker))
-        if book is None:
-            book = self.queues[(group, topic, queue_id, broker)] = _QueueBook()
+        key = (group, topic, queue_id, broker)
+        queues = self.queues
+        if key in queues:
+            book = queues[key]
+        else:
+            book = queues[key] = _QueueBook()
         if offset > book.low:
             where = "" if broker == FIRST_BROKER else f" on {broker}"
             self.fail("commit", now_ms, f"{group} committed {topic}/{queue_id}{where} offset {offset}, but offset "

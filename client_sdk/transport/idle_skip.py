@@ -250,9 +250,9 @@ class IdleSkipper:
             self.carried += n
             order.append(((c.last_ms, 1, -first, c.held.seq), c, c.last_ms))
         order.sort(key=lambda o: o[0])
-        moved = {id(t) for _, _, t in jobs}
+        moved = {t for _, _, t in jobs}         # (a Timer hashes by identity, in C)
         # In place: a run call further up the stack (a listener advancing time) holds this list.
-        rt._timers[:] = [e for e in rt._timers if id(e[2]) not in moved]
+        rt._timers[:] = [e for e in rt._timers if e[2] not in moved]
         heapq.heapify(rt._timers)
         for _, item, last in order:
             if isinstance(item, Timer):

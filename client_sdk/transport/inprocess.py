@@ -234,7 +234,9 @@ class InProcessTransport(Transport):
         return None if core.stopped else core
 
     def core_done(self) -> None:
-        self.hub._route_outgoing()
+        hub = self.hub
+        if hub.front.outgoing:          # (what _route_outgoing looks at first: a call fewer per typed call)
+            hub._route_outgoing()
 
     # -- typed pulls -----------------------------------------------------------------------
     def pull(self, request, suspend_ms: int, callback: ResponseCallback, timeout_ms: int) -> int:
