@@ -49,6 +49,7 @@ log = logging.getLogger("broker")
 # A failed re-store of a due delayed message is retried after this (DELAY_FOR_A_WHILE).
 _SCHEDULE_RETRY_MS = 100
 _STALE = object()           # the cached next deadline must be found again
+_RETRY_LEN = len(RETRY_PREFIX)
 _PUT_OK = PutStatus.PUT_OK
 _FOUND = PullOutcome.FOUND
 _CRC_NAME = PROP_CRC + "\x01"
@@ -530,8 +531,11 @@ class BrokerCore:
                 continue
             # the group whose retry topic it goes back to (none: a producer's delayed send)
             group = None
-            if rec.topic.startswith(RETRY_PREFIX):
-                group = rec.topic[len(RETRY_PREFIX):].partition(POP_RETRY_SEPARATOR)[0]
+            topic = rec.topic
+            if topic[:_RETRY_LEN] == RETRY_PREFIX:         # (startswith, len: calls, every due message)
+                group = topic[_RETRY_LEN:]
+                if POP_RETRY_SEPARATOR in group:
+                    group = group.partition(POP_RETRY_SEPARATOR)[0]
             if kept is not None:
                 res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group, delay_level=0,
                                        waited_level=0 if lane == TIMER_LANE else lane, stored_map=True,

@@ -189,7 +189,7 @@ class ScheduleService:
             return None
         text = old.properties_text
         if text[-19:-10] == _CRC_NAME:      # the store's CRC property, the one there is: not the copy's
-            text = text[:-20] if len(text) > 19 else ""
+            text = text[:-20]               # (with its separator; "" when it is the only one)
         # positional, in MessageRecord's field order (see ``time_up``)
         return MessageRecord(real_topic, old.body, int(props[_REAL_QID] if _REAL_QID in props else "0"), old.flag,
                              dict(props),

@@ -65,7 +65,8 @@ class PullHoldService:
         """Held pulls a new message at ``queue_offset`` (its ``properties``) satisfies;
         they are released."""
         key = (topic, queue_id)
-        waiting = self._by_queue.get(key)
+        by_queue = self._by_queue           # (``in`` and ``[]``: every put)
+        waiting = by_queue[key] if key in by_queue else None
         if not waiting:
             return []
         ready, keep = [], []

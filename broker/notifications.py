@@ -72,5 +72,7 @@ class Notifier:
         return bool(self._by_kind.get(kind))
 
     def __call__(self, notification) -> None:
-        for fn in self._by_kind.get(notification.__class__, ()):
-            fn(notification)
+        by_kind, kind = self._by_kind, notification.__class__
+        if kind in by_kind:                 # (``in`` and ``[]``: every answered pull)
+            for fn in by_kind[kind]:
+                fn(notification)

@@ -133,13 +133,18 @@ class ProcessQueue:
         tree = self.msg_tree
         added = 0
         size = 0
-        for m in msgs:
+        offsets = tree.offsets
+        for m in msgs:          # (OffsetTree.put, inlined: every message pulled)
             off = m.queue_offset
             if off not in tree:
                 added += 1
                 size += len(m.body)
                 self.queue_offset_max = off
-            tree.put(off, m)   # Java's TreeMap.put replaces the value of an existing key too
+                if not offsets or off > offsets[-1]:
+                    offsets.append(off)
+                else:
+                    insort(offsets, off)
+            tree[off] = m   # Java's TreeMap.put replaces the value of an existing key too
         self.msg_count += added
         self.msg_size += size
         dispatch = False
@@ -166,9 +171,15 @@ class ProcessQueue:
             return -1
         result = self.queue_offset_max + 1
         removed = 0
-        remove = tree.remove
-        for m in msgs:
-            if remove(m.queue_offset) is not None:
+        offsets = tree.offsets
+        for m in msgs:          # (OffsetTree.remove, inlined: every message settled)
+            off = m.queue_offset
+            if off in tree:
+                del tree[off]
+                if offsets[0] == off:
+                    del offsets[0]
+                else:
+                    del offsets[bisect_left(offsets, off)]
                 removed += 1
                 self.msg_size -= len(m.body)
         self.msg_count -= removed

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import logging
 import zlib
+from itertools import starmap
 from dataclasses import dataclass, fields
 from typing import Callable
 
@@ -488,7 +489,8 @@ class PushConsumer:
         elif not self.broadcasting and not pq.locked:
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
-        sub = self.subscriptions.get(pr.mq.topic)
+        subscriptions, topic = self.subscriptions, pr.mq.topic     # (``in`` and ``[]``: every pull)
+        sub = subscriptions[topic] if topic in subscriptions else None
         if sub is None:
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
@@ -508,9 +510,9 @@ class PushConsumer:
         mq = pr.mq
         commit_offset = None
         if self.message_model is not _BROADCASTING:     # (self.broadcasting: every pull)
-            co = self.offset_store.table.get(mq, -1)
-            if co > 0:
-                commit_offset = co
+            table = self.offset_store.table
+            if mq in table and table[mq] > 0:
+                commit_offset = table[mq]
         # positional, in PullRequest's field order (group, topic, queue_id, offset,
         # max_msgs, subscription, expression_type, sub_version, commit_offset)
         return PullRequest(self.group, mq.topic, mq.queue_id, pr.next_offset, self.pull_batch_size, None, "TAG",
@@ -583,7 +585,7 @@ class PushConsumer:
         stored = resp.stored
         if stored is not None:
             try:
-                records = [copy_stored(rec, props) for rec, props in stored]
+                records = list(starmap(copy_stored, stored))    # (no list comprehension's call: every pull)
             except zlib.error:              # a body that does not inflate: decoded, to be reported
                 records = None
                 resp.body = b"".join(resp.raw)

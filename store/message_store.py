@@ -233,7 +233,8 @@ class MessageStore:
         fresh records); entries already written are read from the queue's files."""
         if self._closed:                    # (_live, inlined: every pull)
             raise StoreError("the store is closed")
-        cq = self._queues.get((topic, queue_id))
+        queues, key = self._queues, (topic, queue_id)        # (``in`` and ``[]``: every pull)
+        cq = queues[key] if key in queues else None
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, [], 0, 0, 0)
         lo, hi = cq.min_offset, cq.max_offset
@@ -440,8 +441,9 @@ class MessageStore:
         if self._closed:                    # (_live, inlined: every due message)
             raise StoreError("the store is closed")
         d = self._delay
-        if d.table.get(level) != offset:
-            d.table[level] = offset
+        table = d.table
+        if level not in table or table[level] != offset:
+            table[level] = offset
             d.dirty = True
 
     def delay_offsets(self) -> dict[int, int]:

@@ -103,9 +103,13 @@ class ConsumerOffsets:
         self.dirty = False
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
-        """True when the offset changed."""
-        per = self.table.setdefault(f"{topic}@{group}", {})
-        if per.get(queue_id) != offset:
+        """True when the offset changed. (``in`` and ``[]``: every commit.)"""
+        key, table = f"{topic}@{group}", self.table
+        if key in table:
+            per = table[key]
+        else:
+            per = table[key] = {}
+        if queue_id not in per or per[queue_id] != offset:
             per[queue_id] = offset
             self.dirty = True
             return True

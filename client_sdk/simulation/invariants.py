@@ -187,7 +187,9 @@ class InvariantChecker:
             # letters are copies, but their ORIGIN_MESSAGE_ID is a Pulsar message id)
             pulsar = spec.protocol == "pulsar"
             redelivered = pulsar and not spec.retry_letters
-            copy = (getattr(msg, "store_host", None), msg.commit_log_offset)    # (_copy_of, inlined)
+            # (_copy_of, inlined; a 4.x client's message has a store host, not every message has)
+            copy = (msg.store_host if msg.__class__ is MessageExt else getattr(msg, "store_host", None),
+                    msg.commit_log_offset)
             fresh_copy = redelivered or not failures or copy not in fate.copies
             if k > 0 and fresh_copy and not pulsar:
                 origin = props["ORIGIN_MESSAGE_ID"] if "ORIGIN_MESSAGE_ID" in props else None
@@ -224,7 +226,8 @@ class InvariantChecker:
             delay = self.delays_ms[(level if level < levels else levels) - 1]
         else:
             delay = delay_ms
-        entry = (k, now_ms, (getattr(msg, "store_host", None), msg.commit_log_offset), delay)
+        entry = (k, now_ms, (msg.store_host if msg.__class__ is MessageExt else getattr(msg, "store_host", None),
+                             msg.commit_log_offset), delay)
         fate.add_failure(entry)
         return entry
 

@@ -31,6 +31,7 @@ import gc
 import random
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -184,8 +185,8 @@ class Simulation:
             for t in self.scenario.topics:
                 if member.topics.get(t.name) is None:
                     member.create_topic(t.name, t.queues)
-            stops.append(member.events.subscribe(
-                lambda e, b=member.config.broker_name: self._on_event(e, b),
+            stops.append(member.events.subscribe(      # (a partial: no call of its own, every commit)
+                partial(self._on_event, broker=member.config.broker_name),
                 kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)))
         if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
             # A new store: the accounting is kept as records are stored, every boot's (a
