@@ -74,7 +74,7 @@ class _Fate:
     offset of the copy, delay its retry waits) per failed delivery; after a crash one
     attempt may fail twice (two lineages). One is made per message and group, and most
     never fail: they share an empty tuple until their first failure. ``copies`` counts
-    the failures of each copy and ``by_attempt`` holds (time, copy, delay) per
+    the failures of each copy and ``by_attempt`` holds the failures (one, or a list) per
     reconsumeTimes: what a delivery is checked against, without a scan."""
 
     __slots__ = ("failures", "succeeded", "dead", "copies", "by_attempt")
@@ -97,10 +97,14 @@ class _Fate:
         self.failures.append(entry)
         copies, by_attempt = self.copies, self.by_attempt       # (``in`` and ``[]``: every failure)
         copies[copy] = copies[copy] + 1 if copy in copies else 1
-        if k in by_attempt:
-            by_attempt[k].append((t, copy, delay))
+        # the entry itself, a list of entries only when one attempt failed twice (after a
+        # crash): a poison ladder keeps 16 of these for every message
+        if k not in by_attempt:
+            by_attempt[k] = entry
+        elif by_attempt[k].__class__ is tuple:
+            by_attempt[k] = [by_attempt[k], entry]
         else:
-            by_attempt[k] = [(t, copy, delay)]
+            by_attempt[k].append(entry)
 
     def withdraw(self, entry: tuple) -> None:
         """Take back a failure recorded before (a delivery that turned out otherwise)."""
@@ -111,7 +115,13 @@ class _Fate:
             self.copies[copy] = left
         else:
             del self.copies[copy]
-        self.by_attempt[k].remove((t, copy, delay))
+        same = self.by_attempt[k]
+        if same.__class__ is tuple:
+            del self.by_attempt[k]
+        else:
+            same.remove(entry)
+            if len(same) == 1:
+                self.by_attempt[k] = same[0]
 
 
 @dataclass
@@ -201,14 +211,16 @@ class InvariantChecker:
                 self.fail("attempts", now_ms, f"{spec.name}: message #{number} delivered with reconsumeTimes {k}, "
                                               f"above maxReconsumeTimes {max_failed - 1}")
             previous = fate.by_attempt[k - 1] if k > 0 and failures and k - 1 in fate.by_attempt else None
-            if previous:
+            if previous is not None:
+                if previous.__class__ is tuple:     # (one failure of that attempt: the usual case)
+                    previous = (previous,)
                 # The same copy again means its send-back failed and the client retried it
                 # locally (5 s); a new copy came through the broker's delay level.
-                for t, phys, delay in previous:
+                for _, t, phys, delay in previous:
                     if now_ms - t >= (LOCAL_RETRY_MS if phys == copy and not redelivered else delay):
                         break
                 else:
-                    t, phys, delay = previous[0]
+                    _, t, phys, delay = previous[0]
                     due = LOCAL_RETRY_MS if phys == copy and not redelivered else delay
                     self.fail("retry_delay", now_ms, f"{spec.name}: retry {k} of message #{number} came "
                                                      f"{now_ms - t} ms after its failure; it is due after {due} ms")
