@@ -19,7 +19,7 @@ from rocketmq_emulator.store.records import SysFlag, string_to_properties
 
 __all__ = ["KeptRecords", "KEPT_RECORDS"]
 
-KEPT_RECORDS = 4096
+KEPT_RECORDS = 1024
 _V6 = SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6
 
 
