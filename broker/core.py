@@ -19,11 +19,12 @@ from typing import Callable
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, Clock, VirtualClock
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, StoreError
 from rocketmq_emulator.store.records import PROP_CRC
-from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host, tags_code
+from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
+from .delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic, is_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
@@ -31,8 +32,12 @@ from . import pulling, sending
 from .kept_records import KeptRecords
 from .long_polling import HeldPull, PullHoldService
 from .offset_book import OffsetBook
+from .rates import RateRing
 from .invisible_time import PopService
+from .pulsar_compaction import Compaction
 from .pulsar_cursors import SubscriptionService
+from .pulsar_producers import PulsarProducers
+from .pulsar_topics import PulsarTopics
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
                          OffsetCommit, PopRequest, PopResult, PullOutcome, PullRequest, PullResult, QueueRoute,
                          Registration,
@@ -87,10 +92,24 @@ class BrokerCore:
         self.events.enabled = self.config.record_events
         self.notify = Notifier()                            # typed notifications to the fronts
         self._flush_due: int | None = None
-        self.offsets = OffsetBook(store, clock, self.events, self._dirty)
-        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message)
-        # Pulsar-style cursors (broker/pulsar_cursors.py)
-        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify)
+        # what the dashboard reads beside the store: rates per second (rates.py) and the
+        # deliveries the store cannot tell (delivery_log.py), both bounded
+        self.rates = RateRing(topics=lambda: self.topics.table)
+        self.deliveries = DeliveryLog(clock.now_ms(), store=store)
+        self.offsets = OffsetBook(store, clock, self.events, self._dirty, self.rates, self.deliveries.first_pulled)
+        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message,
+                               self.deliveries)
+        # Pulsar: topics and policies, compaction, cursors, producers (broker/pulsar_*.py)
+        self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
+        first = self.pulsar_topics.first_offset
+        self.compaction = Compaction(store, first, self._compaction_threshold)
+        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify,
+                                                 first, self.compaction, deliveries=self.deliveries,
+                                                 rates=self.rates)
+        self.pulsar_producers = PulsarProducers(
+            store, lambda t: bool(self.pulsar_topics.effective(t, "deduplicationEnabled")), first,
+            lambda t: self._compaction_threshold(t) > 0)
+        self.pulsar_topics.policy_changed.append(self.pulsar_producers.refresh)
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._stored_hooks: list[Callable[[MessageRecord, str, dict | None], None]] = []
         self._channel_ids = itertools.count(1)
@@ -107,7 +126,7 @@ class BrokerCore:
         self.stopped = False
         self.boot_ms = clock.now_ms()
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
-        self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save]
+        self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save, self.pulsar_producers.save]
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
@@ -127,7 +146,7 @@ class BrokerCore:
     @staticmethod
     def store_config(config: BrokerConfig) -> StoreConfig:
         return StoreConfig(segment_size=config.maped_file_size_commit_log,
-                           max_message_size=config.max_message_size,
+                           max_message_size=max(config.max_message_size, config.pulsar_max_message_size),
                            flush_disk_type=config.flush_disk_type,
                            delay_levels_ms=config.delay_levels.delays_ms, fsync=config.fsync)
 
@@ -221,6 +240,8 @@ class BrokerCore:
         if self._stored_hooks:
             for fn in self._stored_hooks:
                 fn(rec, res.msg_id, None if kept is None else props)
+        if kind is not EventKind.REDELIVERED:          # (a delayed message come due was counted when sent)
+            self.rates.stored(now, kind, rec.topic, props, group)
         if lane is not None:
             due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp, kept)
             if EventKind.DELAYED in self.events.wanted:
@@ -427,6 +448,8 @@ class BrokerCore:
                 # min_offset, max_offset, remark, tag_codes, store_status, stored)
                 result = PullResult(_FOUND, [data], offset, held.min_offset, offset, None, None,
                                     "FOUND", None if kept is None else (kept,))
+                self.deliveries.pulled(self.clock.now_ms(), request.group, request.topic, request.queue_id,
+                                       held.offset, offset, None, channel.client_id or channel.remote)
         if result is None:
             result = self.pull(request, channel)
         self.notify(PullReady(channel, held.context, request, result))
@@ -693,10 +716,15 @@ class BrokerCore:
         """The store topic a Pulsar producer or consumer names (pulsar_names.store_topic),
         created with its one queue when it does not exist yet, as a Pulsar broker's
         allowAutoTopicCreation does."""
-        tc = self.topics.get(stored)
-        if tc is None:
-            tc = self.topics.create_system(stored, 1, PERM_READ | PERM_WRITE)
-        return tc
+        return self.topics.get(stored) or self.pulsar_topics.make(stored)
+
+    def _pulsar_defaults(self) -> dict:
+        """The broker-wide values of Pulsar's policies (broker.conf)."""
+        return {"deduplicationEnabled": self.config.broker_deduplication_enabled,
+                "compactionThreshold": self.config.broker_service_compaction_threshold_in_bytes}
+
+    def _compaction_threshold(self, stored: str) -> int:
+        return int(self.pulsar_topics.effective(stored, "compactionThreshold") or 0)
 
     # -- conveniences for embedding programs and tests -----------------------------------
     def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,

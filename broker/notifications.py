@@ -12,7 +12,8 @@ from typing import Any, Callable
 from .core_types import Channel
 from .operations import PullRequest, PullResult
 
-__all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "Notification", "Notifier"]
+__all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "PulsarTopicsChanged", "PulsarConsumersDetached",
+           "Notification", "Notifier"]
 
 
 @dataclass(slots=True)
@@ -46,7 +47,26 @@ class DispatchReady:
     topic: str
 
 
-Notification = PullReady | ConsumerIdsChanged | DispatchReady
+@dataclass(frozen=True, slots=True)
+class PulsarTopicsChanged:
+    """Pulsar topics (their store names) were made or, ``deleted``, deleted: the Pulsar
+    front tells its topic-list watchers, and closes a deleted topic's producers and
+    consumers (they reconnect, as to a topic Pulsar deleted)."""
+
+    topics: tuple[str, ...]
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PulsarConsumersDetached:
+    """The core detached these Pulsar consumers (their keys) from their subscription — an
+    admin reset of its cursor, its deletion or its topic's: the Pulsar front tells them to
+    reconnect."""
+
+    consumers: tuple
+
+
+Notification = PullReady | ConsumerIdsChanged | DispatchReady | PulsarTopicsChanged | PulsarConsumersDetached
 
 
 class Notifier:

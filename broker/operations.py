@@ -279,6 +279,7 @@ class PopRequest:
     # auto-renew (a 5.x PushConsumer's receive): the deliveries stay invisible while this
     # client is connected, up to 3 h (PopService.release(client) ends it); "": no renewal
     renew_for: str = ""
+    client: str = ""        # who receives (the dashboard's message page names it)
 
 
 class PopOutcome(enum.Enum):

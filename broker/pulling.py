@@ -102,6 +102,9 @@ def pull(core, req: PullRequest, channel) -> PullResult:
         outcome, name = _FROM_STORE.get(status, O.NO_NEW_MESSAGE), status.name
     if req.commit_offset is not None:       # (core.record_offset_commit, a call fewer)
         core.offsets.commit(req.group, req.topic, req.queue_id, req.commit_offset)
+    if outcome is O.FOUND:
+        core.deliveries.pulled(core.clock.now_ms(), req.group, req.topic, req.queue_id, req.offset,
+                               res.next_begin_offset, code_set, channel.client_id or channel.remote)
     # positional, in PullResult's field order (outcome, records, next_offset, min_offset,
     # max_offset, remark, tag_codes, store_status): made for every pull
     return PullResult(outcome, res.records if outcome is O.FOUND else (), res.next_begin_offset, res.min_offset,

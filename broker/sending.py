@@ -14,8 +14,7 @@ from .events import EventKind
 from .operations import (BatchSendRequest, SendBack, SendBackOutcome as B, SendBackResult, SendOutcome as O,
                          SendRequest, SendResult)
 from .retry_lifecycle import rocketmq4_retry_send, rocketmq4_send_back
-from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, retry_topic,
-                     validate_topic_name)
+from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, validate_topic_name)
 
 __all__ = ["send", "send_batch", "send_back"]
 
@@ -67,6 +66,16 @@ def send(core, req: SendRequest, channel) -> SendResult:
         return checked
     _, qid = checked
     topic = req.topic
+    try:
+        size = len(req.body)
+    except TypeError:                   # (not bytes: the store refuses it, saying so)
+        size = 0
+    if size > core.config.max_message_size:
+        # maxMessageSize; a Pulsar topic takes Pulsar's largest message (the store holds the larger)
+        limit = core.config.pulsar_max_message_size if is_pulsar_store_topic(topic) else core.config.max_message_size
+        if size > limit:
+            return SendResult(O.STORE_REFUSED, remark=f"the message body size {size} is over the max value {limit}",
+                              put_status=PutStatus.MESSAGE_ILLEGAL)
     props = dict(req.properties) if req.properties else {}
     delay = props.get(Prop.DELAY)
     if delay is not None and not delay.lstrip("-").isdigit():

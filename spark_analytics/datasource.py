@@ -30,19 +30,18 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
-from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import (BinaryType, DataType, IntegerType, LongType, MapType, StringType,
                                StructField, StructType)
 
 from .columnar import COLUMNS, read_segment, select_schema
-from .commitlog import Damage, list_segments, open_segment, scan_buffer, scan_segment
+from .commitlog import Damage, list_segments, open_segment, scan_buffer
 from .errors import AnalyticsError
 from .parquet_form import columnar_form
-from .session import session_conf
-from rocketmq_emulator.store.errors import SnapshotError
+from .segments import SegmentPart, check_complete, plan_segments
+from .sql_conf import session_conf
 from rocketmq_emulator.store.store_dir import resolve_store
 
 __all__ = ["CommitLogDataSource", "FORMAT", "LOCAL_READ_MAX_BYTES", "log_bytes", "read_commitlog", "spark_schema",
@@ -73,62 +72,6 @@ def spark_schema(include_body: bool = False) -> StructType:
     Spark's Arrow form of it equals ``columnar.arrow_schema``)."""
     names = [n for n, _ in COLUMNS] + (["body"] if include_body else [])
     return StructType([StructField(n, _spark_type(n), True) for n in names])
-
-
-@dataclass(frozen=True)
-class SegmentPart(InputPartition):
-    """One task: one segment file, read up to ``limit`` bytes."""
-
-    path: str
-    base: int
-    limit: int | None
-
-
-def plan_segments(path: str) -> tuple[list[SegmentPart], Damage | None]:
-    """Partitions for a snapshot or store directory, and the damage known on the
-    driver. Raises SnapshotError for a missing or foreign directory."""
-    sd = resolve_store(path)
-    segs = list_segments(sd.commitlog)
-    if sd.manifest is not None:
-        _check_complete(sd, segs)
-        cut = int(sd.manifest["commitlog"]["max_offset"])
-        dmg = sd.manifest.get("damage")
-        damage = Damage(**dmg) if dmg else None
-        parts = [SegmentPart(s.path, s.base, cut - s.base) for s in segs if s.base < cut]
-        return parts, damage
-    if not segs:
-        return [], None
-    last = segs[-1]
-    scan = scan_segment(last)            # the consistent end of a possibly live log
-    parts = [SegmentPart(s.path, s.base, None) for s in segs[:-1]]
-    if scan.end > 0:
-        parts.append(SegmentPart(last.path, last.base, scan.end))
-    return parts, scan.damage
-
-
-def check_complete(path: str) -> None:
-    """Raise SnapshotError (one line) if the snapshot at ``path`` lacks part of its
-    commit log (a store directory, without a manifest, has nothing to check)."""
-    sd = resolve_store(path)
-    if sd.manifest is not None:
-        _check_complete(sd, list_segments(sd.commitlog))
-
-
-def _check_complete(sd, segs) -> None:
-    """A snapshot's segments are all there, each at least as long as its manifest says:
-    a segment cut short after the snapshot was taken (a partial copy, a full disk) is
-    not damage the log had, and reading up to it would present part of the snapshot
-    as all of it."""
-    on_disk = {s.base: s.size for s in segs}
-    for seg in sd.manifest["commitlog"].get("segments", []):
-        have = on_disk.get(int(seg["base"]))
-        if have is None:
-            raise SnapshotError(f"snapshot {str(sd.root)!r} is incomplete: commit-log segment {seg['name']} "
-                                "is missing")
-        if have < int(seg["bytes"]):
-            raise SnapshotError(f"snapshot {str(sd.root)!r} is incomplete: commit-log segment {seg['name']} is "
-                                f"{have:,} bytes, its manifest says {int(seg['bytes']):,} (cut short after the "
-                                "snapshot was taken?)")
 
 
 def _warn_damage(damage: Damage) -> None:

@@ -45,7 +45,7 @@ DEFAULT_DELAY_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL      # the store's messageDel
 # decoding them (their types come from datasource.spark_schema).
 READ_COLUMNS = ["physical_offset", "store_timestamp", "born_timestamp", "topic", "queue_id", "queue_offset",
                 "offset_msg_id", "uniq_key", "origin_message_id", "retry_topic", "real_topic", "real_qid",
-                "reconsume_times", "tags", "keys", "sys_flag", "body_size"]
+                "reconsume_times", "tags", "keys", "pulsar_chunk", "sys_flag", "body_size"]
 
 TABLES = ("per_group", "retried", "funnel", "lateness", "lateness_by_level", "time_to_dlq", "poison",
           "duplicates", "lag", "pinning", "produced_by_topic", "redeliveries", "copies_by_broker")
@@ -68,7 +68,10 @@ def classify_expr() -> Column:
     """accounting.classify, as a Spark column."""
     topic, real = F.col("topic"), F.col("real_topic")
     tx = F.col("sys_flag").bitwiseAND(12)
+    chunk = F.split(F.col("pulsar_chunk"), "/")             # a chunk before its message's last: not a message
+    partial_chunk = F.col("pulsar_chunk").isNotNull() & (chunk.getItem(0).cast("int") < chunk.getItem(1).cast("int") - 1)
     return (F.when(tx.isin(4, 12), Kind.OTHER.value)
+            .when(partial_chunk, Kind.OTHER.value)
             .when(topic == SCHEDULE_TOPIC,
                   F.when(real.startswith(RETRY_PREFIX), Kind.RETRY_SCHEDULED.value)
                   .when(_business(real), Kind.DELAYED_ORIGINAL.value).otherwise(Kind.OTHER.value))

@@ -19,11 +19,11 @@ import re
 import sys
 import tempfile
 import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import SparkStartError
 from .preflight import check_master, find_java, probe_master, standalone_addresses
+from .sql_conf import session_conf
 
 __all__ = ["build_session", "build_remote_session", "DEFAULT_MASTER", "START_TIMEOUT_S", "quiet_conf_dir", "session_conf", "SMALL_INPUT_SQL_CONF",
            "SMALL_INPUT_JAVA_OPTIONS"]
@@ -70,29 +70,6 @@ SMALL_INPUT_SQL_CONF = {
 # The JVM's quick compiler only: C2 compiling Spark's planner on a second core is
 # time a run of seconds never gets back. Applies to a JVM this process starts.
 SMALL_INPUT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
-
-# Session confs are shared by every thread using the session; two threads changing
-# them at once could leave one changed for good.
-_CONF_LOCK = threading.RLock()
-
-
-@contextmanager
-def session_conf(spark, settings: dict[str, str]):
-    """Set these session confs for the length of the block, then put back what was
-    there (unset what was not). Holds a lock: one such block at a time per process."""
-    with _CONF_LOCK:
-        before = {k: spark.conf.get(k, None) for k in settings}
-        for k, v in settings.items():
-            spark.conf.set(k, v)
-        try:
-            yield spark
-        finally:
-            for k, v in before.items():
-                if v is None:
-                    spark.conf.unset(k)
-                else:
-                    spark.conf.set(k, v)
-
 
 def quiet_conf_dir() -> str:
     """A SPARK_CONF_DIR holding an errors-only log4j2.properties. Written at run time

@@ -29,7 +29,10 @@ Every stored record is one of these kinds (``classify``):
                     REAL_TOPIC and ORIGIN_MESSAGE_ID in the store's terms: the original's
                     store topic and offsetMsgId). Its group is the subscription its
                     name holds (``pulsar_letter_group``)
-  other             system topics, prepared / rolled-back transaction halves
+  other             system topics, prepared / rolled-back transaction halves, and every
+                    chunk of a Pulsar chunked message but its last (PULSAR_CHUNK "<i>/<n>"
+                    with i < n - 1): a chunked message is one message, the record of its
+                    last chunk (the client's id for it names that chunk)
 
 A *message* is one stored original (or delayed delivery): its key is that record's
 offsetMsgId. A copy finds its message through ORIGIN_MESSAGE_ID — the first copy's
@@ -90,11 +93,24 @@ __all__ = [
     "redelivery_stats",
     "PULSAR_DLQ_SUFFIX",
     "PULSAR_RETRY_SUFFIX",
+    "PULSAR_CHUNK_PROPERTY",
+    "is_partial_chunk",
 ]
 
 # Seed 000: a subscription's letter topics are "<topic>-<subscription>-RETRY" / "-DLQ"
 PULSAR_DLQ_SUFFIX = "-DLQ"
 PULSAR_RETRY_SUFFIX = "-RETRY"
+# Each chunk of a Pulsar chunked message is a record with this property, "<chunk id>/<chunks>"
+PULSAR_CHUNK_PROPERTY = "PULSAR_CHUNK"
+_CHUNK_KEY = PULSAR_CHUNK_PROPERTY + "\x01"
+
+
+def is_partial_chunk(value: str | None) -> bool:
+    """Whether a PULSAR_CHUNK value names a chunk before the last of its message."""
+    if not value:
+        return False
+    i, _, n = value.partition("/")
+    return i.isdigit() and n.isdigit() and int(i) < int(n) - 1
 
 # Not a business topic: a system one, or a group's retry / dead-letter topic.
 NOT_BUSINESS_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX) + SYSTEM_PREFIXES
@@ -129,6 +145,8 @@ def is_business_topic(topic: str | None) -> bool:
 
 def classify(topic: str, props: Mapping[str, str], sys_flag: int = 0) -> Kind:
     """The kind of a stored record (see the module notes)."""
+    if is_partial_chunk(props.get(PULSAR_CHUNK_PROPERTY)):
+        return _OTHER
     return _kind(topic, props.get(Prop.REAL_TOPIC), sys_flag)
 
 
@@ -318,10 +336,12 @@ def _account(parts: list[tuple[Callable[[], Iterable], Mapping]], subscriptions_
                     text = rec.properties_text
                     props = _TextProps(text)
                     real = prop_value(text, Prop.REAL_TOPIC) if _REAL_TOPIC_KEY in text else None
+                    chunk = prop_value(text, PULSAR_CHUNK_PROPERTY) if _CHUNK_KEY in text else None
                 else:
                     props = rec.properties
                     real = props.get(Prop.REAL_TOPIC)
-                kind = _kind(rec.topic, real, rec.sys_flag)
+                    chunk = props.get(PULSAR_CHUNK_PROPERTY)
+                kind = _OTHER if chunk is not None and is_partial_chunk(chunk) else _kind(rec.topic, real, rec.sys_flag)
                 if messages_only is not None and (kind in _MESSAGE_KINDS) is not messages_only:
                     continue
                 record(kind, rec.topic, real, props, rec.queue_id, rec.queue_offset, rec.reconsume_times,
@@ -423,10 +443,14 @@ class Ledger:
             text = rec.properties_text
             props = _TextProps(text)
             real = prop_value(text, Prop.REAL_TOPIC) if _REAL_TOPIC_KEY in text else None
+            chunk = prop_value(text, PULSAR_CHUNK_PROPERTY) if _CHUNK_KEY in text else None
         else:
             real = props[_REAL_TOPIC] if _REAL_TOPIC in props else None
+            chunk = props[PULSAR_CHUNK_PROPERTY] if PULSAR_CHUNK_PROPERTY in props else None
         topic = rec.topic
-        if rec.sys_flag & _TX_MASK in _TX_HALVES:
+        # (a chunk before its message's last is no message: by its own property, not the
+        # kind cache's topic and REAL_TOPIC)
+        if rec.sys_flag & _TX_MASK in _TX_HALVES or (chunk is not None and is_partial_chunk(chunk)):
             kind, group = _OTHER, None
         else:
             kinds, pair = self._kinds, (topic, real)

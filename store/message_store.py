@@ -415,6 +415,17 @@ class MessageStore:
             offset = int(offset)
         return self._offsets.commit(group, topic, queue_id, offset)
 
+    def replace_offset(self, group: str, topic: str, queue_id: int, offset: int) -> int | None:
+        """``commit_offset`` that says what it replaced: the earlier offset (-1: none), or
+        None when the offset was already this one. Cost: O(1)."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        if queue_id.__class__ is not int:
+            queue_id = int(queue_id)
+        if offset.__class__ is not int:
+            offset = int(offset)
+        return self._offsets.replace(group, topic, queue_id, offset)
+
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, -1 when none. Cost: O(1)."""
         self._live()

@@ -115,6 +115,21 @@ class ConsumerOffsets:
             return True
         return False
 
+    def replace(self, group: str, topic: str, queue_id: int, offset: int) -> int | None:
+        """Commit ``offset``; the offset it replaced (-1: none), None when it was already
+        this one. (One look-up for a caller that counts how far a commit moved.)"""
+        key, table = f"{topic}@{group}", self.table
+        if key in table:
+            per = table[key]
+        else:
+            per = table[key] = {}
+        before = per[queue_id] if queue_id in per else -1
+        if before == offset:
+            return None
+        per[queue_id] = offset
+        self.dirty = True
+        return before
+
     def query(self, group: str, topic: str, queue_id: int) -> int:
         per = self.table.get(f"{topic}@{group}")
         if per is None:

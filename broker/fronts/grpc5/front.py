@@ -237,7 +237,7 @@ class Rocketmq5Front:
         # FIFO group's per-queue assignment (order pop) reads its one queue
         queue_id = req.message_queue.id if fifo else -1
         renew_for = client_id if req.auto_renew else ""
-        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, queue_id, renew_for))
+        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, queue_id, renew_for, client_id))
         if result.outcome is PopOutcome.NO_NEW_MESSAGE:
             return None, []
         if result.outcome is not PopOutcome.FOUND:
