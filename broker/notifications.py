@@ -16,11 +16,13 @@ __all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "PulsarTopicsChan
            "TransactionCheck", "Notification", "Notifier"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PullReady:
     """A held pull is answered (a message arrived for it, or its suspend time ended):
     ``result`` for the pull ``request`` the front held with ``context`` (its own record
-    of the request: the 4.x front keeps the command, to reply with its opaque)."""
+    of the request: the 4.x front keeps the command, to reply with its opaque). A value
+    nobody changes (not frozen only because a frozen one costs a call per field, and
+    one is made per long poll answered)."""
 
     channel: Channel
     context: Any
@@ -109,5 +111,7 @@ class Notifier:
         return bool(self._by_kind.get(kind))
 
     def __call__(self, notification) -> None:
-        for fn in self._by_kind.get(notification.__class__, ()):
-            fn(notification)
+        by_kind, kind = self._by_kind, notification.__class__
+        if kind in by_kind:                 # (``in`` and ``[]``: every answered pull)
+            for fn in by_kind[kind]:
+                fn(notification)

@@ -33,11 +33,9 @@ class OffsetBook:
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Record ``offset`` as ``group``'s (OFFSET_COMMITTED event when it changed)."""
-        store = self._store
-        before = store.query_offset(group, topic, queue_id)
-        if before == offset:
+        before = self._store.replace_offset(group, topic, queue_id, offset)
+        if before is None:
             return
-        store.commit_offset(group, topic, queue_id, offset)
         now = self._clock.now_ms()
         self._changed(now)
         if self._rates is not None:

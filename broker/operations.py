@@ -13,11 +13,13 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from .groups import SubscriptionData        # (a consumer's subscription: part of a Registration)
+
 __all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
            "Registration", "QueueRoute", "BrokerRoute", "TopicRoute", "SendRequest", "SendOutcome", "SendResult",
            "BatchSendRequest", "SendBack", "SendBackOutcome", "SendBackResult", "PopRequest", "PopOutcome",
            "PoppedMessage", "PopResult", "AckOutcome", "InvisibleOutcome", "ChangeInvisibleResult",
-           "Resolution", "EndTransaction", "EndOutcome", "EndTransactionResult", "HalfMessage"]
+           "Resolution", "EndTransaction", "EndOutcome", "EndTransactionResult", "HalfMessage", "SubscriptionData"]
 
 
 class PullOutcome(enum.Enum):
@@ -83,6 +85,10 @@ class PullResult:
     remark: str | None = None
     tag_codes: frozenset[int] | None = None
     store_status: str | None = None
+    # The records as the core keeps them, when it has them at hand (a long poll answered
+    # with the record that woke it): (record, its property map as stored) pairs in the
+    # order of ``records`` (broker/kept_records.py). None: the bytes only.
+    stored: tuple | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +110,8 @@ class CommitOutcome(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class ConsumerRegistration:
     """One consumer group a client runs: how it consumes and what it subscribes to
-    (``subscriptions``: broker.groups.SubscriptionData, one per topic)."""
+    (``subscriptions``: SubscriptionData, one per topic; ``SubscriptionData.from_json``
+    reads a heartbeat's)."""
 
     group: str
     consume_type: str = "CONSUME_PASSIVELY"

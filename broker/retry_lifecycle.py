@@ -131,6 +131,9 @@ def exhausted(failures: int, max_retries: int) -> bool:
 
 
 # -- RocketMQ 4.x -------------------------------------------------------------------------------
+_RETRY_TOPIC, _ORIGIN = Prop.RETRY_TOPIC, Prop.ORIGIN_MESSAGE_ID
+
+
 def rocketmq4_send_back(group: str, properties: dict[str, str], topic: str, offset_msg_id: str,
                         reconsume_times: int, max_reconsume_times: int, delay_level: int,
                         retry_queue_id: int) -> RetryDecision:
@@ -140,18 +143,20 @@ def rocketmq4_send_back(group: str, properties: dict[str, str], topic: str, offs
     %DLQ%<group>. The copy keeps every property and gains RETRY_TOPIC (the first time),
     ORIGIN_MESSAGE_ID (the first copy's original, kept ever after), WAIT=false and DELAY
     (0 for the DLQ)."""
+    # (it runs for every send-back: ``exhausted``, ``retry_topic`` and ``dlq_topic`` inlined,
+    # ``in`` and ``[]`` rather than ``get``)
     props = dict(properties)
-    if not props.get(Prop.RETRY_TOPIC):
-        props[Prop.RETRY_TOPIC] = topic
+    if _RETRY_TOPIC not in props or not props[_RETRY_TOPIC]:
+        props[_RETRY_TOPIC] = topic
     props[Prop.WAIT] = "false"
-    dead = exhausted(reconsume_times + 1, max_reconsume_times) or delay_level < 0
+    dead = reconsume_times + 1 > max_reconsume_times or delay_level < 0
     level = 0 if dead else (delay_level if delay_level > 0 else FIRST_RETRY_LEVEL + reconsume_times)
     props[Prop.DELAY] = str(level)
-    if not props.get(Prop.ORIGIN_MESSAGE_ID):
-        props[Prop.ORIGIN_MESSAGE_ID] = offset_msg_id
+    if _ORIGIN not in props or not props[_ORIGIN]:
+        props[_ORIGIN] = offset_msg_id
     if dead:
-        return RetryDecision(True, dlq_topic(group), reconsume_times + 1, 0, 0, props, 0)
-    return RetryDecision(False, retry_topic(group), reconsume_times + 1, level, 0, props, retry_queue_id)
+        return RetryDecision(True, DLQ_PREFIX + group, reconsume_times + 1, 0, 0, props, 0)
+    return RetryDecision(False, RETRY_PREFIX + group, reconsume_times + 1, level, 0, props, retry_queue_id)
 
 
 def rocketmq4_retry_send(group: str, properties: dict[str, str], reconsume_times: int, max_reconsume_times: int,

@@ -5,7 +5,7 @@ the 4.x front (processors/send.py) reads headers into requests and maps outcomes
 from __future__ import annotations
 
 from rocketmq_emulator.store import PutStatus
-from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_string
+from rocketmq_emulator.store.records import PROP_CRC, MessageRecord, Prop, properties_to_string
 
 from .config import PERM_READ, PERM_WRITE
 from .core_types import ConsumeMessageContext
@@ -15,8 +15,7 @@ from .message_types import mismatch
 from .operations import (BatchSendRequest, SendBack, SendBackOutcome as B, SendBackResult, SendOutcome as O,
                          SendRequest, SendResult)
 from .retry_lifecycle import rocketmq4_retry_send, rocketmq4_send_back
-from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, retry_topic,
-                     validate_topic_name)
+from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, validate_topic_name)
 
 __all__ = ["send", "send_batch", "send_back"]
 
@@ -50,7 +49,7 @@ def _destination(core, topic: str, queue_id: int, producer_group: str, default_t
         return SendResult(O.QUEUE_ILLEGAL, remark=f"request queueId[{queue_id}] is illegal, topic {topic} has "
                                                   f"{tc.queue_nums} queues, producer: {producer_group}")
     if queue_id < 0:
-        queue_id = core.rng.randrange(99999999) % tc.write_queue_nums
+        queue_id = core.draw_queue(tc.write_queue_nums)
     return tc, queue_id
 
 
@@ -128,43 +127,66 @@ def send(core, req: SendRequest, channel) -> SendResult:
 
 def send_back(core, req: SendBack) -> SendBackResult:
     """BrokerCore.send_back: 4.9.8's checks, the retry lifecycle's decision, one put.
-    Cost: a look-up and decode of the stored message, one put."""
+    Cost: a look-up of the stored message (the record the core keeps, or a read and a
+    decode), one put."""
     group, offset = req.group, req.commit_log_offset
-    gc = core.groups.find(group)
+    table = core.groups.table               # (``in`` and ``[]``, not ``get``: a call fewer, every send-back)
+    gc = table[group] if group in table else None
     if gc is None:
-        return SendBackResult(B.GROUP_NOT_EXIST, f"subscription group not exist, {group}")
-    if not core.writeable:
+        gc = core.groups.find(group)
+        if gc is None:
+            return SendBackResult(B.GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+    if not core.config.broker_permission & PERM_WRITE:
         return SendBackResult(B.BROKER_NOT_WRITEABLE, f"the broker[{core.config.broker_ip}] sending message is forbidden")
     if gc.retry_queue_nums <= 0:
         return SendBackResult(B.DROPPED)
 
-    new_topic = retry_topic(group)
-    queue_id = core.rng.randrange(99999999) % gc.retry_queue_nums
-    tc = core.topics.create_system(new_topic, gc.retry_queue_nums, PERM_READ | PERM_WRITE)
-    if not tc.writeable:
+    new_topic = RETRY_PREFIX + group
+    queue_id = core.draw_queue(gc.retry_queue_nums)
+    table = core.topics.table
+    tc = table[new_topic] if new_topic in table else None
+    if tc is None:
+        tc = core.topics.create_system(new_topic, gc.retry_queue_nums, PERM_READ | PERM_WRITE)
+    if not tc.perm & PERM_WRITE:
         return SendBackResult(B.TOPIC_NOT_WRITEABLE, f"the topic[{new_topic}] sending message is forbidden")
 
-    old = core.store.look_message_by_offset(offset)
-    if old is None:
-        return SendBackResult(B.MESSAGE_NOT_FOUND, f"look message by offset failed, {offset}")
+    kept = core.kept.get(offset)
+    if kept is not None:
+        old, stored = kept              # the record as the core stored it, its map as stored
+        body_crc = old.body_crc         # (computed by this store: the copy's body is the same)
+    else:
+        old = core.store.look_message_by_offset(offset)
+        if old is None:
+            return SendBackResult(B.MESSAGE_NOT_FOUND, f"look message by offset failed, {offset}")
+        stored = old.properties
+        body_crc = None
 
     max_times = gc.retry_max_times if req.max_reconsume_times is None else req.max_reconsume_times
-    decision = rocketmq4_send_back(group, old.properties, old.topic, old.offset_msg_id, old.reconsume_times,
-                                   max_times, req.delay_level, queue_id)
+    # (the offsetMsgId is used only when no ORIGIN_MESSAGE_ID is there yet)
+    origin = stored[Prop.ORIGIN_MESSAGE_ID] if Prop.ORIGIN_MESSAGE_ID in stored else None
+    decision = rocketmq4_send_back(group, stored, old.topic, origin or old.offset_msg_id,
+                                   old.reconsume_times, max_times, req.delay_level, queue_id)
     to_dlq, level, props, new_topic = decision.dead_letter, decision.delay_level, decision.properties, decision.topic
     if to_dlq:
         tc = core.topics.create_system(new_topic, 1, PERM_READ | PERM_WRITE)
         if not tc.writeable:
             return SendBackResult(B.TOPIC_NOT_WRITEABLE, f"the topic[{new_topic}] sending message is forbidden")
+    if core.store.config.prop_crc:
+        # The old record's CRC property is not the copy's: the store writes the copy's own
+        # (it would cut this one out of the string; leaving it out here is the same string).
+        props.pop(PROP_CRC, None)
 
     # positional (topic, body, queue_id, flag, properties, sys_flag, born_timestamp,
     # born_host, store_timestamp, store_host, reconsume_times), as send_message does
     rec = MessageRecord(new_topic, old.body, decision.queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
                         old.born_host, 0, old.store_host, decision.attempt)
     kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.SENT_BACK
-    res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level)
+    # The copy's map: the stored one of the original plus the decision's strings, all
+    # non-empty and without separators: what its stored string parses to.
+    res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level, stored_map=True,
+                           body_crc=body_crc)
     ok = res.status is PutStatus.PUT_OK
-    if core.has_send_back_hooks:
+    if core._hooks:
         core.run_send_back_hooks(ConsumeMessageContext(
             group, req.origin_topic or props.get(Prop.RETRY_TOPIC), req.origin_msg_id, offset,
             "SEND_BACK_TO_DLQ" if to_dlq else "SEND_BACK", ok, rec.reconsume_times, level, new_topic))

@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
+from rocketmq_emulator.broker.notifications import ConsumerIdsChanged
 
 from .api import BrokerAPI
 from .errors import MQClientError, RemotingError
@@ -170,7 +171,10 @@ class ClientInstance:
             c.do_rebalance()
 
     def _on_broker_request(self, cmd):
-        if cmd.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+        if cmd.__class__ is ConsumerIdsChanged:        # in process: the core's notification as it is
+            log.debug("%s: consumer ids of %s changed; rebalancing", self.client_id, cmd.group)
+            self._guard(self.rebalance_all)
+        elif cmd.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             group = cmd.header("consumerGroup")
             log.debug("%s: consumer ids of %s changed; rebalancing", self.client_id, group)
             self._guard(self.rebalance_all)   # rebalanceImmediately: every consumer of the instance

@@ -31,6 +31,7 @@ import gc
 import random
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -39,6 +40,7 @@ from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.delay_scheduler import VirtualClock
+from rocketmq_emulator.store.accounting import Ledger
 from rocketmq_emulator.store.records import TRANS_CHECK_MAX_TIME_TOPIC, create_offset_msg_id
 
 from ..embedded import EmbeddedBroker
@@ -149,6 +151,9 @@ class Simulation:
                                for i, name in enumerate(self.broker_names)}
         self.down_brokers: set[str] = set()
         self.cores: list[BrokerCore] = []
+        # what the run stored, accounted as it is stored (None: a store that held records
+        # before the run, walked at the end instead)
+        self.ledger: Ledger | None = None
         self.checker = InvariantChecker(scenario, list(self.config.delay_levels.delays_ms), START_MS)
         self.schedule = _send_schedule(scenario)
         self.next_number = 0
@@ -189,9 +194,18 @@ class Simulation:
             for t in self.scenario.topics:
                 if member.topics.get(t.name) is None:
                     member.create_topic(t.name, t.queues)
-            stops.append(member.events.subscribe(
-                lambda e, b=member.config.broker_name: self._on_event(e, b),
+            stops.append(member.events.subscribe(      # (a partial: no call of its own, every commit)
+                partial(self._on_event, broker=member.config.broker_name),
                 kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)))
+        if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
+            # A new store: the accounting is kept as records are stored, every boot's (a
+            # crash loses none of them), instead of walking the log at the end.
+            self.ledger = Ledger()
+        if self.ledger is not None:
+            for i, member in enumerate(self.cores):
+                stops.append(member.add_stored_hook(
+                    self.ledger.stored if i == 0 else
+                    lambda rec, msg_id, props, part=i: self.ledger.stored(rec, msg_id, props, part)))
         self._stop_events = lambda: [stop() for stop in stops]
         for name in sorted(self.down_brokers):          # down when the process died: still down
             self.embedded.stop_broker(name)
@@ -235,7 +249,7 @@ class Simulation:
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
-        from rocketmq_emulator.store.accounting import account_message_stores
+        from rocketmq_emulator.store.accounting import account_message_stores, ledger_accounts
 
         emb = self.embedded
         for group_consumers in self.consumers.values():
@@ -251,7 +265,9 @@ class Simulation:
             self._final_transaction_checks(now)
         for core in self.cores:
             core.flush()
-        accounts = account_message_stores([core.store for core in self.cores]).summary()
+        stores = [core.store for core in self.cores]
+        accounts = (ledger_accounts(self.ledger, stores) if self.ledger is not None
+                    else account_message_stores(stores)).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
         for (group, topic), stats in self.core.subscriptions.stats().items():
             if group in per_group:          # a Pulsar group: the redeliveries its broker counted
@@ -513,12 +529,32 @@ class Simulation:
         max_orderly = spec.max_attempts_failed - 1
 
         delivered = checker.delivered
+        failed = checker.failed
+        finished = checker.finished
         fails = self._fails
+        rng = self.rng
+        group = spec.name
+        slow = spec.slow_probability
 
         def on_messages(msgs, ctx):
             now = clock.now_ms()
             mq = ctx.message_queue
             pulled = mq.topic
+            if not orderly and len(msgs) == 1:
+                # one message (consumeMessageBatchMaxSize 1): the loop below, unrolled
+                m = msgs[0]
+                n = int(m.body[:NUMBER_WIDTH])
+                fate = delivered(spec, n, m, pulled, now)
+                failing = fails(spec, n, m.reconsume_times)
+                if slow and rng.random() < slow:
+                    return self._overrun(spec, msgs, [n], [fate], ctx, now, 0 if failing else None)
+                if fate is not None:
+                    if failing:
+                        failed(spec, fate, m, now)
+                    elif not fate.succeeded:
+                        checker.succeeded(spec, n, fate)
+                finished(group, pulled, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
+                return _LATER if failing else _OK
             if orderly:
                 first = msgs[0].queue_offset
                 if [m.queue_offset for m in msgs] != list(range(first, first + len(msgs))):
@@ -648,8 +684,7 @@ class Simulation:
         expected = []
         for m, fate in zip(msgs, fates):
             if fate is not None:
-                checker.failed(spec, fate, m, now, expired=True)
-                expected.append(fate.failures[-1])
+                expected.append(checker.failed(spec, fate, m, now, expired=True))
             else:
                 expected.append(None)
             checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
@@ -665,7 +700,7 @@ class Simulation:
         for j, (m, fate) in enumerate(zip(msgs, fates)):
             if fate is None or pq is None or pq.msg_tree.get(m.queue_offset) is not m:
                 continue    # the expiry sent it back, as recorded
-            fate.failures.remove(expected[j])
+            fate.withdraw(expected[j])
             if pq.dropped:
                 continue    # the queue left this consumer: it is delivered again from the committed offset
             if j < ok_upto:
