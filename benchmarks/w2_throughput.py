@@ -56,6 +56,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(PEER))
 
 import common  # noqa: E402  (peer-bench: the shared W2 body)
+from helpers.bench_host import cpu_seconds  # noqa: E402
 
 from rocketmq_emulator.broker.fronts.remoting.protocol import FrameDecoder, RemotingCommand, RequestCode, encode  # noqa: E402
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, Message, Producer, PushConsumer, RemoteBroker, SendStatus  # noqa: E402
@@ -70,13 +71,6 @@ GROUP = "w2_consumer"
 RABBIT_RECORDED = {"produce": 18_402, "consume": 15_868}   # fallback if the table cannot be read
 # Debian's rabbitmq-server package puts its scripts here (rabbitmq_local.sh runs them from there).
 RABBIT_LIBBIN = os.environ.get("RABBITMQ_LIBBIN", "/usr/lib/rabbitmq/bin")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all threads), from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Phase:

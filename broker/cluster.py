@@ -243,8 +243,10 @@ def _perm_text(perm: int) -> str:
 
 
 def next_due_ms(cores: list) -> int | None:
-    """When the next delayed message of any running broker is due (None: none waits):
-    where `clock advance next` and the dashboard's "next" button move time to."""
-    due = [d for d in (c.schedule.scheduler.next_deadline(c.clock.now_ms()) for c in cores if not c.stopped)
-           if d is not None]
+    """When the next delayed message or transaction check-back of any running broker is
+    due (None: none waits): where `clock advance next` and the dashboard's "next" button
+    move time to."""
+    live = [c for c in cores if not c.stopped]
+    due = [d for d in [c.schedule.scheduler.next_deadline(c.clock.now_ms()) for c in live] +
+           [c.transactions.next_deadline() for c in live] if d is not None]
     return min(due) if due else None

@@ -15,6 +15,7 @@ from rocketmq_emulator.delay_scheduler import DelayLevels
 from rocketmq_emulator.store.config import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_table
 
 from .errors import ConfigError
+from .retry_lifecycle import TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_CHECK_MAX, TRANSACTION_TIMEOUT_MS
 
 __all__ = ["BrokerConfig", "load_broker_conf", "parse_properties", "PERM_READ", "PERM_WRITE",
            "PERM_INHERIT", "PERM_PRIORITY"]
@@ -53,9 +54,19 @@ _KEYS = {
     "regionId": "region_id",
     "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
     "timerMaxDelaySec": "timer_max_delay_sec",
+    "transactionTimeOut": "transaction_timeout",
+    "transactionCheckInterval": "transaction_check_interval",
+    "transactionCheckMax": "transaction_check_max",
     # (the emulator's own: Pulsar's in-memory redelivery counts, for fidelity tests)
     "pulsarRedeliveryCountInMemory": "redelivery_count_in_memory",
     "delayedDeliveryTickTimeMillis": "delayed_delivery_tick_time_millis",
+    # Pulsar's own keys the Pulsar front models (issue 41), and the emulator's largest
+    # Pulsar message (Pulsar's maxMessageSize: RocketMQ's key of that name is the 4.x limit)
+    "brokerDeduplicationEnabled": "broker_deduplication_enabled",
+    "brokerServiceCompactionThresholdInBytes": "broker_service_compaction_threshold_in_bytes",
+    "advertisedListeners": "advertised_listeners",
+    "internalListenerName": "internal_listener_name",
+    "pulsarMaxMessageSize": "pulsar_max_message_size",
 }
 
 
@@ -87,6 +98,11 @@ class BrokerConfig:
     region_id: str = "DefaultRegion"
     server_channel_max_idle_time_seconds: int = 120     # NettyServerConfig: 0 keeps idle connections
     timer_max_delay_sec: int = 3 * 24 * 3600            # 5.x: a timer message may wait at most this long
+    # transactions: a half message's first check-back (ms after it is stored), the interval
+    # between checks (ms), and how many checks before it is discarded (retry_lifecycle.py)
+    transaction_timeout: int = TRANSACTION_TIMEOUT_MS
+    transaction_check_interval: int = TRANSACTION_CHECK_INTERVAL_MS
+    transaction_check_max: int = TRANSACTION_CHECK_MAX
     record_events: bool = True
     fsync: bool = True       # StoreConfig.fsync: False = flushes survive a process crash, not a power loss
     # Pulsar subscriptions: keep redelivery counts and individual acks in memory only, as
@@ -95,6 +111,16 @@ class BrokerConfig:
     # Pulsar's delayedDeliveryTickTimeMillis: a delayed message due within this many ms is
     # not held at all, and held ones are released this much early; 0 = exact on the clock
     delayed_delivery_tick_time_millis: int = 0
+    # Pulsar: deduplication for topics whose namespace or topic policy does not say; the
+    # backlog (bytes) past which a topic is compacted (0: never); the named listeners a
+    # lookup's listener name selects ("name:pulsar://host:port,...") and the name of the
+    # one the broker itself serves; the largest message (CONNECTED announces it, and the
+    # store takes Pulsar messages up to it)
+    broker_deduplication_enabled: bool = False
+    broker_service_compaction_threshold_in_bytes: int = 0
+    advertised_listeners: str = ""
+    internal_listener_name: str = ""
+    pulsar_max_message_size: int = 5 * 1024 * 1024
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,12 +141,51 @@ class BrokerConfig:
         if self.server_channel_max_idle_time_seconds < 0:
             raise ConfigError("serverChannelMaxIdleTimeSeconds must be >= 0 (0 = never), "
                               f"got {self.server_channel_max_idle_time_seconds}")
+        for key, value, lo in (("transactionTimeOut", self.transaction_timeout, 0),
+                               ("transactionCheckInterval", self.transaction_check_interval, 1),
+                               ("transactionCheckMax", self.transaction_check_max, 0)):
+            if value < lo:
+                raise ConfigError(f"{key} must be >= {lo}, got {value}")
         if self.max_message_size < 1:
             raise ConfigError(f"maxMessageSize must be >= 1, got {self.max_message_size}")
+        if self.pulsar_max_message_size < 1024:
+            raise ConfigError(f"pulsarMaxMessageSize must be >= 1024, got {self.pulsar_max_message_size}")
+        if self.broker_service_compaction_threshold_in_bytes < 0:
+            raise ConfigError("brokerServiceCompactionThresholdInBytes must be >= 0, got "
+                              f"{self.broker_service_compaction_threshold_in_bytes}")
+        self.listeners()
         try:
             parse_delay_table(self.message_delay_level)
         except ValueError as exc:
             raise ConfigError(f"messageDelayLevel: {exc}") from None
+
+    def listeners(self) -> dict[str, dict[str, str]]:
+        """advertisedListeners as Pulsar reads it: listener name -> {scheme: URL}, a name
+        given at most once per scheme (pulsar://, pulsar+ssl://); ConfigError otherwise."""
+        out: dict[str, dict[str, str]] = {}
+        for item in filter(None, (x.strip() for x in self.advertised_listeners.split(","))):
+            name, sep, url = item.partition(":")
+            scheme = url.strip().partition("://")[0]
+            if not sep or not name.strip() or scheme not in ("pulsar", "pulsar+ssl", "http", "https"):
+                raise ConfigError(f"advertisedListeners: {item!r} is not <listener name>:pulsar://host:port")
+            urls = out.setdefault(name.strip(), {})
+            if scheme in urls:
+                raise ConfigError(f"advertisedListeners: listener {name.strip()!r} has two {scheme}:// URLs")
+            urls[scheme] = url.strip()
+        return out
+
+    def listener_url(self, name: str, own_url: str, scheme: str = "pulsar") -> str | None:
+        """The URL a Pulsar lookup that asks for listener ``name`` is answered with: the
+        named advertised listener's, else — no name, or the internal listener's name
+        (internalListenerName, by default the first advertised listener, else "internal")
+        — this broker's own ``own_url``; None for a name the broker does not have."""
+        listeners = self.listeners()
+        if name and name in listeners and scheme in listeners[name]:
+            return listeners[name][scheme]
+        internal = self.internal_listener_name or next(iter(listeners), "internal")
+        if not name or (name == internal and name not in listeners):
+            return own_url
+        return None
 
     @property
     def delay_levels(self) -> DelayLevels:

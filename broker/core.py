@@ -13,32 +13,39 @@ from __future__ import annotations
 import itertools
 import logging
 import random
-from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, Clock, VirtualClock
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, StoreError
-from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host, tags_code
+from rocketmq_emulator.store.records import PROP_CRC
+from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
-from .dialects import check_pulsar_store_topic, is_pulsar_store_topic
+from .delivery_log import DeliveryLog
+from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .groups import ConsumerManager, GroupManager, LockManager
 from . import pulling, sending
+from .kept_records import KeptRecords
 from .long_polling import HeldPull, PullHoldService
 from .offset_book import OffsetBook
+from .rates import RateRing
 from .invisible_time import PopService
+from .pulsar_compaction import Compaction
 from .pulsar_cursors import SubscriptionService
+from .pulsar_producers import PulsarProducers
+from .pulsar_topics import PulsarTopics
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
-                         OffsetCommit, PopRequest, PopResult, PullOutcome, PullRequest, PullResult, QueueRoute,
-                         Registration,
+                         EndTransaction, EndTransactionResult, OffsetCommit, PopRequest, PopResult, PullOutcome,
+                         PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
 from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
 from .delay_queue import ScheduleService
+from .transactions import TransactionService
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicConfig, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
@@ -47,6 +54,11 @@ log = logging.getLogger("broker")
 
 # A failed re-store of a due delayed message is retried after this (DELAY_FOR_A_WHILE).
 _SCHEDULE_RETRY_MS = 100
+_STALE = object()           # the cached next deadline must be found again
+_RETRY_LEN = len(RETRY_PREFIX)
+_PUT_OK = PutStatus.PUT_OK
+_FOUND = PullOutcome.FOUND
+_CRC_NAME = PROP_CRC + "\x01"
 
 
 class BrokerCore:
@@ -65,18 +77,47 @@ class BrokerCore:
         self.producers: dict[str, dict[Channel, str]] = {}
         self.locks = LockManager(self.config.rebalance_lock_max_live_time)
         self.schedule = ScheduleService(self.levels, store)
+        # every level's delivery offset in the store's table from the start (a delivery
+        # then updates one: set_delay_offset)
+        store.set_delay_offsets(self.schedule.scheduler.offsets())
         self.holds = PullHoldService()
+        self.kept = KeptRecords()                           # records stored lately, as objects
+        self._prop_crc = store.config.prop_crc
+        # The next deadline of everything here but the Pulsar cursors (which keep their
+        # own), found again only after something changed it: a put, a hold, a tick, a
+        # pop... (the holds count their changes: ``holds.version``).
+        self._deadline = _STALE
+        self._deadline_free = _STALE                        # (the same without the held pulls)
+        self._deadline_holds = -1
         self.events = EventLog()
         self.events.enabled = self.config.record_events
         self.notify = Notifier()                            # typed notifications to the fronts
-        self.offsets = OffsetBook(store, clock, self.events, self._dirty)
-        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message)
-        # Pulsar-style cursors (broker/pulsar_cursors.py)
-        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify)
+        self._flush_due: int | None = None
+        # what the dashboard reads beside the store: rates per second (rates.py) and the
+        # deliveries the store cannot tell (delivery_log.py), both bounded
+        self.rates = RateRing(topics=lambda: self.topics.table)
+        self.deliveries = DeliveryLog(clock.now_ms(), store=store)
+        self.offsets = OffsetBook(store, clock, self.events, self._dirty, self.rates, self.deliveries.first_pulled)
+        self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message,
+                               self.deliveries)
+        # Pulsar: topics and policies, compaction, cursors, producers (broker/pulsar_*.py)
+        self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
+        first = self.pulsar_topics.first_offset
+        self.compaction = Compaction(store, first, self._compaction_threshold)
+        self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify,
+                                                 first, self.compaction, deliveries=self.deliveries,
+                                                 rates=self.rates)
+        self.pulsar_producers = PulsarProducers(
+            store, lambda t: bool(self.pulsar_topics.effective(t, "deduplicationEnabled")), first,
+            lambda t: self._compaction_threshold(t) > 0)
+        self.pulsar_topics.policy_changed.append(self.pulsar_producers.refresh)
+        # half messages and their check-back ladder (broker/transactions.py)
+        self.transactions = TransactionService(store, clock, self.config, self.topics, self.put_message, self.notify,
+                                               self.producers, self.store_host)
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
+        self._stored_hooks: list[Callable[[MessageRecord, str, dict | None], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
-        self._flush_due: int | None = None
         self._flush_error: str | None = None            # why the last flush failed (until one works)
         self._schedule_retry_at = 0
         self._schedule_failing = False                   # re-stores of due delayed messages fail
@@ -89,7 +130,7 @@ class BrokerCore:
         self.stopped = False
         self.boot_ms = clock.now_ms()
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
-        self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save]
+        self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save, self.pulsar_producers.save]
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
@@ -109,9 +150,22 @@ class BrokerCore:
     @staticmethod
     def store_config(config: BrokerConfig) -> StoreConfig:
         return StoreConfig(segment_size=config.maped_file_size_commit_log,
-                           max_message_size=config.max_message_size,
+                           max_message_size=max(config.max_message_size, config.pulsar_max_message_size),
                            flush_disk_type=config.flush_disk_type,
                            delay_levels_ms=config.delay_levels.delays_ms, fsync=config.fsync)
+
+    def draw_queue(self, queue_nums: int) -> int:
+        """A queue among ``queue_nums``: ``rng.randrange(99999999) % queue_nums``, as the
+        broker picks one (a send without a queue id, a send-back's retry queue). For a
+        plain random.Random in one call: its randrange draws getrandbits(27) until below
+        99999999, which is what this does."""
+        rng = self.rng
+        if rng.__class__ is random.Random:
+            r = rng.getrandbits(27)
+            while r >= 99999999:
+                r = rng.getrandbits(27)
+            return r % queue_nums
+        return rng.randrange(99999999) % queue_nums
 
     # -- connections ---------------------------------------------------------------
     @property
@@ -127,6 +181,7 @@ class BrokerCore:
         """A connection closed: unregister its clients, drop its held pulls, notify."""
         channel.closed = True
         self.holds.drop_channel(channel)
+        self._deadline = _STALE
         for group in self.consumers.channel_closed(channel):
             self.notify_consumer_ids_changed(group)
         for chans in self.producers.values():
@@ -153,22 +208,46 @@ class BrokerCore:
 
     # -- the one put path ------------------------------------------------------------
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
-                    delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0):
+                    delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0,
+                    stored_map: bool = False, body_crc: int | None = None, now: int | None = None):
         """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
-        DELAY / TIMER_* properties when both are None (broker/delay_queue.py) — record the
-        events, wake held pulls. Returns the store's PutResult; ``rec`` is updated in
-        place. ``kind`` SENT_BACK (a send-back's retry copy) records SENT_BACK beside
-        DELAYED, with the one due time computed here; REDELIVERED records the level it
-        waited at (``waited_level``)."""
-        now = self.clock.now_ms()
-        lane = self.schedule.divert(rec, now, delay_level, deliver_at_ms)
-        res = self.store.put(rec, now)
-        if res.status is not PutStatus.PUT_OK:
+        DELAY / TIMER_* properties when both are None (broker/delay_queue.py); a
+        ``delay_level`` of 0 stores it as it is without looking — record the events,
+        wake held pulls, keep the record (broker/kept_records.py). Returns the store's
+        PutResult; ``rec`` is updated in place. ``kind`` SENT_BACK (a send-back's retry
+        copy) records SENT_BACK beside DELAYED, with the one due time computed here;
+        REDELIVERED records the level it waited at (``waited_level``). ``stored_map``:
+        the caller vouches that ``rec.properties`` is what parsing the string it is
+        stored with gives, but for the store's CRC property (a copy made from a kept
+        record's map): it is completed with that and kept as the record's map as stored.
+        ``body_crc``: the body's CRC when known (a copy of a kept record's body); ``now``:
+        the clock's time when the caller just read it."""
+        if now is None:
+            now = self.clock.now_ms()
+        lane = None if delay_level == 0 else self.schedule.divert(rec, now, delay_level, deliver_at_ms)
+        res = self.store.put(rec, now, body_crc)
+        if res[0] is not _PUT_OK:
             return res
-        self._dirty(now)
+        if self._flush_due is None and self._persistent:        # (_dirty, inlined: every put)
+            self._flush_due = now + self.config.flush_interval_commit_log
+        self._deadline = _STALE
         props = rec.properties
+        if stored_map and self._prop_crc:
+            text = rec.properties_text
+            if text[-19:-10] == _CRC_NAME:
+                props[PROP_CRC] = text[-10:]
+            elif PROP_CRC in props:
+                del props[PROP_CRC]
+            kept = (rec, props)
+        else:
+            kept = None
+        if self._stored_hooks:
+            for fn in self._stored_hooks:
+                fn(rec, res.msg_id, None if kept is None else props)
+        if kind is not EventKind.REDELIVERED:          # (a delayed message come due was counted when sent)
+            self.rates.stored(now, kind, rec.topic, props, group)
         if lane is not None:
-            due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp)
+            due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp, kept)
             if EventKind.DELAYED in self.events.wanted:
                 self.events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
                                          res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
@@ -188,9 +267,11 @@ class BrokerCore:
             self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
                                      props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, waited_level, None,
                                      props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
+        self.kept.keep(rec, kept[1] if kept is not None else None)
         if self.holds._by_queue:
-            for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, tags_code(props.get(Prop.TAGS))):
-                self._answer_held(held)
+            data = self.store.last_put
+            for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, props):
+                self._answer_arrived(held, res, data)
         return res
 
     # -- typed operations (broker/operations.py) ---------------------------------------
@@ -207,6 +288,11 @@ class BrokerCore:
         the retry lifecycle decides (broker/sending.py)."""
         return sending.send_back(self, request)
 
+    def end_transaction(self, request: EndTransaction) -> EndTransactionResult:
+        """A producer commits or rolls back a half message, or does not know yet
+        (broker/transactions.py)."""
+        return self.transactions.end(request)
+
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
         return pulling.pull(self, request, channel)
@@ -214,24 +300,29 @@ class BrokerCore:
     def pop(self, request: PopRequest) -> PopResult:
         """5.x receive: visible messages of a topic (and the group's pop retry topic),
         invisible for the request's time after (broker/invisible_time.py)."""
+        self._deadline = _STALE
         return self.pops.pop(request)
 
     def release_client(self, client_id: str) -> int:
         """A 5.x client went away: its auto-renewed deliveries are visible again after 1 s
         (broker/invisible_time.py). Returns how many it held."""
+        self._deadline = _STALE
         return self.pops.release(client_id)
 
     def ack(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
         """5.x ack of one delivery, by its current receipt handle."""
+        self._deadline = _STALE
         return self.pops.ack(group, topic, receipt_handle)
 
     def forward_to_dlq(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
         """A delivery's message to %DLQ%<group> at once (a 5.x FIFO consumer gave up)."""
+        self._deadline = _STALE
         return self.pops.forward_to_dlq(group, topic, receipt_handle)
 
     def change_invisible_time(self, group: str, topic: str, receipt_handle: str,
                               invisible_ms: int) -> ChangeInvisibleResult:
         """Make a delivery invisible for ``invisible_ms`` from now; returns its new handle."""
+        self._deadline = _STALE
         return self.pops.change_invisible_time(group, topic, receipt_handle, invisible_ms)
 
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
@@ -329,19 +420,48 @@ class BrokerCore:
         (``suspend_ms``; ``shortPollingTimeMills`` without ``longPollingEnable``) ends,
         and is answered by a PullReady notification carrying ``context``. The commit it
         carries is made now, once (PullRequestHoldService)."""
-        result = self.pull(request, channel)
+        result = pulling.pull(self, request, channel)
         if result.outcome is not PullOutcome.NO_NEW_MESSAGE:
             return result
         wait = suspend_ms if self.config.long_polling_enable else self.config.short_polling_time_mills
-        again = request if request.commit_offset is None else replace(request, commit_offset=None)
+        again = request if request.commit_offset is None else PullRequest(
+            request.group, request.topic, request.queue_id, request.offset, request.max_msgs, request.subscription,
+            request.expression_type, request.sub_version, None)
         self.holds.hold(HeldPull(channel, again, context, request.topic, request.queue_id, request.offset,
-                                 result.tag_codes, self.clock.now_ms() + wait))
+                                 result.tag_codes, self.clock.now_ms() + wait, False, 0, result.min_offset))
         return None
 
     def _answer_held(self, held) -> None:
-        """Run a held pull again, now (a message arrived, or its time ended)."""
+        """Run a held pull again, now (its time ended)."""
         if not held.channel.closed:
             self.notify(PullReady(held.channel, held.context, held.request, self.pull(held.request, held.channel)))
+
+    def _answer_arrived(self, held, res, data: bytes) -> None:
+        """Answer a held pull that the record just stored (the put's ``res``; ``data``, the
+        bytes it wrote) woke, with that record: what running the pull again would find, when it was
+        waiting at that very offset (its checks are run again: a permission or a
+        subscription may have changed meanwhile). Anything else runs it again."""
+        channel = held.channel
+        if channel.closed:
+            return
+        request = held.request
+        result = None
+        if held.offset == res.queue_offset:
+            code_set = pulling.check(self, request, channel)
+            if code_set.__class__ is PullResult:
+                result = code_set                           # refused now
+            elif code_set is None:                          # every tag (else the entry's tagsCode decides: run it)
+                offset = held.offset + 1
+                kept = self.kept.get(res.commit_log_offset)
+                # positional, in PullResult's field order (outcome, records, next_offset,
+                # min_offset, max_offset, remark, tag_codes, store_status, stored)
+                result = PullResult(_FOUND, [data], offset, held.min_offset, offset, None, None,
+                                    "FOUND", None if kept is None else (kept,))
+                self.deliveries.pulled(self.clock.now_ms(), request.group, request.topic, request.queue_id,
+                                       held.offset, offset, None, channel.client_id or channel.remote)
+        if result is None:
+            result = self.pull(request, channel)
+        self.notify(PullReady(channel, held.context, request, result))
 
     def record_offset_commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Record ``group``'s offset of a queue, unchecked (OffsetBook.commit)."""
@@ -355,6 +475,13 @@ class BrokerCore:
     def add_send_back_hook(self, fn: Callable[[ConsumeMessageContext], None]) -> Callable[[], None]:
         self._hooks.append(fn)
         return lambda: self._hooks.remove(fn)
+
+    def add_stored_hook(self, fn: Callable[[MessageRecord, str, dict | None], None]) -> Callable[[], None]:
+        """``fn(record, offsetMsgId, map)`` after every record this broker stores (the
+        record with the fields the store filled; ``map``: its property map as stored when
+        the core knows it, else None — read its stored string). Returns the remover."""
+        self._stored_hooks.append(fn)
+        return lambda: self._stored_hooks.remove(fn)
 
     @property
     def has_send_back_hooks(self) -> bool:
@@ -390,12 +517,20 @@ class BrokerCore:
         if self.stopped:
             return
         now = self.clock.now_ms()
+        self._deadline = _STALE
         if now >= self._schedule_retry_at:
             self._deliver_due(now)
-        self.pops.revive_due(now)
-        self.subscriptions.tick(now)
-        for held in self.holds.expired(now):
-            self._answer_held(held)
+        pops = self.pops
+        if pops._expiry and pops._expiry[0][0] <= now:
+            pops.revive_due(now)
+        if self.transactions.due:
+            self.transactions.tick(now)
+        if self.subscriptions.topics:
+            self.subscriptions.tick(now)
+        holds = self.holds
+        if holds._heap and holds._heap[0][0] <= now:
+            for held in holds.expired(now):
+                self._answer_held(held)
         if self._flush_due is not None and now >= self._flush_due:
             self.flush()
 
@@ -410,20 +545,38 @@ class BrokerCore:
             self._answer_held(held)
 
     def _deliver_due(self, now: int) -> None:
+        """Re-store each delayed message due at ``now`` into its real topic: made from
+        the record carried since it was stored (a reopen's entries: read back)."""
         sched = self.schedule.scheduler
-        moved = False
-        for lane, offset, due in sched.due(now):
-            rec = self.schedule.time_up(lane, offset)
+        store = self.store
+        while True:
+            head = sched.due_head(now)
+            if head is None:
+                break
+            lane, offset, _, kept = head
+            if kept is not None:
+                rec = self.schedule.due_copy(kept)
+            else:
+                rec = self.schedule.time_up(lane, offset)
             if rec is None:  # entry or message gone (e.g. truncated): skip it
                 sched.delivered(lane, offset)
-                moved = True
+                if lane != TIMER_LANE:
+                    store.set_delay_offset(lane, offset + 1)
                 continue
             # the group whose retry topic it goes back to (none: a producer's delayed send)
             group = None
-            if rec.topic.startswith(RETRY_PREFIX):
-                group = rec.topic[len(RETRY_PREFIX):].partition(POP_RETRY_SEPARATOR)[0]
-            res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group,
-                                   waited_level=0 if lane == TIMER_LANE else lane)
+            topic = rec.topic
+            if topic[:_RETRY_LEN] == RETRY_PREFIX:         # (startswith, len: calls, every due message)
+                group = topic[_RETRY_LEN:]
+                if POP_RETRY_SEPARATOR in group:
+                    group = group.partition(POP_RETRY_SEPARATOR)[0]
+            if kept is not None:
+                res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group, delay_level=0,
+                                       waited_level=0 if lane == TIMER_LANE else lane, stored_map=True,
+                                       body_crc=kept[0].body_crc, now=now)
+            else:
+                res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group,
+                                       waited_level=0 if lane == TIMER_LANE else lane)
             if res.status is not PutStatus.PUT_OK:
                 if not self._schedule_failing:      # one line per failure streak, not one per retry
                     log.warning("re-store of a due delayed message failed (%s: %s); retrying every %d ms",
@@ -435,22 +588,68 @@ class BrokerCore:
                 log.warning("due delayed messages are re-stored again")
                 self._schedule_failing = False
             sched.delivered(lane, offset)
-            moved = True
-        if moved:
-            self.store.set_delay_offsets(sched.offsets())
+            if lane != TIMER_LANE:
+                store.set_delay_offset(lane, offset + 1)
 
     def next_deadline(self, *, holds: bool = True) -> int | None:
         """When ``tick`` next has something to do (``holds=False``: leaving out the
-        suspend timeouts of held pulls)."""
+        suspend timeouts of held pulls). Cached: found again only after something
+        changed it (Pulsar cursors, which keep their own times, are asked each time)."""
         if self.stopped:
             return None
-        candidates = [self.holds.next_deadline() if holds else None, self._flush_due, self.pops.next_deadline(),
-                      self.subscriptions.next_deadline()]
-        d = self.schedule.scheduler.next_deadline(self.clock.now_ms())
+        if self._deadline is _STALE:
+            self._find_deadline()
+        if holds:
+            if self._deadline_holds != self.holds.version:
+                self._held_deadline()
+            d = self._deadline
+        else:
+            d = self._deadline_free
+        if d is _STALE:                 # (not cached: while a delayed entry's store time lies ahead)
+            d = self._find_deadline()[0 if holds else 1]
+        if self.subscriptions.topics:
+            s = self.subscriptions.next_deadline()
+            if s is not None and (d is None or s < d):
+                d = s
+        return d
+
+    def _find_deadline(self) -> tuple:
+        """(the next deadline, the next one but the held pulls'), cached unless a delayed
+        entry's store time lies ahead of the clock (then the schedule's times follow it)."""
+        best = self._flush_due
+        expiry = self.pops._expiry                  # (PopService.next_deadline: its heap's top)
+        if expiry and (best is None or expiry[0][0] < best):
+            best = expiry[0][0]
+        if self.transactions.due:                   # (half messages waiting for a check-back)
+            t = self.transactions.next_deadline()
+            if t is not None and (best is None or t < best):
+                best = t
+        sched = self.schedule.scheduler
+        now = self.clock.now_ms()
+        d = sched.next_deadline(now)
         if d is not None:
-            candidates.append(max(d, self._schedule_retry_at))
-        candidates = [c for c in candidates if c is not None]
-        return min(candidates) if candidates else None
+            if d < self._schedule_retry_at:
+                d = self._schedule_retry_at
+            if best is None or d < best:
+                best = d
+        h = self.holds.next_deadline()
+        held = best if h is None or (best is not None and best <= h) else h
+        if now >= sched.skew_until:
+            self._deadline_free = best
+            self._deadline = held
+            self._deadline_holds = self.holds.version
+        else:
+            self._deadline = self._deadline_free = _STALE
+        return held, best
+
+    def _held_deadline(self) -> None:
+        """A pull was held or left since: the next deadline with the holds' again."""
+        best = self._deadline_free
+        if best is _STALE:
+            return
+        h = self.holds.next_deadline()
+        self._deadline = best if h is None or (best is not None and best <= h) else h
+        self._deadline_holds = self.holds.version
 
     def advance_clock(self, ms: int) -> int:
         """Move a VirtualClock forward by ``ms``, ticking at every deadline on the way,
@@ -463,6 +662,7 @@ class BrokerCore:
     def _dirty(self, now: int) -> None:
         if self._persistent and self._flush_due is None:
             self._flush_due = now + self.config.flush_interval_commit_log
+            self._deadline = _STALE
 
     def save_configs(self) -> Exception | None:
         """Write the topic and group documents whole (each change was recorded in their
@@ -480,6 +680,7 @@ class BrokerCore:
         flush the disk refuses (full, read-only) takes nothing down: it is logged once
         per failure streak, everything stays in memory, and the next one comes a flush
         interval later (not at every tick)."""
+        self._deadline = _STALE
         self.save_configs()
         self.store.set_delay_offsets(self.schedule.scheduler.offsets())
         for hook in self.flush_hooks:
@@ -515,36 +716,36 @@ class BrokerCore:
         return error
 
     # -- topics clients name ---------------------------------------------------------------
-    def auto_create_topic(self, topic: str) -> TopicConfig | None:
-        """The topic a 5.x client's route or assignment query names: as it is, or created
-        with defaultTopicQueueNums queues when autoCreateTopicEnable allows (never a
-        %RETRY% or rmq_sys_ topic, never another dialect's store name: dialects.py); None
-        when it does not exist and may not be made."""
-        tc = self.topics.get(topic)
-        if tc is not None or not self.config.auto_create_topic_enable or is_pulsar_store_topic(topic) \
-                or topic.startswith((RETRY_PREFIX, "rmq_sys_")):
-            return tc
-        return self.topics.create_system(topic, self.config.default_topic_queue_nums, PERM_READ | PERM_WRITE)
-
+    # (A 5.x client's route names only topics that exist, as a proxy answers it; a 4.x
+    # send creates its topic from TBW102 in broker/sending.py.)
     def ensure_pulsar_topic(self, stored: str) -> TopicConfig:
         """The store topic a Pulsar producer or consumer names (pulsar_names.store_topic),
         created with its one queue when it does not exist yet, as a Pulsar broker's
         allowAutoTopicCreation does."""
-        tc = self.topics.get(stored)
-        if tc is None:
-            tc = self.topics.create_system(stored, 1, PERM_READ | PERM_WRITE)
-        return tc
+        return self.topics.get(stored) or self.pulsar_topics.make(stored)
+
+    def _pulsar_defaults(self) -> dict:
+        """The broker-wide values of Pulsar's policies (broker.conf)."""
+        return {"deduplicationEnabled": self.config.broker_deduplication_enabled,
+                "compactionThreshold": self.config.broker_service_compaction_threshold_in_bytes}
+
+    def _compaction_threshold(self, stored: str) -> int:
+        return int(self.pulsar_topics.effective(stored, "compactionThreshold") or 0)
 
     # -- conveniences for embedding programs and tests -----------------------------------
     def create_topic(self, topic: str, queue_nums: int = 4, perm: int = PERM_READ | PERM_WRITE, *,
-                     order: bool = False):
-        """UPDATE_AND_CREATE_TOPIC from Python."""
+                     order: bool = False, message_type: str | None = None):
+        """UPDATE_AND_CREATE_TOPIC from Python; ``message_type``: a 5.x topic's type
+        (normal, fifo, delay, transaction; ValueError for another)."""
+        from .message_types import MESSAGE_TYPE_ATTRIBUTE, parse_message_type
         from .topics import check_topic_settings, validate_topic_name
 
         validate_topic_name(topic)
         check_topic_settings(queue_nums, queue_nums, perm)
         check_pulsar_store_topic(self.topics.table, topic, queue_nums, queue_nums)
-        return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order))
+        parsed = parse_message_type(message_type) if message_type else None
+        attributes = {MESSAGE_TYPE_ATTRIBUTE: parsed} if parsed else {}
+        return self.topics.put(TopicConfig(topic, queue_nums, queue_nums, perm, order=order, attributes=attributes))
 
     def update_group(self, gc) -> str | None:
         """Create or change a consumer group's config (``groups.SubscriptionGroupConfig``),
@@ -594,6 +795,7 @@ class BrokerCore:
         configs are in range and every change recorded."""
         self.store._check()
         self.pops._check()
+        self.transactions._check_invariants()
         sched = self.schedule.scheduler
         for level, offset in sched.offsets().items():
             lo, hi = self.queue_bounds(SCHEDULE_TOPIC, level - 1)
@@ -612,6 +814,9 @@ class BrokerCore:
             assert 1 <= tc.read_queue_nums <= 1024 and 1 <= tc.write_queue_nums <= 1024, name
             assert 0 <= tc.perm <= 7, name
         assert not self.configs.pending, "a config change was not recorded"
+        if self._deadline is not _STALE and self._deadline_holds == self.holds.version:
+            cached = (self._deadline, self._deadline_free)
+            assert cached == self._find_deadline(), f"the cached next deadlines {cached} are stale"
 
     def born_host_of(self, channel: Channel):
         return _born_host(channel.remote)

@@ -31,7 +31,9 @@ from rocketmq_emulator.store.records import DLQ_PREFIX, SYSTEM_PROPERTY_KEYS, Pr
 
 from .operations import SendOutcome, SendRequest
 
-__all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "redrive", "REDRIVEN_FROM",
+__all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "dead_letter_counts", "dead_letter_page",
+           "redrive",
+           "REDRIVEN_FROM", "redriven_marks",
            "REDRIVE_PRODUCER_GROUP", "stored_here", "check_ids", "redrive_on"]
 
 REDRIVEN_FROM = "REDRIVEN_FROM"
@@ -89,9 +91,38 @@ def stored_here(core, msg_id: str) -> bool:
     return msg_id.upper()[:16] == create_offset_msg_id(core.store_host, 0)[:16]
 
 
+def redriven_marks(core) -> dict[str, dict[str, str]]:
+    """{group: {dead letter id: the re-driven message's id}} of this broker (saved)."""
+    return _marks(core)
+
+
 def _marks(core) -> dict:
     doc = core.store.load_config(_CONFIG)
     return doc if isinstance(doc, dict) else {}
+
+
+def dead_letter_counts(core) -> dict[str, int]:
+    """group -> how many dead letters it has on this broker (%DLQ%<group> and its Pulsar
+    dead-letter topics), in one pass over the topics: a Pulsar dead-letter topic's first
+    record says whose it is."""
+    store = core.store
+    queues = store.queues()
+    out: dict[str, int] = {}
+    for topic, qids in queues.items():
+        if topic.startswith(DLQ_PREFIX):
+            group = topic[len(DLQ_PREFIX):]
+        elif topic.endswith(PULSAR_DLQ_SUFFIX):
+            first = next(_read(store, topic, qids), None)
+            real = first.properties.get(Prop.REAL_TOPIC) if first is not None else None
+            if not real:
+                continue
+            group = pulsar_letter_group(topic, real)
+        else:
+            continue
+        n = sum(max(store.max_offset(topic, q) - store.min_offset(topic, q), 0) for q in qids)
+        if n:
+            out[group] = out.get(group, 0) + n
+    return out
 
 
 def _dead_letter_topics(core, group: str) -> list[str]:
@@ -133,13 +164,38 @@ def _original_topic(rec) -> str | None:
 def dead_letters(core, group: str) -> list[DeadLetter]:
     """The dead letters of ``group`` on this broker, oldest first ([] when it has none)."""
     marks = _marks(core).get(group, {})
-    out = []
-    for rec in _records(core, group):
-        p = rec.properties
-        out.append(DeadLetter(rec.offset_msg_id, p.get(Prop.UNIQ_KEY), p.get(Prop.KEYS), p.get(Prop.TAGS),
-                              _original_topic(rec), rec.reconsume_times, rec.store_timestamp,
-                              p.get(Prop.ORIGIN_MESSAGE_ID), len(rec.body), marks.get(rec.offset_msg_id)))
-    return out
+    return [_dead_letter(rec, marks) for rec in _records(core, group)]
+
+
+def _dead_letter(rec, marks: dict) -> DeadLetter:
+    p = rec.properties
+    return DeadLetter(rec.offset_msg_id, p.get(Prop.UNIQ_KEY), p.get(Prop.KEYS), p.get(Prop.TAGS),
+                      _original_topic(rec), rec.reconsume_times, rec.store_timestamp,
+                      p.get(Prop.ORIGIN_MESSAGE_ID), len(rec.body), marks.get(rec.offset_msg_id))
+
+
+def dead_letter_page(core, group: str, start: int = 0, limit: int = 50) -> tuple[list[DeadLetter], int]:
+    """(a page of ``group``'s dead letters on this broker, newest first; how many it has),
+    reading only the records of the page."""
+    store = core.store
+    queues = store.queues()
+    spans = [(topic, qid, store.min_offset(topic, qid), store.max_offset(topic, qid))
+             for topic in _dead_letter_topics(core, group) for qid in sorted(queues.get(topic, []))]
+    total = sum(max(hi - lo, 0) for _, _, lo, hi in spans)
+    marks = _marks(core).get(group, {})
+    out, skip = [], start
+    for topic, qid, lo, hi in reversed(spans):
+        for off in range(hi - 1, lo - 1, -1):
+            if len(out) >= limit:
+                return out, total
+            if skip:
+                skip -= 1
+                continue
+            entry = store.queue_entry(topic, qid, off)
+            raw = store.read(entry[0]) if entry is not None else None
+            if raw is not None:
+                out.append(_dead_letter(decode_record(raw, check_crc=False), marks))
+    return out, total
 
 
 def redrive(core, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:

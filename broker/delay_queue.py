@@ -22,18 +22,22 @@ Reopening re-reads each lane from its saved progress.
 from __future__ import annotations
 
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, DelayLevels, DelayScheduler
-from rocketmq_emulator.store.records import (SCHEDULE_TOPIC, TIMER_TOPIC, MessageRecord, Prop, SysFlag,
+from rocketmq_emulator.store.records import (PROP_CRC, SCHEDULE_TOPIC, TIMER_TOPIC, MessageRecord, Prop, SysFlag,
                                              properties_to_string)
 
 __all__ = ["ScheduleService", "TIMER_PROGRESS_CONFIG"]
 
 TIMER_PROGRESS_CONFIG = "timerProgress"
+_CRC_NAME = PROP_CRC + "\x01"
+_REAL_TOPIC, _REAL_QID = Prop.REAL_TOPIC, Prop.REAL_QID
 _DELAY_PROPS = (Prop.DELAY, Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC)
 
 
 class ScheduleService:
     def __init__(self, levels: DelayLevels, store) -> None:
         self.levels = levels
+        self._delays = levels.delays_ms
+        self._max_level = levels.max_level
         self.store = store
         self.scheduler = DelayScheduler(levels)
         self._saved_timer_progress = None
@@ -98,8 +102,8 @@ class ScheduleService:
         if level is not None:
             if level <= 0:
                 return None
-            if level > self.levels.max_level:
-                level = self.levels.max_level
+            if level > self._max_level:
+                level = self._max_level
                 props[Prop.DELAY] = str(level)
             lane, topic, qid = level, SCHEDULE_TOPIC, level - 1
         else:
@@ -130,18 +134,21 @@ class ScheduleService:
                     return None
         return None
 
-    def scheduled(self, lane: int, rec: MessageRecord, queue_offset: int, store_ms: int) -> int:
+    def scheduled(self, lane: int, rec: MessageRecord, queue_offset: int, store_ms: int, kept=None) -> int:
         """Tell the scheduler about a diverted entry; returns its due time (the same
-        the store wrote as the entry's tagsCode)."""
+        the store wrote as the entry's tagsCode). ``kept``: the record with its map as
+        stored (broker/kept_records.py), carried until it is due (``due_copy``)."""
         if lane == TIMER_LANE:
             due = int(rec.properties[Prop.TIMER_DELIVER_MS])
-        else:
-            due = self.levels.deliver_timestamp(lane, store_ms)
-        self.scheduler.add(lane, queue_offset, due)
+        else:       # (DelayLevels.deliver_timestamp: a diverted level is always one of the table's)
+            due = store_ms + self._delays[lane - 1]
+        self.scheduler.add(lane, queue_offset, due, kept)
         return due
 
     def time_up(self, lane: int, queue_offset: int) -> MessageRecord | None:
-        """The message to re-store for a due entry, or None if the entry is gone."""
+        """The message to re-store for a due entry, read from the store, or None if the
+        entry is gone. (``due_copy`` makes it from the record carried since it was
+        stored; this is for the entries a reopen found.)"""
         topic, qid = self.queue_of(lane)
         entry = self.store.queue_entry(topic, qid, queue_offset)
         if entry is None:
@@ -166,6 +173,28 @@ class ScheduleService:
                              old.sys_flag, old.born_timestamp, old.born_host, 0, old.store_host,
                              old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0,
                              old.properties_text)
+
+    @staticmethod
+    def due_copy(kept) -> MessageRecord | None:
+        """The message to re-store for a due entry, made from the record carried since it
+        was stored (``kept``: the record and its map as stored), None when it names no
+        real topic. What ``time_up`` makes, but for its map: this one's is the map as
+        stored — the same stored string (DELAY, REAL_TOPIC and REAL_QID still in it, as
+        upstream's delivered copy shows them), so the copy is stored as it is, never
+        delayed again (the caller passes delay level 0), and the store gives it a CRC
+        property of its own."""
+        old, props = kept
+        real_topic = props[_REAL_TOPIC] if _REAL_TOPIC in props else None     # (not ``get``: every due message)
+        if not real_topic:
+            return None
+        text = old.properties_text
+        if text[-19:-10] == _CRC_NAME:      # the store's CRC property, the one there is: not the copy's
+            text = text[:-20]               # (with its separator; "" when it is the only one)
+        # positional, in MessageRecord's field order (see ``time_up``)
+        return MessageRecord(real_topic, old.body, int(props[_REAL_QID] if _REAL_QID in props else "0"), old.flag,
+                             dict(props),
+                             old.sys_flag, old.born_timestamp, old.born_host, 0, old.store_host,
+                             old.reconsume_times, old.prepared_transaction_offset, 0, 0, 0, 0, text)
 
     def save_timer_progress(self) -> None:
         """Write the timer lane's progress if it moved (at flush, after the log: what

@@ -27,8 +27,11 @@ class EventKind:
     FAULT = "fault"                     # a fault rule was applied (broker/faults.py)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Event:
+    """One transition; a value nobody changes (not frozen only because a frozen one costs
+    a call per field to build, and one is built per offset commit a subscriber takes)."""
+
     kind: str
     time_ms: int
     topic: str

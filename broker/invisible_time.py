@@ -37,7 +37,9 @@ from rocketmq_emulator.store import PutStatus
 from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop
 
 from .config import PERM_READ, PERM_WRITE
+from .delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
 from .events import EventKind
+from .message_types import SHARDING_KEY
 from .operations import (AckOutcome, ChangeInvisibleResult, InvisibleOutcome, PopOutcome, PopRequest, PopResult,
                          PoppedMessage)
 from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, RetryDecision, pop_retry_topic, rocketmq5_after_failure
@@ -54,7 +56,6 @@ RENEW_FOR_MS = 3 * 3600 * 1000
 RELEASE_AFTER_MS = 1000
 _RETRY_FIRST_PERCENT = 20                    # popFromRetryProbability
 _FIFO_SCAN = 2048                            # entries a FIFO pop looks at past the first not done
-SHARDING_KEY = "__SHARDINGKEY"               # a 5.x message group, as the proxy stores it
 
 
 @dataclass(slots=True)
@@ -64,6 +65,7 @@ class _Delivery:
     owner: str = ""             # auto-renew: the client it is renewed for ("": not renewed)
     renew_until: int = 0        # auto-renew: no renewal after this (3 h after the delivery)
     renewals: int = 0
+    nacked: bool = False        # given back at once (invisible time 0): not an expiry
 
 
 @dataclass(slots=True)
@@ -96,9 +98,10 @@ class _QueueState:
 
 
 class PopService:
-    def __init__(self, store, clock, rng, topics, groups, offsets, put_message) -> None:
+    def __init__(self, store, clock, rng, topics, groups, offsets, put_message, deliveries=None) -> None:
         """``put_message``: the core's one put path (BrokerCore.put_message), for the
-        retry and dead-letter copies; ``offsets``: the core's OffsetBook."""
+        retry and dead-letter copies; ``offsets``: the core's OffsetBook; ``deliveries``:
+        its DeliveryLog (each receive, ack, nack and expiry is told there)."""
         self.store = store
         self.clock = clock
         self.rng = rng
@@ -106,6 +109,7 @@ class PopService:
         self.groups = groups
         self.offsets = offsets
         self.put_message = put_message
+        self.deliveries = deliveries
         self._queues: dict[tuple[str, str, int], _QueueState] = {}    # (group, stored topic, qid)
         self._expiry: list[tuple[int, int, tuple[str, str, int], int]] = []   # (visible_at, gen, key, offset)
         self._generation = 0
@@ -165,12 +169,15 @@ class PopService:
                 continue                # gone, or not subscribed: acked away silently
             original = rec.properties.get(Prop.RETRY_TOPIC, req.topic) if topic != req.topic else req.topic
             out.append(self._deliver(key, state, offset, rec, original, rec.reconsume_times + 1, qid, now,
-                                     req.invisible_ms, req.renew_for))
+                                     req.invisible_ms, req.renew_for, req.client))
         self._commit(key, state)
 
     def _pop_fifo(self, req: PopRequest, qid: int, now: int, out: list) -> None:
         """In queue order, the first not-done message of each message group
-        (__SHARDINGKEY; none = one group for the queue) that is not in flight."""
+        (__SHARDINGKEY) that is not in flight. A message without a group waits for no
+        other and holds none back (it is its own group): only the message group of a
+        message in flight waits, as a FIFO group reading normal and delay topics
+        expects. (Upstream's order pop blocks the whole queue instead.)"""
         store = self.store
         key = (req.group, req.topic, qid)
         state = self._state(key, fifo=True)
@@ -186,24 +193,28 @@ class PopService:
             if rec is None:
                 state.finish(offset)            # gone from the store
                 continue
-            group = rec.properties.get(SHARDING_KEY, "")
-            if offset in state.in_flight or group in blocked:
-                blocked.add(group)
+            group = rec.properties.get(SHARDING_KEY)
+            if offset in state.in_flight or (group is not None and group in blocked):
+                if group is not None:
+                    blocked.add(group)
                 continue
             if req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags:
                 state.finish(offset)            # not subscribed: acked away
                 continue
-            blocked.add(group)
+            if group is not None:
+                blocked.add(group)
             n = state.deliveries.get(offset, 0) + 1
             state.deliveries[offset] = n
             out.append(self._deliver(key, state, offset, rec, req.topic, rec.reconsume_times + n, qid, now,
-                                     req.invisible_ms, req.renew_for))
+                                     req.invisible_ms, req.renew_for, req.client))
         self._commit(key, state)
 
     def _deliver(self, key, state: _QueueState, offset: int, rec, topic: str, attempt: int, qid: int,
-                 now: int, invisible_ms: int, owner: str = "") -> PoppedMessage:
+                 now: int, invisible_ms: int, owner: str = "", client: str = "") -> PoppedMessage:
         self._generation += 1
         visible_at = now + invisible_ms
+        if self.deliveries is not None:
+            self.deliveries.one(now, POP, key[0], key[1], qid, offset, attempt, client or owner, visible_at)
         state.in_flight[offset] = _Delivery(self._generation, visible_at, owner, now + RENEW_FOR_MS if owner else 0)
         if owner:
             self._renewed.setdefault(owner, set()).add((key, offset))
@@ -216,6 +227,7 @@ class PopService:
         if found.__class__ is AckOutcome:
             return found
         key, offset, state = found
+        self._tell(ACK, key, offset)
         self._unown(key, state, offset)
         state.finish(offset)
         self._commit(key, state)
@@ -234,9 +246,10 @@ class PopService:
         self._generation += 1
         now = self.clock.now_ms()
         visible_at = now + invisible_ms
-        state.in_flight[offset] = _Delivery(self._generation, visible_at)
+        state.in_flight[offset] = _Delivery(self._generation, visible_at, nacked=invisible_ms == 0)
         heapq.heappush(self._expiry, (visible_at, self._generation, key, offset))
         handle = self._handle(key, offset, self._generation, visible_at)
+        self._tell(NACK if invisible_ms == 0 else INVISIBLE, key, offset, visible_at)
         if invisible_ms == 0:
             # given back at once (the Node 5.x client's nack): revived now, as the broker's
             # revive does within its scan, not when the clock next moves
@@ -280,6 +293,8 @@ class PopService:
             if d.owner:
                 self._renew(key, offset, d, now)
                 continue
+            if not d.nacked:
+                self._tell(EXPIRED, key, offset)
             old = self._record(key, offset)
             decision = self._after_failure(key, state, offset, old) if old is not None else None
             if state.fifo and decision is not None and not decision.dead_letter:
@@ -384,6 +399,10 @@ class PopService:
                                group=key[0])
         return res.status is PutStatus.PUT_OK
 
+    def _tell(self, kind: str, key: tuple[str, str, int], offset: int, extra=None) -> None:
+        if self.deliveries is not None:
+            self.deliveries.one(self.clock.now_ms(), kind, key[0], key[1], key[2], offset, extra=extra)
+
     # -- state ------------------------------------------------------------------------------------
     def _state(self, key: tuple[str, str, int], fifo: bool = False) -> _QueueState:
         state = self._queues.get(key)
@@ -418,6 +437,15 @@ class PopService:
         return sorted((topic, offset, d.visible_at, bool(d.owner))
                       for (g, topic, _), state in self._queues.items() if g == group
                       for offset, d in state.in_flight.items())
+
+    def queue_states(self, group: str) -> list[dict]:
+        """What the dashboard shows of ``group``'s pop queues (stored topic, queue id):
+        the next offset never popped, the deliveries in flight (offset -> (visible at,
+        auto-renewed)), FIFO, and a FIFO queue's deliveries so far per offset not done."""
+        return [{"topic": topic, "queue_id": qid, "next_offset": s.next_offset, "fifo": s.fifo,
+                 "in_flight": {o: (d.visible_at, bool(d.owner)) for o, d in s.in_flight.items()},
+                 "deliveries": dict(s.deliveries)}
+                for (g, topic, qid), s in sorted(self._queues.items()) if g == group]
 
     def in_flight_count(self, group: str | None = None) -> int:
         return sum(len(s.in_flight) for (g, _, _), s in self._queues.items() if group is None or g == group)

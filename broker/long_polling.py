@@ -1,10 +1,13 @@
 """Held pulls (PullRequestHoldService).
 
 A pull that finds nothing, asked as a long poll (4.x: the suspend flag), is parked until
-a message matching its subscription arrives in its queue or its suspend time passes; it
-is then executed once more (without its commit) and the result goes to the front that
-held it (a PullReady notification with the front's ``context``). Costs: O(held
-pulls on that queue) per arrival; O(log n) per deadline via a heap.
+a message matching its subscription arrives in its queue or its suspend time passes.
+When its suspend time passes it is executed once more (without its commit); when a
+message arrives, the core answers it with that message (BrokerCore._answer_arrived) —
+what running it again would find — and the result goes to the front that held it (a
+PullReady notification with the front's ``context``). Costs: O(held pulls on that
+queue) per arrival; O(log n) per deadline via a heap. ``version`` changes whenever a
+pull is held or leaves: the core's cached next deadline is taken again then.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocketmq_emulator.delay_scheduler.timer_heap import ascending
+from rocketmq_emulator.store.records import Prop, tags_code
 
 __all__ = ["HeldPull", "PullHoldService"]
 
@@ -29,6 +33,7 @@ class HeldPull:
     deadline_ms: int
     done: bool = False
     seq: int = 0
+    min_offset: int = 0         # the queue's first offset when it was held (a store's never moves)
 
 
 class PullHoldService:
@@ -36,10 +41,12 @@ class PullHoldService:
         self._by_queue: dict[tuple[str, int], list[HeldPull]] = {}
         self._heap: list[tuple[int, int, HeldPull]] = []
         self._next_seq = 0
+        self.version = 0
 
     def hold(self, held: HeldPull) -> None:
         held.seq = self._next_seq
         self._next_seq += 1
+        self.version += 1
         self._by_queue.setdefault((held.topic, held.queue_id), []).append(held)
         heapq.heappush(self._heap, (held.deadline_ms, held.seq, held))
 
@@ -54,30 +61,44 @@ class PullHoldService:
             self.release(h)
         return out
 
-    def arrived(self, topic: str, queue_id: int, queue_offset: int, tags_code: int) -> list[HeldPull]:
-        """Held pulls a new message at ``queue_offset`` satisfies; they are released."""
-        waiting = self._by_queue.get((topic, queue_id))
+    def arrived(self, topic: str, queue_id: int, queue_offset: int, properties: dict) -> list[HeldPull]:
+        """Held pulls a new message at ``queue_offset`` (its ``properties``) satisfies;
+        they are released."""
+        key = (topic, queue_id)
+        by_queue = self._by_queue           # (``in`` and ``[]``: every put)
+        waiting = by_queue[key] if key in by_queue else None
         if not waiting:
             return []
         ready, keep = [], []
+        code = None
         for h in waiting:
             if h.done:
                 continue
-            if h.offset <= queue_offset and (h.code_set is None or tags_code in h.code_set):
-                h.done = True
-                ready.append(h)
-            else:
-                keep.append(h)
+            if h.offset <= queue_offset:
+                if h.code_set is None:
+                    h.done = True
+                    ready.append(h)
+                    continue
+                if code is None:
+                    code = tags_code(properties.get(Prop.TAGS))
+                if code in h.code_set:
+                    h.done = True
+                    ready.append(h)
+                    continue
+            keep.append(h)
         if keep:
-            self._by_queue[(topic, queue_id)] = keep
+            self._by_queue[key] = keep
         else:
-            del self._by_queue[(topic, queue_id)]
+            del self._by_queue[key]
+        if ready:
+            self.version += 1
         return ready
 
     def expired(self, now_ms: int) -> list[HeldPull]:
         out = []
-        while self._heap and self._heap[0][0] <= now_ms:
-            _, _, h = heapq.heappop(self._heap)
+        heap = self._heap
+        while heap and heap[0][0] <= now_ms:
+            _, _, h = heapq.heappop(heap)
             if not h.done:
                 self.release(h)
                 out.append(h)
@@ -91,12 +112,14 @@ class PullHoldService:
     def release(self, held: HeldPull) -> None:
         """Take ``held`` out of waiting (answered, timed out, or replaced by its client)."""
         held.done = True
+        self.version += 1
         self._discard(held)
 
     def next_deadline(self) -> int | None:
-        while self._heap and self._heap[0][2].done:
-            heapq.heappop(self._heap)
-        return self._heap[0][0] if self._heap else None
+        heap = self._heap
+        while heap and heap[0][2].done:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
 
     def drop_channel(self, channel: Any) -> None:
         for key in list(self._by_queue):
@@ -106,6 +129,7 @@ class PullHoldService:
             self._by_queue[key] = [h for h in self._by_queue[key] if not h.done]
             if not self._by_queue[key]:
                 del self._by_queue[key]
+        self.version += 1
 
     def _discard(self, h: HeldPull) -> None:
         lst = self._by_queue.get((h.topic, h.queue_id))

@@ -12,14 +12,17 @@ from typing import Any, Callable
 from .core_types import Channel
 from .operations import PullRequest, PullResult
 
-__all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "Notification", "Notifier"]
+__all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "PulsarTopicsChanged", "PulsarConsumersDetached",
+           "TransactionCheck", "Notification", "Notifier"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PullReady:
     """A held pull is answered (a message arrived for it, or its suspend time ended):
     ``result`` for the pull ``request`` the front held with ``context`` (its own record
-    of the request: the 4.x front keeps the command, to reply with its opaque)."""
+    of the request: the 4.x front keeps the command, to reply with its opaque). A value
+    nobody changes (not frozen only because a frozen one costs a call per field, and
+    one is made per long poll answered)."""
 
     channel: Channel
     context: Any
@@ -44,7 +47,45 @@ class DispatchReady:
     topic: str
 
 
-Notification = PullReady | ConsumerIdsChanged | DispatchReady
+@dataclass(frozen=True, slots=True)
+class PulsarTopicsChanged:
+    """Pulsar topics (their store names) were made or, ``deleted``, deleted: the Pulsar
+    front tells its topic-list watchers, and closes a deleted topic's producers and
+    consumers (they reconnect, as to a topic Pulsar deleted)."""
+
+    topics: tuple[str, ...]
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PulsarConsumersDetached:
+    """The core detached these Pulsar consumers (their keys) from their subscription — an
+    admin reset of its cursor, its deletion or its topic's: the Pulsar front tells them to
+    reconnect."""
+
+    consumers: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionCheck:
+    """Ask the producer on ``channel`` (of ``producer_group``) how the transaction of a
+    half message ended (4.x: CHECK_TRANSACTION_STATE; 5.x: a RecoverOrphanedTransaction
+    Command on its Telemetry stream). ``record``: the half message as the producer is
+    shown it — under its real topic and queue; ``queue_offset`` and
+    ``commit_log_offset``: where this check's copy is stored in the half topic (the
+    producer names them in its answer); ``offset_msg_id``: that copy's id."""
+
+    channel: Channel
+    producer_group: str
+    transaction_id: str
+    record: Any
+    queue_offset: int
+    commit_log_offset: int
+    offset_msg_id: str
+
+
+Notification = (PullReady | ConsumerIdsChanged | DispatchReady | PulsarTopicsChanged | PulsarConsumersDetached
+                | TransactionCheck)
 
 
 class Notifier:
@@ -70,5 +111,7 @@ class Notifier:
         return bool(self._by_kind.get(kind))
 
     def __call__(self, notification) -> None:
-        for fn in self._by_kind.get(notification.__class__, ()):
-            fn(notification)
+        by_kind, kind = self._by_kind, notification.__class__
+        if kind in by_kind:                 # (``in`` and ``[]``: every answered pull)
+            for fn in by_kind[kind]:
+                fn(notification)

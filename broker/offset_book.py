@@ -7,16 +7,20 @@ from __future__ import annotations
 from typing import Callable
 
 from .events import Event, EventKind, EventLog
+from .rates import CONSUMED
 
 __all__ = ["OffsetBook"]
 
 
 class OffsetBook:
-    def __init__(self, store, clock, events: EventLog, changed: Callable[[int], None]) -> None:
+    def __init__(self, store, clock, events: EventLog, changed: Callable[[int], None], rates=None,
+                 first_read: Callable[[str, str, int], int | None] = lambda group, topic, queue_id: None) -> None:
         self._store = store
         self._clock = clock
         self._events = events
         self._changed = changed          # an offset changed at this time: persist at the next flush
+        self._rates = rates              # rates.RateRing: a commit moving forward counts as consumed
+        self._first_read = first_read    # where a group began reading a queue it never committed in
 
     def committed(self, group: str, topic: str, queue_id: int) -> int | None:
         """Where ``group`` resumes reading the queue: its stored offset, else 0 while
@@ -29,12 +33,17 @@ class OffsetBook:
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Record ``offset`` as ``group``'s (OFFSET_COMMITTED event when it changed)."""
-        store = self._store
-        if store.query_offset(group, topic, queue_id) == offset:
+        before = self._store.replace_offset(group, topic, queue_id, offset)
+        if before is None:
             return
-        store.commit_offset(group, topic, queue_id, offset)
         now = self._clock.now_ms()
         self._changed(now)
+        if self._rates is not None:
+            if before < 0:              # the first commit: from where the group's first pull began
+                start = self._first_read(group, topic, queue_id)
+                before = offset if start is None else start
+            if before < offset:
+                self._rates.add(now, CONSUMED, group, topic, offset - before)
         if EventKind.OFFSET_COMMITTED in self._events.wanted:
             self._events.append(Event(EventKind.OFFSET_COMMITTED, now, topic, queue_id, offset, group=group))
 

@@ -13,10 +13,13 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from .groups import SubscriptionData        # (a consumer's subscription: part of a Registration)
+
 __all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
            "Registration", "QueueRoute", "BrokerRoute", "TopicRoute", "SendRequest", "SendOutcome", "SendResult",
            "BatchSendRequest", "SendBack", "SendBackOutcome", "SendBackResult", "PopRequest", "PopOutcome",
-           "PoppedMessage", "PopResult", "AckOutcome", "InvisibleOutcome", "ChangeInvisibleResult"]
+           "PoppedMessage", "PopResult", "AckOutcome", "InvisibleOutcome", "ChangeInvisibleResult",
+           "Resolution", "EndTransaction", "EndOutcome", "EndTransactionResult", "HalfMessage", "SubscriptionData"]
 
 
 class PullOutcome(enum.Enum):
@@ -82,6 +85,10 @@ class PullResult:
     remark: str | None = None
     tag_codes: frozenset[int] | None = None
     store_status: str | None = None
+    # The records as the core keeps them, when it has them at hand (a long poll answered
+    # with the record that woke it): (record, its property map as stored) pairs in the
+    # order of ``records`` (broker/kept_records.py). None: the bytes only.
+    stored: tuple | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +110,8 @@ class CommitOutcome(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class ConsumerRegistration:
     """One consumer group a client runs: how it consumes and what it subscribes to
-    (``subscriptions``: broker.groups.SubscriptionData, one per topic)."""
+    (``subscriptions``: SubscriptionData, one per topic; ``SubscriptionData.from_json``
+    reads a heartbeat's)."""
 
     group: str
     consume_type: str = "CONSUME_PASSIVELY"
@@ -187,6 +195,7 @@ class SendOutcome(enum.Enum):
     DELAY_ILLEGAL = "DELAY is not a level"
     TIMER_ILLEGAL = "a delivery time that is not a number or too far ahead"
     MESSAGE_ILLEGAL = "a message the batch cannot carry"
+    MESSAGE_TYPE_MISMATCH = "the topic's message type is another"     # (5.x topics: message.type)
 
 
 @dataclass(slots=True)
@@ -271,6 +280,7 @@ class PopRequest:
     # auto-renew (a 5.x PushConsumer's receive): the deliveries stay invisible while this
     # client is connected, up to 3 h (PopService.release(client) ends it); "": no renewal
     renew_for: str = ""
+    client: str = ""        # who receives (the dashboard's message page names it)
 
 
 class PopOutcome(enum.Enum):
@@ -323,3 +333,70 @@ class ChangeInvisibleResult:
     outcome: InvisibleOutcome
     receipt_handle: str | None = None
     remark: str | None = None
+
+
+# -- transactions (broker/transactions.py) ---------------------------------------------------------------
+class Resolution(enum.Enum):
+    """A producer's answer for a half message (4.x commitOrRollback, 5.x TransactionResolution)."""
+
+    COMMIT = "commit"
+    ROLLBACK = "rollback"
+    UNKNOWN = "unknown"         # not decided yet: it stays, and is checked again
+
+
+@dataclass(frozen=True, slots=True)
+class EndTransaction:
+    """End the half message of ``transaction_id`` (its UNIQ_KEY) sent by
+    ``producer_group`` (a 5.x producer's is its topic, as the proxy names it).
+    ``from_check``: the answer to a check-back. ``commit_log_offset`` /
+    ``queue_offset``: the half copy the producer was told of (4.x sends both; a 5.x
+    client neither), used when the id is not known."""
+
+    producer_group: str
+    transaction_id: str
+    resolution: Resolution
+    from_check: bool = False
+    commit_log_offset: int | None = None
+    queue_offset: int | None = None
+
+
+class EndOutcome(enum.Enum):
+    COMMITTED = "committed: stored in its topic"
+    ROLLED_BACK = "rolled back: dropped"
+    LEFT_WAITING = "unknown: left waiting for the next check"
+    NOT_FOUND = "no half message waits for this transaction"
+    GROUP_MISMATCH = "the half message belongs to another producer group"
+    STORE_REFUSED = "refused by the store"
+
+
+@dataclass(slots=True)
+class EndTransactionResult:
+    """``msg_id``, ``queue_id`` and ``queue_offset``: the committed message's in its topic."""
+
+    outcome: EndOutcome
+    remark: str | None = None
+    msg_id: str = ""
+    queue_id: int = -1
+    queue_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class HalfMessage:
+    """A half message waiting for its producer's commit or rollback: its transaction id
+    (UNIQ_KEY), topic and queue, producer group, when it was stored, the checks made so
+    far and when the next check (or, after the last, the discard) is due."""
+
+    transaction_id: str
+    topic: str
+    queue_id: int
+    producer_group: str
+    stored_ms: int
+    checks: int
+    next_check_ms: int
+    body_size: int
+
+    def to_json(self) -> dict:
+        return {"transaction_id": self.transaction_id, "topic": self.topic, "queue_id": self.queue_id,
+                "producer_group": self.producer_group,
+                "stored_ms": self.stored_ms, "checks": self.checks, "next_check_ms": self.next_check_ms,
+                "body_size": self.body_size}

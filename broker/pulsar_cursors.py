@@ -48,11 +48,15 @@ from collections import Counter
 import zlib
 from dataclasses import dataclass, field
 
+from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY
+
+from .delivery_log import DISPATCH, PULSAR_ACK, PULSAR_NACK
 from .notifications import DispatchReady
+from .rates import RETRIED
 from .retry_lifecycle import pulsar_redelivery
 
 __all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome", "DELIVER_AT_PROPERTY",
-           "KEY_PROPERTY"]
+           "KEY_PROPERTY", "CHUNK_OFFSETS_PROPERTY", "PULSAR_CHUNK_PROPERTY"]
 
 # A record with this property (epoch ms) is held back from Shared and Key_Shared
 # subscriptions until then, and costs no permit meanwhile; Exclusive and Failover ones get
@@ -61,6 +65,11 @@ DELIVER_AT_PROPERTY = "PULSAR_DELIVER_AT"
 # A Key_Shared subscription sends all messages with the same value of this property (the
 # message's key; none is a key of its own) to the same consumer, in order.
 KEY_PROPERTY = "PULSAR_KEY"
+# A chunked message is stored one record per chunk, each with PULSAR_CHUNK "<i>/<n>"; its
+# last chunk also lists the offsets of all its chunks here ("12,13,14"): sent again, a
+# chunk goes with the chunks of its message a consumer holds (the client can only put
+# them together from all of them).
+CHUNK_OFFSETS_PROPERTY = "PULSAR_CHUNK_OFFSETS"
 SUBSCRIPTIONS_CONFIG = "subscriptions"       # config/subscriptions.json
 # What analytics reads of each subscription (store/accounting.py redelivery_stats): counted
 # redeliveries, messages redelivered at least once, the highest count reached. Kept and
@@ -73,6 +82,10 @@ class SubType(enum.IntEnum):
     SHARED = 1
     FAILOVER = 2
     KEY_SHARED = 3
+
+
+_TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared", SubType.FAILOVER: "Failover",
+               SubType.KEY_SHARED: "Key_Shared"}
 
 
 class SubscribeOutcome(enum.Enum):
@@ -100,6 +113,7 @@ class _Consumer:
     priority: int = 0                                     # lower is preferred (Pulsar's priority level)
     permits: int = 0
     pending: set[int] = field(default_factory=set)        # dispatched to it, not acknowledged
+    label: str = ""                                       # who it is, as the front names it (dashboard)
 
 
 @dataclass(slots=True)
@@ -117,7 +131,10 @@ class _Cursor:
     turn: int = 0                                         # Shared: who is next
     delayed: list[tuple[int, int]] = field(default_factory=list)   # heap of (due ms, offset)
     durable: bool = True                                  # False: a reader's, nothing committed
+    compacted: bool = False                               # readCompacted: below the horizon, the compacted view
     stats: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATS, 0))
+    out: int = 0                                          # messages dispatched (msgOutCounter), this run
+    reached: dict[int, int] = field(default_factory=dict)  # redelivery count n -> messages that reached it
 
     @property
     def holds_back(self) -> bool:
@@ -125,15 +142,25 @@ class _Cursor:
 
 
 class SubscriptionService:
-    def __init__(self, store, clock, config, topics, offsets, notify) -> None:
+    def __init__(self, store, clock, config, topics, offsets, notify, first_offset=None, compaction=None,
+                 deliveries=None, rates=None) -> None:
         """``offsets``: the core's OffsetBook (a durable cursor's mark-delete position is
-        its group's offset); ``notify``: the core's Notifier (DispatchReady)."""
+        its group's offset); ``notify``: the core's Notifier (DispatchReady);
+        ``first_offset(topic)``: where a topic's live records begin (a topic deleted and
+        made again starts past its old records: pulsar_topics.py); ``compaction``: the
+        core's pulsar_compaction.Compaction (readCompacted cursors); ``deliveries`` and
+        ``rates``: its DeliveryLog and RateRing (dispatches, acks and redeliveries are
+        told there)."""
         self.store = store
+        self.first_offset = first_offset if first_offset is not None else (lambda topic: store.min_offset(topic, 0))
+        self.compaction = compaction
         self.clock = clock
         self.config = config
         self.topics_config = topics
         self.offsets = offsets
         self.notify = notify
+        self.deliveries = deliveries
+        self.rates = rates
         self._cursors: dict[tuple[str, str], _Cursor] = {}
         self._of: dict[object, _Cursor] = {}              # consumer key -> its cursor
         self.topics: dict[str, int] = {}                  # topic -> its subscriptions (the core looks here)
@@ -142,53 +169,90 @@ class SubscriptionService:
 
     # -- consumers ------------------------------------------------------------------------
     def subscribe(self, group: str, topic: str, consumer, sub_type: SubType, *, earliest: bool = False,
-                  durable: bool = True, start: int | None = None, priority: int = 0) -> SubscribeOutcome:
+                  durable: bool = True, start: int | None = None, priority: int = 0,
+                  read_compacted: bool = False, label: str = "") -> SubscribeOutcome:
         """A consumer joins ``group``'s subscription of ``topic`` (made if new: where the
         group's committed offset says, else at the start or the end). A non-durable one (a
         reader) starts at ``start`` (clamped to the queue), keeps no committed offset and
         is gone when its consumer leaves. Consumers are kept in order of ``priority``, then
-        of arrival: a Failover subscription's active consumer is the first."""
+        of arrival: a Failover subscription's active consumer is the first. With
+        ``read_compacted`` the subscription reads the compacted view below the compaction
+        horizon (pulsar_compaction.py). ``label``: the consumer's name as its front gives
+        it (shown by the dashboard)."""
         if self.topics_config.get(topic) is None:
             return SubscribeOutcome.TOPIC_NOT_EXIST
         cursor = self._cursors.get((group, topic))
         if cursor is None:
-            store = self.store
-            lo, hi = store.min_offset(topic, 0), store.max_offset(topic, 0)
-            committed = store.query_offset(group, topic, 0) if durable else -1      # -1: a new subscription
-            if committed >= 0:
-                at = committed
-            elif start is not None:
-                at = min(max(start, lo), hi)
+            if durable:
+                cursor = self._load(group, topic, sub_type, start, earliest)
             else:
-                at = lo if earliest else hi
-            cursor = self._cursors[(group, topic)] = _Cursor(group, topic, sub_type, at, at, durable=durable)
-            self.topics[topic] = self.topics.get(topic, 0) + 1
-            if durable and committed >= 0:
-                self._restore(cursor)
-            self._commit(cursor)
+                at = self._clamp(topic, start) if start is not None else None
+                cursor = self._new(group, topic, sub_type, at, earliest, durable=False)
         elif cursor.consumers and cursor.sub_type is not sub_type:
             return SubscribeOutcome.TYPE_MISMATCH
         elif cursor.consumers and sub_type is SubType.EXCLUSIVE:
             return SubscribeOutcome.CONSUMER_BUSY
         cursor.sub_type = sub_type
+        cursor.compacted = read_compacted
         if not cursor.holds_back:
             self._release(cursor, None)        # (what was held back for Shared goes out now)
         if consumer not in self._of:
             at = next((i for i, c in enumerate(cursor.consumers) if c.priority > priority), len(cursor.consumers))
             if at == 0 and cursor.consumers and not cursor.holds_back:
                 self._back(cursor, cursor.consumers[0].pending, count=False)    # a new active consumer
-            cursor.consumers.insert(at, _Consumer(consumer, priority))
+            cursor.consumers.insert(at, _Consumer(consumer, priority, label=label))
             self._of[consumer] = cursor
         else:       # the same consumer again (a client re-subscribing): its FLOW starts from zero
             self._consumer(consumer).permits = 0
         return SubscribeOutcome.OK
 
-    def create(self, group: str, topic: str) -> None:
-        """A subscription with no consumer yet, at the start of the topic (what a producer's
-        initial subscription does, before the producer is acknowledged): everything the
-        topic holds waits for it."""
-        if self.store.query_offset(group, topic, 0) < 0 and (group, topic) not in self._cursors:
-            self.offsets.commit(group, topic, 0, self.store.min_offset(topic, 0))
+    def create(self, group: str, topic: str, at: int | None = None) -> bool:
+        """A subscription with no consumer yet, at ``at`` (clamped to the topic; None: its
+        start — what a producer's initial subscription does, before the producer is
+        acknowledged: everything the topic holds waits for it). False when it exists."""
+        if self.exists(group, topic):
+            return False
+        self.offsets.commit(group, topic, 0, self._clamp(topic, at) if at is not None else self.first_offset(topic))
+        return True
+
+    def exists(self, group: str, topic: str) -> bool:
+        """Whether ``group`` has a subscription of ``topic`` (loaded, or its saved cursor)."""
+        return (group, topic) in self._cursors or self.store.query_offset(group, topic, 0) >= 0
+
+    def names(self, topic: str) -> list[str]:
+        """The groups that have a subscription of ``topic``: saved cursors and readers'."""
+        found = {g for g, t in self._cursors if t == topic}
+        for key in self.store.offset_table():
+            t, _, g = key.rpartition("@")
+            if t == topic:
+                found.add(g)
+        return sorted(found)
+
+    def _load(self, group: str, topic: str, sub_type: SubType = SubType.EXCLUSIVE, start: int | None = None,
+              earliest: bool = False) -> _Cursor:
+        """A durable subscription's cursor: as loaded, or read back from its committed
+        offset and saved acks, or new (at ``start``, else the start or the end)."""
+        cursor = self._cursors.get((group, topic))
+        if cursor is not None:
+            return cursor
+        committed = self.store.query_offset(group, topic, 0)
+        if committed < 0:
+            return self._new(group, topic, sub_type, self._clamp(topic, start) if start is not None else None, earliest)
+        cursor = self._new(group, topic, sub_type, max(committed, self.first_offset(topic)), earliest)
+        self._restore(cursor)
+        return cursor
+
+    def _new(self, group: str, topic: str, sub_type: SubType, at: int | None, earliest: bool,
+             durable: bool = True) -> _Cursor:
+        if at is None:
+            at = self.first_offset(topic) if earliest else self.store.max_offset(topic, 0)
+        cursor = self._cursors[(group, topic)] = _Cursor(group, topic, sub_type, at, at, durable=durable)
+        self.topics[topic] = self.topics.get(topic, 0) + 1
+        self._commit(cursor)
+        return cursor
+
+    def _clamp(self, topic: str, offset: int) -> int:
+        return min(max(offset, self.first_offset(topic)), self.store.max_offset(topic, 0))
 
     def flow(self, consumer, permits: int) -> None:
         c = self._consumer(consumer)
@@ -232,8 +296,10 @@ class SubscriptionService:
         cursor = self._of.get(consumer)
         if cursor is None:
             return []
-        store = self.store
-        at = min(max(offset, store.min_offset(cursor.topic, 0)), store.max_offset(cursor.topic, 0))
+        return self._reset(cursor, offset)
+
+    def _reset(self, cursor: _Cursor, offset: int) -> list:
+        at = self._clamp(cursor.topic, offset)
         detached = [c.key for c in cursor.consumers]
         for key in detached:
             self._of.pop(key, None)
@@ -248,35 +314,135 @@ class SubscriptionService:
         return detached
 
     def offset_at_time(self, topic: str, time_ms: int) -> int:
-        """The first offset of ``topic`` stored at or after ``time_ms`` (its end if none)."""
+        """The first offset of ``topic`` published at or after ``time_ms`` (its end if none):
+        Pulsar seeks by the messages' publish time (their born time here, which a Pulsar
+        producer sets to its publish_time), not by when the broker stored them."""
         store = self.store
-        lo, hi = store.min_offset(topic, 0), store.max_offset(topic, 0)
-        while lo < hi:                                  # store times grow with the offset
+        lo, hi = self.first_offset(topic), store.max_offset(topic, 0)
+        while lo < hi:                                  # publish times grow with the offset
             mid = (lo + hi) // 2
             entry = store.queue_entry(topic, 0, mid)
             rec = store.look_message_by_offset(entry[0]) if entry else None
-            if rec is not None and rec.store_timestamp < time_ms:
+            if rec is not None and rec.born_timestamp < time_ms:
                 lo = mid + 1
             else:
                 hi = mid
         return lo
 
+    # -- subscriptions without their consumers (the admin API) ---------------------------------------
+    def reset(self, group: str, topic: str, offset: int) -> list | None:
+        """Reset a subscription's cursor to ``offset`` (resetcursor): its consumers are
+        detached (told to reconnect) and returned; None when there is no such subscription."""
+        if not self.exists(group, topic):
+            return None
+        cursor = self._load(group, topic)
+        for c in cursor.consumers:
+            self._of.pop(c.key, None)
+        return self._reset(cursor, offset)
+
+    def skip(self, group: str, topic: str, n: int | None) -> bool:
+        """Acknowledge the first ``n`` messages of the backlog (None: all of it). False
+        when there is no such subscription."""
+        if not self.exists(group, topic):
+            return False
+        cursor = self._load(group, topic)
+        end = self.store.max_offset(topic, 0)
+        o = cursor.mark_delete
+        left = end - o if n is None else n
+        picked = []
+        while left > 0 and o < end:
+            if o not in cursor.acked:
+                picked.append(o)
+                left -= 1
+            o += 1
+        for offset in picked:
+            cursor.acked.add(offset)
+            self._forget(cursor, offset)
+        self._advance(cursor)
+        cursor.read = max(cursor.read, cursor.mark_delete)
+        return True
+
+    def delete(self, group: str, topic: str) -> list | None:
+        """Delete a subscription whatever holds it (unsubscribe with force): returns the
+        consumers it had (the front closes them), None when there was none."""
+        if not self.exists(group, topic):
+            return None
+        cursor = self._load(group, topic)
+        keys = [c.key for c in cursor.consumers]
+        for key in keys:
+            self._of.pop(key, None)
+        self._drop(cursor)
+        self.offsets.delete(group, topic)
+        if self._loaded().pop(f"{topic}@{group}", None) is not None:
+            self._dirty = True
+        return keys
+
+    def connected(self, group: str, topic: str) -> list:
+        """The consumers attached to a subscription (Pulsar refuses some admin requests
+        while there are any)."""
+        return self.consumer_keys(group, topic)
+
+    def forget_topic(self, topic: str) -> list:
+        """A deleted topic: every subscription of it goes; returns the consumers it had."""
+        keys = []
+        for group in self.names(topic):
+            keys += self.delete(group, topic) or []
+        return keys
+
+    def subscription_stats(self, group: str, topic: str) -> dict | None:
+        """One subscription as Pulsar's stats show it: type, backlog, consumers (key,
+        permits, unacked), whether durable, what was dispatched and redelivered."""
+        if not self.exists(group, topic):
+            return None
+        cursor = self._cursors.get((group, topic))
+        end = self.store.max_offset(topic, 0)
+        if cursor is None:                  # (a saved cursor, not loaded: its committed offset)
+            at = max(self.store.query_offset(group, topic, 0), self.first_offset(topic))
+            return {"type": "Exclusive", "backlog": max(end - at, 0), "consumers": [], "durable": True,
+                    "out": 0, "mark_delete": at, "read": at, "acked": [], "stats": {}}
+        return {"type": _TYPE_NAMES[cursor.sub_type],
+                "backlog": max(end - cursor.mark_delete, 0) - len(cursor.acked),
+                "consumers": [(c.key, c.permits, len(c.pending)) for c in cursor.consumers],
+                "durable": cursor.durable, "out": cursor.out, "mark_delete": cursor.mark_delete,
+                "read": cursor.read, "acked": sorted(cursor.acked), "stats": dict(cursor.stats)}
+
     def last(self, consumer) -> tuple[int, int] | None:
-        """(last offset of the consumer's topic or -1 when empty, its mark-delete position)."""
+        """(last offset of the consumer's topic or -1 when empty, its mark-delete position).
+        For a readCompacted cursor whose topic ends below the compaction horizon, the last
+        offset compaction kept (what it can read), as Pulsar answers it."""
         cursor = self._of.get(consumer)
         if cursor is None:
             return None
-        return self.store.max_offset(cursor.topic, 0) - 1, cursor.mark_delete
+        end = self.store.max_offset(cursor.topic, 0)
+        last = end - 1 if end > self.first_offset(cursor.topic) else -1
+        if cursor.compacted and self.compaction is not None and last >= 0:
+            horizon, kept = self.compaction.kept(cursor.topic)
+            if last < horizon:
+                last = max(kept, default=-1)
+        return last, cursor.mark_delete
+
+    def compacted_mask(self, consumer, offset: int) -> int | None:
+        """Of a batch a readCompacted cursor reads below the horizon, the indexes kept
+        (None: the whole entry)."""
+        cursor = self._of.get(consumer)
+        if cursor is None or not cursor.compacted or self.compaction is None:
+            return None
+        horizon, kept = self.compaction.kept(cursor.topic)
+        return kept.get(offset) if offset < horizon else None
 
     # -- acknowledgements -----------------------------------------------------------------
     def ack(self, consumer, offsets) -> None:
         cursor = self._of.get(consumer)
         if cursor is None:
             return
+        log = self.deliveries
+        now = self.clock.now_ms() if log is not None else 0
         for offset in offsets:
             if offset >= cursor.mark_delete:
                 cursor.acked.add(offset)
             self._forget(cursor, offset)
+            if log is not None:
+                log.one(now, PULSAR_ACK, cursor.group, cursor.topic, 0, offset)
         self._advance(cursor)
 
     def ack_part(self, consumer, offset: int, unacked_mask: int) -> None:
@@ -302,6 +468,9 @@ class SubscriptionService:
             self._forget(cursor, o)
         cursor.acked = {o for o in cursor.acked if o > offset}
         cursor.partial = {o: m for o, m in cursor.partial.items() if o > offset}
+        if self.deliveries is not None:
+            self.deliveries.span(self.clock.now_ms(), PULSAR_ACK, cursor.group, cursor.topic, 0, cursor.mark_delete,
+                                 offset + 1)
         cursor.mark_delete = offset + 1
         cursor.read = max(cursor.read, cursor.mark_delete)
         self._advance(cursor)
@@ -314,9 +483,23 @@ class SubscriptionService:
         if cursor is None or c is None:
             return
         chosen = set(c.pending) if offsets is None else {o for o in offsets if o in c.pending}
+        if offsets is not None:
+            chosen |= self._chunk_siblings(cursor, chosen) & c.pending
         # (Pulsar keeps no count for Exclusive and Failover: its fidelity setting does the same)
         counted = cursor.holds_back or not self.config.redelivery_count_in_memory
         self._back(cursor, chosen, count=counted)
+
+    def _chunk_siblings(self, cursor: _Cursor, offsets) -> set[int]:
+        """The other chunks of the chunked messages whose last chunk is in ``offsets``."""
+        out: set[int] = set()
+        store = self.store
+        for o in offsets:
+            entry = store.queue_entry(cursor.topic, 0, o)
+            rec = store.look_message_by_offset(entry[0]) if entry else None
+            listed = rec.properties.get(CHUNK_OFFSETS_PROPERTY) if rec is not None else None
+            if listed:
+                out.update(int(x) for x in listed.split(",") if x.isdigit())
+        return out
 
     # -- dispatch -------------------------------------------------------------------------
     def dispatch(self, group: str, topic: str, cost=None, ready=None, sent=None) -> list[Dispatch]:
@@ -337,6 +520,7 @@ class SubscriptionService:
         by_key = cursor.sub_type is SubType.KEY_SHARED
         tick = self.config.delayed_delivery_tick_time_millis
         parked: list[int] = []                # Key_Shared: its consumer has no permits now
+        horizon, kept = self.compaction.kept(topic) if cursor.compacted and self.compaction else (0, None)
         while True:
             c = self._next_consumer(cursor, ready)
             if c is None:
@@ -351,6 +535,10 @@ class SubscriptionService:
                     continue
             else:
                 break
+            if offset < horizon and offset not in kept:     # compacted away: acknowledged for this cursor
+                cursor.acked.add(offset)
+                self._advance(cursor)
+                continue
             entry = store.queue_entry(topic, 0, offset)
             rec = store.look_message_by_offset(entry[0]) if entry else None
             if rec is None:                   # gone from the store: nothing to deliver
@@ -370,12 +558,18 @@ class SubscriptionService:
                     parked.append(offset)
                     continue
             mask = cursor.partial.get(offset)
+            if offset < horizon and kept[offset] is not None:      # of a batch, the indexes compaction kept
+                mask = kept[offset] if mask is None else mask & kept[offset]
             if mask is not None:              # only the indexes not yet acknowledged are sent and cost
                 c.permits -= mask.bit_count()
             else:
                 c.permits -= 1 if cost is None else cost(rec)
             c.pending.add(offset)
-            out.append(Dispatch(c.key, offset, rec, cursor.redeliveries.get(offset, 0), mask))
+            cursor.out += 1
+            count = cursor.redeliveries.get(offset, 0)
+            out.append(Dispatch(c.key, offset, rec, count, mask))
+            if self.deliveries is not None:
+                self.deliveries.one(now, DISPATCH, group, topic, 0, offset, count, c.label)
             if sent is not None:
                 sent(c.key, rec)
         cursor.replay.update(parked)
@@ -396,8 +590,7 @@ class SubscriptionService:
             return None
         end = self.store.max_offset(cursor.topic, 0)
         backlog = max(end - cursor.mark_delete, 0) - len(cursor.acked)
-        return {"type": {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared", SubType.FAILOVER: "Failover",
-                         SubType.KEY_SHARED: "Key_Shared"}[cursor.sub_type],
+        return {"type": _TYPE_NAMES[cursor.sub_type],
                 "permits": c.permits, "unacked": len(c.pending), "backlog": backlog}
 
     def members(self, consumer) -> tuple[list, object | None]:
@@ -413,6 +606,56 @@ class SubscriptionService:
         """The redelivery count of ``offset`` in ``group``'s subscription of ``topic`` (0: none)."""
         cursor = self._cursors.get((group, topic))
         return cursor.redeliveries.get(offset, 0) if cursor is not None else 0
+
+    def describe(self) -> list[dict]:
+        """Every durable subscription as the dashboard shows it: type, its consumers'
+        labels, backlog (not acknowledged), unacked (delivered, not acknowledged),
+        delayed (held for a later delivery time), redeliveries (offset -> count of the
+        messages not acknowledged yet), reached (count -> messages that reached it),
+        the mark-delete position. Subscriptions no consumer has opened since the start
+        are read from the store and the saved cursor state (``saved_subscription``)."""
+        out = []
+        seen = set()
+        for (group, topic), c in self._cursors.items():
+            if not c.durable:
+                continue
+            seen.add((group, topic))
+            end = self.store.max_offset(topic, 0)
+            out.append({"group": group, "topic": topic, "type": _TYPE_NAMES[c.sub_type],
+                        "consumers": [x.label for x in c.consumers],
+                        "backlog": max(end - c.mark_delete, 0) - len(c.acked),
+                        "unacked": sum(len(x.pending) for x in c.consumers), "delayed": len(c.delayed),
+                        "redeliveries": dict(c.redeliveries), "reached": dict(c.reached),
+                        "mark_delete": c.mark_delete, "acked": set(c.acked)})
+        for key in self._loaded():
+            topic, _, group = key.rpartition("@")
+            if (group, topic) not in seen and self.store.query_offset(group, topic, 0) >= 0:
+                out.append(self.saved_subscription(group, topic))
+        return out
+
+    def saved_subscription(self, group: str, topic: str) -> dict:
+        """A subscription as its committed offset and saved state say (no consumer
+        since the start): the same fields as ``describe``, type unknown ("")."""
+        mark = max(self.store.query_offset(group, topic, 0), 0)
+        saved = self._loaded().get(f"{topic}@{group}") or {}
+        acked = {int(o) for o in saved.get("acked", ()) if int(o) >= mark}
+        redeliveries = {int(o): int(n) for o, n in (saved.get("redeliveries") or {}).items() if int(o) >= mark}
+        end = self.store.max_offset(topic, 0)
+        return {"group": group, "topic": topic, "type": "", "consumers": [],
+                "backlog": max(end - mark, 0) - len(acked), "unacked": 0, "delayed": 0,
+                "redeliveries": redeliveries, "reached": {int(n): int(k) for n, k in (saved.get("reached") or {}).items()},
+                "mark_delete": mark, "acked": acked}
+
+    def acknowledged(self, group: str, topic: str, offset: int) -> bool | None:
+        """Whether ``group``'s subscription of ``topic`` acknowledged ``offset`` (None: no
+        such subscription)."""
+        c = self._cursors.get((group, topic))
+        if c is not None:
+            return offset < c.mark_delete or offset in c.acked
+        if self.store.query_offset(group, topic, 0) < 0:
+            return None
+        saved = self.saved_subscription(group, topic)
+        return offset < saved["mark_delete"] or offset in saved["acked"]
 
     def stats(self) -> dict[tuple[str, str], dict[str, int]]:
         """(group, topic) -> the redelivery stats of each durable subscription (STATS)."""
@@ -479,6 +722,7 @@ class SubscriptionService:
 
     def _back(self, cursor: _Cursor, offsets, count: bool = True) -> None:
         self._dirty = True
+        now = self.clock.now_ms()
         for o in list(offsets):
             for c in cursor.consumers:
                 c.pending.discard(o)
@@ -490,6 +734,11 @@ class SubscriptionService:
                 st["redeliveries"] += 1
                 st["redelivered_messages"] += n == 1
                 st["max_redelivery_count"] = max(st["max_redelivery_count"], n)
+                cursor.reached[n] = cursor.reached.get(n, 0) + 1
+                if self.deliveries is not None:
+                    self.deliveries.one(now, PULSAR_NACK, cursor.group, cursor.topic, 0, o, n)
+                if self.rates is not None:
+                    self.rates.add(now, RETRIED, cursor.group, cursor.topic)
 
     def _forget(self, cursor: _Cursor, offset: int) -> None:
         for c in cursor.consumers:
@@ -525,6 +774,7 @@ class SubscriptionService:
                     "redeliveries": {str(o): n for o, n in sorted(c.redeliveries.items())},
                     "partial": {str(o): m for o, m in sorted(c.partial.items())}}
                 entry["stats"] = dict(c.stats)
+                entry["reached"] = {str(n): k for n, k in sorted(c.reached.items())}
                 doc[f"{topic}@{group}"] = entry
         self.store.save_config(SUBSCRIPTIONS_CONFIG, doc)
         self._saved = doc
@@ -538,6 +788,7 @@ class SubscriptionService:
     def _restore(self, cursor: _Cursor) -> None:
         saved = self._loaded().get(f"{cursor.topic}@{cursor.group}") or {}
         cursor.stats.update({k: int(v) for k, v in (saved.get("stats") or {}).items() if k in STATS})
+        cursor.reached = {int(n): int(k) for n, k in (saved.get("reached") or {}).items()}
         if self.config.redelivery_count_in_memory:
             return
         cursor.acked = {int(o) for o in saved.get("acked", ()) if int(o) >= cursor.mark_delete}
@@ -564,6 +815,10 @@ class SubscriptionService:
             assert all(o > cursor.mark_delete for o in cursor.acked), f"{cursor.group}: acked below mark-delete"
             assert all(o >= cursor.mark_delete and o not in cursor.acked and m > 0
                        for o, m in cursor.partial.items()), f"{cursor.group}: a partly acked entry out of place"
+
+
+_TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared", SubType.FAILOVER: "Failover",
+               SubType.KEY_SHARED: "Key_Shared"}
 
 
 def _deliver_at(rec) -> int | None:

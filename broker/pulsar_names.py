@@ -20,12 +20,13 @@ Names that do not fit get a ``PulsarNameError`` whose message is one readable li
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 
 from .dialects import PULSAR_STORE_PREFIX
 
 __all__ = ["PulsarNameError", "PulsarTopic", "parse_topic", "store_topic", "pulsar_topic", "store_group",
-           "subscription_of", "STORE_PREFIX"]
+           "subscription_of", "STORE_PREFIX", "ledger_id", "message_id_text", "parse_message_id", "shown_topic"]
 
 STORE_PREFIX = PULSAR_STORE_PREFIX
 _DOMAINS = ("persistent", "non-persistent")
@@ -114,6 +115,12 @@ def pulsar_topic(stored: str) -> PulsarTopic | None:
     return PulsarTopic("persistent", *(_unescape(p) for p in parts))
 
 
+def shown_topic(stored: str) -> str:
+    """A store topic as its users name it: a Pulsar topic's full name, any other as it is."""
+    t = pulsar_topic(stored)
+    return t.full if t is not None else stored
+
+
 def store_group(subscription: str) -> str:
     """The store's consumer group for a subscription name."""
     if not isinstance(subscription, str) or not subscription:
@@ -127,3 +134,26 @@ def store_group(subscription: str) -> str:
 
 def subscription_of(group: str) -> str:
     return _unescape(group)
+
+
+# A Pulsar message id as clients print it: "(ledger,entry,partition,batch)" (Python), or
+# "ledger:entry:partition[:batch]" (Java, pulsar-admin).
+_MESSAGE_ID = re.compile(r"^\(?\s*(\d+)\s*[,:]\s*(\d+)\s*(?:[,:]\s*(-?\d+)\s*)?(?:[,:]\s*(-?\d+)\s*)?\)?$")
+
+
+def ledger_id(stored_topic: str) -> int:
+    """The ledgerId of a store topic's messages: stable across restarts, distinct per topic
+    (the client's trackers key on (ledger, entry) across topics); the entry id is the
+    message's queue offset."""
+    return zlib.crc32(stored_topic.encode()) | (len(stored_topic) << 32)
+
+
+def message_id_text(stored_topic: str, offset: int) -> str:
+    """The message id of the entry at ``offset`` of a store topic, as pulsar-admin prints it."""
+    return f"{ledger_id(stored_topic)}:{offset}:-1"
+
+
+def parse_message_id(text: str) -> tuple[int, int] | None:
+    """(ledger, entry) of a Pulsar message id in either printed form, None for other text."""
+    m = _MESSAGE_ID.match(text.strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None

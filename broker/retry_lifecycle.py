@@ -21,6 +21,13 @@ the copy looks like:
   %RETRY%<group>+<topic>, visible at once (the invisible time was the interval: the
   unordered table, or a fixed interval for a FIFO group); the dead letter goes to
   %DLQ%<group> with reconsume times attempt + 1, as the proxy's pop-time check adds one.
+* RocketMQ transactions (4.x and 5.x producers; a ladder on the producer's side): a
+  half message left unresolved is checked back with its producer ``transactionTimeOut``
+  after it was stored (or its CHECK_IMMUNITY_TIME_IN_SECONDS), then every
+  ``transactionCheckInterval``; each check stores a copy in the half topic with
+  TRANSACTION_CHECK_TIMES + 1; once ``transactionCheckMax`` checks went unanswered it is
+  discarded into TRANS_CHECK_MAX_TIME_TOPIC (upstream's needDiscard and
+  resolveDiscardMsg).
 * Pulsar (seeds 000, 001, 003): a negative ack or an ack timeout redelivers in place
   with redelivery count + 1 (the broker counts); with a dead-letter policy the client
   moves the message to ``<topic>-<subscription>-DLQ`` instead once it has been
@@ -34,7 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX
-from rocketmq_emulator.store.records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, Prop
+from rocketmq_emulator.store.records import (DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, TRANS_CHECK_MAX_TIME_TOPIC,
+                                             TRANS_HALF_TOPIC, Prop)
 
 __all__ = ["RetryDecision", "exhausted",
            "rocketmq4_send_back", "rocketmq4_retry_send", "rocketmq4_client_fallback",
@@ -43,7 +51,9 @@ __all__ = ["RetryDecision", "exhausted",
            "retry_topic", "dlq_topic", "pop_retry_topic", "pulsar_retry_letter_topic", "pulsar_dead_letter_topic",
            "RETRY_PREFIX", "DLQ_PREFIX", "PULSAR_RETRY_SUFFIX", "PULSAR_DLQ_SUFFIX",
            "DEFAULT_MAX_RECONSUME_TIMES", "FIRST_RETRY_LEVEL", "FIFO_RETRY_INTERVAL_MS",
-           "ROCKETMQ5_UNORDERED_INTERVALS_MS"]
+           "ROCKETMQ5_UNORDERED_INTERVALS_MS",
+           "transaction_first_check_ms", "transaction_check", "TRANSACTION_TIMEOUT_MS",
+           "TRANSACTION_CHECK_INTERVAL_MS", "TRANSACTION_CHECK_MAX"]
 
 # -- the tables ---------------------------------------------------------------------------------
 # maxReconsumeTimes (4.x client), retryMaxTimes (4.x/5.x subscription group): 16 retries.
@@ -57,6 +67,12 @@ ROCKETMQ5_UNORDERED_INTERVALS_MS = (10 * _S, 30 * _S, 1 * _M, 2 * _M, 3 * _M, 4 
                                     8 * _M, 9 * _M, 10 * _M, 20 * _M, 30 * _M, 1 * _H, 2 * _H)
 # RocketMQ 5.x, seed 002: an ordered (FIFO) message is retried at a fixed interval.
 FIFO_RETRY_INTERVAL_MS = 3000
+# RocketMQ transactions (BrokerConfig's transactionTimeOut, transactionCheckInterval,
+# transactionCheckMax): the first check 6 s after the half message, then one a minute, 15
+# in all; the broker's config may change each.
+TRANSACTION_TIMEOUT_MS = 6 * _S
+TRANSACTION_CHECK_INTERVAL_MS = 60 * _S
+TRANSACTION_CHECK_MAX = 15
 # (RETRY_PREFIX, DLQ_PREFIX, POP_RETRY_SEPARATOR and the Pulsar suffixes are the store's:
 # its accounting reads those names.)
 
@@ -115,6 +131,9 @@ def exhausted(failures: int, max_retries: int) -> bool:
 
 
 # -- RocketMQ 4.x -------------------------------------------------------------------------------
+_RETRY_TOPIC, _ORIGIN = Prop.RETRY_TOPIC, Prop.ORIGIN_MESSAGE_ID
+
+
 def rocketmq4_send_back(group: str, properties: dict[str, str], topic: str, offset_msg_id: str,
                         reconsume_times: int, max_reconsume_times: int, delay_level: int,
                         retry_queue_id: int) -> RetryDecision:
@@ -124,18 +143,20 @@ def rocketmq4_send_back(group: str, properties: dict[str, str], topic: str, offs
     %DLQ%<group>. The copy keeps every property and gains RETRY_TOPIC (the first time),
     ORIGIN_MESSAGE_ID (the first copy's original, kept ever after), WAIT=false and DELAY
     (0 for the DLQ)."""
+    # (it runs for every send-back: ``exhausted``, ``retry_topic`` and ``dlq_topic`` inlined,
+    # ``in`` and ``[]`` rather than ``get``)
     props = dict(properties)
-    if not props.get(Prop.RETRY_TOPIC):
-        props[Prop.RETRY_TOPIC] = topic
+    if _RETRY_TOPIC not in props or not props[_RETRY_TOPIC]:
+        props[_RETRY_TOPIC] = topic
     props[Prop.WAIT] = "false"
-    dead = exhausted(reconsume_times + 1, max_reconsume_times) or delay_level < 0
+    dead = reconsume_times + 1 > max_reconsume_times or delay_level < 0
     level = 0 if dead else (delay_level if delay_level > 0 else FIRST_RETRY_LEVEL + reconsume_times)
     props[Prop.DELAY] = str(level)
-    if not props.get(Prop.ORIGIN_MESSAGE_ID):
-        props[Prop.ORIGIN_MESSAGE_ID] = offset_msg_id
+    if _ORIGIN not in props or not props[_ORIGIN]:
+        props[_ORIGIN] = offset_msg_id
     if dead:
-        return RetryDecision(True, dlq_topic(group), reconsume_times + 1, 0, 0, props, 0)
-    return RetryDecision(False, retry_topic(group), reconsume_times + 1, level, 0, props, retry_queue_id)
+        return RetryDecision(True, DLQ_PREFIX + group, reconsume_times + 1, 0, 0, props, 0)
+    return RetryDecision(False, RETRY_PREFIX + group, reconsume_times + 1, level, 0, props, retry_queue_id)
 
 
 def rocketmq4_retry_send(group: str, properties: dict[str, str], reconsume_times: int, max_reconsume_times: int,
@@ -204,6 +225,41 @@ def rocketmq5_after_failure(group: str, topic: str, attempt: int, max_retries: i
         return RetryDecision(True, dlq_topic(group), attempt + 1, 0, 0, props)
     return RetryDecision(False, pop_retry_topic(group, topic), attempt, 0,
                          rocketmq5_retry_interval_ms(attempt, fifo=fifo), props)
+
+
+# -- RocketMQ transactions ------------------------------------------------------------------------
+def transaction_first_check_ms(properties: dict[str, str], timeout_ms: int = TRANSACTION_TIMEOUT_MS) -> int:
+    """How long after a half message is stored its first check comes: ``timeout_ms``
+    (transactionTimeOut), or the producer's CHECK_IMMUNITY_TIME_IN_SECONDS (a 5.x
+    client's orphaned_transaction_recovery_duration) when it gives one (-1 or
+    unreadable: ``timeout_ms``), as upstream's getImmunityTime reads it."""
+    raw = properties.get(Prop.CHECK_IMMUNITY_TIME_IN_SECONDS)
+    try:
+        seconds = int(raw) if raw else -1
+    except ValueError:
+        seconds = -1
+    return timeout_ms if seconds < 0 else seconds * 1000
+
+
+def transaction_check(properties: dict[str, str], first_queue_offset: int, *,
+                      check_max: int = TRANSACTION_CHECK_MAX,
+                      interval_ms: int = TRANSACTION_CHECK_INTERVAL_MS) -> RetryDecision:
+    """A half message (its latest copy's ``properties``) is due for a check: check it
+    again — a copy in the half topic with TRANSACTION_CHECK_TIMES = ``attempt`` (1 for
+    the first check) and TRAN_PREPARED_QUEUE_OFFSET = ``first_queue_offset``, the next
+    decision ``delay_ms`` later — or, once ``check_max`` checks were made, discard it
+    (``dead_letter``) into TRANS_CHECK_MAX_TIME_TOPIC, with the properties it had."""
+    raw = properties.get(Prop.TRANSACTION_CHECK_TIMES)
+    try:
+        done = int(raw) if raw else 0
+    except ValueError:
+        done = 0
+    if done >= check_max:
+        return RetryDecision(True, TRANS_CHECK_MAX_TIME_TOPIC, done, 0, 0, dict(properties), 0)
+    props = dict(properties)
+    props[Prop.TRANSACTION_CHECK_TIMES] = str(done + 1)
+    props[Prop.TRAN_PREPARED_QUEUE_OFFSET] = str(first_queue_offset)
+    return RetryDecision(False, TRANS_HALF_TOPIC, done + 1, 0, interval_ms, props, 0)
 
 
 # -- Pulsar -------------------------------------------------------------------------------------

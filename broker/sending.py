@@ -5,17 +5,17 @@ the 4.x front (processors/send.py) reads headers into requests and maps outcomes
 from __future__ import annotations
 
 from rocketmq_emulator.store import PutStatus
-from rocketmq_emulator.store.records import MessageRecord, Prop, properties_to_string
+from rocketmq_emulator.store.records import PROP_CRC, MessageRecord, Prop, properties_to_string
 
 from .config import PERM_READ, PERM_WRITE
 from .core_types import ConsumeMessageContext
 from .dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
 from .events import EventKind
+from .message_types import mismatch
 from .operations import (BatchSendRequest, SendBack, SendBackOutcome as B, SendBackResult, SendOutcome as O,
                          SendRequest, SendResult)
 from .retry_lifecycle import rocketmq4_retry_send, rocketmq4_send_back
-from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, retry_topic,
-                     validate_topic_name)
+from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, validate_topic_name)
 
 __all__ = ["send", "send_batch", "send_back"]
 
@@ -49,7 +49,7 @@ def _destination(core, topic: str, queue_id: int, producer_group: str, default_t
         return SendResult(O.QUEUE_ILLEGAL, remark=f"request queueId[{queue_id}] is illegal, topic {topic} has "
                                                   f"{tc.queue_nums} queues, producer: {producer_group}")
     if queue_id < 0:
-        queue_id = core.rng.randrange(99999999) % tc.write_queue_nums
+        queue_id = core.draw_queue(tc.write_queue_nums)
     return tc, queue_id
 
 
@@ -65,8 +65,18 @@ def send(core, req: SendRequest, channel) -> SendResult:
                            req.default_topic_queue_nums)
     if checked.__class__ is SendResult:
         return checked
-    _, qid = checked
+    tc, qid = checked
     topic = req.topic
+    try:
+        size = len(req.body)
+    except TypeError:                   # (not bytes: the store refuses it, saying so)
+        size = 0
+    if size > core.config.max_message_size:
+        # maxMessageSize; a Pulsar topic takes Pulsar's largest message (the store holds the larger)
+        limit = core.config.pulsar_max_message_size if is_pulsar_store_topic(topic) else core.config.max_message_size
+        if size > limit:
+            return SendResult(O.STORE_REFUSED, remark=f"the message body size {size} is over the max value {limit}",
+                              put_status=PutStatus.MESSAGE_ILLEGAL)
     props = dict(req.properties) if req.properties else {}
     delay = props.get(Prop.DELAY)
     if delay is not None and not delay.lstrip("-").isdigit():
@@ -81,6 +91,10 @@ def send(core, req: SendRequest, channel) -> SendResult:
     if deliver_at is not None and deliver_at - core.clock.now_ms() > core.config.timer_max_delay_sec * 1000:
         return SendResult(O.TIMER_ILLEGAL, remark=f"delivery time {deliver_at} is more than timerMaxDelaySec="
                                                   f"{core.config.timer_max_delay_sec} s ahead")
+    if tc.message_type is not None:          # a 5.x topic's message type (broker/message_types.py)
+        why = mismatch(tc.message_type, props, deliver_at)
+        if why is not None:
+            return SendResult(O.MESSAGE_TYPE_MISMATCH, remark=why)
     dlq_group = None
     if topic.startswith(RETRY_PREFIX):       # the client's fallback send-back: handleRetryAndDLQ
         group = topic[len(RETRY_PREFIX):]
@@ -102,6 +116,10 @@ def send(core, req: SendRequest, channel) -> SendResult:
                         core.born_host_of(channel), 0, core.store_host, req.reconsume_times)
     # WAIT stays in the map but not in the stored string (the broker strips it).
     rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
+    if Prop.TRAN_MSG in props and dlq_group is None and props[Prop.TRAN_MSG].lower() == "true" \
+            and not topic.startswith(RETRY_PREFIX):
+        # a transaction's half message: stored aside until its producer ends it (broker/transactions.py)
+        return _stored(core.transactions.prepare(rec), qid)
     res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED, group=dlq_group,
                            deliver_at_ms=None if dlq_group else deliver_at)
     return _stored(res, req.queue_id if req.queue_id >= 0 else checked[1])
@@ -109,43 +127,66 @@ def send(core, req: SendRequest, channel) -> SendResult:
 
 def send_back(core, req: SendBack) -> SendBackResult:
     """BrokerCore.send_back: 4.9.8's checks, the retry lifecycle's decision, one put.
-    Cost: a look-up and decode of the stored message, one put."""
+    Cost: a look-up of the stored message (the record the core keeps, or a read and a
+    decode), one put."""
     group, offset = req.group, req.commit_log_offset
-    gc = core.groups.find(group)
+    table = core.groups.table               # (``in`` and ``[]``, not ``get``: a call fewer, every send-back)
+    gc = table[group] if group in table else None
     if gc is None:
-        return SendBackResult(B.GROUP_NOT_EXIST, f"subscription group not exist, {group}")
-    if not core.writeable:
+        gc = core.groups.find(group)
+        if gc is None:
+            return SendBackResult(B.GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+    if not core.config.broker_permission & PERM_WRITE:
         return SendBackResult(B.BROKER_NOT_WRITEABLE, f"the broker[{core.config.broker_ip}] sending message is forbidden")
     if gc.retry_queue_nums <= 0:
         return SendBackResult(B.DROPPED)
 
-    new_topic = retry_topic(group)
-    queue_id = core.rng.randrange(99999999) % gc.retry_queue_nums
-    tc = core.topics.create_system(new_topic, gc.retry_queue_nums, PERM_READ | PERM_WRITE)
-    if not tc.writeable:
+    new_topic = RETRY_PREFIX + group
+    queue_id = core.draw_queue(gc.retry_queue_nums)
+    table = core.topics.table
+    tc = table[new_topic] if new_topic in table else None
+    if tc is None:
+        tc = core.topics.create_system(new_topic, gc.retry_queue_nums, PERM_READ | PERM_WRITE)
+    if not tc.perm & PERM_WRITE:
         return SendBackResult(B.TOPIC_NOT_WRITEABLE, f"the topic[{new_topic}] sending message is forbidden")
 
-    old = core.store.look_message_by_offset(offset)
-    if old is None:
-        return SendBackResult(B.MESSAGE_NOT_FOUND, f"look message by offset failed, {offset}")
+    kept = core.kept.get(offset)
+    if kept is not None:
+        old, stored = kept              # the record as the core stored it, its map as stored
+        body_crc = old.body_crc         # (computed by this store: the copy's body is the same)
+    else:
+        old = core.store.look_message_by_offset(offset)
+        if old is None:
+            return SendBackResult(B.MESSAGE_NOT_FOUND, f"look message by offset failed, {offset}")
+        stored = old.properties
+        body_crc = None
 
     max_times = gc.retry_max_times if req.max_reconsume_times is None else req.max_reconsume_times
-    decision = rocketmq4_send_back(group, old.properties, old.topic, old.offset_msg_id, old.reconsume_times,
-                                   max_times, req.delay_level, queue_id)
+    # (the offsetMsgId is used only when no ORIGIN_MESSAGE_ID is there yet)
+    origin = stored[Prop.ORIGIN_MESSAGE_ID] if Prop.ORIGIN_MESSAGE_ID in stored else None
+    decision = rocketmq4_send_back(group, stored, old.topic, origin or old.offset_msg_id,
+                                   old.reconsume_times, max_times, req.delay_level, queue_id)
     to_dlq, level, props, new_topic = decision.dead_letter, decision.delay_level, decision.properties, decision.topic
     if to_dlq:
         tc = core.topics.create_system(new_topic, 1, PERM_READ | PERM_WRITE)
         if not tc.writeable:
             return SendBackResult(B.TOPIC_NOT_WRITEABLE, f"the topic[{new_topic}] sending message is forbidden")
+    if core.store.config.prop_crc:
+        # The old record's CRC property is not the copy's: the store writes the copy's own
+        # (it would cut this one out of the string; leaving it out here is the same string).
+        props.pop(PROP_CRC, None)
 
     # positional (topic, body, queue_id, flag, properties, sys_flag, born_timestamp,
     # born_host, store_timestamp, store_host, reconsume_times), as send_message does
     rec = MessageRecord(new_topic, old.body, decision.queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
                         old.born_host, 0, old.store_host, decision.attempt)
     kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.SENT_BACK
-    res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level)
+    # The copy's map: the stored one of the original plus the decision's strings, all
+    # non-empty and without separators: what its stored string parses to.
+    res = core.put_message(rec, kind=kind, group=group, delay_level=None if to_dlq else level, stored_map=True,
+                           body_crc=body_crc)
     ok = res.status is PutStatus.PUT_OK
-    if core.has_send_back_hooks:
+    if core._hooks:
         core.run_send_back_hooks(ConsumeMessageContext(
             group, req.origin_topic or props.get(Prop.RETRY_TOPIC), req.origin_msg_id, offset,
             "SEND_BACK_TO_DLQ" if to_dlq else "SEND_BACK", ok, rec.reconsume_times, level, new_topic))

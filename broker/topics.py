@@ -14,7 +14,7 @@ upstream: operators raise a DLQ's permission to read it (mqadmin updateTopic -p 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rocketmq_emulator.store.records import (AUTO_CREATE_TOPIC_KEY, DLQ_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_PREFIX,
                                              SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, TIMER_TOPIC)
@@ -22,6 +22,7 @@ from rocketmq_emulator.store.records import (AUTO_CREATE_TOPIC_KEY, DLQ_PREFIX, 
 from .config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
 from .config_table import ConfigTable
 from .errors import RequestRefused
+from .message_types import MESSAGE_TYPE_ATTRIBUTE, parse_message_type
 from .retry_lifecycle import dlq_topic, retry_topic
 
 __all__ = [
@@ -109,6 +110,18 @@ class TopicConfig:
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+    # RocketMQ 5.x topic attributes (TopicAttributes: message.type, queue.type, ...)
+    attributes: dict[str, str] = field(default_factory=dict)
+    # the 5.x message type the attributes give (NORMAL, FIFO, DELAY, TRANSACTION, MIXED;
+    # None: made without one), read once here: every send to the topic looks at it
+    message_type: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        raw = self.attributes.get(MESSAGE_TYPE_ATTRIBUTE)
+        try:
+            self.message_type = parse_message_type(raw) if raw else None
+        except ValueError:          # (a hand-edited topics.json: the topic stays untyped)
+            self.message_type = None
 
     @property
     def queue_nums(self) -> int:
@@ -123,18 +136,24 @@ class TopicConfig:
         return bool(self.perm & PERM_WRITE)
 
     def to_json(self) -> dict:
-        # RocketMQ's topics.json field names.
-        return {"topicName": self.topic_name, "readQueueNums": self.read_queue_nums,
-                "writeQueueNums": self.write_queue_nums, "perm": self.perm,
-                "topicFilterType": self.topic_filter_type, "topicSysFlag": self.topic_sys_flag,
-                "order": self.order}
+        # RocketMQ's topics.json field names (5.x adds "attributes").
+        d = {"topicName": self.topic_name, "readQueueNums": self.read_queue_nums,
+             "writeQueueNums": self.write_queue_nums, "perm": self.perm,
+             "topicFilterType": self.topic_filter_type, "topicSysFlag": self.topic_sys_flag,
+             "order": self.order}
+        if self.attributes:
+            d["attributes"] = dict(self.attributes)
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> "TopicConfig":
+        attributes = d.get("attributes") or {}
         return cls(topic_name=d["topicName"], read_queue_nums=int(d.get("readQueueNums", 4)),
                    write_queue_nums=int(d.get("writeQueueNums", 4)), perm=int(d.get("perm", 6)),
                    topic_filter_type=d.get("topicFilterType", "SINGLE_TAG"),
-                   topic_sys_flag=int(d.get("topicSysFlag", 0)), order=bool(d.get("order", False)))
+                   topic_sys_flag=int(d.get("topicSysFlag", 0)), order=bool(d.get("order", False)),
+                   attributes={str(k): str(v) for k, v in attributes.items()} if isinstance(attributes, dict)
+                   else {})
 
 
 class TopicManager(ConfigTable):

@@ -22,6 +22,8 @@ _EXPORTS = {
     "MessageQueue": "message",
     "SendResult": "message",
     "SendStatus": "message",
+    "LocalTransactionState": "transaction",
+    "TransactionSendResult": "transaction",
     "MessageModel": "push_consumer",
     "ConsumeFromWhere": "push_consumer",
     "ConsumerStats": "push_consumer",

@@ -14,6 +14,8 @@ and EmbeddedBroker alike (``AdminOperations``): the same requests mqadmin sends
     remote.find_messages("Orders", "order-42")
     remote.delete_topic("Scratch")
     remote.broker_status()                    {"broker-a": {...}, ...}
+    remote.half_messages("Orders")            [{"transaction_id", "topic", "producer_group", "stored_ms",
+                                                "checks", "next_check_ms", "broker", ...}]
 
 A refusal is an MQBrokerError with the broker's code and line.
 """
@@ -21,7 +23,8 @@ from __future__ import annotations
 
 import json
 
-from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+from rocketmq_emulator.broker.fronts.remoting.protocol import (EMULATOR_TRANSACTIONS, RemotingCommand, RequestCode as RQ,
+                                                               ResponseCode as RC)
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import queue_table
 from rocketmq_emulator.broker.fronts.remoting.protocol.message_ids import (not_found_text, offset_id_target, original_and_copies,
                                                            unique_key_query)
@@ -70,6 +73,13 @@ class AdminOperations:
             for name, conf in table["subscriptionGroupTable"].items():
                 out.setdefault(name, conf)
         return dict(sorted(out.items()))
+
+    def half_messages(self, topic: str | None = None) -> list[dict]:
+        """The transactions' half messages waiting for their producer (of ``topic`` only,
+        when given), oldest first: their id, topic, producer group, store time, the
+        checks made and when the next is due (EMULATOR_TRANSACTIONS)."""
+        reply = self._call(EMULATOR_TRANSACTIONS, {"topic": topic} if topic else {}, what="half messages")
+        return json.loads(reply.body)["half_messages"]
 
     def topic_stats(self, topic: str) -> list[dict]:
         rows = []

@@ -12,9 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from rocketmq_emulator.broker.operations import SendBack
-from rocketmq_emulator.broker.fronts.remoting.protocol.typed import send_back_code
-from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.broker.operations import (ConsumerRegistration, OffsetCommit, PullOutcome, Registration,
+                                                 SendBack, SendBackOutcome, SubscriptionData)
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import PULL_CODES, route_data, send_back_code
+from rocketmq_emulator.broker.fronts.remoting.protocol import CURRENT_VERSION, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 
 from .errors import MQBrokerError, RemotingError
@@ -55,6 +56,18 @@ class PullResponse:
     min_offset: int
     max_offset: int
     body: bytes
+    # in process: the records as the broker keeps them, (record, its map as stored)
+    # pairs (None: decode ``body``), and ``raw``, their bytes (``body`` is then empty)
+    stored: list | tuple | None = None
+    raw: list | tuple = ()
+
+
+_FOUND, _NO_NEW = PullOutcome.FOUND, PullOutcome.NO_NEW_MESSAGE
+_RETRYING, _DEAD_LETTERED = SendBackOutcome.RETRYING, SendBackOutcome.DEAD_LETTERED
+# a typed pull's outcome -> what the command path reads from the response code
+_OUTCOME_STATUS = {PullOutcome.FOUND: PullStatus.FOUND, PullOutcome.NO_NEW_MESSAGE: PullStatus.NO_NEW_MSG,
+                   PullOutcome.RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+                   PullOutcome.OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL}
 
 
 class BrokerAPI:
@@ -75,6 +88,10 @@ class BrokerAPI:
     # -- name server -------------------------------------------------------------------
     def get_topic_route(self, topic: str, timeout_ms: int = 3000) -> TopicRoute | None:
         """The route, or None when the name server does not know the topic (17)."""
+        core = self.transport.core()
+        if core is not None:
+            route = core.names.route(topic)
+            return None if route is None else TopicRoute.from_json(topic, route_data(route))
         resp = self.transport.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                                               {"topic": topic}), timeout_ms)
         if resp.code == ResponseCode.TOPIC_NOT_EXIST:
@@ -136,27 +153,77 @@ class BrokerAPI:
         self.transport.request_async(cmd, done, timeout_ms)
         return cmd.opaque
 
+    def pull_typed(self, request, suspend_ms: int, callback: Callable, timeout_ms: int = 30000) -> int:
+        """The in-process form of ``pull_message_async`` (the caller asked
+        ``transport.core()``): the core's pull of the typed ``request`` (a
+        broker.operations.PullRequest), its answer read as a PULL_MESSAGE reply is —
+        ``callback(PullResponse | None, error | None)`` on the loop, the records as the
+        broker keeps them when it has them. Returns the call's id."""
+
+        def done(result, err):
+            if err is not None:
+                callback(None, err)
+                return
+            outcome = result.outcome
+            # (the usual answers first: an enum member as a dict key costs a call to hash it)
+            if outcome is _FOUND:
+                status = PullStatus.FOUND
+            elif outcome is _NO_NEW:
+                status = PullStatus.NO_NEW_MSG
+            else:
+                status = _OUTCOME_STATUS.get(outcome)
+            if status is None:
+                callback(None, MQBrokerError(PULL_CODES[result.outcome], result.remark, None, "PULL_MESSAGE"))
+                return
+            stored = result.stored
+            body = b"" if stored is not None or not result.records else b"".join(result.records)
+            callback(PullResponse(status, result.next_offset, result.min_offset, result.max_offset, body, stored,
+                                  result.records), None)
+
+        return self.transport.pull(request, suspend_ms, done, timeout_ms)
+
     def query_consumer_offset(self, group: str, topic: str, queue_id: int, broker_name: str | None = None) -> int:
+        core = self.transport.core()
+        if core is not None:
+            offset = core.committed_offset(group, topic, queue_id)
+            if offset is None:
+                raise MQBrokerError(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group "
+                                    "consumer boot first", None, "QUERY_CONSUMER_OFFSET")
+            return offset
         resp = self._call(RequestCode.QUERY_CONSUMER_OFFSET,
                           {"consumerGroup": group, "topic": topic, "queueId": queue_id, "bname": broker_name})
         return int(resp.header_int("offset"))
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int,
                                       broker_name: str | None = None) -> None:
+        core = self.transport.core()
+        if core is not None:            # oneway: what the broker answers is not read
+            core.commit_offset(OffsetCommit(group, topic, queue_id, offset))
+            self.transport.core_done()
+            return
         self.transport.oneway(RemotingCommand.request(
             RequestCode.UPDATE_CONSUMER_OFFSET,
             {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset,
              "bname": broker_name}, oneway=True))
 
     def get_max_offset(self, topic: str, queue_id: int, broker_name: str | None = None) -> int:
+        core = self.transport.core()
+        if core is not None:
+            return core.queue_bounds(topic, queue_id)[1]
         return self._call(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id,
                                                        "bname": broker_name}).header_int("offset")
 
     def get_min_offset(self, topic: str, queue_id: int, broker_name: str | None = None) -> int:
+        core = self.transport.core()
+        if core is not None:
+            return core.queue_bounds(topic, queue_id)[0]
         return self._call(RequestCode.GET_MIN_OFFSET, {"topic": topic, "queueId": queue_id,
                                                        "bname": broker_name}).header_int("offset")
 
     def search_offset(self, topic: str, queue_id: int, timestamp: int, broker_name: str | None = None) -> int:
+        core = self.transport.core()
+        if core is not None:
+            return core.offset_at_time(topic, queue_id, timestamp)
         return self._call(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
                           {"topic": topic, "queueId": queue_id, "timestamp": timestamp,
                            "bname": broker_name}).header_int("offset")
@@ -171,6 +238,9 @@ class BrokerAPI:
             result = core.send_back(SendBack(group, commit_log_offset, delay_level, max_reconsume_times,
                                              origin_msg_id, origin_topic))
             self.transport.core_done()
+            outcome = result.outcome
+            if outcome is _RETRYING or outcome is _DEAD_LETTERED:
+                return
             code = send_back_code(result)
             if code != ResponseCode.SUCCESS:
                 raise MQBrokerError(code, result.remark, None, "CONSUMER_SEND_MSG_BACK")
@@ -182,24 +252,58 @@ class BrokerAPI:
 
     # -- membership ------------------------------------------------------------------------
     def heartbeat(self, data: dict) -> None:
+        """HEART_BEAT with HeartbeatData (§2.7); in process, the core's register of the
+        same data (each subscription read as the broker reads the JSON)."""
+        core = self.transport.core()
+        if core is not None:
+            core.register(Registration(data["clientID"], tuple(
+                ConsumerRegistration(cd["groupName"], cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"],
+                                     tuple(SubscriptionData.from_json(sub) for sub in cd["subscriptionDataSet"]))
+                for cd in data["consumerDataSet"]), tuple(pd["groupName"] for pd in data["producerDataSet"])),
+                self.transport.channel)
+            channel = self.transport.channel
+            channel.language, channel.version = "PYTHON", CURRENT_VERSION
+            self.transport.core_done()
+            return
         self._call(RequestCode.HEART_BEAT, None, json.dumps(data, separators=(",", ":")).encode())
 
     def unregister_client(self, client_id: str, producer_group: str | None = None,
                           consumer_group: str | None = None) -> None:
+        core = self.transport.core()
+        if core is not None:
+            core.unregister(self.transport.channel, producer_group=producer_group or None,
+                            consumer_group=consumer_group or None)
+            self.transport.core_done()
+            return
         self._call(RequestCode.UNREGISTER_CLIENT, {"clientID": client_id, "producerGroup": producer_group,
                                                    "consumerGroup": consumer_group})
 
     def get_consumer_id_list(self, group: str) -> list[str]:
+        core = self.transport.core()
+        if core is not None:
+            ids = core.consumer_ids(group)
+            if ids is None:
+                raise MQBrokerError(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}", None,
+                                    "GET_CONSUMER_LIST_BY_GROUP")
+            return list(ids)
         resp = self._call(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
         return list(json.loads(resp.body).get("consumerIdList") or [])
 
     def lock_batch_mq(self, group: str, client_id: str, mqs) -> set[MessageQueue]:
+        core = self.transport.core()
+        if core is not None:
+            return {MessageQueue(t, b, q) for t, b, q in core.lock_queues(
+                group, client_id, [(mq.topic, mq.broker_name, mq.queue_id) for mq in mqs])}
         body = {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
         resp = self._call(RequestCode.LOCK_BATCH_MQ, None, json.dumps(body).encode())
         return {MessageQueue(m["topic"], m["brokerName"], int(m["queueId"]))
                 for m in json.loads(resp.body).get("lockOKMQSet") or []}
 
     def unlock_batch_mq(self, group: str, client_id: str, mqs, oneway: bool = False) -> None:
+        core = self.transport.core()
+        if core is not None:
+            core.unlock_queues(group, client_id, [(mq.topic, mq.broker_name, mq.queue_id) for mq in mqs])
+            return
         body = json.dumps({"consumerGroup": group, "clientId": client_id,
                            "mqSet": [mq.to_json() for mq in mqs]}).encode()
         if oneway:

@@ -4,7 +4,8 @@ Holds the transport and ``BrokerAPI``, the client id (``ip@instanceName``), the 
 cache, and the periodic jobs every client needs: heartbeat every 30 s
 (heartbeatBrokerInterval), route refresh every 30 s (pollNameServerInterval), consumer
 offset persistence every 5 s (persistConsumerOffsetInterval) and rebalance every 20 s.
-It answers the broker's NOTIFY_CONSUMER_IDS_CHANGED by rebalancing at once.
+It answers the broker's NOTIFY_CONSUMER_IDS_CHANGED by rebalancing at once, and its
+CHECK_TRANSACTION_STATE with the producer of the message's group (client_sdk/transaction.py).
 A consumer's inner producer (group CLIENT_INNER_PRODUCER) shares its consumer's instance.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
+from rocketmq_emulator.broker.notifications import ConsumerIdsChanged
 
 from .api import BrokerAPI
 from .errors import MQClientError, RemotingError
@@ -169,7 +171,10 @@ class ClientInstance:
             c.do_rebalance()
 
     def _on_broker_request(self, cmd):
-        if cmd.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+        if cmd.__class__ is ConsumerIdsChanged:        # in process: the core's notification as it is
+            log.debug("%s: consumer ids of %s changed; rebalancing", self.client_id, cmd.group)
+            self._guard(self.rebalance_all)
+        elif cmd.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             group = cmd.header("consumerGroup")
             log.debug("%s: consumer ids of %s changed; rebalancing", self.client_id, group)
             self._guard(self.rebalance_all)   # rebalanceImmediately: every consumer of the instance
@@ -180,6 +185,17 @@ class ClientInstance:
                 log.info("%s: offsets of %s reset by the broker: %d queue(s)", self.client_id, consumer.group,
                          len(offsets))
                 self._guard(functools.partial(consumer.reset_offsets, offsets))
+        elif cmd.code == RequestCode.CHECK_TRANSACTION_STATE:
+            from .transaction import decode_checked_message
+
+            msg = decode_checked_message(cmd.body)
+            producer = self.producers.get(msg.get_property("PGROUP") or "") if msg is not None else None
+            if producer is None:
+                if msg is not None:
+                    log.warning("%s: a check of transaction %s of group %s, which no producer here runs; ignored",
+                                self.client_id, msg.msg_id, msg.get_property("PGROUP"))
+                return None
+            self._guard(functools.partial(producer.check_transaction_state, cmd, msg))
         return None
 
 

@@ -65,7 +65,7 @@ class ConsumeMessageConcurrentlyService:
         size = self.consumer.consume_message_batch_max_size
         call_soon = self.runtime.call_soon
         if len(msgs) <= size:
-            call_soon(self.consume, msgs, pq, mq)
+            self.runtime._ready.append((self.consume, (msgs, pq, mq)))     # (call_soon, inlined: every pull)
         else:
             for i in range(0, len(msgs), size):
                 call_soon(self.consume, msgs[i:i + size], pq, mq)
@@ -142,7 +142,7 @@ class ConsumeMessageConcurrentlyService:
                 back_failed = []
                 for i in range(ack + 1, n):
                     m = msgs[i]
-                    if not pq.contains(m):   # already settled elsewhere (expired and sent back)
+                    if m.queue_offset not in pq.msg_tree:   # (pq.contains) already settled elsewhere (expired and sent back)
                         continue
                     if not c.send_message_back(m, ctx.delay_level_when_next_consume, mq.broker_name):
                         m.reconsume_times += 1

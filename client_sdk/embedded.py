@@ -158,9 +158,11 @@ class EmbeddedBroker(AdminOperations, Connector):
         return [self.core] if self.cluster is None else [self.cluster.core(n) for n in self.cluster.names]
 
     def create_topic(self, topic: str, queues: int = 4, *, order: bool = False, perm: int = PERM_READ | PERM_WRITE,
-                     broker: str | None = None):
-        """UPDATE_AND_CREATE_TOPIC from Python, on every broker (or ``broker``)."""
-        return [c.create_topic(topic, queues, perm, order=order) for c in self._cores(broker)][0]
+                     broker: str | None = None, message_type: str | None = None):
+        """UPDATE_AND_CREATE_TOPIC from Python, on every broker (or ``broker``);
+        ``message_type``: a 5.x topic's (normal, fifo, delay, transaction)."""
+        return [c.create_topic(topic, queues, perm, order=order, message_type=message_type)
+                for c in self._cores(broker)][0]
 
     @property
     def broker_permission(self) -> int:

@@ -33,9 +33,9 @@ class _OffsetTable:
     def update(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
         """Store ``offset``; with ``increase_only`` a smaller value is refused
         (MixAll.compareAndIncreaseOnly: 5 → 6 ok, 6 → 4 refused)."""
-        cur = self.table.get(mq)
-        if cur is None or not increase_only or offset > cur:
-            self.table[mq] = offset
+        table = self.table                  # (``in`` and ``[]``: every acknowledged message)
+        if mq not in table or not increase_only or offset > table[mq]:
+            table[mq] = offset
 
     def remove(self, mq: MessageQueue) -> None:
         self.table.pop(mq, None)

@@ -60,14 +60,17 @@ class Producer:
     RocketMQ's names in snake_case: ``send_msg_timeout`` (3000 ms),
     ``retry_times_when_send_failed`` (2), ``default_topic_queue_nums`` (4),
     ``create_topic_key`` ("TBW102"), ``compress_msg_body_over_howmuch`` (4096),
-    ``max_message_size`` (4 MiB), ``instance_name``.
+    ``max_message_size`` (4 MiB), ``instance_name``; ``transaction_checker(msg) ->
+    LocalTransactionState`` answers the broker's check-backs of this group's
+    transactions (``send_message_in_transaction``; client_sdk/transaction.py).
     """
 
     def __init__(self, group: str, broker=None, *, instance: ClientInstance | None = None,
                  send_msg_timeout: int = 3000, retry_times_when_send_failed: int = 2,
                  default_topic_queue_nums: int = 4, create_topic_key: str = AUTO_CREATE_TOPIC_KEY,
                  compress_msg_body_over_howmuch: int = 4096, max_message_size: int = MAX_MESSAGE_SIZE,
-                 instance_name: str | None = None, namesrv_addr: str | None = None) -> None:
+                 instance_name: str | None = None, namesrv_addr: str | None = None,
+                 transaction_checker: Callable | None = None) -> None:
         inner = instance is not None and group == CLIENT_INNER_PRODUCER_GROUP
         if not inner:
             check_group(group, "producerGroup")
@@ -91,6 +94,7 @@ class Producer:
         self.create_topic_key = create_topic_key
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
         self.max_message_size = max_message_size
+        self.transaction_checker = transaction_checker
         self._queue_nums_s = str(default_topic_queue_nums)
         self.state = ServiceState.CREATE_JUST
         self._publish: dict[str, TopicRoute] = {}
@@ -264,6 +268,32 @@ class Producer:
         ext = resp.ext_fields or {}
         return SendResult(status, ",".join(ids), ext.get("msgId", ""), mq, int(ext.get("queueOffset", -1)),
                           ext.get("MSG_REGION", "DefaultRegion"), ext.get("TRACE_ON") == "true")
+
+    def send_message_in_transaction(self, msg: Message, local_transaction: Callable, arg: object = None):
+        """Send ``msg`` as a transaction's half message, then run
+        ``local_transaction(msg, arg) -> LocalTransactionState`` and end the transaction
+        with its answer (UNKNOW: the broker checks back with ``transaction_checker``).
+        Returns a TransactionSendResult (client_sdk/transaction.py)."""
+        from .transaction import send_in_transaction
+
+        if self.state is not ServiceState.RUNNING:
+            self._make_sure_ok()
+        if not callable(local_transaction):
+            raise MQClientError("send_message_in_transaction needs the local transaction: a callable "
+                                "(msg, arg) -> LocalTransactionState")
+        body = check_message(msg, self.max_message_size, self._valid_topics)
+        return send_in_transaction(self, msg.topic, body, msg.flag, msg.wire_properties(), local_transaction,
+                                   msg, arg)
+
+    def end_transaction_oneway(self, cmd) -> None:
+        """END_TRANSACTION to the broker, oneway (as the Java client sends it)."""
+        self._instance.api.transport.oneway(cmd)
+
+    def check_transaction_state(self, cmd, msg) -> None:
+        """The broker's CHECK_TRANSACTION_STATE of one of this group's transactions."""
+        from .transaction import answer_check
+
+        answer_check(self, cmd, msg)
 
     def send_raw(self, topic: str, body: bytes, flag: int, properties: dict[str, str],
                  timeout_ms: int | None = None) -> SendResult:

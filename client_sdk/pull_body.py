@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from rocketmq_emulator.store.records import MAGIC_CODE, MessageRecord, RecordError, SysFlag, decode_record
 
-__all__ = ["DamagedRecord", "DecodedBody", "decode_pull_body"]
+__all__ = ["DamagedRecord", "DecodedBody", "decode_pull_body", "copy_stored"]
 
 _FRAME = struct.Struct(">iI")           # total size, magic code
 _QUEUE_OFFSET = struct.Struct(">q")
@@ -91,3 +91,20 @@ def _end_of_framed_record(body: bytes, pos: int) -> int | None:
     if end - after < _FRAME.size or _FRAME.unpack_from(body, after)[1] != MAGIC_CODE:
         return None
     return after
+
+
+def copy_stored(rec: MessageRecord, props: dict) -> MessageRecord:
+    """The consumer's own copy of a record an in-process broker keeps (``rec``, stored,
+    with ``props`` its property map as stored): what ``decode_record`` of its bytes
+    gives — the same fields, a map of its own — inflated like a decoded one."""
+    # positional, in MessageRecord's field order (topic, body, queue_id, flag, properties,
+    # sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+    # prepared_transaction_offset, queue_offset, commit_log_offset, body_crc, store_size,
+    # properties_text)
+    copy = MessageRecord(rec.topic, rec.body, rec.queue_id, rec.flag, dict(props), rec.sys_flag, rec.born_timestamp,
+                         rec.born_host, rec.store_timestamp, rec.store_host, rec.reconsume_times,
+                         rec.prepared_transaction_offset, rec.queue_offset, rec.commit_log_offset, rec.body_crc,
+                         rec.store_size, rec.properties_text)
+    if rec.sys_flag & SysFlag.COMPRESSED:
+        copy.body = zlib.decompress(rec.body)
+    return copy

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import enum
 import logging
+import zlib
+from itertools import starmap
 from dataclasses import dataclass, fields
 from typing import Callable
 
+from rocketmq_emulator.broker.operations import PullRequest
 from rocketmq_emulator.broker.retry_lifecycle import RETRY_PREFIX, rocketmq4_client_fallback, retry_topic
 from rocketmq_emulator.store.records import Prop
 
@@ -26,7 +29,7 @@ from .listener import MessageListenerConcurrently, MessageListenerOrderly
 from .message import MessageExt, MessageQueue
 from .offset_store import LocalOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import REBALANCE_LOCK_INTERVAL, ProcessQueue
-from .pull_body import DecodedBody, decode_pull_body
+from .pull_body import DecodedBody, copy_stored, decode_pull_body
 from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer, ServiceState
 from .rebalance import Rebalancer
 from .subscription import SubscriptionData
@@ -49,6 +52,9 @@ MAX_INT = 2 ** 31 - 1
 class MessageModel(enum.Enum):
     CLUSTERING = "CLUSTERING"
     BROADCASTING = "BROADCASTING"
+
+
+_BROADCASTING = MessageModel.BROADCASTING
 
 
 class ConsumeFromWhere(enum.Enum):
@@ -476,19 +482,41 @@ class PushConsumer:
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
             return
         if not self._orderly:
-            if pq.msg_tree and pq.max_span > self.consume_concurrently_max_span:
+            offsets = pq.msg_tree.offsets           # (pq.max_span, inlined: every pull)
+            if offsets and offsets[-1] - offsets[0] > self.consume_concurrently_max_span:
                 self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
                 return
         elif not self.broadcasting and not pq.locked:
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
-        sub = self.subscriptions.get(pr.mq.topic)
+        subscriptions, topic = self.subscriptions, pr.mq.topic     # (``in`` and ``[]``: every pull)
+        sub = subscriptions[topic] if topic in subscriptions else None
         if sub is None:
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
-        pr.opaque = self.instance.api.pull_message_async(
+        api = self.instance.api
+        if api.transport.core() is not None:       # in process: the core's typed pull
+            pr.opaque = api.pull_typed(self.pull_request(pr, sub), BROKER_SUSPEND_MAX_TIME_MILLIS,
+                                       lambda resp, err: self._on_pull(pr, sub, resp, err),
+                                       CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
+            return
+        pr.opaque = api.pull_message_async(
             self.pull_header(pr, sub), lambda resp, err: self._on_pull(pr, sub, resp, err),
             CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
+
+    def pull_request(self, pr: _PullRequest, sub: SubscriptionData) -> PullRequest:
+        """What ``pull_header`` says, as the broker reads it: the core's typed pull (no
+        subscription sent along, the offset commit piggy-backed when there is one)."""
+        mq = pr.mq
+        commit_offset = None
+        if self.message_model is not _BROADCASTING:     # (self.broadcasting: every pull)
+            table = self.offset_store.table
+            if mq in table and table[mq] > 0:
+                commit_offset = table[mq]
+        # positional, in PullRequest's field order (group, topic, queue_id, offset,
+        # max_msgs, subscription, expression_type, sub_version, commit_offset)
+        return PullRequest(self.group, mq.topic, mq.queue_id, pr.next_offset, self.pull_batch_size, None, "TAG",
+                           sub.sub_version, commit_offset)
 
     def pull_header(self, pr: _PullRequest, sub: SubscriptionData) -> dict:
         """PullMessageRequestHeader for ``pr`` now, the offset commit piggy-backed."""
@@ -550,19 +578,33 @@ class PushConsumer:
     def _decode(self, pr: _PullRequest, resp, sub: SubscriptionData) -> list:
         """processPullResult: decode, inflate, re-filter by tag, add MIN/MAX_OFFSET, and
         set where the next pull starts. A record that cannot be decoded is skipped with
-        an error logged (see pull_body); the queue goes on past it."""
-        decoded = decode_pull_body(resp.body, pr.next_offset, resp.next_begin_offset)
-        if decoded.damaged:
-            self._report_damage(pr, decoded)
-            pr.next_offset = resp.next_begin_offset if decoded.resume_offset is None else decoded.resume_offset
-        else:
+        an error logged (see pull_body); the queue goes on past it. In process the
+        records may come as the broker keeps them: each is copied (``copy_stored``),
+        nothing to decode."""
+        records = None
+        stored = resp.stored
+        if stored is not None:
+            try:
+                records = list(starmap(copy_stored, stored))    # (no list comprehension's call: every pull)
+            except zlib.error:              # a body that does not inflate: decoded, to be reported
+                records = None
+                resp.body = b"".join(resp.raw)
+        if records is not None:
             pr.next_offset = resp.next_begin_offset
+        else:
+            decoded = decode_pull_body(resp.body, pr.next_offset, resp.next_begin_offset)
+            if decoded.damaged:
+                self._report_damage(pr, decoded)
+                pr.next_offset = resp.next_begin_offset if decoded.resume_offset is None else decoded.resume_offset
+            else:
+                pr.next_offset = resp.next_begin_offset
+            records = decoded.records
         tags = sub.tags_set
         min_s = str(resp.min_offset)
         max_s = str(resp.max_offset)
         out = []
         append = out.append
-        for rec in decoded.records:
+        for rec in records:
             props = rec.properties
             if tags and props.get(Prop.TAGS) not in tags:
                 continue
@@ -584,11 +626,15 @@ class PushConsumer:
     def send_message_back(self, msg: MessageExt, delay_level: int = 0, broker_name: str | None = None) -> bool:
         """sendMessageBack: CONSUMER_SEND_MSG_BACK, else the inner producer's copy to
         %RETRY%<group>. True when either worked."""
+        props = msg.properties
+        # (msg.msg_id, inlined: every failed delivery)
+        msg_id = (props[Prop.UNIQ_KEY] if Prop.UNIQ_KEY in props else None) or msg.offset_msg_id
         try:
             self.instance.api.consumer_send_msg_back(
                 commit_log_offset=msg.commit_log_offset, group=self.group, delay_level=delay_level,
-                origin_msg_id=msg.msg_id, origin_topic=msg.topic,
-                max_reconsume_times=self.max_reconsume_times_concurrently, broker_name=broker_name)
+                origin_msg_id=msg_id, origin_topic=msg.topic,
+                max_reconsume_times=16 if self.max_reconsume_times == -1 else self.max_reconsume_times,
+                broker_name=broker_name)         # (max_reconsume_times_concurrently, inlined)
             self.stats.send_back_ok += 1
             return True
         except (MQClientError, RemotingError) as exc:

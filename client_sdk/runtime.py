@@ -202,16 +202,17 @@ class ClientRuntime:
         target = clock.now_ms() + ms
         self._depth += 1
         try:
-            self._drain()
+            now = self._drain()
             last = None
             skip = self.idle_skipper
             while True:
                 if skip is not None and not self._ready:
-                    skip(target + 1)
+                    skip(target + 1)            # (it moves timers, never the clock)
                 d = self.next_deadline()
                 if d is None or d > target:
                     break
-                now = clock.now_ms()
+                if now is None:
+                    now = clock.now_ms()
                 if d <= now and last == (d, now):
                     # A source keeps reporting a deadline it cannot clear; step past it
                     # rather than spin.
@@ -219,7 +220,7 @@ class ClientRuntime:
                     d = now + 1
                 last = (d, now)
                 clock.advance_to(d)
-                self._drain()
+                now = self._drain()
             clock.advance_to(target)
             self._drain()
         finally:
@@ -276,11 +277,12 @@ class ClientRuntime:
             if self._depth == 0 and self._errors:
                 self._raise_errors()
 
-    def _drain(self, stop_ms: int | None = None) -> None:
+    def _drain(self, stop_ms: int | None = None) -> int | None:
         """Run until nothing is ready or due at the current time; time does not move.
         With ``stop_ms`` (real time) tasks run in rounds (those ready at the start of a
         round; what they queue waits for the next one), and the drain also ends once
-        the clock reaches ``stop_ms`` after a round."""
+        the clock reaches ``stop_ms`` after a round. Returns the clock's time when it
+        ended with nothing to run (None otherwise): what ``advance`` would read next."""
         ready = self._ready
         timers = self._timers
         clock = self.clock
@@ -303,7 +305,7 @@ class ClientRuntime:
                 ready.append((t.fn, t.args))
             if not ready:
                 if not ticked:
-                    return
+                    return now
                 idle_ticks += 1
                 if idle_ticks > 2:
                     return

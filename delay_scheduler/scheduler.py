@@ -12,13 +12,16 @@ delivery_timestamp, Pulsar deliver_at): their times come in any order, so the la
 a heap, and its progress is a *floor* (every entry below it is delivered) plus the
 set of entries at or above the floor already delivered out of order.
 
-The broker appends an entry when it diverts a message, asks ``due(now)`` on every
-tick, re-stores each due message into its real topic and then calls
-``delivered(lane, offset)``; a failed re-store simply leaves the head in place to be
-tried again. ``next_deadline()`` tells the driver when to tick next.
+The broker appends an entry when it diverts a message (with what it wants back when
+the entry is due: the stored record it carries, so it need not read it again), asks
+``due_head(now)`` on every tick, re-stores the due message into its real topic and then
+calls ``delivered(lane, offset)``; a failed re-store simply leaves the head in place to
+be tried again. ``next_deadline()`` tells the driver when to tick next.
 
-It owns no messages and does no I/O: costs are O(levels) per deadline query, O(1)
-per level append and delivery, O(log n) per timer append and delivery.
+It owns no messages and does no I/O. The earliest head is cached and updated as entries
+come and go, so asking for the next deadline costs a look-up, not a walk of every level:
+O(1) per level append, O(levels) once per delivery (finding the next head, without a
+call per level), O(log n) per timer append and delivery.
 """
 from __future__ import annotations
 
@@ -33,29 +36,56 @@ __all__ = ["DelayScheduler", "TIMER_LANE"]
 TIMER_LANE = 0       # delayed to a timestamp; lanes 1..max_level are the delay levels
 
 
+_STALE = object()     # the cached head must be found again
+
+
 class DelayScheduler:
     def __init__(self, levels: DelayLevels) -> None:
         self.levels = levels
-        self._pending: dict[int, deque[tuple[int, int]]] = {
+        self._delays = levels.delays_ms
+        # per level: pending (queue offset, deliver time, payload) in queue order
+        self._pending: dict[int, deque[tuple[int, int, object]]] = {
             lvl: deque() for lvl in range(1, levels.max_level + 1)
         }
         self._offsets: dict[int, int] = {lvl: 0 for lvl in range(1, levels.max_level + 1)}
-        self._timer: list[tuple[int, int]] = []     # heap of (deliver_ms, queue offset)
+        self._timer: list[tuple[int, int, object]] = []   # heap of (deliver_ms, queue offset, payload)
         self._timer_floor = 0                        # timer entries below are all delivered
         self._timer_done: set[int] = set()           # delivered at or above the floor
+        # The earliest head, (deliver ms, lane), None when nothing is pending, _STALE when
+        # it must be found again. Exact only while no entry can need upstream's clock-skew
+        # correction (``_effective``): an entry whose store time (deliver time - its
+        # level's delay) lies after now. ``skew_until`` is the latest such store time
+        # ever added; before it, the heads are walked with the correction, as upstream
+        # (a driver caching the next deadline must not cache it before then).
+        self._head: tuple[int, int] | None | object = None
+        self.skew_until = -1
 
     # -- feeding ---------------------------------------------------------------
-    def add(self, lane: int, queue_offset: int, deliver_ms: int) -> None:
+    def add(self, lane: int, queue_offset: int, deliver_ms: int, payload=None) -> None:
         """Record that ``lane``'s queue (a level's SCHEDULE_TOPIC_XXXX queue, or the
-        timer queue) holds an entry at ``queue_offset`` due at ``deliver_ms``. Entries
-        already delivered are ignored (that is how reopen skips them)."""
+        timer queue) holds an entry at ``queue_offset`` due at ``deliver_ms``;
+        ``payload`` comes back with it when it is due (``due_head``). Entries already
+        delivered are ignored (that is how reopen skips them)."""
         if lane == TIMER_LANE:
             if queue_offset >= self._timer_floor and queue_offset not in self._timer_done:
-                heapq.heappush(self._timer, (deliver_ms, queue_offset))
+                heapq.heappush(self._timer, (deliver_ms, queue_offset, payload))
+                head = self._head
+                if head is None or (head is not _STALE and deliver_ms < head[0]):
+                    self._head = (deliver_ms, TIMER_LANE)
             return
         if queue_offset < self._offsets[lane]:
             return
-        self._pending[lane].append((queue_offset, deliver_ms))
+        pend = self._pending[lane]
+        if not pend:                    # a new head: maybe the earliest one
+            head = self._head
+            if head is None or (head is not _STALE and deliver_ms < head[0]):
+                self._head = (deliver_ms, lane)
+            elif head is not _STALE and deliver_ms == head[0]:
+                self._head = _STALE     # (a tie: the lower level goes first)
+        pend.append((queue_offset, deliver_ms, payload))
+        stored = deliver_ms - self._delays[lane - 1]
+        if stored > self.skew_until:
+            self.skew_until = stored
 
     def set_offset(self, level: int, offset: int) -> None:
         """Restore a delivery offset (from delayOffset.json) before re-adding entries."""
@@ -63,6 +93,7 @@ class DelayScheduler:
         pend = self._pending[level]
         while pend and pend[0][0] < offset:
             pend.popleft()
+        self._head = _STALE
 
     def set_timer_progress(self, floor: int, delivered: list[int] | tuple[int, ...] = ()) -> None:
         """Restore the timer lane's progress (see ``timer_progress``) before re-adding
@@ -71,6 +102,7 @@ class DelayScheduler:
         self._timer_done = {o for o in delivered if o >= floor}
         self._timer = [e for e in self._timer if e[1] >= floor and e[1] not in self._timer_done]
         heapq.heapify(self._timer)
+        self._head = _STALE
 
     # -- querying --------------------------------------------------------------
     def offsets(self) -> dict[int, int]:
@@ -91,13 +123,32 @@ class DelayScheduler:
 
     def next_deadline(self, now_ms: int | None = None) -> int | None:
         """Earliest delivery time among lane heads, or None when nothing is pending."""
-        best = self._timer[0][0] if self._timer else None
-        for level, pend in self._pending.items():
-            if pend:
-                t = self._effective(level, pend[0][1], now_ms)
-                if best is None or t < best:
-                    best = t
-        return best
+        if now_ms is not None and now_ms < self.skew_until:
+            head = self._find(now_ms)
+        else:
+            head = self._head
+            if head is _STALE:
+                head = self._head = self._find(None)
+        return None if head is None else head[0]
+
+    def due_head(self, now_ms: int) -> tuple[int, int, int, object] | None:
+        """``(lane, queue_offset, deliver_ms, payload)`` of the earliest head due at
+        ``now_ms`` (a level before the timer lane, a lower level before a higher one, on
+        equal times), None when none is due. It stays the head until ``delivered``."""
+        if now_ms < self.skew_until:
+            head = self._find(now_ms)
+        else:
+            head = self._head
+            if head is _STALE:
+                head = self._head = self._find(None)
+        if head is None or head[0] > now_ms:
+            return None
+        lane = head[1]
+        if lane == TIMER_LANE:
+            deliver_ms, offset, payload = self._timer[0]
+            return TIMER_LANE, offset, deliver_ms, payload
+        offset, deliver_ms, payload = self._pending[lane][0]
+        return lane, offset, deliver_ms, payload
 
     def due(self, now_ms: int) -> Iterator[tuple[int, int, int]]:
         """Yield ``(level, queue_offset, deliver_ms)`` of due heads, earliest first.
@@ -106,27 +157,13 @@ class DelayScheduler:
         ``delivered`` for it, so callers must either deliver or stop iterating.
         """
         while True:
-            best_lane = None
-            best_t = 0
-            for level, pend in self._pending.items():
-                if pend:
-                    t = self._effective(level, pend[0][1], now_ms)
-                    if t <= now_ms and (best_lane is None or t < best_t):
-                        best_lane, best_t = level, t
-            timer = self._timer
-            if timer and timer[0][0] <= now_ms and (best_lane is None or timer[0][0] < best_t):
-                best_lane = TIMER_LANE
-            if best_lane is None:
+            head = self.due_head(now_ms)
+            if head is None:
                 return
-            if best_lane == TIMER_LANE:
-                deliver_ms, offset = timer[0]
-                yield TIMER_LANE, offset, deliver_ms
-                if timer and timer[0][1] == offset:
-                    return  # not delivered; try again on a later tick
-                continue
-            offset = self._pending[best_lane][0][0]
-            yield best_lane, offset, self._pending[best_lane][0][1]
-            if self._pending[best_lane] and self._pending[best_lane][0][0] == offset:
+            lane, offset, deliver_ms, _ = head
+            yield lane, offset, deliver_ms
+            again = self.due_head(now_ms)
+            if again is not None and again[0] == lane and again[1] == offset:
                 return  # the caller could not deliver it; try again on a later tick
 
     def delivered(self, lane: int, queue_offset: int) -> None:
@@ -140,12 +177,31 @@ class DelayScheduler:
             while self._timer_floor in done:
                 done.remove(self._timer_floor)
                 self._timer_floor += 1
+            self._head = _STALE
             return
         pend = self._pending[lane]
         if not pend or pend[0][0] != queue_offset:
             raise ValueError(f"level {lane}: {queue_offset} is not the head of the pending entries")
         pend.popleft()
         self._offsets[lane] = queue_offset + 1
+        self._head = _STALE
+
+    def _find(self, now_ms: int | None) -> tuple[int, int] | None:
+        """The earliest head (deliver ms, lane): a level's head time corrected as
+        ``_effective`` says when ``now_ms`` is given; the timer lane wins no tie."""
+        best_t = best_lane = None
+        delays = self._delays
+        for level, pend in self._pending.items():
+            if pend:
+                t = pend[0][1]
+                if now_ms is not None and t > now_ms + delays[level - 1]:
+                    t = now_ms          # (_effective, inlined)
+                if best_t is None or t < best_t:
+                    best_t, best_lane = t, level
+        timer = self._timer
+        if timer and (best_t is None or timer[0][0] < best_t):
+            best_t, best_lane = timer[0][0], TIMER_LANE
+        return None if best_t is None else (best_t, best_lane)
 
     def _effective(self, level: int, deliver_ms: int, now_ms: int | None) -> int:
         # Upstream corrects a delivery time more than one level-delay in the future
@@ -156,18 +212,21 @@ class DelayScheduler:
 
     def _check(self) -> None:
         """Invariants, for randomized tests: per level, offsets increase and start at
-        or after the delivery offset, and delivery times never decrease."""
+        or after the delivery offset, and delivery times never decrease; the cached
+        head is the earliest one."""
         for level, pend in self._pending.items():
             prev_off, prev_t = self._offsets[level] - 1, None
-            for off, t in pend:
+            for off, t, _ in pend:
                 assert off > prev_off, (level, off, prev_off)
                 assert prev_t is None or t >= prev_t, (level, t, prev_t)
                 prev_off, prev_t = off, t
         timer = self._timer
         for i in range(1, len(timer)):
-            assert timer[(i - 1) // 2] <= timer[i], ("timer heap order", i)
-        offsets = [off for _, off in timer]
+            assert timer[(i - 1) // 2][:2] <= timer[i][:2], ("timer heap order", i)
+        offsets = [off for _, off, _ in timer]
         assert len(set(offsets)) == len(offsets), "a timer entry is pending twice"
         assert all(off >= self._timer_floor and off not in self._timer_done for off in offsets), \
             "a delivered timer entry is pending again"
         assert self._timer_floor not in self._timer_done
+        if self._head is not _STALE:
+            assert self._head == self._find(None), ("cached head", self._head, self._find(None))

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
+import re
 import sys
 import time
 
@@ -101,14 +103,29 @@ def snapshot_main(argv: list[str]) -> int:
 
 
 def analyze_main(argv: list[str]) -> int:
-    from .preflight import (EXTRA_HINT, check_master, check_out_dir, check_remote, find_java,
-                            missing_analytics_module, probe_master, probe_remote)
+    from .preflight import EXTRA_HINT, missing_analytics_module
 
+    p = _analyze_parser()
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if args.stop_spark:
+        return _stop_spark(p, args)
+    missing = [name for name, value in (("snapshot", args.snapshot), ("--out", args.out)) if value is None]
+    if missing:
+        return _fail(p.prog, f"the following arguments are required: {', '.join(missing)}")
+    if missing_analytics_module() is not None:
+        return _fail(p.prog, EXTRA_HINT)
+    return _analyze(p, args)
+
+
+def _analyze_parser() -> _Parser:
     p = _Parser(prog="rocketmq-emulator analyze",
                 description="Spark analysis of a snapshot: report.html, summary.json, aggregates/*.parquet. "
                             "Needs the analytics extra and Java 17+.")
-    p.add_argument("snapshot", help="a snapshot directory (or a store directory)")
-    p.add_argument("--out", required=True, help="the report directory (created if missing)")
+    p.add_argument("snapshot", nargs="?", help="a snapshot directory (or a store directory)")
+    p.add_argument("--out", help="the report directory (created if missing)")
     p.add_argument("--master", default=None,
                    help="Spark master URL: local[N], local[*], spark://HOST:PORT, yarn, k8s://... (default local[*])")
     p.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
@@ -120,13 +137,21 @@ def analyze_main(argv: list[str]) -> int:
                    help="decode a commit log up to SIZE (bytes, or with K, M, G) in the driver and hand it to Spark; "
                         "a larger one is decoded by the executors, a task per segment (default 64M; 0: always the "
                         "executors)")
+    p.add_argument("--no-spark-server", dest="spark_server", action="store_false", default=None,
+                   help="start Spark in this process for this analysis only, instead of using (or starting) the "
+                        "warm Spark server that later analyses share (default off when $CI is set, or with "
+                        f"{SERVER_ENV}=off)")
+    p.add_argument("--spark-idle-timeout", type=_seconds, default=None, metavar="DURATION",
+                   help="a Spark server this run starts stops after this long unused (default 15m)")
+    p.add_argument("--stop-spark", action="store_true",
+                   help="stop the warm Spark server (of this user and Python environment) and exit")
     p.add_argument("--quiet", action="store_true", help="no progress lines (errors still go to stderr)")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    if missing_analytics_module() is not None:
-        return _fail(p.prog, EXTRA_HINT)
+    return p
+
+
+def _analyze(p: _Parser, args) -> int:
+    from .preflight import EXTRA_HINT, check_master, check_out_dir, check_remote, find_java, probe_master, probe_remote
+
     try:
         from .datasource import check_complete
         from .jobs import parse_delay_levels
@@ -156,10 +181,12 @@ def analyze_main(argv: list[str]) -> int:
         return _fail(p.prog, str(exc))
     except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
+    warm = _use_spark_server(args)
     try:
         summary = analyze_snapshot(args.snapshot, args.out, master=args.master, delay_levels=args.delay_levels,
                                    progress=Progress(enabled=not args.quiet), driver_read_max=args.driver_read_max,
-                                   remote=args.remote)
+                                   remote=args.remote, warm_server=warm, idle_timeout_s=args.spark_idle_timeout,
+                                   say=(lambda line: None) if args.quiet else _say(p.prog))
     except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
     except Exception as exc:
@@ -169,3 +196,57 @@ def analyze_main(argv: list[str]) -> int:
         return _fail(p.prog, line, 1)
     print(json.dumps({k: summary[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")}))
     return 0
+
+
+# Whether analyze uses the warm Spark server by default: on, except where $CI is set (a CI
+# job's machine goes away with it: a server would save nothing and outlive the job) or
+# where this says off.
+SERVER_ENV = "ROCKETMQ_EMULATOR_SPARK_SERVER"
+
+
+def _use_spark_server(args) -> bool:
+    if args.master is not None or args.remote is not None:
+        return False                           # Spark where the user said
+    if os.name != "posix":
+        return False                           # (its locks are POSIX file locks)
+    if args.spark_server is not None:
+        return args.spark_server
+    choice = os.environ.get(SERVER_ENV, "").strip().lower()
+    if choice in ("on", "1", "true", "yes"):
+        return True
+    if choice in ("off", "0", "false", "no"):
+        return False
+    return os.environ.get("CI", "").strip().lower() in ("", "0", "false", "no")
+
+
+def _say(prog: str):
+    def say(line: str) -> None:
+        print(f"{prog}: {line}", file=sys.stderr, flush=True)
+    return say
+
+
+def _stop_spark(p, args) -> int:
+    if args.snapshot is not None or args.out is not None:
+        return _fail(p.prog, "--stop-spark takes no snapshot and no --out")
+    from .spark_server import stop_server
+
+    try:
+        stopped = stop_server()
+    except OSError as exc:
+        return _fail(p.prog, f"cannot stop the Spark server: {exc}", 1)
+    if stopped is None:
+        print("no Spark server was running")
+    else:
+        print(f"stopped the Spark server (127.0.0.1:{stopped.port}, pid {stopped.supervisor_pid})")
+    return 0
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h)?")
+
+
+def _seconds(text: str) -> float:
+    """'15m' -> 900.0 (argparse type: seconds, or a number with s, m or h)."""
+    m = _DURATION.fullmatch(text.strip().lower())
+    if m is None or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 90s, 15m, 1h)")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2) or "s"]

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY
 from rocketmq_emulator.store.records import Prop, RecordError, decode_record
 
 from .commitlog import be_view
@@ -51,6 +52,7 @@ COLUMNS: list[tuple[str, pa.DataType]] = [
     ("max_reconsume_times", pa.int32()),
     ("tags", pa.string()),
     ("keys", pa.string()),
+    ("pulsar_chunk", pa.string()),
     ("body_size", pa.int32()),
     ("sys_flag", pa.int32()),
     ("flag", pa.int32()),
@@ -69,6 +71,7 @@ PROPERTY_COLUMNS: dict[str, tuple[str, bool]] = {
     "max_reconsume_times": (Prop.MAX_RECONSUME_TIMES, True),
     "tags": (Prop.TAGS, False),
     "keys": (Prop.KEYS, False),
+    "pulsar_chunk": (PULSAR_CHUNK_PROPERTY, False),       # a Pulsar chunked message's chunk, "<i>/<n>"
 }
 _INT_TEXT = re.compile(r"^-?[0-9]+$")
 _I32 = (-(1 << 31), (1 << 31) - 1)

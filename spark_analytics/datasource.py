@@ -30,22 +30,22 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
-from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import (BinaryType, DataType, IntegerType, LongType, MapType, StringType,
                                StructField, StructType)
 
 from .columnar import COLUMNS, read_segment, select_schema
-from .commitlog import Damage, list_segments, open_segment, scan_buffer, scan_segment
+from .commitlog import Damage, list_segments, open_segment, scan_buffer
 from .errors import AnalyticsError
 from .parquet_form import columnar_form
-from .session import session_conf
-from rocketmq_emulator.store.errors import SnapshotError
+from .segments import SegmentPart, check_complete, plan_segments
+from .sql_conf import session_conf
 from rocketmq_emulator.store.store_dir import resolve_store
 
-__all__ = ["CommitLogDataSource", "FORMAT", "LOCAL_READ_MAX_BYTES", "log_bytes", "read_commitlog", "spark_schema",
+__all__ = ["CommitLogDataSource", "FORMAT", "LOCAL_READ_MAX_BYTES", "log_bytes", "read_commitlog",
+           "read_commitlog_arrow", "spark_schema",
            "plan_segments", "SegmentPart", "check_complete"]
 
 FORMAT = "rocketmq-commitlog"
@@ -75,62 +75,6 @@ def spark_schema(include_body: bool = False) -> StructType:
     return StructType([StructField(n, _spark_type(n), True) for n in names])
 
 
-@dataclass(frozen=True)
-class SegmentPart(InputPartition):
-    """One task: one segment file, read up to ``limit`` bytes."""
-
-    path: str
-    base: int
-    limit: int | None
-
-
-def plan_segments(path: str) -> tuple[list[SegmentPart], Damage | None]:
-    """Partitions for a snapshot or store directory, and the damage known on the
-    driver. Raises SnapshotError for a missing or foreign directory."""
-    sd = resolve_store(path)
-    segs = list_segments(sd.commitlog)
-    if sd.manifest is not None:
-        _check_complete(sd, segs)
-        cut = int(sd.manifest["commitlog"]["max_offset"])
-        dmg = sd.manifest.get("damage")
-        damage = Damage(**dmg) if dmg else None
-        parts = [SegmentPart(s.path, s.base, cut - s.base) for s in segs if s.base < cut]
-        return parts, damage
-    if not segs:
-        return [], None
-    last = segs[-1]
-    scan = scan_segment(last)            # the consistent end of a possibly live log
-    parts = [SegmentPart(s.path, s.base, None) for s in segs[:-1]]
-    if scan.end > 0:
-        parts.append(SegmentPart(last.path, last.base, scan.end))
-    return parts, scan.damage
-
-
-def check_complete(path: str) -> None:
-    """Raise SnapshotError (one line) if the snapshot at ``path`` lacks part of its
-    commit log (a store directory, without a manifest, has nothing to check)."""
-    sd = resolve_store(path)
-    if sd.manifest is not None:
-        _check_complete(sd, list_segments(sd.commitlog))
-
-
-def _check_complete(sd, segs) -> None:
-    """A snapshot's segments are all there, each at least as long as its manifest says:
-    a segment cut short after the snapshot was taken (a partial copy, a full disk) is
-    not damage the log had, and reading up to it would present part of the snapshot
-    as all of it."""
-    on_disk = {s.base: s.size for s in segs}
-    for seg in sd.manifest["commitlog"].get("segments", []):
-        have = on_disk.get(int(seg["base"]))
-        if have is None:
-            raise SnapshotError(f"snapshot {str(sd.root)!r} is incomplete: commit-log segment {seg['name']} "
-                                "is missing")
-        if have < int(seg["bytes"]):
-            raise SnapshotError(f"snapshot {str(sd.root)!r} is incomplete: commit-log segment {seg['name']} is "
-                                f"{have:,} bytes, its manifest says {int(seg['bytes']):,} (cut short after the "
-                                "snapshot was taken?)")
-
-
 def _warn_damage(damage: Damage) -> None:
     msg = f"reading up to the damage: {damage.describe()}"
     log.warning(msg)
@@ -143,27 +87,18 @@ def log_bytes(path: str) -> int:
     return sum(seg.size for seg in list_segments(resolve_store(path).commitlog))
 
 
-def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int | None = None,
-                   damage_reported: bool = False, columnar: bool = True, progress=lambda msg: None):
-    """The commit log of a snapshot or store directory as a DataFrame of ``columns``
-    (names from ``spark_schema``; no body). Up to ``local_max_bytes`` (default
-    ``LOCAL_READ_MAX_BYTES``) it is decoded here; a larger one is read from the
-    snapshot's columnar form (``parquet_form``, written by the data source's tasks the
-    first time; ``columnar=False``: from the data source every time). Damage
-    stops the read of its segment at the last good record and warns, as the data source
-    does; ``damage_reported`` says the caller has already reported what
-    ``plan_segments`` finds (a manifest's damage or the live tail's), so the driver
-    read warns only of damage met inside earlier segments (the data source warns from
-    its planning worker in any case). For a moment the call sets the session's
-    ``spark.sql.execution.arrow.localRelationThreshold``; it is put back after."""
+def read_commitlog_arrow(path: str, columns: list[str], *, local_max_bytes: int | None = None,
+                         damage_reported: bool = False) -> pa.Table | None:
+    """The commit log of a snapshot or store directory decoded here, in this process, as
+    an Arrow table of ``columns`` — or None when it is larger than ``local_max_bytes``
+    (default ``LOCAL_READ_MAX_BYTES``): then the executors should decode it. Damage
+    stops the read of its segment at the last good record and warns, as the data
+    source does; ``damage_reported`` says the caller has already reported what
+    ``plan_segments`` finds (a manifest's damage or the live tail's), so only damage met
+    inside earlier segments is warned of."""
     limit = LOCAL_READ_MAX_BYTES if local_max_bytes is None else local_max_bytes
-    full = spark_schema(False)
-    schema = StructType([full[name] for name in columns])
     if log_bytes(path) > limit:
-        form = columnar_form(spark, path, progress) if columnar else None
-        if form is not None:
-            return spark.read.parquet(form).select(*columns)
-        return spark.read.format(FORMAT).schema(schema).load(path)
+        return None
     parts, damage = plan_segments(path)
     if damage is not None and not damage_reported:
         _warn_damage(damage)
@@ -175,10 +110,29 @@ def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int
         later = result.scan.damage
         if later is not None and later != damage:
             _warn_damage(later)
-    table = pa.Table.from_batches(batches, schema=select_schema(False, columns))
+    return pa.Table.from_batches(batches, schema=select_schema(False, columns))
+
+
+def read_commitlog(spark, path: str, columns: list[str], *, local_max_bytes: int | None = None,
+                   damage_reported: bool = False, columnar: bool = True, progress=lambda msg: None):
+    """The commit log of a snapshot or store directory as a DataFrame of ``columns``
+    (names from ``spark_schema``; no body). Up to ``local_max_bytes`` (default
+    ``LOCAL_READ_MAX_BYTES``) it is decoded here (``read_commitlog_arrow``); a larger one
+    is read from the snapshot's columnar form (``parquet_form``, written by the data
+    source's tasks the first time; ``columnar=False``: from the data source every
+    time). For a moment the call sets the session's
+    ``spark.sql.execution.arrow.localRelationThreshold``; it is put back after."""
+    full = spark_schema(False)
+    schema = StructType([full[name] for name in columns])
+    table = read_commitlog_arrow(path, columns, local_max_bytes=local_max_bytes, damage_reported=damage_reported)
+    if table is None:
+        form = columnar_form(spark, path, progress) if columnar else None
+        if form is not None:
+            return spark.read.parquet(form).select(*columns)
+        return spark.read.format(FORMAT).schema(schema).load(path)
     # Below this threshold Spark would make the table a LocalRelation, whose rows the
-    # planner compares every time a later query looks for the cached frame built on
-    # it: measured, 120k records made building the analyses' plans 25 s slower. At 0
+    # planner compares every time a later query looks for a cached frame built on it
+    # (measured: 120k records made building cached analyses' plans 25 s slower). At 0
     # the batches become an RDD (a partition per batch of
     # spark.sql.execution.arrow.maxRecordsPerBatch rows), compared by id. An empty
     # table stays a LocalRelation, which costs nothing.

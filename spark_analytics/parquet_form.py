@@ -99,7 +99,7 @@ def columnar_form(spark, path: str, progress=lambda msg: None) -> str | None:
     if not os.access(root, os.W_OK | os.X_OK):
         progress(f"{root} is not writable: reading its commit log through the data source (no columnar form)")
         return None
-    from .datasource import plan_segments
+    from .segments import plan_segments
 
     parts, _ = plan_segments(str(root))
     if not parts:                              # an empty log: nothing Parquet could say its schema from

@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from . import charts
 from .errors import AnalyticsError
-from .jobs import DEFAULT_DELAY_LEVELS, BrokerInput, analyze, parse_delay_levels
+from .jobs import DEFAULT_DELAY_LEVELS, BrokerInput, analyze, decode_inputs, parse_delay_levels
 from rocketmq_emulator.store.store_dir import cluster_members, read_json, resolve_store
 from .commitlog import list_segments, scan_segment
 from . import datasource
@@ -70,13 +69,16 @@ def _source_info(path: str) -> dict:
 
 def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spark=None,
                      delay_levels: str | None = None, progress=None, driver_read_max: int | None = None,
-                     remote: str | None = None) -> dict:
+                     remote: str | None = None, warm_server: bool = False,
+                     idle_timeout_s: float | None = None, say=None) -> dict:
     """The ``analyze`` command: Spark analysis of ``path`` written to ``out_dir``
     (a cluster's snapshot: broker-a's at ``path``, the others' in ``path/brokers/NAME``).
     ``driver_read_max``: commit logs up to this many bytes are decoded in the driver
     (default ``datasource.LOCAL_READ_MAX_BYTES``), larger ones by the data source's
     tasks. ``remote``: a Spark Connect URL (sc://HOST:PORT) to run on instead of
-    ``master``. Returns the summary (what summary.json holds)."""
+    ``master``. ``warm_server``: run on this environment's warm Spark server
+    (``spark_server``), started if none runs (``say`` is told so, in one line), with
+    ``idle_timeout_s``. Returns the summary (what summary.json holds)."""
     progress = progress or Progress()
     members = cluster_members(path)
     for _, where in members:                   # before Spark starts: a cut-short snapshot is refused
@@ -117,28 +119,72 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
     # What read_commitlog decodes in the driver is small enough for Spark's small-input settings.
     limit = datasource.LOCAL_READ_MAX_BYTES if driver_read_max is None else driver_read_max
     small = sum(datasource.log_bytes(where) for _, where in members) <= limit
+    small_conf = SMALL_INPUT_SQL_CONF if small else {}
+
+    def run(spark, decoded=None, ours: bool = False) -> dict:
+        if decoded is not None:                # (on the warm server: while it computes)
+            _import_charts_meanwhile()
+        first = inputs[0]
+        _clear_report(out_dir)
+        with ExecutorWatchdog(spark, master), session_conf(spark, {} if decoded is not None else small_conf):
+            analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
+                               queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
+                               subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None,
+                               local_max_bytes=limit, decoded=decoded, ends_with_session=ours)
+            return write_report(analysis, info, out_dir, progress)
+
+    if spark is None and remote is None and warm_server:
+        from .spark_server import DEFAULT_IDLE_TIMEOUT_S, WARM_UP_ENV, find_server, server_session, start_in_background
+
+        state = find_server(progress)
+        if state is not None:
+            progress("reading the commit log" + (f"s of {len(inputs)} brokers" if len(inputs) > 1 else ""))
+            decoded = decode_inputs(inputs, limit)
+            with server_session(state, progress, conf=small_conf) as spark:
+                return run(spark, decoded, ours=True)
+        if os.environ.get(WARM_UP_ENV):
+            raise AnalyticsError("no Spark server to warm up")
+        # None runs: this analysis runs Spark in its own process (a server's start would be
+        # slower), then leaves a server for the next one, started in the background
+        summary = analyze_snapshot(path, out_dir, master=master, delay_levels=delay_levels, progress=progress,
+                                   driver_read_max=driver_read_max)
+        started = start_in_background(idle_timeout_s or DEFAULT_IDLE_TIMEOUT_S, warm_up=str(Path(path).resolve()))
+        if started is not None:
+            (say or progress)(f"started a Spark server for later analyses (127.0.0.1:{started.port}, pid "
+                              f"{started.supervisor_pid}; it stops after {_minutes(started.idle_timeout_s)} unused; "
+                              "to stop it now: rocketmq-emulator analyze --stop-spark)")
+        return summary
     ours = None                                # a Connect session this call opens, closed at its end
     if spark is None and remote is not None:
         progress(f"connecting to the Spark Connect server {remote}")
         spark = ours = build_remote_session(remote)
         progress("Spark started")
     if spark is None:
+        _import_charts_meanwhile()             # while the JVM starts
         progress(f"starting Spark ({master or 'local[*]'})")
         spark = build_session(master, conf={"spark.driver.extraJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if small
                               else None)
         progress("Spark started")
-    first = inputs[0]
-    _clear_report(out_dir)
     try:
-        with ExecutorWatchdog(spark, master), session_conf(spark, SMALL_INPUT_SQL_CONF if small else {}):
-            analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
-                               queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
-                               subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None,
-                               local_max_bytes=limit)
-            return write_report(analysis, info, out_dir, progress)
+        return run(spark, ours=ours is not None)
     finally:
         if ours is not None:                   # the server releases what the session held
             ours.stop()
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g} s"
+
+
+def _import_charts_meanwhile() -> None:
+    """Import matplotlib (charts) on a thread, while this process waits for Spark: half a
+    second of CPU off the report's end."""
+    import threading
+
+    def load():
+        from . import charts  # noqa: F401
+
+    threading.Thread(target=load, name="import-charts", daemon=True).start()
 
 
 _REPORT_FILES = ("report.html", "summary.json")
@@ -176,6 +222,8 @@ def write_report(analysis, info: dict, out_dir: str, progress=None) -> dict:
                "tables": rows}
     summary_text = json.dumps(summary, indent=2, default=str) + "\n"
     progress("drawing charts")
+    from . import charts
+
     figs = {
         "outcomes": charts.outcomes_chart(rows["per_group"]),
         "retried": charts.retried_chart(rows["retried"]),

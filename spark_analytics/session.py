@@ -19,13 +19,13 @@ import re
 import sys
 import tempfile
 import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import SparkStartError
 from .preflight import check_master, find_java, probe_master, standalone_addresses
+from .sql_conf import session_conf
 
-__all__ = ["build_session", "build_remote_session", "DEFAULT_MASTER", "START_TIMEOUT_S", "quiet_conf_dir", "session_conf", "SMALL_INPUT_SQL_CONF",
+__all__ = ["build_session", "build_remote_session", "register_source", "DEFAULT_MASTER", "START_TIMEOUT_S", "quiet_conf_dir", "session_conf", "SMALL_INPUT_SQL_CONF",
            "SMALL_INPUT_JAVA_OPTIONS"]
 
 DEFAULT_MASTER = "local[*]"
@@ -55,44 +55,29 @@ _JVM_NOTICES = (re.compile(rb"^WARNING: Using incubator modules: "),)
 
 # For an input of a few thousand to ~100k rows Spark's fixed costs are the run: a stage
 # per exchange, a job per broadcast and per adaptive stage, Janino compiling code that
-# then runs for a millisecond. One partition, no adaptive re-planning, no broadcasts and
-# interpreted expressions, with every table in one job (jobs.Analysis.collect), took
-# `analyze` of 4,590 records from 33 s to 21 s after Spark's start (medians, this 2-core
-# host, benchmarks/analyze_small.py). Set per analysis by report.analyze_snapshot, never
-# for a large input (there codegen and parallelism pay).
+# then runs for a millisecond. Set per analysis by report.analyze_snapshot, never for a
+# large input (there codegen and parallelism pay). With the analysis' input in one
+# partition (jobs._one_partition) these let Spark plan no exchange at all: the 13 tables
+# of a 4,590-record snapshot in 3 stages (75 before, benchmarks/analyze_stages.py).
 SMALL_INPUT_SQL_CONF = {
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    # One-partition inputs need no exchange, unless Spark estimates them too big for one
+    # task (128 MiB): it multiplies the inputs' sizes across a join, and takes an RDD of
+    # unknown size for 8 EiB, so a 1 MiB log's joins were shuffled "for parallelism".
+    "spark.sql.maxSinglePartitionBytes": str(1 << 62),
+    "spark.sql.defaultSizeInBytes": "1",
+    # The union of the tables: a partition per table, not all of them in one task
+    "spark.sql.unionOutputPartitioning": "false",
 }
 # The JVM's quick compiler only: C2 compiling Spark's planner on a second core is
-# time a run of seconds never gets back. Applies to a JVM this process starts.
-SMALL_INPUT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
-
-# Session confs are shared by every thread using the session; two threads changing
-# them at once could leave one changed for good.
-_CONF_LOCK = threading.RLock()
-
-
-@contextmanager
-def session_conf(spark, settings: dict[str, str]):
-    """Set these session confs for the length of the block, then put back what was
-    there (unset what was not). Holds a lock: one such block at a time per process."""
-    with _CONF_LOCK:
-        before = {k: spark.conf.get(k, None) for k in settings}
-        for k, v in settings.items():
-            spark.conf.set(k, v)
-        try:
-            yield spark
-        finally:
-            for k, v in before.items():
-                if v is None:
-                    spark.conf.unset(k)
-                else:
-                    spark.conf.set(k, v)
-
+# time a run of seconds never gets back; and the serial collector, whose one thread
+# costs less than G1's concurrent ones for a heap this size (measured: a cold 4,590-record
+# analysis 10.4-12.4 s of CPU with G1, 9.7-11.1 s with it). Applies to a JVM this process starts.
+SMALL_INPUT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 def quiet_conf_dir() -> str:
     """A SPARK_CONF_DIR holding an errors-only log4j2.properties. Written at run time
@@ -290,23 +275,39 @@ def build_session(master: str | None = None, *, app_name: str = "rocketmq-emulat
     return spark
 
 
-def build_remote_session(remote: str):
+def build_remote_session(remote: str, *, register_source: bool = True, conf: dict[str, str] | None = None):
     """A Spark Connect session on the server at ``remote`` (sc://HOST:PORT) with the
-    ``rocketmq-commitlog`` data source registered there: the class travels to the server,
+    ``rocketmq-commitlog`` data source registered there (``register_source``; else
+    ``register_source`` does it when it is needed): the class travels to the server,
     whose Python workers run it, so this package must be importable by the server's
-    Python (PYSPARK_PYTHON), and paths are read where the server runs. Raises
-    SparkStartError (one line) when the server does not answer."""
+    Python (PYSPARK_PYTHON), and paths are read where the server runs. ``conf``: session
+    settings, sent with the session's creation. Raises SparkStartError (one line) when
+    the server does not answer."""
     from pyspark.sql import SparkSession
 
-    from .datasource import CommitLogDataSource
-
     try:
-        spark = SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
-        spark.dataSource.register(CommitLogDataSource)
+        builder = SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC")
+        for k, v in (conf or {}).items():
+            builder = builder.config(k, v)
+        spark = builder.create()
+        if register_source:
+            spark.dataSource.register(_data_source())
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise SparkStartError(f"the Spark Connect server {remote} did not take the session: {first}") from None
+        shown = re.sub(r";token=[^;/\s]+", ";token=…", remote)
+        raise SparkStartError(f"the Spark Connect server {shown} did not take the session: {first}") from None
     return spark
+
+
+def register_source(spark) -> None:
+    """Register the ``rocketmq-commitlog`` data source with ``spark`` (again: harmless)."""
+    spark.dataSource.register(_data_source())
+
+
+def _data_source():
+    from .datasource import CommitLogDataSource
+
+    return CommitLogDataSource
 
 
 def is_remote(spark) -> bool:

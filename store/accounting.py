@@ -29,7 +29,10 @@ Every stored record is one of these kinds (``classify``):
                     REAL_TOPIC and ORIGIN_MESSAGE_ID in the store's terms: the original's
                     store topic and offsetMsgId). Its group is the subscription its
                     name holds (``pulsar_letter_group``)
-  other             system topics, prepared / rolled-back transaction halves
+  other             system topics, prepared / rolled-back transaction halves, and every
+                    chunk of a Pulsar chunked message but its last (PULSAR_CHUNK "<i>/<n>"
+                    with i < n - 1): a chunked message is one message, the record of its
+                    last chunk (the client's id for it names that chunk)
 
 A *message* is one stored original (or delayed delivery): its key is that record's
 offsetMsgId. A copy finds its message through ORIGIN_MESSAGE_ID — the first copy's
@@ -83,19 +86,37 @@ __all__ = [
     "account_brokers",
     "account_message_stores",
     "account_message_store",
+    "Ledger",
+    "ledger_accounts",
+    "subscriptions_of",
     "pulsar_letter_group",
     "redelivery_stats",
     "PULSAR_DLQ_SUFFIX",
     "PULSAR_RETRY_SUFFIX",
+    "PULSAR_CHUNK_PROPERTY",
+    "is_partial_chunk",
 ]
 
 # Seed 000: a subscription's letter topics are "<topic>-<subscription>-RETRY" / "-DLQ"
 PULSAR_DLQ_SUFFIX = "-DLQ"
 PULSAR_RETRY_SUFFIX = "-RETRY"
+# Each chunk of a Pulsar chunked message is a record with this property, "<chunk id>/<chunks>"
+PULSAR_CHUNK_PROPERTY = "PULSAR_CHUNK"
+_CHUNK_KEY = PULSAR_CHUNK_PROPERTY + "\x01"
+
+
+def is_partial_chunk(value: str | None) -> bool:
+    """Whether a PULSAR_CHUNK value names a chunk before the last of its message."""
+    if not value:
+        return False
+    i, _, n = value.partition("/")
+    return i.isdigit() and n.isdigit() and int(i) < int(n) - 1
 
 # Not a business topic: a system one, or a group's retry / dead-letter topic.
 NOT_BUSINESS_PREFIXES = (RETRY_PREFIX, DLQ_PREFIX) + SYSTEM_PREFIXES
 _TX_MASK, _TX_PREPARED, _TX_ROLLBACK = 0xC, 0x4, 0xC
+_TX_HALVES = (_TX_PREPARED, _TX_ROLLBACK)
+_ORIGIN, _REAL_TOPIC = Prop.ORIGIN_MESSAGE_ID, Prop.REAL_TOPIC
 
 
 class Kind(str, Enum):
@@ -115,6 +136,7 @@ class Kind(str, Enum):
  _OTHER) = Kind
 SEND_BACK_KINDS = frozenset({Kind.RETRY_SCHEDULED, Kind.RETRY_DIRECT, Kind.DEAD_LETTER})
 RETRY_COPY_KINDS = frozenset({Kind.RETRY_DELIVERY, Kind.RETRY_DIRECT})      # deliverable in %RETRY%
+_COPY_KINDS = SEND_BACK_KINDS | RETRY_COPY_KINDS
 
 
 def is_business_topic(topic: str | None) -> bool:
@@ -123,6 +145,8 @@ def is_business_topic(topic: str | None) -> bool:
 
 def classify(topic: str, props: Mapping[str, str], sys_flag: int = 0) -> Kind:
     """The kind of a stored record (see the module notes)."""
+    if is_partial_chunk(props.get(PULSAR_CHUNK_PROPERTY)):
+        return _OTHER
     return _kind(topic, props.get(Prop.REAL_TOPIC), sys_flag)
 
 
@@ -299,117 +323,205 @@ _MESSAGE_KINDS = frozenset({Kind.ORIGINAL, Kind.DELAYED_DELIVERY, Kind.DELAYED_O
 
 def _account(parts: list[tuple[Callable[[], Iterable], Mapping]], subscriptions_doc: Mapping | None) -> Accounts:
     offsets_of = [normalize_offsets(table) for _, table in parts]
-    by_offset_id: dict[str, tuple[str, str]] = {}    # offsetMsgId -> (key, topic)
-    by_uniq: dict[str, tuple[str, str]] = {}         # UNIQ_KEY -> (key, topic) of its first original
-    produced: dict[str, int] = defaultdict(int)
-    originals: list[tuple[str, str, int, int, int]] = []  # (key, topic, qid, qoff, part)
-    subscribed: set[tuple[str, str]] = {(t, g) for offsets in offsets_of for (t, g) in offsets
-                                        if is_business_topic(t)}
-    consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)    # (group, key) -> consumed attempts
-    send_backs: dict[tuple[str, str], set[int]] = defaultdict(set)     # (group, key) -> send-back attempts
-    retries: dict[tuple[str, str], set[int]] = defaultdict(set)
-    dead: set[tuple[str, str]] = set()
-    topic_of: dict[tuple[str, str], str] = {}
-    sb_records: dict[tuple[str, str], int] = defaultdict(int)          # (group, topic) -> records
-
-    def resolve(rec, props) -> tuple[str, str]:
-        origin = props.get(Prop.ORIGIN_MESSAGE_ID)
-        if origin and origin in by_offset_id:
-            return by_offset_id[origin]
-        uniq = props.get(Prop.UNIQ_KEY)
-        for k in (origin, uniq):
-            if k and k in by_uniq:
-                return by_uniq[k]
-        return "?" + (origin or uniq or rec.offset_msg_id), props.get(Prop.RETRY_TOPIC, "")
-
+    ledger = Ledger(offsets_of)
+    record = ledger.record
     # one broker: one pass; several: their messages first, then their copies
     passes = [None] if len(parts) == 1 else [True, False]
     for messages_only in passes:
         for part, (records, _) in enumerate(parts):
-            offsets = offsets_of[part]
             for rec in records():
                 # a RecordHead's properties are looked up one by one, not parsed (most records
                 # need one or two values); most records (the originals) have no REAL_TOPIC at all
                 if rec.__class__ is RecordHead:
                     text = rec.properties_text
-                    props = None
+                    props = _TextProps(text)
                     real = prop_value(text, Prop.REAL_TOPIC) if _REAL_TOPIC_KEY in text else None
+                    chunk = prop_value(text, PULSAR_CHUNK_PROPERTY) if _CHUNK_KEY in text else None
                 else:
                     props = rec.properties
                     real = props.get(Prop.REAL_TOPIC)
-                topic = rec.topic
-                kind = _kind(topic, real, rec.sys_flag)
+                    chunk = props.get(PULSAR_CHUNK_PROPERTY)
+                kind = _OTHER if chunk is not None and is_partial_chunk(chunk) else _kind(rec.topic, real, rec.sys_flag)
                 if messages_only is not None and (kind in _MESSAGE_KINDS) is not messages_only:
                     continue
-                if kind is _ORIGINAL or kind is _DELAYED_DELIVERY:          # a message: keys point at it
-                    if kind is _ORIGINAL:
-                        produced[topic] += 1
-                    key = rec.offset_msg_id
-                    by_offset_id[key] = (key, topic)
-                    uniq = prop_value(text, Prop.UNIQ_KEY) if props is None else props.get(Prop.UNIQ_KEY)
-                    if uniq and uniq not in by_uniq:        # the first one in log order: the lowest offset
-                        by_uniq[uniq] = (key, topic)
-                    originals.append((key, topic, rec.queue_id, rec.queue_offset, part))
-                elif kind is _DELAYED_ORIGINAL:
-                    produced[real] += 1
-                elif kind is not _OTHER:                                      # SEND_BACK_ or RETRY_COPY_KINDS
-                    group = _group(kind, topic, real)
-                    key, message_topic = resolve(rec, _TextProps(text) if props is None else props)
-                    gk = (group, key)
-                    topic_of[gk] = message_topic
-                    subscribed.add((message_topic, group))
-                    if kind in SEND_BACK_KINDS:
-                        send_backs[gk].add(rec.reconsume_times)
-                        sb_records[(group, message_topic)] += 1
-                        if kind is _DEAD_LETTER:
-                            dead.add(gk)
-                        else:
-                            retries[gk].add(rec.reconsume_times)
-                    if kind in RETRY_COPY_KINDS and \
-                            offsets.get((topic, group), {}).get(rec.queue_id, -1) > rec.queue_offset:
-                        consumed_ok[gk].add(rec.reconsume_times)
-    # (topic, broker) -> [(group, that group's committed offsets of the topic there)]: one
-    # look-up per original and group (this loop sees every message)
-    groups_of_topic: dict[tuple[str, int], list[tuple[str, dict[int, int]]]] = defaultdict(list)
-    for topic, group in subscribed:
-        for part, offsets in enumerate(offsets_of):
-            groups_of_topic[(topic, part)].append((group, offsets.get((topic, group), {})))
-    # Attempt 0 consumed, per (group, message) -> the message's topic: kept apart from the
-    # copies' attempts because it is nearly every message and, mostly, its only attempt.
-    first_ok: dict[tuple[str, str], str] = {}
-    for key, topic, qid, qoff, part in originals:
-        for group, queue_offsets in groups_of_topic.get((topic, part), ()):
-            if queue_offsets.get(qid, -1) > qoff:
-                first_ok[(group, key)] = topic
+                record(kind, rec.topic, real, props, rec.queue_id, rec.queue_offset, rec.reconsume_times,
+                       rec.offset_msg_id, part)
+    return ledger.accounts(offsets_of, subscriptions_doc)
 
-    succ: dict[tuple[str, str], int] = defaultdict(int)
-    dl: dict[tuple[str, str], int] = defaultdict(int)
-    hist: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    # succeeded: some consumed attempt a has no send-back of attempt a + 1
-    for gk, topic in first_ok.items():
-        if gk in dead:
-            continue
-        sb = send_backs.get(gk)
-        if sb is None or 1 not in sb or any(a + 1 not in sb for a in consumed_ok.get(gk, ())):
-            succ[(gk[0], topic)] += 1
-    for gk, attempts in consumed_ok.items():
-        if gk not in first_ok and gk not in dead:
+
+class Ledger:
+    """The books the counts are computed from, kept record by record: by a walk of the
+    log (``account``), or as each record is stored (``stored``: the simulator is told of
+    every put and so never walks the log at the end). Then ``accounts`` of the final
+    consumer offsets (as often as wanted): the same counts either way, one definition.
+
+    With the offsets known from the start (a walk) a retry copy is checked against them
+    when met; without (a live ledger) its few values are kept until ``accounts``."""
+
+    def __init__(self, offsets_of: list[dict] | None = None) -> None:
+        self._offsets_of = offsets_of
+        self.by_offset_id: dict[str, tuple[str, str]] = {}      # offsetMsgId -> (key, topic)
+        self.by_uniq: dict[str, tuple[str, str]] = {}           # UNIQ_KEY -> (key, topic) of its first original
+        self.produced: dict[str, int] = defaultdict(int)
+        self.originals: list[tuple[str, str, int, int, int]] = []  # (key, topic, qid, qoff, part)
+        self.copy_pairs: set[tuple[str, str]] = set()          # (message topic, group) of every copy
+        self.consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)   # (group, key) -> consumed attempts
+        self.send_backs: dict[tuple[str, str], set[int]] = defaultdict(set)    # (group, key) -> send-back attempts
+        self.retries: dict[tuple[str, str], set[int]] = defaultdict(set)
+        self.dead: set[tuple[str, str]] = set()
+        self.topic_of: dict[tuple[str, str], str] = {}
+        self.sb_records: dict[tuple[str, str], int] = defaultdict(int)         # (group, topic) -> records
+        self.retry_copies: list[tuple] = []     # (gk, attempt, topic, group, qid, qoff, part), checked at the end
+        self._kinds: dict[tuple[str, str | None], tuple[Kind, str | None]] = {}    # (topic, REAL_TOPIC) -> kind, group
+
+    def _resolve(self, props, msg_id: str) -> tuple[str, str]:
+        origin = props.get(Prop.ORIGIN_MESSAGE_ID)
+        if origin:
+            found = self.by_offset_id.get(origin)
+            if found is not None:
+                return found
+        uniq = props.get(Prop.UNIQ_KEY)
+        by_uniq = self.by_uniq
+        for k in (origin, uniq):
+            if k and k in by_uniq:
+                return by_uniq[k]
+        return "?" + (origin or uniq or msg_id), props.get(Prop.RETRY_TOPIC, "")
+
+    def record(self, kind: Kind, topic: str, real: str | None, props, queue_id: int, queue_offset: int,
+               reconsume_times: int, msg_id: str, part: int = 0, group: str | None = None) -> None:
+        """One stored record: its kind (``classify``), topic, REAL_TOPIC, properties (a
+        mapping: ``get``), queue id and offset, reconsume times, offsetMsgId, and the
+        broker it is on (``part``: the index of its offset table); ``group``, the group
+        of a copy, when the caller knows it (``_group``)."""
+        if kind is _ORIGINAL or kind is _DELAYED_DELIVERY:          # a message: keys point at it
+            if kind is _ORIGINAL:
+                self.produced[topic] += 1
+            self.by_offset_id[msg_id] = (msg_id, topic)
+            uniq = props.get(Prop.UNIQ_KEY)
+            if uniq and uniq not in self.by_uniq:       # the first one in log order: the lowest offset
+                self.by_uniq[uniq] = (msg_id, topic)
+            self.originals.append((msg_id, topic, queue_id, queue_offset, part))
+        elif kind is _DELAYED_ORIGINAL:
+            self.produced[real] += 1
+        elif kind is not _OTHER:                                      # SEND_BACK_ or RETRY_COPY_KINDS
+            if group is None:
+                group = _group(kind, topic, real)
+            # (_resolve, inlined: every copy; ``in`` and ``[]`` rather than ``get``, a call fewer each)
+            if props.__class__ is dict:
+                origin = props[_ORIGIN] if _ORIGIN in props else None
+            else:                       # (a _TextProps: ``get`` only)
+                origin = props.get(_ORIGIN)
+            by_offset_id = self.by_offset_id
+            if origin and origin in by_offset_id:
+                key, message_topic = by_offset_id[origin]
+            else:
+                key, message_topic = self._resolve(props, msg_id)
+            gk = (group, key)
+            self.topic_of[gk] = message_topic
+            self.copy_pairs.add((message_topic, group))
+            if kind in SEND_BACK_KINDS:
+                self.send_backs[gk].add(reconsume_times)
+                self.sb_records[(group, message_topic)] += 1
+                if kind is _DEAD_LETTER:
+                    self.dead.add(gk)
+                else:
+                    self.retries[gk].add(reconsume_times)
+            if kind in RETRY_COPY_KINDS:
+                offsets_of = self._offsets_of
+                if offsets_of is None:
+                    self.retry_copies.append((gk, reconsume_times, topic, group, queue_id, queue_offset, part))
+                elif offsets_of[part].get((topic, group), {}).get(queue_id, -1) > queue_offset:
+                    self.consumed_ok[gk].add(reconsume_times)
+
+    def stored(self, rec, msg_id: str, props: Mapping | None = None, part: int = 0) -> None:
+        """A record just stored (``rec`` with the fields the store filled, ``msg_id`` its
+        offsetMsgId), read as a walk reads it: by its stored properties string, or by
+        ``props``, its map as stored, when the caller has it. (Runs for every record a
+        simulation stores: a record's kind and group are looked up by its topic and
+        REAL_TOPIC, a run has few of those.)"""
+        if props is None:
+            text = rec.properties_text
+            props = _TextProps(text)
+            real = prop_value(text, Prop.REAL_TOPIC) if _REAL_TOPIC_KEY in text else None
+            chunk = prop_value(text, PULSAR_CHUNK_PROPERTY) if _CHUNK_KEY in text else None
+        else:
+            real = props[_REAL_TOPIC] if _REAL_TOPIC in props else None
+            chunk = props[PULSAR_CHUNK_PROPERTY] if PULSAR_CHUNK_PROPERTY in props else None
+        topic = rec.topic
+        # (a chunk before its message's last is no message: by its own property, not the
+        # kind cache's topic and REAL_TOPIC)
+        if rec.sys_flag & _TX_MASK in _TX_HALVES or (chunk is not None and is_partial_chunk(chunk)):
+            kind, group = _OTHER, None
+        else:
+            kinds, pair = self._kinds, (topic, real)
+            if pair in kinds:
+                kind, group = kinds[pair]
+            else:
+                kind = _kind(topic, real, 0)
+                group = _group(kind, topic, real) if kind in _COPY_KINDS else None
+                kinds[pair] = kind, group
+        self.record(kind, topic, real, props, rec.queue_id, rec.queue_offset, rec.reconsume_times, msg_id, part,
+                    group)
+
+    def accounts(self, offsets_of: list[dict], subscriptions_doc: Mapping | None = None) -> Accounts:
+        """The counts, for each broker's final consumer offsets (``normalize_offsets``
+        tables, in ``part`` order)."""
+        consumed_ok: dict[tuple[str, str], set[int]] = defaultdict(set)
+        for gk, attempts in self.consumed_ok.items():
+            consumed_ok[gk] |= attempts
+        no_offsets: dict = {}
+        for gk, attempt, topic, group, qid, qoff, part in self.retry_copies:     # (a copy of each retry)
+            offsets = offsets_of[part]
+            queue_offsets = offsets[(topic, group)] if (topic, group) in offsets else no_offsets
+            if qid in queue_offsets and queue_offsets[qid] > qoff:
+                consumed_ok[gk].add(attempt)
+        send_backs, dead, topic_of = self.send_backs, self.dead, self.topic_of
+        produced, sb_records = self.produced, self.sb_records
+        subscribed = {(t, g) for offsets in offsets_of for (t, g) in offsets if is_business_topic(t)}
+        subscribed |= self.copy_pairs
+        # (topic, broker) -> [(group, that group's committed offsets of the topic there)]: one
+        # look-up per original and group (this loop sees every message)
+        groups_of_topic: dict[tuple[str, int], list[tuple[str, dict[int, int]]]] = defaultdict(list)
+        for topic, group in subscribed:
+            for part, offsets in enumerate(offsets_of):
+                groups_of_topic[(topic, part)].append((group, offsets.get((topic, group), {})))
+        # Attempt 0 consumed, per (group, message) -> the message's topic: kept apart from the
+        # copies' attempts because it is nearly every message and, mostly, its only attempt.
+        first_ok: dict[tuple[str, str], str] = {}
+        for key, topic, qid, qoff, part in self.originals:
+            for group, queue_offsets in groups_of_topic.get((topic, part), ()):
+                if queue_offsets.get(qid, -1) > qoff:
+                    first_ok[(group, key)] = topic
+
+        succ: dict[tuple[str, str], int] = defaultdict(int)
+        dl: dict[tuple[str, str], int] = defaultdict(int)
+        hist: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        # succeeded: some consumed attempt a has no send-back of attempt a + 1
+        for gk, topic in first_ok.items():
+            if gk in dead:
+                continue
             sb = send_backs.get(gk)
-            if sb is None or any(a + 1 not in sb for a in attempts):
-                succ[(gk[0], topic_of[gk])] += 1
-    for gk in dead:
-        dl[(gk[0], topic_of[gk])] += 1
-    for gk, r in retries.items():
-        hist[(gk[0], topic_of[gk])][len(r)] += 1
-    per = []
-    for topic, group in sorted(subscribed, key=lambda tg: (tg[1], tg[0])):  # send-back pairs are in it
-        gt = (group, topic)
-        per.append(GroupTopicCounts(group, topic, produced.get(topic, 0), succ.get(gt, 0), dl.get(gt, 0),
-                                    sb_records.get(gt, 0), dict(sorted(hist.get(gt, {}).items()))))
-    return Accounts(
-        produced=sum(produced.values()), succeeded=sum(succ.values()), dead_lettered=sum(dl.values()),
-        send_backs=sum(sb_records.values()), per_group=tuple(per), produced_by_topic=dict(sorted(produced.items())),
-        redeliveries=tuple(redelivery_stats(subscriptions_doc)))
+            if sb is None or 1 not in sb or any(a + 1 not in sb for a in consumed_ok.get(gk, ())):
+                succ[(gk[0], topic)] += 1
+        for gk, attempts in consumed_ok.items():
+            if gk not in first_ok and gk not in dead:
+                sb = send_backs.get(gk)
+                if sb is None or any(a + 1 not in sb for a in attempts):
+                    succ[(gk[0], topic_of[gk])] += 1
+        for gk in dead:
+            dl[(gk[0], topic_of[gk])] += 1
+        for gk, r in self.retries.items():
+            hist[(gk[0], topic_of[gk])][len(r)] += 1
+        per = []
+        for topic, group in sorted(subscribed, key=lambda tg: (tg[1], tg[0])):  # send-back pairs are in it
+            gt = (group, topic)
+            per.append(GroupTopicCounts(group, topic, produced.get(topic, 0), succ.get(gt, 0), dl.get(gt, 0),
+                                        sb_records.get(gt, 0), dict(sorted(hist.get(gt, {}).items()))))
+        return Accounts(
+            produced=sum(produced.values()), succeeded=sum(succ.values()), dead_lettered=sum(dl.values()),
+            send_backs=sum(sb_records.values()), per_group=tuple(per),
+            produced_by_topic=dict(sorted(produced.items())),
+            redeliveries=tuple(redelivery_stats(subscriptions_doc)))
 
 
 def account_message_store(store) -> Accounts:
@@ -425,7 +537,20 @@ def account_message_stores(stores: list) -> Accounts:
     """``account_message_store`` over the stores of a cluster's brokers (account_brokers)."""
     if len(stores) == 1:
         return account_message_store(stores[0])
+    return account_brokers([(store.heads, store.offset_table()) for store in stores], subscriptions_of(stores))
+
+
+def subscriptions_of(stores: list) -> dict:
+    """The Pulsar subscriptions' documents (config/subscriptions.json) of every store, as one."""
+    if len(stores) == 1:
+        return stores[0].load_config("subscriptions")
     subscriptions: dict = {}
     for store in stores:
         subscriptions.update(store.load_config("subscriptions") or {})
-    return account_brokers([(store.heads, store.offset_table()) for store in stores], subscriptions)
+    return subscriptions
+
+
+def ledger_accounts(ledger: Ledger, stores: list) -> Accounts:
+    """What ``account_message_stores(stores)`` gives, from a ``Ledger`` told of every
+    record those stores hold (part = the store's index) and their offsets now."""
+    return ledger.accounts([normalize_offsets(store.offset_table()) for store in stores], subscriptions_of(stores))

@@ -23,9 +23,10 @@ the log end. The checkpoint is only ever *behind* the durable log.
 
 *The put path.* ``append_record`` encodes and appends; it does the plain case of
 ``append`` inline (the record fits the active segment and needs no fsync), so
-``active``, ``write`` (the active file segment's ``append``; None in memory), ``tail``
-(the active MemorySegment) and ``fast_limit`` follow every change of the last segment
-(``_activate``).
+``active``, ``file`` (the active FileSegment; None in memory), ``tail`` (the RecordList
+an append goes to: the active MemorySegment, or the FileSegment's ``recent``) and
+``fast_limit`` follow every change of the last segment (``_activate``). ``last`` is the
+bytes of the record appended last: what a put wrote, for a caller that hands them on.
 
 *Recovery* keeps every whole, valid record, cuts the torn end of the log, skips and
 reports damage, and logs what it did:
@@ -69,6 +70,7 @@ from .damage import Damage, DamageMap, next_valid
 from .errors import StoreError
 from .record_view import check_record
 from .records import BLANK_MAGIC_CODE, MAGIC_CODE, SysFlag, blank_record, encode_record, encode_usual, relocated
+from . import segment
 from .segment import FileSegment, MemorySegment, RecordList, segment_name
 
 __all__ = ["CommitLog", "LogRecovery", "RecordTooLarge", "BLANK_SIZE"]
@@ -115,9 +117,10 @@ class CommitLog:
         # through a plain append (room left for the BLANK; -1 with SYNC_FLUSH: always
         # through ``append``).
         self.active: MemorySegment | FileSegment | None = None
-        self.write = None
+        self.file: FileSegment | None = None
         self.tail: RecordList | None = None
         self.fast_limit = -1
+        self.last = b""               # the bytes of the record appended last (what a put wrote)
         if directory is None:
             self._add_segment(0)
 
@@ -146,10 +149,11 @@ class CommitLog:
             seg.rollback_to(phys - seg.base)
             raise
         self.end = phys + n
+        self.last = data
         return phys
 
     def append_record(self, rec, queue_offset: int, now_ms: int, *, prop_crc: bool,
-                      topic_field: bytes | None = None) -> int:
+                      topic_field: bytes | None = None, body_crc: int | None = None) -> int:
         """The one way a record enters the log: encode ``rec`` as stored at the log's end
         with this queue offset and store time, and append it. Returns where it went, and
         fills the fields a stored record has (queue_offset, commit_log_offset,
@@ -161,37 +165,48 @@ class CommitLog:
         ``topic_field`` (the caller's cached TOPIC field) and the CRC property on, the
         usual record is encoded by ``records.encode_usual`` and, when it fits the active
         segment and needs no fsync, appended without ``append``'s checks; anything else
-        takes ``encode_record`` + ``append``, the reference."""
+        takes ``encode_record`` + ``append``, the reference (``body_crc``, the body's CRC
+        when the caller knows it, is for the quick path only)."""
         phys = self.end
         usual = None
         if topic_field is not None and prop_crc:
-            usual = encode_usual(rec, topic_field, queue_offset, phys, now_ms)
+            usual = encode_usual(rec, topic_field, queue_offset, phys, now_ms, body_crc)
         if usual is None:
             return self._append_reference(rec, queue_offset, now_ms, prop_crc)
-        data, crc, text, crc_name, digits = usual
+        data, crc, text = usual
         total = len(data)
         if phys + total <= self.fast_limit:     # fits, no fsync: the segment's append, inlined
-            write = self.write
-            if write is None:                   # in memory: RecordList.append, inlined
-                tail = self.tail
-                tail.starts.append(tail.size)
-                tail.chunks.append(data)
-                tail.size += total
-            else:
-                write(data)                     # OSError: nothing of it stays in the file
+            file = self.file
+            if file is not None:                # FileSegment.append, inlined
+                at = file.written
+                try:
+                    done = segment._pwrite(file.fd, data, at)   # (the segment's writer)
+                    if done != total:           # short write (a nearly full disk): finish or fail
+                        file._write_rest(data, done, at)
+                except OSError:
+                    file._cut_back(at)          # nothing of it stays in the file
+                    raise
+                file.written = at + total
+            tail = self.tail                    # RecordList.append, inlined
+            tail.starts.append(tail.size)
+            tail.chunks.append(data)
+            tail.size += total
+            if file is not None and tail.size >= segment.RECENT_LIMIT:
+                file._forget_recent()
             self.end = phys + total
+            self.last = data
             at = phys
         else:
             at = self.append(data)
             if at != phys:                      # moved to the next segment: its CRC was redone
-                digits = self.read(at + total - 10, 10)
+                text = text[:-10] + self.read(at + total - 10, 10).decode()
         rec.queue_offset = queue_offset
         rec.commit_log_offset = at
         rec.store_timestamp = now_ms
         rec.sys_flag &= _NOT_V6
         rec.body_crc = crc
         rec.store_size = total
-        rec.properties_text = text + crc_name.decode() + digits.decode()
+        rec.properties_text = text
         return at
 
     def _append_reference(self, rec, queue_offset: int, now_ms: int, prop_crc: bool) -> int:
@@ -268,8 +283,8 @@ class CommitLog:
         """Point ``active`` and the rest at the last segment (after any change of it)."""
         seg = self.active = self.segments[-1]
         on_file = isinstance(seg, FileSegment)
-        self.write = seg.append if on_file else None
-        self.tail = None if on_file else seg
+        self.file = seg if on_file else None
+        self.tail = seg.recent if on_file else seg
         self.fast_limit = -1 if self.sync_each else seg.base + self.segment_size - BLANK_SIZE
 
     # -- reading -------------------------------------------------------------------------

@@ -55,12 +55,19 @@ def entry_tags_code(topic: str, properties_text: str, store_timestamp: int, dela
         raw = prop_value(properties_text, "TIMER_DELIVER_MS")
         return int(raw) if raw and raw.isascii() and raw.isdigit() else store_timestamp
     if topic == SCHEDULE_TOPIC:
-        raw = prop_value(properties_text, "DELAY")
+        # prop_value(text, "DELAY"), quicker for the usual string (as TAGS below)
+        _, sep, raw = properties_text.rpartition("\x02DELAY\x01")
+        if not sep:
+            raw = properties_text[6:] if properties_text[:6] == "DELAY\x01" else ""
+        raw = raw.partition("\x02")[0]
+        if not raw:                             # none, or an empty last one: an earlier one counts
+            raw = prop_value(properties_text, "DELAY")
         try:
             level = int(raw) if raw and raw.isascii() else 0
         except ValueError:
             level = 0
-        level = min(level, len(delays_ms))
+        if level > len(delays_ms):
+            level = len(delays_ms)
         return store_timestamp + (delays_ms[level - 1] if level > 0 else 1000)
     # tags_code(prop_value(text, "TAGS")), quicker for the usual string: the last segment
     # that starts "TAGS\x01" has a value. A TAGS segment is either the first one (the

@@ -22,7 +22,7 @@ def check_store(store) -> None:
     assert lg.bases == sorted(set(lg.bases)), "segments not in order"
     active = lg.segments[-1]
     assert lg.active is active, "put's append target is stale"
-    assert (lg.tail, lg.write) == ((None, active.append) if store._root is not None else (active, None))
+    assert (lg.tail, lg.file) == ((active.recent, active) if store._root is not None else (active, None))
     assert lg.fast_limit == (-1 if lg.sync_each else active.base + lg.segment_size - 8)
     expected: dict[tuple[str, int], dict[int, bytes]] = {}
     for i, seg in enumerate(lg.segments):

@@ -18,10 +18,9 @@ from typing import Iterator
 from .checkpoint import Checkpoint, QueueMark, save_checkpoint
 from .commit_log import CommitLog, RecordTooLarge
 from .config import StoreConfig
-from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, dispatched, queue_dir,
+from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, entry_tags_code, queue_dir,
                             valid_topic_dir, write_queue)
 from .config_journal import JOURNAL_SUFFIX, append_changes, apply_changes, read_changes
-from .dispatch import dispatch
 from .errors import StoreError, StoreWriteError
 from .fsutil import RootLock
 from .index import KeyIndex
@@ -29,8 +28,8 @@ from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_jso
 from .record_view import RecordHead, head, store_timestamp
 from .invariants import check_store
 from .opening import RUNNING_MARKER, open_directory
-from .records import MAX_TOPIC_LENGTH, MessageRecord, RecordError, create_offset_msg_id, decode_record
-from .status import GetResult, GetStatus, PutStatus, Recovery, put_failed, put_ok
+from .records import MAX_TOPIC_LENGTH, MessageRecord, RecordError, SysFlag, create_offset_msg_id, decode_record
+from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery, put_failed
 
 __all__ = ["MessageStore"]
 
@@ -39,6 +38,9 @@ log = logging.getLogger("store")
 _RESERVED_CONFIGS = {"consumerOffset", "delayOffset"}
 
 _pack_entry = ENTRY.pack
+_new_tuple = tuple.__new__
+_PUT_OK = PutStatus.PUT_OK
+_NOT_LISTED = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
 _MIN_FILTER_SCAN = 800
@@ -84,10 +86,12 @@ class MessageStore:
         return ConsumeQueue(topic, queue_id, base, files=files)
 
     # -- writing -----------------------------------------------------------------------------
-    def put(self, rec: MessageRecord, now_ms: int):
+    def put(self, rec: MessageRecord, now_ms: int, body_crc: int | None = None):
         """Append ``rec`` (see API.md). Its queue_offset, commit_log_offset,
         store_timestamp and the fields encode_record fills are set on success; on any
-        failure ``rec`` is left as it was and nothing is stored.
+        failure ``rec`` is left as it was and nothing is stored. ``body_crc``: the body's
+        CRC32 when the caller knows it (a copy of a record this store wrote): not computed
+        again.
 
         Cost: O(record size): one encode, one ``pwrite`` on disk (none in memory), no
         fsync (ASYNC_FLUSH; SYNC_FLUSH adds one), one 20-byte queue entry; the key
@@ -99,8 +103,10 @@ class MessageStore:
         topic = rec.topic
         try:
             cq = self._fast_queues[topic][rec.queue_id]        # a known queue: no checks to redo
+            known = True
         except (KeyError, TypeError):
             cq = None
+            known = False
         if cq is None:
             try:
                 cq = self._queues.get((topic, rec.queue_id))
@@ -114,11 +120,13 @@ class MessageStore:
             too_big = True
         if too_big:
             return self._body_refused(rec.body)
-        listed = dispatched(rec.sys_flag)
+        # dispatch.dispatch's rule, inlined (the put path): prepared and rollback
+        # transaction halves get no consume-queue entry
+        listed = rec.sys_flag & 0xC not in _NOT_LISTED
         try:
             if listed and cq is not None:
                 at = self._log.append_record(rec, cq.max_offset, now_ms, prop_crc=self._prop_crc,
-                                             topic_field=cq.topic_field)
+                                             topic_field=cq.topic_field, body_crc=body_crc)
             else:
                 at = self._log.append_record(rec, 0, now_ms, prop_crc=self._prop_crc)
         except Exception as exc:           # bad input of any kind is a status, not an exception
@@ -129,10 +137,9 @@ class MessageStore:
         if listed:
             if cq is None:
                 cq = self._queues[(topic, rec.queue_id)] = self._new_queue(topic, rec.queue_id)
-            if cq.topic_field is not None:  # a queue with a usual topic: the next put finds it quickly
+            if not known and cq.topic_field is not None:    # a usual topic: the next put finds it quickly
                 self._fast_queues.setdefault(topic, {})[rec.queue_id] = cq
-            cq.buf += _pack_entry(*dispatch(topic, rec.queue_id, rec.sys_flag, rec.properties_text, now_ms, at, size,
-                                            self._delays)[1])
+            cq.buf += _pack_entry(at, size, entry_tags_code(topic, rec.properties_text, now_ms, self._delays))
             cq.max_offset += 1              # (ConsumeQueue.append, inlined: the put path)
         try:
             prefix = self._host_prefix[rec.store_host]
@@ -140,7 +147,15 @@ class MessageStore:
             prefix = create_offset_msg_id(tuple(rec.store_host), 0)[:-16]
             if isinstance(rec.store_host, tuple):
                 self._host_prefix[rec.store_host] = prefix
-        return put_ok(at, rec.queue_offset, now_ms, size, prefix + "%016X" % at)
+        # (status.put_ok, inlined)
+        return _new_tuple(PutResult, (_PUT_OK, at, rec.queue_offset, now_ms, size, prefix + "%016X" % at, None))
+
+    @property
+    def last_put(self) -> bytes:
+        """The bytes the last successful put appended (the record as stored): what a
+        caller that hands the record on at once (a long poll it wakes) serves without
+        reading it back."""
+        return self._log.last
 
     def _body_refused(self, body):
         if not hasattr(body, "__len__"):
@@ -216,8 +231,10 @@ class MessageStore:
         counted in next_begin_offset); at most max(800, max_msgs) entries are scanned.
         Cost: O(entries scanned) plus one log read per record returned (no copy for
         fresh records); entries already written are read from the queue's files."""
-        self._live()
-        cq = self._queues.get((topic, queue_id))
+        if self._closed:                    # (_live, inlined: every pull)
+            raise StoreError("the store is closed")
+        queues, key = self._queues, (topic, queue_id)        # (``in`` and ``[]``: every pull)
+        cq = queues[key] if key in queues else None
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, [], 0, 0, 0)
         lo, hi = cq.min_offset, cq.max_offset
@@ -387,11 +404,27 @@ class MessageStore:
         return self._closed
 
     # -- offsets and config ------------------------------------------------------------------
-    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
         """Store a consumer group's offset (as upstream 4.x: unconditionally, even
-        backwards). Cost: O(1); written at the next flush."""
-        self._live()
-        self._offsets.commit(group, topic, int(queue_id), int(offset))
+        backwards); True when it changed. Cost: O(1); written at the next flush."""
+        if self._closed:                    # (_live, inlined: every offset commit)
+            raise StoreError("the store is closed")
+        if queue_id.__class__ is not int:
+            queue_id = int(queue_id)
+        if offset.__class__ is not int:
+            offset = int(offset)
+        return self._offsets.commit(group, topic, queue_id, offset)
+
+    def replace_offset(self, group: str, topic: str, queue_id: int, offset: int) -> int | None:
+        """``commit_offset`` that says what it replaced: the earlier offset (-1: none), or
+        None when the offset was already this one. Cost: O(1)."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        if queue_id.__class__ is not int:
+            queue_id = int(queue_id)
+        if offset.__class__ is not int:
+            offset = int(offset)
+        return self._offsets.replace(group, topic, queue_id, offset)
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, -1 when none. Cost: O(1)."""
@@ -413,6 +446,16 @@ class MessageStore:
         """Replace the delay-level -> next offset table (persisted at flush). Cost: O(levels)."""
         self._live()
         self._delay.replace(offsets)
+
+    def set_delay_offset(self, level: int, offset: int) -> None:
+        """One level's next offset (a due message delivered). Cost: O(1)."""
+        if self._closed:                    # (_live, inlined: every due message)
+            raise StoreError("the store is closed")
+        d = self._delay
+        table = d.table
+        if level not in table or table[level] != offset:
+            table[level] = offset
+            d.dirty = True
 
     def delay_offsets(self) -> dict[int, int]:
         """Delay level -> next offset to deliver, a copy. Cost: O(levels)."""

@@ -102,11 +102,33 @@ class ConsumerOffsets:
         self.table: dict[str, dict[int, int]] = {}
         self.dirty = False
 
-    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        per = self.table.setdefault(f"{topic}@{group}", {})
-        if per.get(queue_id) != offset:
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
+        """True when the offset changed. (``in`` and ``[]``: every commit.)"""
+        key, table = f"{topic}@{group}", self.table
+        if key in table:
+            per = table[key]
+        else:
+            per = table[key] = {}
+        if queue_id not in per or per[queue_id] != offset:
             per[queue_id] = offset
             self.dirty = True
+            return True
+        return False
+
+    def replace(self, group: str, topic: str, queue_id: int, offset: int) -> int | None:
+        """Commit ``offset``; the offset it replaced (-1: none), None when it was already
+        this one. (One look-up for a caller that counts how far a commit moved.)"""
+        key, table = f"{topic}@{group}", self.table
+        if key in table:
+            per = table[key]
+        else:
+            per = table[key] = {}
+        before = per[queue_id] if queue_id in per else -1
+        if before == offset:
+            return None
+        per[queue_id] = offset
+        self.dirty = True
+        return before
 
     def query(self, group: str, topic: str, queue_id: int) -> int:
         per = self.table.get(f"{topic}@{group}")

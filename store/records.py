@@ -41,6 +41,7 @@ __all__ = [
     "SysFlag",
     "Prop",
     "SCHEDULE_TOPIC", "TIMER_TOPIC", "RETRY_PREFIX", "POP_RETRY_SEPARATOR", "DLQ_PREFIX", "AUTO_CREATE_TOPIC_KEY",
+    "TRANS_HALF_TOPIC", "TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
     "NOT_ALLOWED_SEND_TOPICS", "SYSTEM_TOPICS", "SYSTEM_PREFIXES",
     "Host",
     "MessageRecord",
@@ -114,6 +115,12 @@ class Prop:
     MSG_REGION = "MSG_REGION"
     TRACE_ON = "TRACE_ON"
     PGROUP = "PGROUP"
+    # transactions: checks so far, the first check's delay (seconds), the first half's
+    # queue offset (on the copies each check stores), the id the broker keeps for it
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    TRANSACTION_ID = "__transactionId__"
     # RocketMQ 5.x timer messages: an absolute delivery time, or one relative to the send
     TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
     TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
@@ -139,12 +146,16 @@ RETRY_PREFIX = "%RETRY%"
 POP_RETRY_SEPARATOR = "+"                   # 5.x pop retry topics: %RETRY%<group>+<topic> (V2 naming)
 DLQ_PREFIX = "%DLQ%"
 AUTO_CREATE_TOPIC_KEY = "TBW102"
+# Transactions: half messages wait in the half topic; the op topic records which are
+# resolved; a half message checked transactionCheckMax times is discarded into the last.
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 # TopicValidator (4.9.8; 5.x adds the timer topic): topics a client may never send to,
 # every system topic, and the prefixes that make a name a system one.
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC",
-                                     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest",
-                                     "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
-SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {AUTO_CREATE_TOPIC_KEY, "TRANS_CHECK_MAX_TIME_TOPIC"}
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+                                     "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"})
+SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {AUTO_CREATE_TOPIC_KEY, TRANS_CHECK_MAX_TIME_TOPIC}
 SYSTEM_PREFIXES = ("rmq_sys_", "RMQ_SYS_")
 
 
@@ -487,15 +498,22 @@ _crc32 = zlib.crc32
 _join = b"".join
 
 
-def encode_usual(rec: MessageRecord, topic_field: bytes, queue_offset: int, phys: int, now_ms: int):
+_PROP_CRC_NAME_TEXT = PROP_CRC_NAME.decode()
+_PROP_CRC_ONLY_TEXT = PROP_CRC_ONLY.decode()
+
+
+def encode_usual(rec: MessageRecord, topic_field: bytes, queue_offset: int, phys: int, now_ms: int,
+                 body_crc: int | None = None):
     """``encode_record(rec, prop_crc=True)`` for the usual record, faster: IPv4 hosts
     whose address text was packed before, the topic's field known (``topic_field``),
     properties that fit with the CRC property. Returns (bytes, body CRC, stored
-    properties string without the CRC property, the CRC property's name bytes, its 10
-    digits), or None for any other record (and any input it cannot take: the reference
-    then says what is wrong with it). Reads ``rec`` only: the caller fills its fields
-    once the bytes are appended (tests/store/test_fast_put.py holds the two encoders
-    equal byte for byte)."""
+    properties string, the CRC property included), or None for any other record (and any
+    input it cannot take: the reference then says what is wrong with it). Reads ``rec``
+    only: the caller fills its fields once the bytes are appended
+    (tests/store/test_fast_put.py holds the two encoders equal byte for byte).
+    ``body_crc``: the body's CRC32, when the caller knows it (not computed again).
+
+    Cost: ten calls, all but this one in C (it runs for every record stored)."""
     try:
         text = rec.properties_text
         if text is None:
@@ -503,8 +521,10 @@ def encode_usual(rec: MessageRecord, topic_field: bytes, queue_offset: int, phys
         if "__CRC32#" in text:                  # a stored record's string, stored again
             text = without_prop_crc(text)
         props_b = text.encode()
-        crc_name = PROP_CRC_NAME if props_b else PROP_CRC_ONLY
-        props_len = len(props_b) + len(crc_name) + 10
+        if props_b:
+            crc_name, crc_name_text, props_len = PROP_CRC_NAME, _PROP_CRC_NAME_TEXT, len(props_b) + 20
+        else:
+            crc_name, crc_name_text, props_len = PROP_CRC_ONLY, _PROP_CRC_ONLY_TEXT, 19
         if props_len > MAX_PROPERTIES_LENGTH:
             return None
         born_ip, born_port = rec.born_host
@@ -517,15 +537,15 @@ def encode_usual(rec: MessageRecord, topic_field: bytes, queue_offset: int, phys
             props_len_f = _props_len_fields[props_len] = _I16.pack(props_len)
         body = rec.body
         body_len = len(body)
-        crc = _crc32(body)
+        crc = _crc32(body) if body_crc is None else body_crc
         data = _join((_pack_fixed_v4(90 + body_len + len(topic_field) + props_len, MAGIC_CODE, crc, rec.queue_id,
                                      rec.flag, queue_offset, phys, rec.sys_flag & ~_V6_BITS, rec.born_timestamp,
                                      born_raw, born_port, now_ms, store_raw, store_port, rec.reconsume_times,
                                      rec.prepared_transaction_offset, body_len),
                       body, topic_field, props_len_f, props_b))
-        # the CRC property (prop_crc_digits, inlined): every byte so far
-        digits = (b"%d" % (_crc32(data) & 0x7FFFFFFF))[::-1].ljust(10, b"0")
-        return _join((data, crc_name, digits)), crc, text, crc_name, digits
+        # the CRC property (prop_crc_digits): every byte so far, least significant digit first
+        digits = (b"%010d" % (_crc32(data) & 0x7FFFFFFF))[::-1]
+        return data + crc_name + digits, crc, text + crc_name_text + digits.decode()
     except Exception:
         return None
 

@@ -1,5 +1,5 @@
 """What the benchmarks share: how fast the host is right now (a fixed pure-Python loop,
-printed beside figures that are compared), and the other side of an A/B comparison (a
+printed beside figures that are compared), a process's CPU seconds, and the other side of an A/B comparison (a
 commit of this repository in a temporary worktree, or another checkout)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["host_speed", "loop_speed", "other_tree", "tree_env", "revision"]
+__all__ = ["host_speed", "loop_speed", "cpu_seconds", "other_tree", "tree_env", "revision"]
 
 HERE = Path(__file__).resolve().parent.parent           # benchmarks/
 REPO = HERE.parent
@@ -28,6 +28,13 @@ def loop_speed() -> float:
 def host_speed() -> str:
     """``loop_speed`` as the benchmarks print it."""
     return f"{loop_speed():.1f} M loop steps/CPU-s"
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all threads), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager

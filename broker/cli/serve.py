@@ -245,6 +245,7 @@ def _open_core(cfg, data_dir: Path | None, clock, port: int):
         core.close()
         raise
     core.flush_hooks.append(keeper.save)        # every flush (and close) writes the clock's time
+    core.deliveries.since_ms = clock.now_ms()   # (the event log starts at the time resumed)
     return core, keeper
 
 
@@ -473,8 +474,10 @@ def _http_front(args, listeners, grpc_server, pulsar_server):
 
     access, made = access_for(args.host, args.http_allowed_host, args.http_token)
     args.http_token_made = access.token if made else None
+    pulsar_url = (lambda: pulsar_server.front.service_url) if pulsar_server is not None else (lambda: None)
     return HttpServer(args.host, args.http, BrokerCollector(lambda: [srv.core for srv in servers.values()],
-                                                            connections), state, access=access, limits=args.limits)
+                                                            connections), state, access=access, limits=args.limits,
+                      pulsar_url=pulsar_url)
 
 
 class _StartError(Exception):

@@ -23,6 +23,11 @@ def topic_main(argv: list[str]) -> int:
                         help="read and write queue count (default 8)")
     create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
     create.add_argument("--order", action="store_true", help="an ordered topic")
+    create.add_argument("--message-type", type=str.lower, default=None,
+                        choices=("normal", "fifo", "delay", "transaction"),
+                        help="a RocketMQ 5.x topic's message type (mqadmin updateTopic -a +message.type=FIFO): 5.x "
+                             "routes accept only it and a message of another type is refused (default: none, "
+                             "every type accepted)")
     create.add_argument("--pulsar", action="store_true",
                         help="TOPIC is a Pulsar topic (persistent://tenant/ns/name or a short name): one queue")
     create.add_argument("--partitions", type=int_in_range(1, 1024), default=None,
@@ -41,6 +46,8 @@ def topic_main(argv: list[str]) -> int:
         return run_view("topic", args)
     from ..fronts.remoting.protocol import RemotingCommand, RequestCode
 
+    if args.pulsar and args.message_type:
+        return fail("topic create", "--message-type is for RocketMQ topics, not --pulsar ones")
     if args.pulsar:
         names = _pulsar_store_topics(args)
         if isinstance(names, str):
@@ -55,11 +62,13 @@ def topic_main(argv: list[str]) -> int:
     brokers = broker_addresses("topic create", args.server, args.timeout, args.broker)
     if isinstance(brokers, int):
         return brokers
+    attributes = f"+message.type={args.message_type.upper()}" if args.message_type else None
     for address in brokers.values():            # as mqadmin updateTopic -c: to every broker
         for name in names:
             req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
                 "topic": name, "readQueueNums": queues, "writeQueueNums": queues,
-                "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order})
+                "perm": args.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": args.order,
+                "attributes": attributes})
             reply = call_server("topic create", address, req, args.timeout, refused_exit=2)
             if isinstance(reply, int):
                 return reply
@@ -68,7 +77,8 @@ def topic_main(argv: list[str]) -> int:
         print(f"Pulsar topic {args.topic} created: {what}, stored as {', '.join(names)}")
     else:
         on = f" on {', '.join(brokers)}" if len(brokers) > 1 or args.broker else ""
-        print(f"topic {args.topic} created: {queues} queues, perm {args.perm}{on}")
+        kind = f", message type {args.message_type.upper()}" if args.message_type else ""
+        print(f"topic {args.topic} created: {queues} queues, perm {args.perm}{kind}{on}")
     return 0
 
 

@@ -10,7 +10,8 @@ __all__ = ["add_topic_views", "add_group_views", "run_view"]
 
 def add_topic_views(sub, add_server_options) -> None:
     ls = sub.add_parser("list", help="every topic the name server knows (mqadmin topicList)")
-    show = sub.add_parser("show", help="TOPIC's queues on each broker: min, max, last store (mqadmin topicStatus)")
+    show = sub.add_parser("show", help="TOPIC's queues on each broker: min, max, last store (mqadmin topicStatus); "
+                                       "its 5.x message type and the half messages of transactions waiting")
     show.add_argument("topic", help="the topic to show")
     delete = sub.add_parser("delete", help="delete TOPIC from every broker (mqadmin deleteTopic)")
     delete.add_argument("topic", help="the topic to delete")
@@ -22,8 +23,9 @@ def add_topic_views(sub, add_server_options) -> None:
 def add_group_views(sub, add_server_options) -> None:
     ls = sub.add_parser("list", help="every consumer group of the brokers, 4.x and 5.x groups and Pulsar "
                                      "subscriptions, each with the dialect of the clients using it")
-    show = sub.add_parser("show", help="GROUP's progress per queue: broker offset, committed, lag; its retries "
-                                       "and dead letters (mqadmin consumerProgress)")
+    show = sub.add_parser("show", help="GROUP's progress per queue: broker offset, committed, lag; its retries, "
+                                       "dead letters and the half messages of transactions waiting in its topics "
+                                       "(mqadmin consumerProgress)")
     show.add_argument("group", help="the consumer group to show (a Pulsar subscription too)")
     show.add_argument("--topic", default=None, help="only this topic (default: every topic it has offsets for)")
     for q in (ls, show):
@@ -88,15 +90,30 @@ def run_view(kind: str, args) -> int:
             if isinstance(reply, int):
                 return reply
             rows += queue_rows(reply.body)
+        state = _transactions(args.server, call, args.topic)
+        if isinstance(state, int):
+            return state
+        half = state["half_messages"]
+        for r in rows:      # each queue: its half messages waiting (none from a server that cannot say)
+            r["halfMessages"] = sum(1 for h in half if (h["broker"], h["queue_id"]) == (r["broker"], r["queue_id"]))
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
         from .common import iso_utc
 
-        print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10}  LAST STORE (UTC)")
+        print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10} {'HALF':>6}  LAST STORE (UTC)")
         for r in rows:
             last = iso_utc(r["lastUpdateTimestamp"]) if r["lastUpdateTimestamp"] else "-"
-            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10}  {last}")
+            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10} "
+                  f"{r['halfMessages']:>6}  {last}")
+        if state["message_type"]:
+            print(f"message type: {state['message_type']} (5.x routes accept only it)")
+        if half:
+            print(f"half messages waiting for their producer's commit or rollback: {len(half)}")
+            print(f"  {'TRANSACTION ID':<34} {'PRODUCER GROUP':<20} {'CHECKS':>6}  NEXT CHECK (UTC)")
+            for h in half:
+                print(f"  {h['transaction_id']:<34} {h['producer_group']:<20} {h['checks']:>6}  "
+                      f"{iso_utc(h['next_check_ms'])}")
         return 0
     if args.action == "list":
         return _group_list(args, command)
@@ -154,12 +171,17 @@ def _group_show(args, brokers: dict, call) -> int:
             else:
                 dead += count
     business = [dict(r, topic=shown_topic(r["topic"])) for r in rows if not r["topic"].startswith("%RETRY%")]
+    state = _transactions(args.server, call, None)
+    if isinstance(state, int):
+        return state
+    topics = {r["topic"] for r in rows}
+    half = sum(1 for h in state["half_messages"] if h["topic"] in topics)
     if not rows and not dead and not args.json:
         # a group the brokers know (checked before) that nothing has consumed yet
         print(f"group {args.group} has no offsets and no dead letters yet")
         return 0
     doc = {"group": args.group, "queues": business, "lag": sum(r["lag"] for r in business),
-           "retry_messages": retries, "dead_letters": dead}
+           "retry_messages": retries, "dead_letters": dead, "half_messages": half}
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
@@ -170,5 +192,20 @@ def _group_show(args, brokers: dict, call) -> int:
     for r in business:
         print(f"{r['topic']:<{tw}} {r['broker']:<{bw}} {r['queue_id']:>5} {r['brokerOffset']:>14} "
               f"{r['consumerOffset']:>10} {r['lag']:>8}")
-    print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}")
+    print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}; "
+          f"half messages waiting in its topics: {half}")
     return 0
+
+
+def _transactions(server: str, call, topic: str | None) -> dict | int:
+    """EMULATOR_TRANSACTIONS: the half messages waiting (of ``topic``) and its message
+    type; nothing from a server without that request (a real RocketMQ)."""
+    from ..fronts.remoting.protocol import EMULATOR_TRANSACTIONS, ResponseCode as RC
+
+    reply = call(server, EMULATOR_TRANSACTIONS, {"topic": topic} if topic else {},
+                 accept=(RC.REQUEST_CODE_NOT_SUPPORTED,))
+    if isinstance(reply, int):
+        return reply
+    if reply.code != RC.SUCCESS:
+        return {"half_messages": [], "message_type": None}
+    return json.loads(reply.body)

@@ -16,7 +16,7 @@ from pathlib import Path
 from rocketmq_emulator.broker.cli.common import CommandParser, UsageError, fail
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
-from .scenario import (PROTOCOL_NAMES, ProducerSpec, Scenario, ScenarioError, TopicSpec, parse_broker_window,
+from .scenario import (PROTOCOL_NAMES, Scenario, ScenarioError, TopicSpec, parse_broker_window,
                        parse_restart, parse_window)
 
 __all__ = ["simulate_main"]
@@ -67,6 +67,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="pulsar, --retry-letters delay: whole seconds, 1s to 864000s (default 10s)")
     p.add_argument("--invisible-time", metavar="DURATION",
                    help="5.x: each receive's invisible time, whole seconds like 60s or 2m (default: 60s)")
+    p.add_argument("--transactions", metavar="ROLLBACK,AT_CHECK,NEVER",
+                   help="the producer sends in transactions (4.x half messages); each is rolled back, committed "
+                        "at the broker's check-back, or never answered with these probabilities, and committed at "
+                        "once otherwise (like 0.1,0.1,0.05; 0,0,0: every one committed at once; default: none, plain sends)")
     p.add_argument("--crash-at", action="append", default=[], metavar="T",
                    help="crash the broker at virtual time T and restart it from its store (repeatable; "
                         "default: none)")
@@ -117,6 +121,18 @@ def _check_protocol_options(args, base: Scenario) -> None:
                                 f"{'by ' + mode if mode else 'with negative acks'})")
 
 
+def _transaction_mix(text: str) -> dict:
+    parts = text.split(",")
+    try:
+        values = [float(x) for x in parts]
+    except ValueError:
+        values = []
+    if len(values) != 3:
+        raise ScenarioError(f"--transactions takes three probabilities ROLLBACK,AT_CHECK,NEVER (like 0.1,0.1,0.05), "
+                            f"got {text!r}")
+    return dict(zip(("rollback_probability", "commit_at_check_probability", "never_answered_probability"), values))
+
+
 def build_scenario(args) -> Scenario:
     base = Scenario.load(args.scenario) if args.scenario else Scenario()
     _check_protocol_options(args, base)
@@ -163,8 +179,11 @@ def build_scenario(args) -> Scenario:
         groups = tuple(replace(g, topic=new) if g.topic == old else g for g in groups)
     if args.rate is not None or args.body_size is not None:
         p0 = producers[0]
-        producers = (ProducerSpec(p0.topic, p0.rate if args.rate is None else args.rate,
-                                  p0.body_size if args.body_size is None else args.body_size),) + producers[1:]
+        producers = (replace(p0, rate=p0.rate if args.rate is None else args.rate,
+                             body_size=p0.body_size if args.body_size is None else args.body_size),) + producers[1:]
+    if args.transactions is not None:
+        producers = (replace(producers[0], transactional=True, **_transaction_mix(args.transactions)),) \
+            + producers[1:]
     group_options = {}
     if args.pattern == "w1":
         group_options.update(poison_every=100, fail_once_every=10, fail_once_remainder=5)
@@ -255,6 +274,10 @@ def _print_summary(summary: dict, result) -> None:
           f"{summary['crashes']} crash(es)")
     print(f"  produced {summary['produced']}, succeeded {summary['succeeded']}, "
           f"dead-lettered {summary['dead_lettered']}, {_retries_text(summary, s)}")
+    if "transactions" in summary:
+        t = summary["transactions"]
+        print(f"  transactions: {t['commit']} committed, {t['at_check']} committed at a check-back, "
+              f"{t['rollback']} rolled back, {t['never']} never answered (discarded); {t['checks']} check-backs")
     settled = "all messages ended" if summary["settled"] else "NOT settled: some messages were still in flight"
     print(f"  {summary['virtual_seconds']:.0f} virtual seconds in {summary['wall_seconds']:.2f} s wall; {settled}")
     if summary["idle_runs_carried"]:

@@ -31,6 +31,10 @@ class StoredDelivery:
     def commit_log_offset(self) -> int:
         return self.record.commit_log_offset
 
+    @property
+    def store_host(self):
+        return self.record.store_host
+
 
 class InProcessConsumer:
     """The plumbing: ``transport`` (set by ``connect``), ``_call(fn)`` runs ``fn(core)``

@@ -29,6 +29,16 @@ Invariants (each failure is a Violation with the step, the virtual time and the 
                     copy carries ORIGIN_MESSAGE_ID = the original's offsetMsgId
   order             an orderly group gets a queue's messages in queue order: nothing
                     after an unfinished message
+  transaction       a transactional producer's committed message (by its local
+                    transaction or at a check-back) is stored in its topic exactly once and
+                    consumed like any other; a rolled-back or never-answered one is never
+                    delivered, and a never-answered one ends in TRANS_CHECK_MAX_TIME_TOPIC
+                    (once); a check-back comes no earlier than transactionTimeOut after its
+                    half message, at most transactionCheckMax times; no half message is
+                    left waiting once the run settled. (A committed message's retries
+                    name the committed copy in ORIGIN_MESSAGE_ID, not the half message
+                    the producer was told of: the identity check learns it from the
+                    first delivery.)
 
 A Pulsar group's retries are the same stored message delivered again with its
 redelivery count (``reconsume_times`` here), not new copies: its dead letters must have
@@ -41,6 +51,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rocketmq_emulator.store.records import create_offset_msg_id
+
+from ..message import MessageExt
 from .scenario import GroupSpec, Scenario
 
 __all__ = ["Violation", "InvariantChecker", "LOCAL_RETRY_MS", "EXPIRED_LEVEL"]
@@ -64,19 +77,19 @@ class Violation:
         return {"invariant": self.invariant, "step": self.step, "time_ms": self.time_ms, "message": self.message}
 
 
-def _copy_of(msg):
-    """What tells one stored copy from another: its broker and commit-log offset (the
-    offsets of two brokers' logs repeat)."""
-    return getattr(msg, "store_host", None), msg.commit_log_offset
+# What tells one stored copy from another: its broker and commit-log offset (the offsets
+# of two brokers' logs repeat): (getattr(msg, "store_host", None), msg.commit_log_offset).
 
 
 class _Fate:
     """One message in one group. ``failures``: one (reconsumeTimes, time, commit-log
     offset of the copy, delay its retry waits) per failed delivery; after a crash one
     attempt may fail twice (two lineages). One is made per message and group, and most
-    never fail: they share an empty tuple until their first failure."""
+    never fail: they share an empty tuple until their first failure. ``copies`` counts
+    the failures of each copy and ``by_attempt`` holds the failures (one, or a list) per
+    reconsumeTimes: what a delivery is checked against, without a scan."""
 
-    __slots__ = ("failures", "succeeded", "dead")
+    __slots__ = ("failures", "succeeded", "dead", "copies", "by_attempt")
 
     def __init__(self) -> None:
         self.failures: list[tuple[int, int, int, int]] | tuple = ()
@@ -86,6 +99,41 @@ class _Fate:
     @property
     def failed(self) -> list[int]:
         return [f[0] for f in self.failures]
+
+    def add_failure(self, entry: tuple) -> None:
+        k, t, copy, delay = entry
+        if not self.failures:
+            self.failures = []
+            self.copies = {}
+            self.by_attempt = {}
+        self.failures.append(entry)
+        copies, by_attempt = self.copies, self.by_attempt       # (``in`` and ``[]``: every failure)
+        copies[copy] = copies[copy] + 1 if copy in copies else 1
+        # the entry itself, a list of entries only when one attempt failed twice (after a
+        # crash): a poison ladder keeps 16 of these for every message
+        if k not in by_attempt:
+            by_attempt[k] = entry
+        elif by_attempt[k].__class__ is tuple:
+            by_attempt[k] = [by_attempt[k], entry]
+        else:
+            by_attempt[k].append(entry)
+
+    def withdraw(self, entry: tuple) -> None:
+        """Take back a failure recorded before (a delivery that turned out otherwise)."""
+        k, t, copy, delay = entry
+        self.failures.remove(entry)
+        left = self.copies[copy] - 1
+        if left:
+            self.copies[copy] = left
+        else:
+            del self.copies[copy]
+        same = self.by_attempt[k]
+        if same.__class__ is tuple:
+            del self.by_attempt[k]
+        else:
+            same.remove(entry)
+            if len(same) == 1:
+                self.by_attempt[k] = same[0]
 
 
 @dataclass
@@ -111,80 +159,147 @@ class InvariantChecker:
         self.crashed = False
         self.uniq: list[str] = []                        # message number -> UNIQ_KEY
         self.offset_id: list[str] = []                   # message number -> offsetMsgId
+        # message number -> the offsetMsgId its retries name as ORIGIN_MESSAGE_ID (a
+        # transaction's committed copy: None until its first delivery shows it)
+        self.origin_id: list[str | None] = []
+        # transactional messages: number -> its drawn end ("commit", "rollback",
+        # "at_check", "never"); numbers no group may ever get; check-back times
+        self.transactions: dict[int, str] = {}
+        self.undeliverable: set[int] = set()
+        self.checks: dict[int, list[int]] = {}
+        self.sent_ms: dict[int, int] = {}
         self.by_uniq: dict[str, int] = {}
         self.fates: dict[str, list[_Fate]] = {g.name: [] for g in scenario.groups}
         self.queues: dict[tuple[str, str, int], _QueueBook] = {}
         self.pending = 0                                 # (group, message) pairs not yet ended
         self.deliveries = 0
+        self.accepted_count = 0
+        self.max_failed = {g.name: g.max_attempts_failed for g in scenario.groups}
+        self.levels = len(delays_ms)
 
     # -- reporting ---------------------------------------------------------------------
     def fail(self, invariant: str, now_ms: int, message: str) -> None:
         self.violations.append(Violation(invariant, self.step, now_ms - self.start_ms, message))
 
     # -- what the application sees ----------------------------------------------------------
-    def accepted(self, number: int, uniq_key: str, offset_msg_id: str) -> None:
+    def accepted(self, number: int, uniq_key: str, offset_msg_id: str, transaction: str | None = None,
+                 now_ms: int = 0) -> None:
+        """A send the broker stored; ``transaction``: a transactional one's drawn end (its
+        offsetMsgId is then the half message's)."""
         assert number == len(self.uniq)
+        self.accepted_count += 1
         self.uniq.append(uniq_key)
         self.offset_id.append(offset_msg_id)
         self.by_uniq[uniq_key] = number
         for fates in self.fates.values():
             fates.append(_Fate())
-        self.pending += len(self.fates)
+        if transaction is None:
+            self.origin_id.append(offset_msg_id)
+            self.pending += len(self.fates)
+            return
+        self.origin_id.append(None)
+        self.transactions[number] = transaction
+        self.sent_ms[number] = now_ms
+        if transaction in ("rollback", "never"):
+            self.undeliverable.add(number)
+        else:
+            self.pending += len(self.fates)
+
+    def transaction_checked(self, number: int, now_ms: int, timeout_ms: int, check_max: int) -> None:
+        """The broker checked back message ``number``'s transaction."""
+        self.step += 1
+        if number not in self.transactions:
+            self.fail("transaction", now_ms, f"a check-back of message #{number}, which was not sent in a "
+                                             f"transaction")
+            return
+        times = self.checks.setdefault(number, [])
+        times.append(now_ms)
+        if now_ms - self.sent_ms[number] < timeout_ms:
+            self.fail("transaction", now_ms, f"message #{number} was checked back {now_ms - self.sent_ms[number]} "
+                                             f"ms after its half message, before transactionTimeOut {timeout_ms} ms")
+        if len(times) > check_max and not self.crashed:
+            self.fail("transaction", now_ms, f"message #{number} was checked back {len(times)} times, more than "
+                                             f"transactionCheckMax {check_max}")
 
     def delivered(self, spec: GroupSpec, number: int, msg, pulled_topic: str, now_ms: int) -> _Fate | None:
         """A delivery of message ``number`` to ``spec``'s listener: identity, delay and
-        attempt checks. Returns its fate (None for a number never accepted)."""
+        attempt checks. Returns its fate (None for a number never accepted). (It runs
+        for every delivery: look-ups, no scans.)"""
         self.step += 1
         self.deliveries += 1
-        if number >= len(self.uniq):
+        if number >= self.accepted_count:
             self.fail("lost", now_ms, f"{spec.name} got message #{number}, which no send accepted")
             return None
         fate = self.fates[spec.name][number]
         k = msg.reconsume_times
-        if msg.msg_id != self.uniq[number]:
-            self.fail("identity", now_ms, f"{spec.name}: message #{number} arrived with UNIQ_KEY {msg.msg_id}, "
+        props = msg.properties
+        # (here and below ``in`` and ``[]`` rather than ``get``: a call fewer each, every delivery)
+        if msg.__class__ is MessageExt:     # (its msg_id, inlined: a 4.x client's message)
+            msg_id = (props["UNIQ_KEY"] if "UNIQ_KEY" in props else None) or msg.offset_msg_id
+        else:
+            msg_id = msg.msg_id
+        if self.transactions and number in self.transactions:
+            if number in self.undeliverable:
+                self.fail("transaction", now_ms, f"{spec.name} got message #{number}, whose transaction "
+                                                 f"{'was rolled back' if self.transactions[number] == 'rollback' else 'was never committed'}")
+            elif k == 0 and self.origin_id[number] is None and getattr(msg, "store_host", None) is not None:
+                self.origin_id[number] = create_offset_msg_id(msg.store_host, msg.commit_log_offset)
+        if msg_id != self.uniq[number]:
+            self.fail("identity", now_ms, f"{spec.name}: message #{number} arrived with UNIQ_KEY {msg_id}, "
                                           f"sent as {self.uniq[number]}")
         if not spec.orderly:
-            failures = fate.failures           # empty for most deliveries: skip the scans
+            failures = fate.failures           # empty for most deliveries: skip the checks against them
             # (Pulsar negative acks: every delivery is of the one stored message; Pulsar retry
             # letters are copies, but their ORIGIN_MESSAGE_ID is a Pulsar message id)
-            redelivered = spec.protocol == "pulsar" and not spec.retry_letters
-            copy = _copy_of(msg)
-            fresh_copy = redelivered or not failures or all(copy != f[2] for f in failures)
-            if k > 0 and fresh_copy and spec.protocol != "pulsar":
-                origin = msg.properties.get("ORIGIN_MESSAGE_ID")
-                if origin != self.offset_id[number]:
+            pulsar = spec.protocol == "pulsar"
+            redelivered = pulsar and not spec.retry_letters
+            # (_copy_of, inlined; a 4.x client's message has a store host, not every message has)
+            copy = (msg.store_host if msg.__class__ is MessageExt else getattr(msg, "store_host", None),
+                    msg.commit_log_offset)
+            fresh_copy = redelivered or not failures or copy not in fate.copies
+            if k > 0 and fresh_copy and not pulsar:
+                origin = props["ORIGIN_MESSAGE_ID"] if "ORIGIN_MESSAGE_ID" in props else None
+                # (a transactional message's is its committed copy's id, known at its first delivery)
+                expected = self.origin_id[number]
+                if expected is not None and origin != expected:
                     self.fail("identity", now_ms, f"{spec.name}: retry {k} of message #{number} carries "
-                                                  f"ORIGIN_MESSAGE_ID {origin}, expected {self.offset_id[number]}")
-            if k > spec.max_attempts_failed - 1 and fresh_copy:
+                                                  f"ORIGIN_MESSAGE_ID {origin}, expected {expected}")
+            max_failed = self.max_failed[spec.name]
+            if k > max_failed - 1 and fresh_copy:
                 self.fail("attempts", now_ms, f"{spec.name}: message #{number} delivered with reconsumeTimes {k}, "
-                                              f"above maxReconsumeTimes {spec.max_attempts_failed - 1}")
-            previous = [f for f in failures if f[0] == k - 1] if k > 0 and failures else None
-            if previous:
+                                              f"above maxReconsumeTimes {max_failed - 1}")
+            previous = fate.by_attempt[k - 1] if k > 0 and failures and k - 1 in fate.by_attempt else None
+            if previous is not None:
+                if previous.__class__ is tuple:     # (one failure of that attempt: the usual case)
+                    previous = (previous,)
                 # The same copy again means its send-back failed and the client retried it
                 # locally (5 s); a new copy came through the broker's delay level.
-                waits = [(now_ms - t, LOCAL_RETRY_MS if phys == copy and not redelivered else delay)
-                         for _, t, phys, delay in previous]
-                if not any(waited >= due for waited, due in waits):
-                    waited, due = waits[0]
+                for _, t, phys, delay in previous:
+                    if now_ms - t >= (LOCAL_RETRY_MS if phys == copy and not redelivered else delay):
+                        break
+                else:
+                    _, t, phys, delay = previous[0]
+                    due = LOCAL_RETRY_MS if phys == copy and not redelivered else delay
                     self.fail("retry_delay", now_ms, f"{spec.name}: retry {k} of message #{number} came "
-                                                     f"{waited} ms after its failure; it is due after {due} ms")
+                                                     f"{now_ms - t} ms after its failure; it is due after {due} ms")
         return fate
 
     def failed(self, spec: GroupSpec, fate: _Fate, msg, now_ms: int, *, expired: bool = False,
-               delay_ms: int | None = None) -> None:
+               delay_ms: int | None = None) -> tuple:
         """A delivery that failed (the listener said so, or it overran consumeTimeout).
         Its retry is due after its delay level, or after ``delay_ms`` when given (5.x:
-        the invisible time the failure left it)."""
+        the invisible time the failure left it). Returns what was recorded."""
         k = msg.reconsume_times
         if delay_ms is None:
             level = EXPIRED_LEVEL if expired else 3 + k
-            delay = self.delays_ms[min(level, len(self.delays_ms)) - 1]
+            levels = self.levels
+            delay = self.delays_ms[(level if level < levels else levels) - 1]
         else:
             delay = delay_ms
-        if not fate.failures:
-            fate.failures = []
-        fate.failures.append((k, now_ms, _copy_of(msg), delay))
+        entry = (k, now_ms, (msg.store_host if msg.__class__ is MessageExt else getattr(msg, "store_host", None),
+                             msg.commit_log_offset), delay)
+        fate.add_failure(entry)
+        return entry
 
     def succeeded(self, spec: GroupSpec, number: int, fate: _Fate) -> None:
         if not fate.succeeded and not fate.dead:
@@ -194,13 +309,18 @@ class InvariantChecker:
     def finished(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int,
                  orderly: bool, broker: str = FIRST_BROKER) -> None:
         key = (group, pulled_topic, queue_id, broker)
-        book = self.queues.get(key)
-        if book is None:
-            book = self.queues[key] = _QueueBook()
+        queues = self.queues
+        if key in queues:
+            book = queues[key]
+        else:
+            book = queues[key] = _QueueBook()
         if orderly and queue_offset > book.low:
             self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} offset {queue_offset} was consumed "
                                        f"before offset {book.low}")
-        book.finish(queue_offset)
+        if queue_offset == book.low and not book.finished:
+            book.low += 1                       # (finish, in order: the usual case)
+        else:
+            book.finish(queue_offset)
 
     def check_order(self, group: str, pulled_topic: str, queue_id: int, queue_offset: int, now_ms: int,
                     broker: str = FIRST_BROKER) -> None:
@@ -230,7 +350,12 @@ class InvariantChecker:
                          broker: str = FIRST_BROKER) -> None:
         if group not in self.fates:
             return
-        book = self.queues.setdefault((group, topic, queue_id, broker), _QueueBook())
+        key = (group, topic, queue_id, broker)
+        queues = self.queues
+        if key in queues:
+            book = queues[key]
+        else:
+            book = queues[key] = _QueueBook()
         if offset > book.low:
             where = "" if broker == FIRST_BROKER else f" on {broker}"
             self.fail("commit", now_ms, f"{group} committed {topic}/{queue_id}{where} offset {offset}, but offset "
@@ -256,6 +381,8 @@ class InvariantChecker:
         for spec in self.scenario.groups:
             fates = self.fates[spec.name]
             for number, fate in enumerate(fates):
+                if number in self.undeliverable:
+                    continue
                 if not fate.succeeded and not fate.dead:
                     self.fail("lost", now_ms, f"{spec.name}: message #{number} ({self.uniq[number]}) was accepted "
                                               f"but never consumed nor dead-lettered")
@@ -267,9 +394,37 @@ class InvariantChecker:
                     self.fail("identity", now_ms, f"%DLQ%{spec.name} holds a copy without a known UNIQ_KEY")
                     continue
                 origin = rec.properties.get("ORIGIN_MESSAGE_ID")
-                if not spec.orderly and origin != self.offset_id[number]:
+                expected = self.origin_id[number]
+                if not spec.orderly and expected is not None and origin != expected:
                     self.fail("identity", now_ms, f"%DLQ%{spec.name}: message #{number} has ORIGIN_MESSAGE_ID "
-                                                  f"{origin}, expected {self.offset_id[number]}")
+                                                  f"{origin}, expected {expected}")
+
+    def final_transaction_checks(self, now_ms: int, topic_copies: dict[int, int], discarded: list[int],
+                                 waiting: int, settled: bool) -> None:
+        """Once the run ended: ``topic_copies`` (message number -> copies of it stored in
+        its topic), ``discarded`` (the numbers in TRANS_CHECK_MAX_TIME_TOPIC), ``waiting``
+        (half messages still waiting on the brokers)."""
+        self.step += 1
+        gone = {}
+        for number in discarded:
+            gone[number] = gone.get(number, 0) + 1
+        for number, end in sorted(self.transactions.items()):
+            copies = topic_copies.get(number, 0)
+            if end in ("commit", "at_check") and copies != 1:
+                self.fail("transaction", now_ms, f"message #{number} was committed ({end}) but its topic holds "
+                                                 f"{copies} copies of it, not 1")
+            elif end in ("rollback", "never") and copies:
+                self.fail("transaction", now_ms, f"message #{number} ({end}) was never committed but its topic "
+                                                 f"holds {copies} copies of it")
+            if settled and end == "never" and gone.get(number, 0) != 1:
+                self.fail("transaction", now_ms, f"message #{number} was never answered; TRANS_CHECK_MAX_TIME_TOPIC "
+                                                 f"holds {gone.get(number, 0)} copies of it, not 1")
+            if end != "never" and gone.get(number):
+                self.fail("transaction", now_ms, f"message #{number} ({end}) was discarded into "
+                                                 f"TRANS_CHECK_MAX_TIME_TOPIC")
+        if settled and waiting:
+            self.fail("transaction", now_ms, f"{waiting} half message(s) still wait for their producer after the "
+                                             f"run settled")
 
     def _check_attempts(self, spec: GroupSpec, number: int, fate: _Fate, now_ms: int) -> None:
         """Count copies, not deliveries: when a send-back fails the client re-delivers

@@ -31,6 +31,13 @@ the SDK's Pulsar consumer (client_sdk.pulsar_client, seed 000): "increasing" (1 
 (``retry_delay_seconds`` each time); its topic is then a Pulsar one, named in the store's
 terms: ``pulsar|<tenant>|<namespace>|<name>``.
 
+A producer with ``transactional`` sends half messages (the SDK's 4.x transactional
+send) and ends each as the seed draws it: ``rollback_probability`` (its local transaction
+rolls back), ``commit_at_check_probability`` (UNKNOW, committed when the broker checks
+back, ``transactionTimeOut`` later), ``never_answered_probability`` (UNKNOW at every
+check: discarded into TRANS_CHECK_MAX_TIME_TOPIC after ``transactionCheckMax`` checks);
+the rest commit at once. Only committed messages count as accepted for the groups.
+
 A scenario with ``brokers`` N > 1 runs a cluster (broker-a, broker-b, ... behind one
 name server, every topic on every broker): 4.x groups only (the 5.x and Pulsar fronts
 serve one broker). ``broker_write_off`` switches one broker's write permission off for
@@ -76,6 +83,19 @@ class ProducerSpec:
     topic: str = "SimTopic"
     rate: float = 100.0                # messages per virtual second
     body_size: int = 100               # bytes (at least the 9-byte message number prefix)
+    # A transactional producer (the SDK's send_message_in_transaction, 4.x): each message
+    # is a half message whose end is drawn from the seed: rolled back by its local
+    # transaction, left UNKNOW and committed at the broker's first check-back, left UNKNOW
+    # and never answered (discarded after transactionCheckMax checks), or (the rest)
+    # committed by its local transaction.
+    transactional: bool = False
+    rollback_probability: float = 0.0
+    commit_at_check_probability: float = 0.0
+    never_answered_probability: float = 0.0
+
+    @property
+    def transaction_draws(self) -> tuple[float, float, float]:
+        return (self.rollback_probability, self.commit_at_check_probability, self.never_answered_probability)
 
 
 @dataclass(frozen=True)
@@ -233,6 +253,7 @@ def _validate(s: Scenario) -> None:
         if not isinstance(p.rate, (int, float)) or isinstance(p.rate, bool) or not p.rate > 0:
             raise ScenarioError(f"producer rate must be a number > 0 messages per second, got {p.rate!r}")
         _int("producer body_size", p.body_size, lo=9, hi=4 * 1024 * 1024)
+        _transactions(p)
     names = [g.name for g in s.groups]
     if len(set(names)) != len(names):
         raise ScenarioError(f"consumer group names repeat: {names}")
@@ -287,6 +308,23 @@ def _validate(s: Scenario) -> None:
             parse_delay_table(s.message_delay_level)
         except DelayTableError as exc:
             raise ScenarioError(f"message_delay_level: {exc}") from None
+
+
+_TRANSACTION_FIELDS = ("rollback_probability", "commit_at_check_probability", "never_answered_probability")
+
+
+def _transactions(p: ProducerSpec) -> None:
+    if not isinstance(p.transactional, bool):
+        raise ScenarioError(f"producer transactional must be true or false, got {p.transactional!r}")
+    for key in _TRANSACTION_FIELDS:
+        v = getattr(p, key)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
+            raise ScenarioError(f"producer {key} must be between 0 and 1, got {v!r}")
+        if v and not p.transactional:
+            raise ScenarioError(f"producer {key} is for transactional producers: give it \"transactional\": true")
+    if sum(p.transaction_draws) > 1:
+        raise ScenarioError(f"producer rollback, commit_at_check and never_answered probabilities add up to "
+                            f"{sum(p.transaction_draws):g}; they may add up to 1 at most (the rest commit)")
 
 
 def _cluster(s: Scenario) -> None:

@@ -31,6 +31,7 @@ import gc
 import random
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -39,13 +40,15 @@ from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.delay_scheduler import VirtualClock
-from rocketmq_emulator.store.records import create_offset_msg_id
+from rocketmq_emulator.store.accounting import Ledger
+from rocketmq_emulator.store.records import TRANS_CHECK_MAX_TIME_TOPIC, create_offset_msg_id
 
 from ..embedded import EmbeddedBroker
 from ..errors import MQClientError
 from ..listener import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ..message import Message
 from ..push_consumer import PushConsumer
+from ..transaction import LocalTransactionState
 from .invariants import InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
 from .pulsar_consumer import PulsarConsumer, dead_letter_topic
@@ -65,6 +68,13 @@ _OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 _LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 _ORDERLY_OK = ConsumeOrderlyStatus.SUCCESS
 _SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+# what a transactional message's local transaction says, and its producer's checker at a
+# check-back, for each end the seed draws
+_LOCAL_TRANSACTION = {"commit": LocalTransactionState.COMMIT_MESSAGE,
+                      "rollback": LocalTransactionState.ROLLBACK_MESSAGE,
+                      "at_check": LocalTransactionState.UNKNOW, "never": LocalTransactionState.UNKNOW}
+_CHECK_ANSWER = {"commit": LocalTransactionState.COMMIT_MESSAGE, "rollback": LocalTransactionState.ROLLBACK_MESSAGE,
+                 "at_check": LocalTransactionState.COMMIT_MESSAGE, "never": LocalTransactionState.UNKNOW}
 
 
 @dataclass
@@ -82,6 +92,7 @@ class SimulationResult:
     accounts: dict                     # store.accounting summary of the store
     per_group: dict = field(default_factory=dict)
     idle_runs_carried: int = 0         # periodic jobs and idle pull round trips skipped over
+    transactions: dict = field(default_factory=dict)   # transactional sends: how many ended how, check-backs
 
     @property
     def ok(self) -> bool:
@@ -99,7 +110,7 @@ class SimulationResult:
             "idle_runs_carried": self.idle_runs_carried,
             "store": str(self.store_dir), "groups": self.per_group,
             "violations": [v.to_dict() for v in self.violations[:100]],
-        }
+        } | ({"transactions": self.transactions} if self.transactions else {})
 
 
 class Simulation:
@@ -140,6 +151,9 @@ class Simulation:
                                for i, name in enumerate(self.broker_names)}
         self.down_brokers: set[str] = set()
         self.cores: list[BrokerCore] = []
+        # what the run stored, accounted as it is stored (None: a store that held records
+        # before the run, walked at the end instead)
+        self.ledger: Ledger | None = None
         self.checker = InvariantChecker(scenario, list(self.config.delay_levels.delays_ms), START_MS)
         self.schedule = _send_schedule(scenario)
         self.next_number = 0
@@ -180,13 +194,22 @@ class Simulation:
             for t in self.scenario.topics:
                 if member.topics.get(t.name) is None:
                     member.create_topic(t.name, t.queues)
-            stops.append(member.events.subscribe(
-                lambda e, b=member.config.broker_name: self._on_event(e, b),
+            stops.append(member.events.subscribe(      # (a partial: no call of its own, every commit)
+                partial(self._on_event, broker=member.config.broker_name),
                 kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)))
+        if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
+            # A new store: the accounting is kept as records are stored, every boot's (a
+            # crash loses none of them), instead of walking the log at the end.
+            self.ledger = Ledger()
+        if self.ledger is not None:
+            for i, member in enumerate(self.cores):
+                stops.append(member.add_stored_hook(
+                    self.ledger.stored if i == 0 else
+                    lambda rec, msg_id, props, part=i: self.ledger.stored(rec, msg_id, props, part)))
         self._stop_events = lambda: [stop() for stop in stops]
         for name in sorted(self.down_brokers):          # down when the process died: still down
             self.embedded.stop_broker(name)
-        self.producer = self.embedded.producer(PRODUCER_GROUP)
+        self.producer = self.embedded.producer(PRODUCER_GROUP, transaction_checker=self._check_transaction)
         self.consumers = {}
         for spec in self.scenario.groups:
             if spec.name not in self.down_groups:
@@ -226,7 +249,7 @@ class Simulation:
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
-        from rocketmq_emulator.store.accounting import account_message_stores
+        from rocketmq_emulator.store.accounting import account_message_stores, ledger_accounts
 
         emb = self.embedded
         for group_consumers in self.consumers.values():
@@ -238,16 +261,21 @@ class Simulation:
         dlq = {g.name: emb.messages(_dead_letter_topic(g)) if g.protocol == "pulsar" else emb.dlq_messages(g.name)
                for g in self.scenario.groups}
         self.checker.final_checks(now, dlq)
+        if self.checker.transactions:
+            self._final_transaction_checks(now)
         for core in self.cores:
             core.flush()
-        accounts = account_message_stores([core.store for core in self.cores]).summary()
+        stores = [core.store for core in self.cores]
+        accounts = (ledger_accounts(self.ledger, stores) if self.ledger is not None
+                    else account_message_stores(stores)).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
         for (group, topic), stats in self.core.subscriptions.stats().items():
             if group in per_group:          # a Pulsar group: the redeliveries its broker counted
                 mine = per_group[group]
                 for k, v in stats.items():
                     mine[k] = max(mine.get(k, 0), v) if k.startswith("max_") else mine.get(k, 0) + v
-        settled = self.checker.pending == 0 and self.next_number >= self.scenario.messages
+        settled = self.checker.pending == 0 and self.next_number >= self.scenario.messages \
+            and not self.halves_waiting
         carried = self.idle_runs_carried
         self._stop_events()
         emb.hub.close()
@@ -256,7 +284,7 @@ class Simulation:
         return SimulationResult(
             self.scenario, self.store_dir, now - START_MS, settled, time.perf_counter() - self._wall0,
             self.next_number, self.refused_sends, self.checker.deliveries, self.crashes,
-            list(self.checker.violations), accounts, per_group, carried)
+            list(self.checker.violations), accounts, per_group, carried, self._transaction_counts())
 
     @property
     def idle_runs_carried(self) -> int:
@@ -287,7 +315,8 @@ class Simulation:
         self._timeline = [(at, action) for at, action in _timeline(s) if at <= end]
         self.start()
         self.advance_to(max([s.duration_ms] + [at for at, _ in self._timeline]))
-        while (self.checker.pending or self.next_number < s.messages) and self.elapsed_ms < end:
+        while (self.checker.pending or self.next_number < s.messages or self.halves_waiting) \
+                and self.elapsed_ms < end:
             self.advance_to(min(self.elapsed_ms + SETTLE_STEP_MS, end))
         return self.finish()
 
@@ -427,14 +456,63 @@ class Simulation:
         spec = self.scenario.producers[number % len(self.scenario.producers)]
         filler = self.rng.randbytes(spec.body_size - NUMBER_WIDTH - 1).hex()[:spec.body_size - NUMBER_WIDTH - 1]
         body = b"%08d|%s" % (number, filler.encode())
+        msg = Message(spec.topic, body, "sim", f"m{number}")        # topic, body, tags, keys
+        end = self._draw_transaction_end(spec) if spec.transactional else None
         try:
-            res = self.producer.send(Message(spec.topic, body, "sim", f"m{number}"))    # topic, body, tags, keys
+            if end is None:
+                res = self.producer.send(msg)
+            else:
+                res = self.producer.send_message_in_transaction(msg, lambda m, a: _LOCAL_TRANSACTION[end]).send_result
         except MQClientError:
             self.refused_sends += 1
             return False
         self.checker.step += 1
-        self.checker.accepted(number, res.msg_id, res.offset_msg_id)
+        self.checker.accepted(number, res.msg_id, res.offset_msg_id, end, self.clock.now_ms())
         return True
+
+    # -- transactions ----------------------------------------------------------------------------
+    def _draw_transaction_end(self, spec) -> str:
+        rollback, at_check, never = spec.transaction_draws
+        draw = self.rng.random()
+        if draw < rollback:
+            return "rollback"
+        if draw < rollback + at_check:
+            return "at_check"
+        return "never" if draw < rollback + at_check + never else "commit"
+
+    def _check_transaction(self, msg) -> LocalTransactionState:
+        """The producer's checker: the broker asks how message n's transaction ended."""
+        number = int(msg.body[:NUMBER_WIDTH])
+        self.checker.transaction_checked(number, self.clock.now_ms(), self.config.transaction_timeout,
+                                         self.config.transaction_check_max)
+        return _CHECK_ANSWER.get(self.checker.transactions.get(number, "never"), LocalTransactionState.UNKNOW)
+
+    def _transaction_counts(self) -> dict:
+        ends = self.checker.transactions
+        if not ends:
+            return {}
+        out = {end: 0 for end in _LOCAL_TRANSACTION}
+        for end in ends.values():
+            out[end] += 1
+        out["checks"] = sum(len(times) for times in self.checker.checks.values())
+        return out
+
+    @property
+    def halves_waiting(self) -> int:
+        """Half messages waiting for their producer on the running brokers."""
+        return sum(core.transactions.waiting_count() for core in self.cores if not core.stopped)
+
+    def _final_transaction_checks(self, now: int) -> None:
+        emb = self.embedded
+        copies: dict[int, int] = {}
+        for topic in sorted({p.topic for p in self.scenario.producers if p.transactional}):
+            for m in emb.messages(topic):
+                number = int(m.body[:NUMBER_WIDTH])
+                if number in self.checker.transactions:
+                    copies[number] = copies.get(number, 0) + 1
+        discarded = [int(m.body[:NUMBER_WIDTH]) for m in emb.messages(TRANS_CHECK_MAX_TIME_TOPIC)]
+        settled = self.checker.pending == 0 and self.next_number >= self.scenario.messages
+        self.checker.final_transaction_checks(now, copies, discarded, self.halves_waiting, settled)
 
     # -- consuming ------------------------------------------------------------------------------
     def _fails(self, spec: GroupSpec, number: int, attempt: int) -> bool:
@@ -451,12 +529,32 @@ class Simulation:
         max_orderly = spec.max_attempts_failed - 1
 
         delivered = checker.delivered
+        failed = checker.failed
+        finished = checker.finished
         fails = self._fails
+        rng = self.rng
+        group = spec.name
+        slow = spec.slow_probability
 
         def on_messages(msgs, ctx):
             now = clock.now_ms()
             mq = ctx.message_queue
             pulled = mq.topic
+            if not orderly and len(msgs) == 1:
+                # one message (consumeMessageBatchMaxSize 1): the loop below, unrolled
+                m = msgs[0]
+                n = int(m.body[:NUMBER_WIDTH])
+                fate = delivered(spec, n, m, pulled, now)
+                failing = fails(spec, n, m.reconsume_times)
+                if slow and rng.random() < slow:
+                    return self._overrun(spec, msgs, [n], [fate], ctx, now, 0 if failing else None)
+                if fate is not None:
+                    if failing:
+                        failed(spec, fate, m, now)
+                    elif not fate.succeeded:
+                        checker.succeeded(spec, n, fate)
+                finished(group, pulled, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
+                return _LATER if failing else _OK
             if orderly:
                 first = msgs[0].queue_offset
                 if [m.queue_offset for m in msgs] != list(range(first, first + len(msgs))):
@@ -586,8 +684,7 @@ class Simulation:
         expected = []
         for m, fate in zip(msgs, fates):
             if fate is not None:
-                checker.failed(spec, fate, m, now, expired=True)
-                expected.append(fate.failures[-1])
+                expected.append(checker.failed(spec, fate, m, now, expired=True))
             else:
                 expected.append(None)
             checker.finished(spec.name, mq.topic, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
@@ -603,7 +700,7 @@ class Simulation:
         for j, (m, fate) in enumerate(zip(msgs, fates)):
             if fate is None or pq is None or pq.msg_tree.get(m.queue_offset) is not m:
                 continue    # the expiry sent it back, as recorded
-            fate.failures.remove(expected[j])
+            fate.withdraw(expected[j])
             if pq.dropped:
                 continue    # the queue left this consumer: it is delivered again from the committed offset
             if j < ok_upto:

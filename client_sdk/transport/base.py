@@ -16,13 +16,14 @@ interface). Everything the SDK needs is these six members:
     oneway(cmd)               send a oneway request (flag 2); no response
     on_request(handler)       broker→client requests (NOTIFY_CONSUMER_IDS_CHANGED ...)
                               are passed to ``handler(cmd)`` on the loop; a returned
-                              command is sent back as the response (ignored for oneway)
+                              command is sent back as the response (ignored for oneway).
+                              (In process the core's ConsumerIdsChanged comes as it is.)
     close()                   close the connection; pending async requests fail with
                               RemotingConnectError on the loop
 
 plus ``local_address`` ("ip:port" as the broker sees this client) and ``closed``;
-and, for the in-process transport only, ``core()`` / ``core_done()``: the hot calls
-(a send) go to the core's typed operations, no command built (api.py decides).
+and, for the in-process transport only, ``core()`` / ``core_done()`` and ``pull()``:
+every call goes to the core's typed operations, no command built (api.py decides).
 
 Rules for implementers: ``request`` must not need the loop to make progress (a TCP
 transport completes it from its reader, not from a loop task), and callbacks go

@@ -26,7 +26,8 @@ instant) normally.
 
 What a skip does. For each job and held pull due before the limit it works out when
 it would have run last (L) and applies what that run leaves behind: the job's next due;
-the pull re-sent (same header, new opaque) and held until L + suspend, its reply timer
+the pull re-sent (the same request, a new id: a command with a new opaque, or a typed
+pull with a new HeldCall) and held until L + suspend, its reply timer
 re-armed, ``last_pull_timestamp`` = L; lock timestamps = L. Timers and holds are re-armed
 in the order the loop would have armed them — by L, jobs before pull replies (the loop
 moves due timers before it runs the replies' callbacks), then by how they were ordered
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocketmq_emulator.broker.long_polling import HeldPull
 from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_COMMIT_OFFSET, pull_request_of, route_data
-from rocketmq_emulator.broker.operations import PullOutcome
+from rocketmq_emulator.broker.operations import PullOutcome, PullRequest
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 from rocketmq_emulator.broker.topics import retry_topic
 from rocketmq_emulator.delay_scheduler.timer_heap import ascending
@@ -55,6 +56,7 @@ from ..producer import ServiceState
 from ..rebalance import allocate_averagely
 from ..route import TopicRoute
 from ..runtime import Timer
+from .held_calls import HeldCall, next_typed_id
 
 if TYPE_CHECKING:
     from .inprocess import InProcessBroker
@@ -70,8 +72,9 @@ class _Cycle:
     held: HeldPull
     transport: Any
     pull: Any                 # the consumer's _PullRequest
-    request: Any              # the pull as it would be sent again
+    request: Any              # the pull as it would be sent again (a PullRequest, or a command)
     period_ms: int            # the re-sent pull's hold time
+    rerun: Any                # the core's PullRequest the held pull runs again (no commit)
     last_ms: int = 0
 
 
@@ -88,13 +91,22 @@ class IdleSkipper:
         hub = self.hub
         rt = hub.runtime
         core = hub.core
-        if rt._ready or hub._observers or hub._faults or hub.front.has_outgoing:
+        if rt._ready or hub._observers or hub._faults or hub.front.outgoing:
             return
-        now = rt.clock.now_ms()
         for source in rt._sources:      # the core's own deadlines, and any other time source's
             hard = core.next_deadline(holds=False) if source is hub else source.next_deadline()
             if hard is not None and hard < limit:
                 limit = hard
+        # Nothing a skip carries (a timer, a held pull's timeout) comes before the limit:
+        # nothing to do, and nothing more is looked at (most loop turns end here).
+        timers = rt._timers
+        while timers and timers[0][2].cancelled:        # (what the runtime's next_deadline drops too)
+            heapq.heappop(timers)
+        if not timers or timers[0][0] >= limit:
+            held = core.holds.next_deadline()
+            if held is None or held >= limit:
+                return
+        now = rt.clock.now_ms()
         # The first ordinary timer bounds the span before anything costly is checked.
         timers = []
         for entry in ascending(rt._timers, limit):
@@ -129,7 +141,7 @@ class IdleSkipper:
                 break
             kind = t.quiet[0] if t.quiet else None
             if kind == "reply":
-                cycle = cycles.get(t.args[0])
+                cycle = cycles.get(_reply_id(t))
                 ok = cycle is not None and cycle.transport is t.quiet[1] and cycle.held.deadline_ms < due
             elif kind is not None and t.interval is not None:
                 key = (kind, id(t.quiet[1]))
@@ -155,12 +167,22 @@ class IdleSkipper:
         inst = instances.get(transport)
         if inst is None or transport.closed or held.channel.closed:
             return None
-        req = held.context                  # the PULL_MESSAGE command the front held
-        consumer = inst.consumers.get((req.ext_fields or {}).get("consumerGroup"))
+        req = held.context                  # the typed pull's HeldCall, or the PULL_MESSAGE command
+        typed = req.__class__ is HeldCall
+        if typed:
+            group, broker_name = req.request.group, core.config.broker_name
+            if transport._pending.get(req.opaque) is not req:
+                return None
+        else:
+            ext = req.ext_fields or {}
+            group, broker_name = ext.get("consumerGroup"), ext.get("bname")
+            if req.opaque not in transport._pending:
+                return None
+        consumer = inst.consumers.get(group)
         if consumer is None or consumer.state is not ServiceState.RUNNING:
             return None
-        pr = consumer.pull_requests.get(MessageQueue(held.topic, req.ext_fields.get("bname"), held.queue_id))
-        if pr is None or pr.opaque != req.opaque or req.opaque not in transport._pending:
+        pr = consumer.pull_requests.get(MessageQueue(held.topic, broker_name, held.queue_id))
+        if pr is None or pr.opaque != req.opaque:
             return None
         pq = pr.pq
         if pq.dropped or consumer.process_queues.get(pr.mq) is not pq or pq.msg_count or pq.msg_tree:
@@ -169,23 +191,30 @@ class IdleSkipper:
             return None
         sub = consumer.subscriptions.get(pr.mq.topic)
         offset = pr.next_offset
-        if sub is None or held.offset != offset or not _not_found(core, req, held.channel, offset):
+        if sub is None or held.offset != offset or not _not_found(core, held.request, held.channel, offset):
             return None
         mine = consumer.offset_store.table.get(pr.mq)
         if mine is None or mine < offset:     # the NO_NEW_MSG reply would move the offset
             return None
-        header = consumer.pull_header(pr, sub)
-        if header["sysFlag"] & FLAG_COMMIT_OFFSET and \
-                core.store.query_offset(consumer.group, pr.mq.topic, pr.mq.queue_id) != header["commitOffset"]:
+        if typed:
+            again = consumer.pull_request(pr, sub)
+            commit = again.commit_offset
+            rerun = _without_commit(again)
+            period_asked = req.suspend_ms
+        else:
+            header = consumer.pull_header(pr, sub)
+            commit = header["commitOffset"] if header["sysFlag"] & FLAG_COMMIT_OFFSET else None
+            again = BrokerAPI.pull_command(header)
+            rerun = pull_request_of(again, allow_suspend=False)
+            period_asked = int(header["suspendTimeoutMillis"])
+        if commit is not None and core.store.query_offset(consumer.group, pr.mq.topic, pr.mq.queue_id) != commit:
             return None
-        again = BrokerAPI.pull_command(header)
-        if not _not_found(core, again, held.channel, offset):
+        if not _not_found(core, rerun, held.channel, offset):
             return None
-        period = (int(header["suspendTimeoutMillis"]) if core.config.long_polling_enable
-                  else core.config.short_polling_time_mills)
+        period = period_asked if core.config.long_polling_enable else core.config.short_polling_time_mills
         if period <= 0:
             return None
-        return _Cycle(held, transport, pr, again, period)
+        return _Cycle(held, transport, pr, again, period, rerun)
 
     def _settled(self, kind: str, owner, now: int) -> bool:
         core = self.hub.core
@@ -221,9 +250,9 @@ class IdleSkipper:
             self.carried += n
             order.append(((c.last_ms, 1, -first, c.held.seq), c, c.last_ms))
         order.sort(key=lambda o: o[0])
-        moved = {id(t) for _, _, t in jobs}
+        moved = {t for _, _, t in jobs}         # (a Timer hashes by identity, in C)
         # In place: a run call further up the stack (a listener advancing time) holds this list.
-        rt._timers[:] = [e for e in rt._timers if id(e[2]) not in moved]
+        rt._timers[:] = [e for e in rt._timers if e[2] not in moved]
         heapq.heapify(rt._timers)
         for _, item, last in order:
             if isinstance(item, Timer):
@@ -240,23 +269,49 @@ class IdleSkipper:
         core = self.hub.core
         rt = self.hub.runtime
         held, transport, pr = c.held, c.transport, c.pull
-        callback, timer = transport._pending.pop(held.context.opaque)
-        timer.cancel()
-        _, code, timeout = timer.args
-        new = c.request
-        transport._pending[new.opaque] = (callback, rt.schedule(Timer(
-            c.last_ms + int(timeout), transport._timed_out, (new.opaque, code, timeout), quiet=timer.quiet)))
+        old = transport._pending.pop(held.context.opaque)
+        if old.__class__ is HeldCall:
+            old_timer, old.timer = old.timer, None      # (the timer holds the call: no cycle left)
+            old_timer.cancel()
+            timeout = old.timeout_ms
+            call = HeldCall(next_typed_id(), old.callback, c.request, old.suspend_ms, timeout)
+            call.timer = rt.schedule(Timer(c.last_ms + timeout, transport._typed_timed_out, (call,),
+                                           quiet=old_timer.quiet))
+            transport._pending[call.opaque] = call
+            context = call
+        else:
+            callback, timer = old
+            timer.cancel()
+            _, code, timeout = timer.args
+            context = c.request
+            transport._pending[context.opaque] = (callback, rt.schedule(Timer(
+                c.last_ms + int(timeout), transport._timed_out, (context.opaque, code, timeout), quiet=timer.quiet)))
         core.holds.release(held)
-        core.holds.hold(HeldPull(held.channel, pull_request_of(new, allow_suspend=False), new, held.topic,
-                                 held.queue_id, held.offset, held.code_set, c.last_ms + c.period_ms))
-        pr.opaque = new.opaque
+        core.holds.hold(HeldPull(held.channel, c.rerun, context, held.topic, held.queue_id, held.offset,
+                                 held.code_set, c.last_ms + c.period_ms, False, 0, held.min_offset))
+        pr.opaque = context.opaque
         pr.pq.last_pull_timestamp = c.last_ms
 
 
-def _not_found(core, request, channel, offset: int) -> bool:
-    """Would the broker find nothing new for PULL_MESSAGE ``request`` (unsuspended, its
-    commit left out) at ``offset``?"""
-    result = core.pull(pull_request_of(request, allow_suspend=False), channel)
+def _reply_id(timer: Timer) -> int:
+    """The id of the request a reply timer waits for (a command's opaque, or a typed
+    pull's HeldCall's)."""
+    first = timer.args[0]
+    return first.opaque if first.__class__ is HeldCall else first
+
+
+def _without_commit(request: PullRequest) -> PullRequest:
+    """A typed pull as the core holds it (its commit made once, when it came)."""
+    if request.commit_offset is None:
+        return request
+    return PullRequest(request.group, request.topic, request.queue_id, request.offset, request.max_msgs,
+                       request.subscription, request.expression_type, request.sub_version, None)
+
+
+def _not_found(core, request: PullRequest, channel, offset: int) -> bool:
+    """Would the broker find nothing new for the pull ``request`` (its commit left out)
+    at ``offset``?"""
+    result = core.pull(request, channel)
     return result.outcome is PullOutcome.NO_NEW_MESSAGE and result.next_offset == offset
 
 

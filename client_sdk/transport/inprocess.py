@@ -1,25 +1,35 @@
-"""The in-process transport: requests go straight to the 4.x front of a ``BrokerCore``
-in this process — the same ``RemotingCommand`` objects the network would carry
-(ext_fields strings, raw commit-log record bodies), just never encoded into frames.
+"""The in-process transport: a client in this process calls a ``BrokerCore`` directly.
 
-``InProcessBroker`` is the hub for one core: it hands out one ``InProcessTransport``
-(one broker ``Channel``) per client, routes what the front emits later (replies to held
-long-poll pulls, NOTIFY_CONSUMER_IDS_CHANGED) to the right transport, and is a time
-source of the runtime, so the loop ticks the core at ``core.next_deadline()``.
+Every request the SDK makes has a typed form (broker/operations.py) and goes to the
+core's typed operations — sends, pulls (held ones answered by the core's PullReady with
+the records themselves), send-backs, offsets, heartbeats, routes, locks — no
+RemotingCommand built, no string header written or parsed (``BrokerAPI`` decides: it
+asks ``transport.core()``). What is left as commands: the admin requests, and every
+request while an observer or an injected fault is attached (they see, or stop, each
+one as a command) or when the hub crosses the real codec (``loopback``); those go to the
+core's 4.x front, ``RemotingCommand`` objects as the network would carry them.
+
+``InProcessBroker`` is the hub for one core: it hands out one ``InProcessTransport`` (one
+broker ``Channel``, whose notifications it takes) per client, hands what the core
+answers later (held pulls, NOTIFY_CONSUMER_IDS_CHANGED) to the right transport, and is
+a time source of the runtime, so the loop ticks the core at ``core.next_deadline()``.
 """
 from __future__ import annotations
 
 import itertools
 import threading
+from heapq import heappush
 from typing import Callable
 
 from rocketmq_emulator.broker.core import BrokerCore, Channel
 from rocketmq_emulator.broker.fronts.remoting.front import RemotingFront
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
+from rocketmq_emulator.broker.notifications import ConsumerIdsChanged, PullReady, TransactionCheck
 
 from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from ..runtime import ClientRuntime, Timer
 from .base import Connector, RequestHandler, ResponseCallback, Transport
+from .held_calls import HeldCall, next_typed_id
 from .idle_skip import IdleSkipper
 
 __all__ = ["InProcessBroker", "InProcessTransport"]
@@ -28,14 +38,16 @@ __all__ = ["InProcessBroker", "InProcessTransport"]
 class InProcessBroker(Connector):
     """Connects clients to ``core`` and drives it from ``runtime`` (made on the core's
     clock when not given). ``observe(fn)`` sees every request: ``fn(transport, cmd)``.
+    A client's request handler (``Transport.on_request``) gets the core's
+    ConsumerIdsChanged as it is (a command only when the hub carries commands).
 
     On a virtual clock, ``skip_idle`` (default) lets ``advance`` carry settled periodic
     client work forward instead of running it request by request (``idle_skip``): same
     results, but an idle hour costs microseconds. Off while an observer or an injected
     fault is attached, and when two hubs share one runtime.
 
-    Hot calls (sends) go to the core's typed operations directly (``typed_calls``), except
-    while an observer or a fault is attached: those see every request as a command."""
+    Requests go to the core's typed operations (``typed_calls``), except while an
+    observer or a fault is attached: those see every request as a command."""
 
     typed_calls = True
     lock = None             # set by share(): another thread calls the core too
@@ -43,7 +55,7 @@ class InProcessBroker(Connector):
     def __init__(self, core: BrokerCore, runtime: ClientRuntime | None = None, *,
                  skip_idle: bool = True) -> None:
         self.core = core
-        self.front = RemotingFront(core)
+        self.front = RemotingFront(core, subscribe=False)
         self.runtime = runtime if runtime is not None else ClientRuntime(core.clock)
         if self.runtime.clock is not core.clock:
             raise ValueError("the runtime and the broker core must share one clock")
@@ -51,6 +63,10 @@ class InProcessBroker(Connector):
         self._ports = itertools.count(50001)
         self._observers: list[Callable[[InProcessTransport, RemotingCommand], None]] = []
         self._faults: list[_Fault] = []
+        self._stop_notifications = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged,
+                                                                          TransactionCheck))
+        # the runtime asks every loop turn: the core's own (cached) answer, no hop here
+        self.next_deadline = core.next_deadline
         self.runtime.add_source(self)
         self.skipper: IdleSkipper | None = None
         if skip_idle and self.runtime.virtual:
@@ -67,12 +83,13 @@ class InProcessBroker(Connector):
         if self.lock is None:
             self.lock = threading.RLock()
             self.typed_calls = False
+            self.next_deadline = self._locked_next_deadline
             if self.runtime.idle_skipper is self.skipper and self.skipper is not None:
                 self.runtime.idle_skipper = _never_skip
         return self.lock
 
     def connect(self) -> "InProcessTransport":
-        channel = self.front.connect(f"{self.runtime.ip}:{next(self._ports)}")
+        channel = self.core.connect(f"{self.runtime.ip}:{next(self._ports)}", owner=self)
         transport = InProcessTransport(self, channel)
         self._transports[channel] = transport
         return transport
@@ -100,7 +117,7 @@ class InProcessBroker(Connector):
                         self._faults.remove(fault)
                 raise fault.error(f"injected fault: request code {cmd.code} failed in transit")
 
-    # -- the one door into the core --------------------------------------------------
+    # -- the one door into the core for commands ------------------------------------
     def handle(self, transport: "InProcessTransport", cmd: RemotingCommand) -> RemotingCommand | None:
         if self._faults:
             self._check_fault(cmd)
@@ -116,14 +133,32 @@ class InProcessBroker(Connector):
         self._route_outgoing()
         return reply
 
+    def _notified(self, n) -> None:
+        """A held pull answered, a group's consumer ids changed, or a transaction's
+        check-back, for a connection of this hub: to its transport at once (a typed pull's
+        answer as it is, a command's as the 4.x reply; a check-back as its command)."""
+        t = self._transports.get(n.channel)
+        if t is None:
+            return
+        if n.__class__ is PullReady:
+            if n.context.__class__ is HeldCall:
+                t._answered(n.context, n.result)
+                return
+        elif n.__class__ is ConsumerIdsChanged and self.typed_calls and t._handler is not None:   # as it is
+            self.runtime.call_soon(t._handler, n)
+            return
+        self.deliver(t, self.front.command_for(n))
+
     def _route_outgoing(self) -> None:
-        for channel, cmd in self.front.take_outgoing():
-            t = self._transports.get(channel)
-            if t is not None:
-                self.deliver(t, cmd)
+        """What the 4.x front sent clients unasked (RESET_CONSUMER_CLIENT_OFFSET)."""
+        if self.front.outgoing:
+            for channel, cmd in self.front.take_outgoing():
+                t = self._transports.get(channel)
+                if t is not None:
+                    self.deliver(t, cmd)
 
     def deliver(self, transport: "InProcessTransport", cmd: RemotingCommand) -> None:
-        """Hand what the core sent later (a held pull's reply, a notification) to the
+        """Hand a command the core sent later (a held pull's reply, a notification) to the
         client's transport (the loopback transport encodes it first)."""
         transport._deliver(cmd)
 
@@ -133,11 +168,9 @@ class InProcessBroker(Connector):
         self._route_outgoing()
 
     # -- TimeSource --------------------------------------------------------------------
-    def next_deadline(self) -> int | None:
-        if self.lock is not None:
-            with self.lock:
-                return self.core.next_deadline()
-        return self.core.next_deadline()
+    def _locked_next_deadline(self) -> int | None:
+        with self.lock:
+            return self.core.next_deadline()
 
     def tick(self) -> None:
         if self.lock is not None:
@@ -146,12 +179,13 @@ class InProcessBroker(Connector):
                 self._route_outgoing()
             return
         self.core.tick()
-        self._route_outgoing()
+        if self.front.outgoing:
+            self._route_outgoing()
 
     def close(self) -> None:
         for t in list(self._transports.values()):
             t.close()
-        self.front.close()
+        self._stop_notifications()
         self.runtime.remove_source(self)
         if self.skipper is not None and self.runtime.idle_skipper is self.skipper:
             self.runtime.idle_skipper = None
@@ -177,7 +211,8 @@ class InProcessTransport(Transport):
         self.hub = hub
         self.channel = channel
         self.runtime = hub.runtime
-        self._pending: dict[int, tuple[ResponseCallback, object]] = {}
+        # opaque -> (callback, timer) of a command, or the HeldCall of a typed pull
+        self._pending: dict[int, tuple[ResponseCallback, object] | HeldCall] = {}
         self._handler: RequestHandler | None = None
         self._closed = False
 
@@ -191,15 +226,52 @@ class InProcessTransport(Transport):
 
     def core(self):
         """The core, for a typed call, unless an observer or an injected fault is to see
-        (or stop) every command, or this hub carries commands through the codec."""
+        (or stop) every command, this hub carries commands through the codec, or the
+        broker is stopped (its front answers every request with that)."""
         hub = self.hub
         if self._closed or hub._observers or hub._faults or not hub.typed_calls:
             return None
-        return hub.core
+        core = hub.core
+        return None if core.stopped else core
 
     def core_done(self) -> None:
-        self.hub._route_outgoing()
+        hub = self.hub
+        if hub.front.outgoing:          # (what _route_outgoing looks at first: a call fewer per typed call)
+            hub._route_outgoing()
 
+    # -- typed pulls -----------------------------------------------------------------------
+    def pull(self, request, suspend_ms: int, callback: ResponseCallback, timeout_ms: int) -> int:
+        """The core's pull of ``request``, long-polling for ``suspend_ms``: later, on the
+        loop, ``callback(PullResult, None)`` — at once when it found something or was
+        refused, else when the core answers the held pull — or ``callback(None, error)``
+        after ``timeout_ms`` without an answer. Returns the call's id. (Callers ask
+        ``core()`` first.)"""
+        opaque = next_typed_id()
+        call = HeldCall(opaque, callback, request, suspend_ms, timeout_ms)
+        result = self.hub.core.pull_or_hold(request, self.channel, suspend_ms, call)
+        rt = self.runtime
+        if result is not None:
+            rt._ready.append((callback, (result, None)))        # (runtime.call_soon, inlined)
+        else:
+            due = rt.clock.now_ms() + timeout_ms
+            call.timer = timer = Timer(due, self._typed_timed_out, (call,), None, ("reply", self))
+            heappush(rt._timers, (due, next(rt._seq), timer))   # (runtime.schedule, inlined)
+            self._pending[opaque] = call
+        return opaque
+
+    def _answered(self, call: HeldCall, result) -> None:
+        if self._pending.pop(call.opaque, None) is not None:
+            call.timer.cancelled = True                         # (Timer.cancel, inlined)
+            call.timer = None           # (the timer holds the call: no cycle left for the collector)
+            self.runtime._ready.append((call.callback, (result, None)))
+
+    def _typed_timed_out(self, call: HeldCall) -> None:
+        if self._pending.pop(call.opaque, None) is not None:
+            call.timer = None
+            call.callback(None, RemotingTimeoutError(f"wait response on a pull of {call.request.topic}/"
+                                                     f"{call.request.queue_id} timed out"))
+
+    # -- commands --------------------------------------------------------------------------
     def request(self, cmd: RemotingCommand, timeout_ms: int = 3000) -> RemotingCommand:
         if self._closed:
             raise RemotingConnectError(f"connection {self.channel.remote} is closed")
@@ -242,7 +314,12 @@ class InProcessTransport(Transport):
         self._closed = True
         self.hub._forget(self)
         pending, self._pending = self._pending, {}
-        for callback, timer in pending.values():
+        for entry in pending.values():
+            if entry.__class__ is HeldCall:
+                callback, timer = entry.callback, entry.timer
+                entry.timer = None
+            else:
+                callback, timer = entry
             timer.cancel()
             self.runtime.call_soon(callback, None, RemotingConnectError("connection closed"))
 

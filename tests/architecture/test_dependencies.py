@@ -65,6 +65,7 @@ CLIENT_SDK_MAY_IMPORT = {
     # the core and its typed API
     "broker.core": "the in-process broker (EmbeddedBroker, the in-process transports)",
     "broker.operations": "typed requests and results",
+    "broker.notifications": "the core's typed notifications (the in-process hub takes held pulls' answers)",
     "broker.config": "BrokerConfig for an embedded broker",
     "broker.events": "the retry lifecycle's events (the simulator's accounting)",
     "broker.topics": "topic names and configs",

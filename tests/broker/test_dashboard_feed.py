@@ -42,3 +42,21 @@ def test_a_delayed_send_is_redelivered_with_its_level_and_no_group():
     assert event["delay_level"] == 2 and "group" not in event
     feed.close()
     broker.close()
+
+
+def test_the_dashboard_state_lists_transactions_waiting_with_their_next_check():
+    from rocketmq_emulator.client_sdk import LocalTransactionState
+
+    broker = EmbeddedBroker()
+    broker.create_topic("Payments", 1)
+    producer = broker.producer("tx-app", transaction_checker=lambda msg: LocalTransactionState.UNKNOW)
+    sent = producer.send_message_in_transaction(Message("Payments", b"undecided"),
+                                                lambda m, a: LocalTransactionState.UNKNOW)
+    start = broker.now_ms
+    [row] = dashboard_state([broker.core])["half_messages"]
+    assert (row["transaction_id"], row["topic"], row["producer_group"], row["checks"], row["next_check_ms"]) == \
+        (sent.transaction_id, "Payments", "tx-app", 0, start + 6_000)
+    broker.advance("6s")
+    [row] = dashboard_state([broker.core])["half_messages"]
+    assert row["checks"] == 1 and row["next_check_ms"] == start + 66_000
+    broker.close()

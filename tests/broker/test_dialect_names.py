@@ -28,7 +28,7 @@ def test_a_4x_producer_does_not_auto_create_a_pulsar_store_name(core, client):
     assert core.topics.get("Plain").queue_nums == 4
 
 
-def test_a_5x_client_does_not_auto_create_a_pulsar_store_name(core):
+def test_a_5x_client_auto_creates_no_topic_and_a_pulsar_store_name_is_not_found(core):
     pytest.importorskip("grpc", reason="needs the grpc extra: ./dev test installs it")
     from rocketmq_emulator.broker.fronts.grpc5.convert import pb
     from rocketmq_emulator.broker.fronts.grpc5.front import Rocketmq5Front
@@ -39,7 +39,9 @@ def test_a_5x_client_does_not_auto_create_a_pulsar_store_name(core):
     status, _ = front.query_assignment(BASE, "g", pb.Endpoints())
     assert status.code == pb.TOPIC_NOT_FOUND
     assert core.topics.get(BASE) is None
-    assert front.query_route("Plain5", pb.Endpoints())[0].code == pb.OK
+    # no 5.x route creates its topic (issue 42): a plain name is refused the same way
+    assert front.query_route("Plain5", pb.Endpoints())[0].code == pb.TOPIC_NOT_FOUND
+    assert core.topics.get("Plain5") is None
 
 
 def test_a_pulsar_topic_that_exists_stays_open_to_4x_clients(core, client):

@@ -308,3 +308,25 @@ def test_a_change_of_invisible_time_ends_the_renewal():
     [again] = pop(core).messages
     assert again.delivery_attempt == 2
     core._check()
+
+
+def test_in_a_fifo_group_messages_without_a_message_group_wait_for_none_and_hold_none_back():
+    """Issue 42 item 5: only the message group of an un-acked message waits; a message
+    without one (a normal or delay message read by a FIFO group) is its own group."""
+    core = fifo_broker()
+
+    def plain(body):                                    # queue 0 too, no __SHARDINGKEY
+        res = core.send(SendRequest("P", T, body, queue_id=0, properties={Prop.UNIQ_KEY: body.decode()}),
+                        core.connect())
+        assert res.outcome is SendOutcome.STORED
+
+    send_group(core, b"a0", "A")
+    plain(b"plain-0")
+    send_group(core, b"a1", "A")
+    plain(b"plain-1")
+    first = fifo_pop(core)
+    assert [m.record.body for m in first] == [b"a0", b"plain-0", b"plain-1"]      # a1 waits for a0
+    assert fifo_pop(core) == []
+    core.advance_clock(10_000)                          # none acked: all come back, a1 still behind a0
+    assert sorted(m.record.body for m in fifo_pop(core)) == [b"a0", b"plain-0", b"plain-1"]
+    core._check()

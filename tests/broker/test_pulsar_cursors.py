@@ -203,7 +203,7 @@ def test_seek_resets_the_cursor_and_detaches_its_consumers():
     subs.flow("c", 10)
     assert [b for b, _ in bodies(subs.dispatch(G, T))] == [b"m1", b"m2", b"m3", b"m4"]
     assert subs.last("c") == (4, 1)
-    t3 = core.store.look_message_by_offset(core.store.queue_entry(T, 0, 3)[0]).store_timestamp
+    t3 = core.store.look_message_by_offset(core.store.queue_entry(T, 0, 3)[0]).born_timestamp
     assert subs.offset_at_time(T, t3) <= 3 and subs.offset_at_time(T, t3 + 10**9) == 5
     subs._check()
 

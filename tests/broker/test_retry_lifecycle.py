@@ -192,3 +192,35 @@ def test_a_send_back_records_one_sent_back_event_with_the_due_time_of_its_delay(
         core.clock.now_ms() + 10_000, core.clock.now_ms() + 3 * 60_000]
     assert [(e.topic, e.queue_id) for e in sent] == [("%RETRY%G", 0)] * 2
     assert all(type(e.delay_level) is int for e in sent)
+
+
+# -- RocketMQ transactions: the producer-side check-back ladder --------------------------------------
+@pytest.mark.parametrize("times_before, dead, attempt, why", [
+    (None, False, 1, "the first check: no TRANSACTION_CHECK_TIMES yet"),
+    ("1", False, 2, "each check counts one more"),
+    ("14", False, 15, "the 15th check (transactionCheckMax)"),
+    ("15", True, 15, "checked transactionCheckMax times: discarded (needDiscard)"),
+    ("99", True, 99, "past the maximum (a lowered transactionCheckMax): discarded"),
+])
+def test_transaction_check_counts_checks_then_discards(times_before, dead, attempt, why):
+    from rocketmq_emulator.broker.retry_lifecycle import transaction_check
+
+    props = {"REAL_TOPIC": "Orders", "UNIQ_KEY": "U1"}
+    if times_before is not None:
+        props["TRANSACTION_CHECK_TIMES"] = times_before
+    d = transaction_check(props, 7, check_max=15, interval_ms=60 * S)
+    assert (d.dead_letter, d.attempt) == (dead, attempt), why
+    if dead:
+        assert d.topic == "TRANS_CHECK_MAX_TIME_TOPIC" and d.properties == props
+    else:
+        assert d.topic == "RMQ_SYS_TRANS_HALF_TOPIC" and d.delay_ms == 60 * S
+        assert d.properties == {**props, "TRANSACTION_CHECK_TIMES": str(attempt), "TRAN_PREPARED_QUEUE_OFFSET": "7"}
+
+
+@pytest.mark.parametrize("immunity, first_ms", [(None, 6 * S), ("30", 30 * S), ("-1", 6 * S), ("x", 6 * S),
+                                                ("0", 0)])
+def test_the_first_check_comes_transaction_timeout_or_the_producers_own_time_after_the_half(immunity, first_ms):
+    from rocketmq_emulator.broker.retry_lifecycle import TRANSACTION_TIMEOUT_MS, transaction_first_check_ms
+
+    props = {} if immunity is None else {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}
+    assert TRANSACTION_TIMEOUT_MS == 6 * S and transaction_first_check_ms(props) == first_ms

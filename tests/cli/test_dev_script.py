@@ -115,12 +115,23 @@ def test_bench_with_the_peer_bench_present_goes_on_to_install_and_run(clone):
 
 
 def _imports(path: Path) -> set[str]:
+    return _imports_of(path.read_text())
+
+
+def _imports_of(source: str) -> set[str]:
+    """Imports of a module, and of the scripts it carries as strings to run in a child
+    Python (delivery_cost runs w1_retry that way)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "import " in node.value:
+            try:
+                names |= _imports_of(node.value)
+            except SyntaxError:
+                pass  # a string that is not a script
     return names
 
 

@@ -1,7 +1,9 @@
-"""The in-process transport: the same RemotingCommand objects the network carries,
-held long-poll replies routed later, oneway requests, closing, injected faults; and
-the runtime on a real (System) clock."""
+"""The in-process transport: commands sent as commands (the RemotingCommand objects the
+network carries), held long-poll replies routed later, oneway requests, closing,
+injected faults, the consumer-ids notification; and the runtime on a real (System) clock."""
 import pytest
+
+from rocketmq_emulator.broker.notifications import ConsumerIdsChanged
 
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, EmbeddedBroker, Message, RemotingConnectError, RemotingTimeoutError
@@ -74,12 +76,24 @@ def test_injected_faults_fail_in_transit(rocketmq_broker):
 
 
 def test_notify_consumer_ids_changed_reaches_the_other_consumers(rocketmq_broker, rocketmq_consumer):
+    """In process the other consumer's connection gets the core's ConsumerIdsChanged as
+    it is (issue 37: no command built); over the codec, NOTIFY_CONSUMER_IDS_CHANGED."""
     rocketmq_broker.create_topic("T", 2)
     seen = []
     a = rocketmq_consumer("g", "T", listener=lambda m, c: CONSUME_SUCCESS)
-    a.instance.transport.on_request(lambda cmd: seen.append((cmd.code, cmd.ext_fields, cmd.is_oneway)))
+    a.instance.transport.on_request(seen.append)
     rocketmq_consumer("g", "T", listener=lambda m, c: CONSUME_SUCCESS)
-    assert seen == [(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "g"}, True)]
+    assert seen == [ConsumerIdsChanged(a.instance.transport.channel, "g")]
+
+
+def test_over_the_codec_the_notification_is_a_oneway_command():
+    with EmbeddedBroker(transport="loopback") as broker:
+        broker.create_topic("T", 2)
+        seen = []
+        a = broker.push_consumer("g", "T", listener=lambda m, c: CONSUME_SUCCESS)
+        a.instance.transport.on_request(lambda cmd: seen.append((cmd.code, cmd.ext_fields, cmd.is_oneway)))
+        broker.push_consumer("g", "T", listener=lambda m, c: CONSUME_SUCCESS)
+        assert seen == [(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "g"}, True)]
 
 
 def test_the_runtime_runs_on_the_system_clock_too():

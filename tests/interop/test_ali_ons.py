@@ -38,12 +38,12 @@ LEVELS = levels_of(DEFAULT_MESSAGE_DELAY_LEVEL)
 class OnsDriver:
     """ons_driver.js in a node process; its JSON-line events collected by a thread."""
 
-    def __init__(self, namesrv: str, ok_count: int, poison_count: int):
+    def __init__(self, namesrv: str, ok_count: int, poison_count: int, max_reconsume: int = MAX_RECONSUME):
         node = shutil.which("node")
         if node is None or not (HERE / "node_modules" / "ali-ons").is_dir():
             pytest.fail("node or ali-ons is missing: run ./dev test, which installs them")
         config = {"nameSrv": namesrv, "topic": TOPIC, "group": GROUP, "okCount": ok_count,
-                  "poisonCount": poison_count, "maxReconsumeTimes": MAX_RECONSUME}
+                  "poisonCount": poison_count, "maxReconsumeTimes": max_reconsume}
         self.proc = subprocess.Popen([node, "ons_driver.js", json.dumps(config)], cwd=HERE,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.events: list[dict] = []

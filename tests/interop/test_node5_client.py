@@ -32,13 +32,14 @@ HERE = Path(__file__).resolve().parent
 
 
 class Node5Driver:
-    """node5_driver.js in a node process; its JSON-line events collected by a thread."""
+    """node5_driver.js (or another ``script`` of this folder) in a node process; its
+    JSON-line events collected by a thread."""
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, script: str = "node5_driver.js"):
         node = shutil.which("node")
         if node is None or not (HERE / "node_modules" / "rocketmq-client-nodejs").is_dir():
             pytest.fail("node or rocketmq-client-nodejs is missing: run ./dev test, which installs them")
-        self.proc = subprocess.Popen([node, "node5_driver.js", json.dumps(config)], cwd=HERE,
+        self.proc = subprocess.Popen([node, script, json.dumps(config)], cwd=HERE,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.events: list[dict] = []
         self._arrivals: queue.Queue = queue.Queue()
@@ -94,6 +95,7 @@ def server(tmp_path):
 
 
 def test_a_node_push_consumer_gets_every_retry_at_once_then_the_dlq(server):
+    cli(server, "topic", "create", "NodeRetries")
     before = server_now(server)
     driver = Node5Driver({"endpoints": f"127.0.0.1:{server.grpc_port}", "topic": "NodeRetries",
                           "group": "node-group", "body": "always fails"})

@@ -84,3 +84,11 @@ def test_the_installed_cli_finds_the_commands_of_the_packages_above_the_broker(i
     done = run([cli, "simulate", "--messages", "5", "--out", str(tmp_path / "sim"), "--quiet", "--json"])
     assert '"accepted": 5' in done.stdout
     assert "--data-dir" in run([cli, "snapshot", "--help"]).stdout
+
+
+def test_the_wheel_carries_the_dashboard_page(installed):
+    """The page is a file beside its module (package data): the wheel must carry it."""
+    done = run([installed, "-c", "from rocketmq_emulator.broker.fronts.http.dashboard_page import PAGE; "
+                                 "print(len(PAGE), '<title>rocketmq-emulator</title>' in PAGE)"])
+    size, has_title = done.stdout.split()
+    assert int(size) > 10_000 and has_title == "True"

@@ -18,17 +18,19 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from rocketmq_emulator.store.records import SYSTEM_PROPERTY_KEYS, MessageRecord, Prop, SysFlag
 
-from ...invisible_time import SHARDING_KEY
+from ...message_types import SHARDING_KEY
 
 from .stubs import pb
 
 __all__ = ["pb", "SHARDING_KEY", "status", "timestamp_ms", "duration_ms", "duration", "to_proto_message",
            "user_properties", "message_type_of"]
 
-# Properties the broker or the proxy sets (MessageConst's, and the 5.x ones): never shown
-# as user properties.
+# Properties the broker or the proxy sets (MessageConst's STRING_HASH_SET, and the 5.x
+# ones): never shown as user properties. Like the proxy's GrpcConverter, what is not in
+# it is: a FIFO message's __SHARDINGKEY (its message group), a transaction's
+# __transactionId__.
 _SYSTEM_KEYS = SYSTEM_PROPERTY_KEYS | {
-    Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC, SHARDING_KEY, "__BORNHOST",
+    Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC, "__BORNHOST",
     "BORN_TIMESTAMP", "POP_CK", "1ST_POP_TIME", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS",
 }
 
@@ -58,13 +60,16 @@ def user_properties(props: dict) -> dict:
     return {k: v for k, v in props.items() if k not in _SYSTEM_KEYS}
 
 
-def message_type_of(props: dict, sys_flag: int) -> int:
-    """A stored message's type as a 5.x client is told it (inferred for 4.x messages)."""
-    if props.get(Prop.TRAN_MSG) == "true" or sys_flag & SysFlag.TRANSACTION_MASK:
+def message_type_of(props: dict, sys_flag: int = 0) -> int:
+    """A stored message's type as the proxy tells a 5.x client (GrpcConverter: a half
+    message's TRAN_MSG, a delay's DELAY or TIMER_*, a message group; inferred alike for
+    4.x messages). A committed transaction no longer has TRAN_MSG: it is told as NORMAL
+    (or FIFO), as the proxy tells it."""
+    if props.get(Prop.TRAN_MSG) == "true":
         return pb.TRANSACTION
-    if props.get(Prop.TIMER_DELIVER_MS) or props.get(Prop.DELAY):
+    if Prop.TIMER_DELIVER_MS in props or Prop.DELAY in props or Prop.TIMER_DELAY_SEC in props:
         return pb.DELAY
-    if props.get(SHARDING_KEY):
+    if SHARDING_KEY in props:
         return pb.FIFO
     return pb.NORMAL
 
@@ -75,9 +80,10 @@ def _host(host) -> str:
 
 
 def to_proto_message(rec: MessageRecord, topic: str, receipt_handle: str, delivery_attempt: int,
-                     queue_id: int, queue_offset: int, invisible_ms: int) -> pb.Message:
+                     queue_id: int, queue_offset: int, invisible_ms: int | None) -> pb.Message:
     """A delivered message: under the topic the consumer asked for, its body inflated
-    if the producer compressed it, an MD5 digest, delivery_attempt >= 1."""
+    if the producer compressed it, an MD5 digest, delivery_attempt >= 1. (A half message
+    shown to its producer in a check-back has no receipt handle and no invisible time.)"""
     props = rec.properties
     body = rec.body
     if rec.sys_flag & SysFlag.COMPRESSED:
@@ -94,9 +100,10 @@ def to_proto_message(rec: MessageRecord, topic: str, receipt_handle: str, delive
         receipt_handle=receipt_handle,
         queue_id=queue_id,
         queue_offset=queue_offset,
-        invisible_duration=duration(invisible_ms),
         delivery_attempt=delivery_attempt,
     )
+    if invisible_ms is not None:
+        sp.invisible_duration.CopyFrom(duration(invisible_ms))
     if props.get(Prop.TAGS):
         sp.tag = props[Prop.TAGS]
     if props.get(Prop.KEYS):

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import logging
 import zlib
+from typing import Callable
 
-from rocketmq_emulator.store.records import Prop
+from rocketmq_emulator.store.records import Prop, SysFlag
 
-from ...operations import (AckOutcome, InvisibleOutcome, PopOutcome, PopRequest, SendOutcome, SendRequest)
+from ...operations import (AckOutcome, EndOutcome, EndTransaction, InvisibleOutcome, PopOutcome, PopRequest,
+                           Registration, Resolution, SendOutcome, SendRequest)
 from ...invisible_time import MAX_INVISIBLE_MS
 from ...dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
+from ...message_types import accepted_types
+from ...notifications import TransactionCheck
 from ...retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, FIFO_RETRY_INTERVAL_MS, ROCKETMQ5_UNORDERED_INTERVALS_MS
 from ...topics import TopicNameError, validate_topic_name
 from .convert import SHARDING_KEY, duration, duration_ms, pb, status, timestamp_ms, to_proto_message
@@ -46,7 +50,11 @@ _SEND_CODES = {
     SendOutcome.QUEUE_ILLEGAL: pb.BAD_REQUEST,
     SendOutcome.GROUP_NOT_EXIST: pb.CONSUMER_GROUP_NOT_FOUND,
     SendOutcome.STORE_REFUSED: pb.INTERNAL_SERVER_ERROR,
+    SendOutcome.MESSAGE_TYPE_MISMATCH: pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
 }
+_RESOLUTIONS = {pb.COMMIT: Resolution.COMMIT, pb.ROLLBACK: Resolution.ROLLBACK}
+_END_CODES = {EndOutcome.NOT_FOUND: pb.INVALID_TRANSACTION_ID, EndOutcome.GROUP_MISMATCH: pb.INVALID_TRANSACTION_ID,
+              EndOutcome.STORE_REFUSED: pb.INTERNAL_SERVER_ERROR}
 _POP_CODES = {
     PopOutcome.TOPIC_NOT_EXIST: pb.TOPIC_NOT_FOUND,
     PopOutcome.GROUP_NOT_EXIST: pb.CONSUMER_GROUP_NOT_FOUND,
@@ -60,6 +68,15 @@ class Rocketmq5Front:
         self.core = core
         self.settings: dict[str, pb.Settings] = {}      # x-mq-client-id -> the client's last Settings
         self._channel = core.connect(remote="127.0.0.1:0")
+        # A producer's own connection to the core: it is registered as a producer of each
+        # topic it publishes (the proxy's producer group for a 5.x client is the topic), so
+        # the core's transaction check-backs find it.
+        self._producers: dict[str, object] = {}          # client id -> its Channel
+        self._client_of: dict[int, str] = {}              # channel id -> client id
+        # ``outgoing(client_id, TelemetryCommand)``: how the adapter writes a command on a
+        # client's Telemetry stream (the listener sets it)
+        self.outgoing: Callable[[str, object], None] | None = None
+        self.close = core.subscribe(self._on_check, (TransactionCheck,))
 
     # -- clients -----------------------------------------------------------------------------
     def telemetry_settings(self, client_id: str, settings: pb.Settings) -> pb.Settings | None:
@@ -72,6 +89,7 @@ class Rocketmq5Front:
         out.CopyFrom(settings)
         out.metric.on = False
         if settings.HasField("publishing"):
+            self._register_producer(client_id, [t.name for t in settings.publishing.topics])
             out.backoff_policy.CopyFrom(_PRODUCER_BACKOFF)
             out.publishing.max_body_size = self.core.config.max_message_size
             out.publishing.validate_message_type = True
@@ -108,21 +126,33 @@ class Rocketmq5Front:
         """NotifyClientTermination, or the client's Telemetry stream ended: forget its
         settings and release its auto-renewed deliveries (visible again after 1 s)."""
         self.settings.pop(client_id, None)
+        channel = self._producers.pop(client_id, None)
+        if channel is not None:
+            self._client_of.pop(channel.id, None)
+            self.core.disconnect(channel)
         if client_id:
             self.core.release_client(client_id)
         return status(pb.OK, "OK")
 
+    def _register_producer(self, client_id: str, topics: list[str]) -> None:
+        channel = self._producers.get(client_id)
+        if channel is None:
+            channel = self._producers[client_id] = self.core.connect(remote=f"5.x {client_id}", owner=self)
+            self._client_of[channel.id] = client_id
+        self.core.register(Registration(client_id, producers=tuple(t for t in topics if t)), channel)
+
     # -- routes --------------------------------------------------------------------------------
     def query_route(self, topic: str, endpoints: pb.Endpoints):
         """(status, queues): every queue of the topic, broker "broker-a" id 0 at the
-        client's own access point (what the proxy does). An unknown topic is created
-        when autoCreateTopicEnable is on (this broker's default), else TOPIC_NOT_FOUND."""
+        client's own access point (what the proxy does), each accepting the topic's
+        message type (an untyped topic: NORMAL, FIFO and DELAY). A topic that does not
+        exist is TOPIC_NOT_FOUND, as a proxy answers: no route lookup creates one."""
         tc = self._topic(topic)
         if tc.__class__ is pb.Status:
             return tc, []
         broker = pb.Broker(name=self.core.config.broker_name, id=0, endpoints=endpoints)
         perm = {2: pb.WRITE, 4: pb.READ, 6: pb.READ_WRITE}.get(tc.perm & 6, pb.NONE)
-        types = [pb.NORMAL, pb.FIFO, pb.DELAY]
+        types = [pb.MessageType.Value(t) for t in accepted_types(tc.message_type)]
         queues = [pb.MessageQueue(topic=pb.Resource(name=topic), id=q, permission=perm, broker=broker,
                                   accept_message_types=types)
                   for q in range(max(tc.read_queue_nums, tc.write_queue_nums))]
@@ -150,14 +180,12 @@ class Rocketmq5Front:
             validate_topic_name(topic)
         except TopicNameError as exc:
             return status(pb.ILLEGAL_TOPIC, str(exc))
-        core = self.core
-        tc = core.topics.get(topic)
+        tc = self.core.topics.get(topic)
         if tc is None and is_pulsar_store_topic(topic):
             return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found ({NOT_CREATED_BY_ROCKETMQ})")
         if tc is None:
-            tc = core.auto_create_topic(topic)
-        if tc is None:
-            return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found")
+            return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found: create it first (rocketmq-emulator topic "
+                                              f"create {topic}, or mqadmin updateTopic)")
         return tc
 
     # -- producing -------------------------------------------------------------------------------
@@ -168,8 +196,6 @@ class Rocketmq5Front:
         sp = m.system_properties
         if not m.body:
             return status(pb.MESSAGE_BODY_EMPTY, "message body is empty"), []
-        if sp.message_type == pb.TRANSACTION:
-            return status(pb.UNSUPPORTED, "transactional messages are not supported by this broker"), []
         if not sp.message_id.strip():
             return status(pb.ILLEGAL_MESSAGE_ID, "message_id is blank"), []
         if sp.HasField("tag") and (not sp.tag.strip() or "|" in sp.tag):
@@ -184,6 +210,13 @@ class Rocketmq5Front:
             props[Prop.KEYS] = " ".join(sp.keys)
         props[Prop.UNIQ_KEY] = sp.message_id
         topic = m.topic.name
+        props[Prop.PGROUP] = topic          # the proxy's producer group: the topic (transaction checks find it)
+        sys_flag = 0
+        if sp.message_type == pb.TRANSACTION:
+            props[Prop.TRAN_MSG] = "true"
+            sys_flag = SysFlag.TRANSACTION_PREPARED
+            if sp.HasField("orphaned_transaction_recovery_duration"):
+                props[Prop.CHECK_IMMUNITY_TIME_IN_SECONDS] = str(sp.orphaned_transaction_recovery_duration.seconds)
         queue_id = -1
         if sp.HasField("message_group"):
             if len(sp.message_group.encode()) >= 64:
@@ -196,16 +229,53 @@ class Rocketmq5Front:
             props["__BORNHOST"] = sp.born_host
         deliver_at = timestamp_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else None
         born = timestamp_ms(sp.born_timestamp) if sp.HasField("born_timestamp") else self.core.clock.now_ms()
-        result = self.core.send(SendRequest("", topic, bytes(m.body), queue_id, props, 0, 0, born,
-                                            max(sp.delivery_attempt - 1, 0), None, "TBW102", 4, deliver_at),
+        # no default topic: a 5.x send never creates its topic (the proxy finds no route for it)
+        result = self.core.send(SendRequest(topic, topic, bytes(m.body), queue_id, props, 0, sys_flag, born,
+                                            max(sp.delivery_attempt - 1, 0), None, "", 4, deliver_at),
                                 self._channel)
         if result.outcome is not SendOutcome.STORED:
             code = _SEND_CODES.get(result.outcome, pb.INTERNAL_SERVER_ERROR)
             return status(code, result.remark), [spb.SendResultEntry(status=status(code, result.remark),
                                                                     message_id=sp.message_id)]
+        # transaction_id: the message id, as the broker answers every send (SendMessageProcessor)
         entry = spb.SendResultEntry(status=status(pb.OK, "OK"), message_id=sp.message_id,
-                                   offset=result.queue_offset)
+                                   transaction_id=sp.message_id, offset=result.queue_offset)
         return status(pb.OK, "OK"), [entry]
+
+    # -- transactions --------------------------------------------------------------------------
+    def end_transaction(self, topic: str, transaction_id: str, resolution: int, source: int) -> pb.Status:
+        """EndTransaction: COMMIT or ROLLBACK the half message of ``transaction_id``; any
+        other resolution (a checker that does not know yet) leaves it for the next check.
+        The producer group is the topic, as the proxy names it."""
+        try:
+            validate_topic_name(topic)
+        except TopicNameError as exc:
+            return status(pb.ILLEGAL_TOPIC, str(exc))
+        if not transaction_id.strip():
+            return status(pb.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
+        result = self.core.end_transaction(EndTransaction(topic, transaction_id,
+                                                          _RESOLUTIONS.get(resolution, Resolution.UNKNOWN),
+                                                          source == pb.SOURCE_SERVER_CHECK))
+        code = _END_CODES.get(result.outcome)
+        if code is not None:
+            return status(code, result.remark)
+        return status(pb.OK, "OK")
+
+    def _on_check(self, check: TransactionCheck) -> None:
+        """The core asks a producer of this front how a transaction ended: a
+        RecoverOrphanedTransactionCommand on its Telemetry stream, with the half message
+        as the proxy builds it (GrpcConverter#buildMessage)."""
+        if check.channel.owner is not self or self.outgoing is None:
+            return
+        client_id = self._client_of.get(check.channel.id)
+        if client_id is None:
+            return
+        rec = check.record
+        message = to_proto_message(rec, rec.topic, "", rec.reconsume_times + 1, rec.queue_id, check.queue_offset,
+                                   None)
+        self.outgoing(client_id, spb.TelemetryCommand(recover_orphaned_transaction_command=
+                                                      spb.RecoverOrphanedTransactionCommand(
+                                                          message=message, transaction_id=check.transaction_id)))
 
     # -- consuming -----------------------------------------------------------------------------
     def receive(self, req, client_id: str = "") -> tuple[pb.Status | None, list]:
@@ -233,11 +303,10 @@ class Rocketmq5Front:
                                                          f"{MAX_INVISIBLE_MS} ms, got {invisible} ms"), []
         gc = self.core.groups.find(group) if group else None
         fifo = gc is not None and gc.consume_message_orderly
-        # the proxy pops every queue of the broker whatever queue a client names; only a
-        # FIFO group's per-queue assignment (order pop) reads its one queue
-        queue_id = req.message_queue.id if fifo else -1
+        # the proxy pops every queue of the broker whatever queue a client names (a FIFO
+        # group's per-queue assignment too: ConsumerProcessor pops queue -1)
         renew_for = client_id if req.auto_renew else ""
-        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, queue_id, renew_for))
+        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, -1, renew_for, client_id))
         if result.outcome is PopOutcome.NO_NEW_MESSAGE:
             return None, []
         if result.outcome is not PopOutcome.FOUND:
@@ -280,8 +349,9 @@ class Rocketmq5Front:
 
 
 # Property names a 5.x client may not set (the proxy's reserved set, in part): the
-# broker's own bookkeeping would be confused by them.
+# broker's own bookkeeping would be confused by them. (__SHARDINGKEY is not one: the
+# proxy takes it as a user property, and a message group overrides it.)
 _RESERVED = frozenset({Prop.UNIQ_KEY, Prop.TAGS, Prop.KEYS, Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID,
                        Prop.RETRY_TOPIC, Prop.ORIGIN_MESSAGE_ID, Prop.RECONSUME_TIME, Prop.MAX_RECONSUME_TIMES,
                        Prop.TRAN_MSG, Prop.WAIT, Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC,
-                       SHARDING_KEY})
+                       Prop.PGROUP})

@@ -9,6 +9,11 @@ message is stored or re-stored (a core event: a send, a delay ending, an invisib
 ending, which the core's tick revives) or its long-poll time is up, then answers
 MESSAGE_NOT_FOUND. Plaintext only.
 
+A Telemetry stream carries the server's commands too: the front's transaction
+check-backs (RecoverOrphanedTransactionCommand) are queued for the client's stream
+(``GrpcServer.push``, from whichever thread ticked the core) and written in order with
+the answers to its Settings.
+
 Limits (connection_guard.py's, given to gRPC's own core as channel arguments): at most
 ``max_connections`` connections, the HTTP/2 handshake within ``handshake_timeout_s``,
 a connection with no call for ``idle_timeout_s`` closed (a 5.x client keeps its
@@ -95,7 +100,8 @@ def _guarded(method):
     return call
 
 
-_REPLY = {"QueryRoute": spb.QueryRouteResponse, "Heartbeat": spb.HeartbeatResponse,
+_REPLY = {"EndTransaction": spb.EndTransactionResponse,
+          "QueryRoute": spb.QueryRouteResponse, "Heartbeat": spb.HeartbeatResponse,
           "QueryAssignment": spb.QueryAssignmentResponse, "SendMessage": spb.SendMessageResponse,
           "AckMessage": spb.AckMessageResponse, "ChangeInvisibleDuration": spb.ChangeInvisibleDurationResponse,
           "ForwardMessageToDeadLetterQueue": spb.ForwardMessageToDeadLetterQueueResponse,
@@ -191,23 +197,65 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
     async def NotifyClientTermination(self, request, context):
         return spb.NotifyClientTerminationResponse(status=self.front.notify_termination(_client_id(context)))
 
+    @_guarded
     async def EndTransaction(self, request, context):
-        return spb.EndTransactionResponse(status=status(pb.UNSUPPORTED, "transactions are not supported"))
+        st = self.front.end_transaction(request.topic.name, request.transaction_id, request.resolution,
+                                        request.source)
+        self._done()
+        return spb.EndTransactionResponse(status=st)
 
     async def Telemetry(self, request_iterator, context):
+        """Answers each Settings on the stream, and writes the server's own commands
+        (``GrpcServer.push``) between them, in the order they come."""
         client_id = _client_id(context)
-        async for command in request_iterator:
-            if command.__class__ is _Malformed:
-                await _refuse_malformed("Telemetry", command, context)
-            if not command.HasField("settings"):
-                continue            # thread stack traces, verify results: nothing to do
-            settings = self.front.telemetry_settings(client_id, command.settings)
+        outbox = self.s.open_stream(client_id)
+        reader = asyncio.create_task(self._read_telemetry(client_id, request_iterator, outbox))
+        try:
+            while True:
+                item = await outbox.get()
+                if item is None:
+                    break
+                if item.__class__ is _Abort:
+                    if item.malformed is not None:
+                        await _refuse_malformed("Telemetry", item.malformed, context)
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                        "Settings must carry publishing or subscription")
+                yield item
+        finally:
+            reader.cancel()
+            self.s.close_stream(client_id, outbox)
+            self.front.notify_termination(client_id)
             self._done()
-            if settings is None:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                    "Settings must carry publishing or subscription")
-            yield spb.TelemetryCommand(status=status(pb.OK, "OK"), settings=settings)
-        self.front.notify_termination(client_id)
+
+    async def _read_telemetry(self, client_id: str, request_iterator, outbox: asyncio.Queue) -> None:
+        try:
+            async for command in request_iterator:
+                if command.__class__ is _Malformed:
+                    outbox.put_nowait(_Abort(command))
+                    return
+                if not command.HasField("settings"):
+                    continue            # thread stack traces, verify results: nothing to do
+                settings = self.front.telemetry_settings(client_id, command.settings)
+                self._done()
+                if settings is None:
+                    outbox.put_nowait(_Abort(None))
+                    return
+                outbox.put_nowait(spb.TelemetryCommand(status=status(pb.OK, "OK"), settings=settings))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:        # the client went away mid-read (or the stream broke): the stream ends
+            log.info("5.x Telemetry stream of %s ended: %s", printable(client_id, 100), printable(exc, 200))
+        finally:
+            outbox.put_nowait(None)
+
+
+class _Abort:
+    """What the Telemetry reader hands the writer to end the stream with an error."""
+
+    __slots__ = ("malformed",)
+
+    def __init__(self, malformed: "_Malformed | None") -> None:
+        self.malformed = malformed
 
 
 async def _unsupported(self, request, context):
@@ -294,7 +342,10 @@ class GrpcServer:
         self.port = port
         self.limits = limits if limits is not None else ConnectionLimits()
         self.after_activity = after_activity
-        self.front = Rocketmq5Front(core) if lock is None else _Locked(Rocketmq5Front(core), lock)
+        front = Rocketmq5Front(core)
+        front.outgoing = self.push
+        self.front = front if lock is None else _Locked(front, lock)
+        self._streams: dict[str, asyncio.Queue] = {}     # client id -> its Telemetry stream's outbox
         self.arrival = asyncio.Event()
         self._server = None
         self._unsubscribe = None
@@ -302,6 +353,11 @@ class GrpcServer:
 
     def _on_arrival(self, event) -> None:
         # (the core may store from another thread: wake on this listener's loop)
+        self._on_loop(self._wake)
+
+    def _on_loop(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on this listener's loop: at once when called on it, else
+        soon, from whichever thread ticked the core (nothing when it is not running)."""
         loop = self._loop
         if loop is None:
             return
@@ -310,9 +366,32 @@ class GrpcServer:
         except RuntimeError:
             running = None
         if running is loop:
-            self._wake()
+            fn(*args)
         else:
-            loop.call_soon_threadsafe(self._wake)
+            loop.call_soon_threadsafe(fn, *args)
+
+    # -- Telemetry streams ------------------------------------------------------------------
+    def open_stream(self, client_id: str) -> asyncio.Queue:
+        outbox: asyncio.Queue = asyncio.Queue()
+        self._streams[client_id] = outbox            # (a client's newer stream replaces its older one)
+        return outbox
+
+    def close_stream(self, client_id: str, outbox: asyncio.Queue) -> None:
+        if self._streams.get(client_id) is outbox:
+            del self._streams[client_id]
+
+    def push(self, client_id: str, command) -> None:
+        """Write ``command`` on ``client_id``'s Telemetry stream (from any thread); a client
+        without one is gone, and the command with it (as a proxy's inactive channel)."""
+        self._on_loop(self._deliver, client_id, command)
+
+    def _deliver(self, client_id: str, command) -> None:
+        outbox = self._streams.get(client_id)
+        if outbox is None:
+            log.info("5.x client %s has no Telemetry stream: its transaction check-back is dropped",
+                     printable(client_id, 100))
+            return
+        outbox.put_nowait(command)
 
     def _wake(self) -> None:
         # wake every waiting poll; later ones wait on a fresh event

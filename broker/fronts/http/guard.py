@@ -114,7 +114,10 @@ def _token_of(request: web.Request) -> tuple[str | None, bool]:
     return None, False
 
 
-def access_middleware(access: HttpAccess):
+def access_middleware(access: HttpAccess, bodiless_paths: tuple[str, ...] = ()):
+    """``bodiless_paths``: path prefixes (Pulsar's admin API) where a change may also come
+    with no Content-Type at all (``curl -X PUT``, as Pulsar takes it); a form or text
+    body is still 415, and Origin and Sec-Fetch-Site are checked as everywhere."""
     @web.middleware
     async def check(request: web.Request, handler):
         host = request.headers.get("Host")
@@ -138,7 +141,8 @@ def access_middleware(access: HttpAccess):
             if site in ("cross-site", "same-site"):
                 return _refused(request, 403, f"a request from another site (Sec-Fetch-Site: {printable(site)}) "
                                               f"may not change anything (CSRF)")
-            if request.content_type != "application/json":
+            if request.content_type != "application/json" and not (
+                    "Content-Type" not in request.headers and request.path.startswith(bodiless_paths)):
                 return _refused(request, 415, f"the body must be application/json, not "
                                               f"{printable(request.content_type or 'none', 100)}")
         response = await handler(request)
@@ -263,7 +267,8 @@ def tracking_middleware(server):
 
 def _why(response) -> str:
     try:
-        return printable(json.loads(response.body)["error"], 300)
+        doc = json.loads(response.body)
+        return printable(doc.get("error") or doc["reason"], 300)     # (Pulsar's admin API says "reason")
     except Exception:                   # (not one of our JSON errors: say what the status says)
         return response.reason or ""
 

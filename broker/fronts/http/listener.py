@@ -23,12 +23,14 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from ...cluster import next_due_ms
-from .dashboard import EventFeed, dashboard_state
+from . import dashboard_api
+from .dashboard import DashboardViews, EventFeed
 from .dashboard_page import PAGE
 from ...dead_letters import DeadLetterError, redrive_on
 from ...errors import ClockError
 from ...log_text import printable
 from .metrics import BrokerCollector
+from .pulsar_admin import ADMIN_PREFIXES, PulsarAdmin
 from ...adapters.connection_guard import ConnectionGuard, ConnectionLimits
 from .guard import (MAX_BODY, GuardedHttp, HttpAccess, ProtocolLog, access_for, access_middleware, json_body,
                          tracking_middleware)
@@ -41,9 +43,11 @@ log = logging.getLogger("broker.http")
 class HttpServer:
     def __init__(self, host: str, port: int, collector: BrokerCollector,
                  listeners: Callable[[], dict[str, bool]], cores: Callable[[], list] | None = None, *,
-                 access: HttpAccess | None = None, limits: ConnectionLimits | None = None) -> None:
+                 access: HttpAccess | None = None, limits: ConnectionLimits | None = None,
+                 pulsar_url: Callable[[], str | None] = lambda: None) -> None:
         """``access``: who may ask (default: as bound to ``host`` with no option given);
-        ``limits``: connection_guard.py's."""
+        ``limits``: connection_guard.py's; ``pulsar_url()``: the Pulsar front's address,
+        what HTTP lookups answer (Pulsar's admin API: pulsar_admin.py)."""
         self.host, self.port = host, port
         self.access = access if access is not None else access_for(host)[0]
         self.limits = limits if limits is not None else ConnectionLimits()
@@ -51,11 +55,12 @@ class HttpServer:
         self.guarded: dict[object, GuardedHttp] = {}      # aiohttp's protocol -> its guarded connection
         self.cores = cores if cores is not None else collector.cores
         self.feed = EventFeed(self.cores())
+        self.views = DashboardViews(self.cores)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
         self.listeners = listeners              # name -> up
         app = web.Application(client_max_size=MAX_BODY, middlewares=[
-            tracking_middleware(self), _json_errors, access_middleware(self.access)])
+            tracking_middleware(self), _json_errors, access_middleware(self.access, ADMIN_PREFIXES)])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/", self._page)
@@ -63,6 +68,9 @@ class HttpServer:
         app.router.add_get("/api/events", self._events)
         app.router.add_post("/api/clock/advance", self._advance)
         app.router.add_post("/api/dlq/redrive", self._redrive)
+        app.router.add_routes(PulsarAdmin(lambda: self.cores()[0], pulsar_url,
+                                          lambda: f"http://{self.host}:{self.port}").routes())
+        dashboard_api.add_routes(app.router, self.views)           # the dashboard's other views
         keepalive = {"keepalive_timeout": self.limits.idle_timeout_s} if self.limits.idle_timeout_s else {}
         self._runner = web.AppRunner(app, access_log=None, logger=ProtocolLog(log), **keepalive)
         self._server = None
@@ -116,7 +124,7 @@ class HttpServer:
         return web.Response(text=PAGE, content_type="text/html")
 
     async def _state(self, request: web.Request) -> web.Response:
-        return web.json_response(dashboard_state(self.cores()))
+        return dashboard_api.timed(self.views.state)
 
     async def _events(self, request: web.Request) -> web.Response:
         try:

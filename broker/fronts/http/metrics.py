@@ -17,6 +17,10 @@ and ``group``. Metric names start with ``rocketmq_emulator_``:
   up                                     1 while the broker runs, 0 while stopped
   store_writable                         1 while a running broker's store takes writes, 0 while it
                                          refuses them (a full disk; store.write_refusal)
+  produced_per_second{topic}             the core's rates (broker/rates.py), each the mean over the
+  consumed_per_second{group,topic}       last RATE_WINDOW_S seconds of the broker's clock: messages
+  retried_per_second{group,topic}        stored, committed offsets moved, failed deliveries given
+  dead_lettered_per_second{group,topic}  another try, dead letters stored
 """
 from __future__ import annotations
 
@@ -26,11 +30,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
+from ...rates import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
 from ...store_views import group_progress, stored_messages
 
-__all__ = ["BrokerCollector", "PREFIX"]
+__all__ = ["BrokerCollector", "PREFIX", "RATE_WINDOW_S"]
 
 PREFIX = "rocketmq_emulator_"
+RATE_WINDOW_S = 10
 
 
 def _business(topic: str) -> bool:
@@ -68,6 +74,14 @@ class BrokerCollector:
             "up": GaugeMetricFamily(PREFIX + "up", "1 while the broker runs", labels=["broker"]),
             "writable": GaugeMetricFamily(PREFIX + "store_writable", "1 while the store takes writes, 0 while it "
                                           "refuses them (a full disk)", labels=["broker"]),
+            PRODUCED: GaugeMetricFamily(PREFIX + "produced_per_second", f"Messages stored per second (mean of the "
+                                        f"last {RATE_WINDOW_S} s)", labels=["broker", "topic"]),
+            CONSUMED: GaugeMetricFamily(PREFIX + "consumed_per_second", f"Committed offsets moved per second (mean "
+                                        f"of the last {RATE_WINDOW_S} s)", labels=["broker", "group", "topic"]),
+            RETRIED: GaugeMetricFamily(PREFIX + "retried_per_second", f"Failed deliveries given another try per "
+                                       f"second (mean of the last {RATE_WINDOW_S} s)", labels=["broker", "group", "topic"]),
+            DEAD_LETTERED: GaugeMetricFamily(PREFIX + "dead_lettered_per_second", f"Dead letters stored per second "
+                                             f"(mean of the last {RATE_WINDOW_S} s)", labels=["broker", "group", "topic"]),
         }
         for core in self.cores():
             self._one(core, m)
@@ -104,3 +118,7 @@ class BrokerCollector:
         m["up"].add_metric([b], 0 if core.stopped else 1)
         if not core.stopped:
             m["writable"].add_metric([b], 0 if core.store.write_refusal() is not None else 1)
+            _, series = core.rates.window(core.clock.now_ms(), RATE_WINDOW_S)
+            for (kind, group, topic), counts in sorted(series.items()):
+                labels = [b, topic] if kind == PRODUCED else [b, group, topic]
+                m[kind].add_metric(labels, sum(counts) / RATE_WINDOW_S)

@@ -10,7 +10,6 @@ announces its largest message in CONNECTED and accepts frames up to that plus 10
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 import google_crc32c
 
@@ -36,19 +35,36 @@ class FrameTooLarge(FrameError):
 
 def crc32c(data: bytes | memoryview) -> int:
     """CRC-32C (Castagnoli), as Pulsar checksums a message (zlib.crc32 is another CRC)."""
-    return google_crc32c.value(bytes(data))
+    return _crc32c_value(bytes(data))
 
 
-@dataclass(frozen=True, slots=True)
+_crc32c_value = google_crc32c.value             # (bytes only)
+
+
 class Frame:
     """One frame. ``command`` is the serialized BaseCommand; for a payload command,
     ``entry`` is everything after the command and any broker-entry metadata — the
     magic, checksum, metadata and payload as sent — so a broker can store a SEND's
-    entry and replay it after a MESSAGE unchanged, as Pulsar does."""
+    entry and replay it after a MESSAGE unchanged, as Pulsar does. (A plain class: one
+    is made per frame, and a frozen dataclass's __init__ costs a call per field.)"""
 
-    command: bytes
-    entry: bytes | None = None                 # None: a simple command
-    broker_entry_metadata: bytes | None = None
+    __slots__ = ("command", "entry", "broker_entry_metadata")
+
+    def __init__(self, command: bytes, entry: bytes | None = None, broker_entry_metadata: bytes | None = None):
+        self.command = command
+        self.entry = entry                      # None: a simple command
+        self.broker_entry_metadata = broker_entry_metadata
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Frame) and (self.command, self.entry, self.broker_entry_metadata) == \
+            (other.command, other.entry, other.broker_entry_metadata)
+
+    def __hash__(self) -> int:
+        return hash((self.command, self.entry, self.broker_entry_metadata))
+
+    def __repr__(self) -> str:
+        return f"Frame(command={self.command!r}, entry={self.entry!r}, broker_entry_metadata=" \
+               f"{self.broker_entry_metadata!r})"
 
     @property
     def has_checksum(self) -> bool:
@@ -64,22 +80,24 @@ class Frame:
 
     def metadata_and_payload(self, *, checked: bool = False) -> tuple[bytes, bytes] | None:
         """(serialized MessageMetadata, payload) of a payload command; with ``checked``,
-        None when its checksum is wrong (one pass over the entry: every SEND takes it)."""
+        None when its checksum is wrong. Every SEND takes this: a few calls, one pass of
+        the CRC over the entry, two slices."""
         entry = self.entry
         if entry is None:
             raise FrameError("a simple command has no metadata")
-        if len(entry) >= 6 and entry[0] == 0x0E and entry[1] == 0x01:          # MAGIC_CHECKSUM
-            body = memoryview(entry)[6:]
-            if checked and _U32.unpack_from(entry, 2)[0] != crc32c(body):
+        n = len(entry)
+        at = 0
+        if n >= 6 and entry[0] == 0x0E and entry[1] == 0x01:          # MAGIC_CHECKSUM
+            if checked and _U32.unpack_from(entry, 2)[0] != _crc32c_value(entry[6:]):
                 return None
-        else:
-            body = memoryview(entry)
-        if len(body) < 4:
+            at = 6
+        if n - at < 4:
             raise FrameError("payload command shorter than its metadata size")
-        size = _U32.unpack_from(body)[0]
-        if 4 + size > len(body):
-            raise FrameError(f"metadata size {size} runs past the frame ({len(body) - 4} bytes left)")
-        return bytes(body[4:4 + size]), bytes(body[4 + size:])
+        start = at + 4
+        end = start + _U32.unpack_from(entry, at)[0]
+        if end > n:
+            raise FrameError(f"metadata size {end - start} runs past the frame ({n - start} bytes left)")
+        return entry[start:end], entry[end:]
 
 
 def signed_id(v: int) -> int:
@@ -141,33 +159,39 @@ class FrameDecoder:
         buf += data
         out = []
         pos = 0
-        while len(buf) - pos >= 4:
-            total = _U32.unpack_from(buf, pos)[0]
-            if total > self.max_frame:
-                raise FrameTooLarge(f"frame of {total} bytes is over the limit of {self.max_frame}")
-            if len(buf) - pos - 4 < total:
-                break
-            out.append(_parse(memoryview(buf)[pos + 4:pos + 4 + total]))
-            pos += 4 + total
+        n = len(buf)
+        view = memoryview(buf)
+        try:
+            while n - pos >= 4:
+                total = _U32.unpack_from(buf, pos)[0]
+                if total > self.max_frame:
+                    raise FrameTooLarge(f"frame of {total} bytes is over the limit of {self.max_frame}")
+                end = pos + 4 + total
+                if end > n:
+                    break
+                out.append(_parse(view, pos + 4, end))
+                pos = end
+        finally:
+            view.release()                      # (a bytearray with a view on it cannot shrink)
         del buf[:pos]
         return out
 
 
-def _parse(frame: memoryview) -> Frame:
-    if len(frame) < 4:
-        raise FrameError(f"frame of {len(frame)} bytes has no command size")
-    size = _U32.unpack_from(frame)[0]
-    if 4 + size > len(frame):
-        raise FrameError(f"command size {size} runs past the frame of {len(frame)} bytes")
-    command = bytes(frame[4:4 + size])
-    rest = frame[4 + size:]
-    if not len(rest):
+def _parse(view: memoryview, start: int, end: int) -> Frame:
+    """The frame in ``view[start:end]`` (after its totalSize)."""
+    if end - start < 4:
+        raise FrameError(f"frame of {end - start} bytes has no command size")
+    at = start + 4 + _U32.unpack_from(view, start)[0]
+    if at > end:
+        raise FrameError(f"command size {at - start - 4} runs past the frame of {end - start} bytes")
+    command = bytes(view[start + 4:at])
+    if at == end:
         return Frame(command)
     broker_meta = None
-    if len(rest) >= 6 and _U16.unpack_from(rest)[0] == MAGIC_BROKER_ENTRY_METADATA:
-        n = _U32.unpack_from(rest, 2)[0]
-        if 6 + n > len(rest):
+    if end - at >= 6 and view[at] == 0x0E and view[at + 1] == 0x02:        # MAGIC_BROKER_ENTRY_METADATA
+        n = _U32.unpack_from(view, at + 2)[0]
+        if at + 6 + n > end:
             raise FrameError(f"broker entry metadata of {n} bytes runs past the frame")
-        broker_meta = bytes(rest[6:6 + n])
-        rest = rest[6 + n:]
-    return Frame(command, bytes(rest), broker_meta)
+        broker_meta = bytes(view[at + 6:at + 6 + n])
+        at += 6 + n
+    return Frame(command, bytes(view[at:end]), broker_meta)

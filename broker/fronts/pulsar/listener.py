@@ -23,7 +23,7 @@ import threading
 from typing import Callable
 
 from ...log_text import printable
-from .frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_PADDING, FrameDecoder, FrameError
+from .frames import FRAME_PADDING, FrameDecoder, FrameError
 from .front import Connection, PulsarFront
 from ...adapters.connection_guard import ConnectionGuard, ConnectionLimits, LimitedConnection
 from ...adapters.listener_thread import ListenerThread
@@ -38,7 +38,7 @@ class _Protocol(asyncio.Protocol, LimitedConnection):
 
     def __init__(self, server: "PulsarServer") -> None:
         self.server = server
-        self.decoder = FrameDecoder(DEFAULT_MAX_MESSAGE_SIZE + FRAME_PADDING)
+        self.decoder = FrameDecoder(server.core.config.pulsar_max_message_size + FRAME_PADDING)
         self.conn = Connection()
         self.transport = None
         self.admitted = False
@@ -80,11 +80,12 @@ class _Protocol(asyncio.Protocol, LimitedConnection):
         frames = ()
         try:
             frames = self.decoder.feed(data)
-            for frame in frames:
-                with self.server.lock:
-                    replies += self.server.front.handle(self.conn, frame)
-                if self.conn.closed:
-                    break
+            handle, conn = self.server.front.handle, self.conn
+            with self.server.lock:                  # (once per read, not per frame)
+                for frame in frames:
+                    replies += handle(conn, frame)
+                    if conn.closed:
+                        break
         except FrameError as exc:
             log.warning("Pulsar connection %s closed: %s", printable(self.conn.peer), printable(exc))
             self.conn.closed = True

@@ -63,7 +63,8 @@ MESSAGES: dict[str, list[tuple]] = {
                         (16, "schema_version", "bytes"), (17, "partition_key_b64_encoded", "bool"),
                         (18, "ordering_key", "bytes"), (19, "deliver_at_time", "int64"),
                         (24, "highest_sequence_id", "uint64"), (25, "null_value", "bool"), (26, "uuid", "string"),
-                        (30, "null_partition_key", "bool")],
+                        (27, "num_chunks_from_msg", "int32"), (28, "total_chunk_msg_size", "int32"),
+                        (29, "chunk_id", "int32"), (30, "null_partition_key", "bool")],
     "SingleMessageMetadata": [(1, "properties", "KeyValue", "repeated"), (2, "partition_key", "string"),
                               (3, "payload_size", "int32"), (4, "compacted_out", "bool"), (5, "event_time", "uint64"),
                               (6, "partition_key_b64_encoded", "bool"), (7, "ordering_key", "bytes"),
@@ -142,7 +143,7 @@ MESSAGES: dict[str, list[tuple]] = {
     "CommandGetOrCreateSchema": [(1, "request_id", "uint64"), (2, "topic", "string"), (3, "schema", "Schema")],
     "CommandGetOrCreateSchemaResponse": [(1, "request_id", "uint64"), (2, "error_code", "enum:ServerError"),
                                          (3, "error_message", "string"), (4, "schema_version", "bytes")],
-    # transactions and topic-list watchers: only what a broker that serves neither reads of them
+    # transactions: only what a broker that does not serve them reads of them
     "TxnSubscription": [(1, "topic", "string"), (2, "subscription", "string")],
     "CommandTcClientConnectRequest": [(1, "request_id", "uint64"), (2, "tc_id", "uint64")],
     "CommandNewTxn": [(1, "request_id", "uint64"), (2, "txn_ttl_seconds", "uint64"), (3, "tc_id", "uint64")],
@@ -160,6 +161,10 @@ MESSAGES: dict[str, list[tuple]] = {
                                     (5, "txn_action", "int32"), (6, "txnid_least_bits_of_low_watermark", "uint64")],
     "CommandWatchTopicList": [(1, "request_id", "uint64"), (2, "watcher_id", "uint64"), (3, "namespace", "string"),
                               (4, "topics_pattern", "string"), (5, "topics_hash", "string")],
+    "CommandWatchTopicListSuccess": [(1, "request_id", "uint64"), (2, "watcher_id", "uint64"),
+                                     (3, "topic", "string", "repeated"), (4, "topics_hash", "string")],
+    "CommandWatchTopicUpdate": [(1, "watcher_id", "uint64"), (2, "new_topics", "string", "repeated"),
+                                (3, "deleted_topics", "string", "repeated"), (4, "topics_hash", "string")],
     "CommandWatchTopicListClose": [(1, "request_id", "uint64"), (2, "watcher_id", "uint64")],
     "CommandActiveConsumerChange": [(1, "consumer_id", "uint64"), (2, "is_active", "bool")],
     "CommandFlow": [(1, "consumer_id", "uint64"), (2, "messagePermits", "uint32")],
@@ -213,6 +218,8 @@ MESSAGES: dict[str, list[tuple]] = {
                     (60, "endTxnOnSubscription", "CommandEndTxnOnSubscription"),
                     (62, "tcClientConnectRequest", "CommandTcClientConnectRequest"),
                     (64, "watchTopicList", "CommandWatchTopicList"),
+                    (65, "watchTopicListSuccess", "CommandWatchTopicListSuccess"),
+                    (66, "watchTopicUpdate", "CommandWatchTopicUpdate"),
                     (67, "watchTopicListClose", "CommandWatchTopicListClose")],
 }
 ENUMS = {"Type": TYPES, "ServerError": SERVER_ERRORS,

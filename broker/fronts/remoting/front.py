@@ -4,7 +4,7 @@
 reads its command into the core's typed operations and writes the result as 4.x's
 reply); what the core notifies for this front's connections (held pulls answered,
 consumer ids changed) and what a processor sends clients unasked (RESET_CONSUMER_CLIENT_
-OFFSET) become commands that ``take_outgoing`` hands to the driver. A request the core refuses
+OFFSET) and the core's check-backs of transactions (CHECK_TRANSACTION_STATE) become commands that ``take_outgoing`` hands to the driver. A request the core refuses
 (RequestRefused) is one WARNING line and its error reply; a bug in a processor is
 logged and answered SYSTEM_ERROR, so the broker goes on serving.
 """
@@ -15,13 +15,18 @@ import logging
 from ...core_types import Channel
 from ...errors import RequestRefused
 from ...log_text import printable
-from ...notifications import ConsumerIdsChanged, PullReady
+from ...notifications import ConsumerIdsChanged, PullReady, TransactionCheck
 from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand,
                         RequestCode, ResponseCode)
 from .processors import build_processor_table
 from .processors.pull import pull_response
+from .processors.transaction import check_transaction_state
 
 __all__ = ["RemotingFront"]
+
+
+def _nothing() -> None:
+    return None
 
 log = logging.getLogger("broker")
 
@@ -36,11 +41,14 @@ class RemotingFront:
     the SDK's in-process hub): the driver calls ``take_outgoing`` after every
     ``handle`` and every tick of the core."""
 
-    def __init__(self, core) -> None:
+    def __init__(self, core, *, subscribe: bool = True) -> None:
+        """``subscribe=False``: a driver that takes the core's notifications itself (the
+        SDK's in-process hub) turns them into commands with ``command_for``."""
         self.core = core
         self._processors = build_processor_table()
-        self._out: list[tuple[Channel, RemotingCommand]] = []
-        self.close = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged))
+        # commands for clients not yet taken (take_outgoing): a driver may test it as a flag
+        self.outgoing: list[tuple[Channel, RemotingCommand]] = []
+        self.close = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged, TransactionCheck)) if subscribe else _nothing
 
     def connect(self, remote: str) -> Channel:
         """A client connection served by this front."""
@@ -51,11 +59,18 @@ class RemotingFront:
         owner = n.channel.owner
         if owner is not self and owner is not None:
             return
+        self.outgoing.append((n.channel, self.command_for(n)))
+
+    def command_for(self, n) -> RemotingCommand:
+        """What a notification is in 4.x: a held pull's reply (its context is the
+        PULL_MESSAGE command), a half message's CHECK_TRANSACTION_STATE, or
+        NOTIFY_CONSUMER_IDS_CHANGED."""
         if n.__class__ is PullReady:
-            self._out.append((n.channel, pull_response(n.context, n.result)))
-        else:
-            self._out.append((n.channel, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                                                 {"consumerGroup": n.group}, oneway=True)))
+            return pull_response(n.context, n.result)
+        if n.__class__ is TransactionCheck:
+            return check_transaction_state(n, self.core.config.broker_name)
+        return RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": n.group},
+                                       oneway=True)
 
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         """Process one request. None means no reply now (oneway, or a held pull)."""
@@ -84,14 +99,14 @@ class RemotingFront:
     def push(self, channel: Channel, command: RemotingCommand) -> None:
         """Send ``command`` to a client unasked (with the next ``take_outgoing``)."""
         if not channel.closed:
-            self._out.append((channel, command))
+            self.outgoing.append((channel, command))
 
     @property
     def has_outgoing(self) -> bool:
-        return bool(self._out)
+        return bool(self.outgoing)
 
     def take_outgoing(self) -> list[tuple[Channel, RemotingCommand]]:
         """Commands for clients since the last call, in order: replies to held pulls,
         NOTIFY_CONSUMER_IDS_CHANGED, pushed commands."""
-        out, self._out = self._out, []
+        out, self.outgoing = self.outgoing, []
         return out

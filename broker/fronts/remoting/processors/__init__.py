@@ -2,13 +2,15 @@
 (front, request, channel) -> reply; ``front.RemotingFront`` runs them."""
 from __future__ import annotations
 
-from ..protocol import EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, EMULATOR_GROUPS, RequestCode as RC
+from ..protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, EMULATOR_GROUPS,
+                        EMULATOR_TRANSACTIONS, RequestCode as RC)
 
 __all__ = ["build_processor_table"]
 
 
 def build_processor_table() -> dict:
-    from . import admin, admin_views, consumer_offsets, dlq, pull, query, registration, route, send, send_back
+    from . import (admin, admin_views, consumer_offsets, dlq, pull, query, registration, route, send, send_back,
+                   transaction)
 
     return {
         RC.SEND_MESSAGE: send.send_message,
@@ -16,6 +18,7 @@ def build_processor_table() -> dict:
         RC.SEND_BATCH_MESSAGE: send.send_batch_message,
         RC.PULL_MESSAGE: pull.pull_message,
         RC.CONSUMER_SEND_MSG_BACK: send_back.consumer_send_msg_back,
+        RC.END_TRANSACTION: transaction.end_transaction,
         RC.QUERY_CONSUMER_OFFSET: consumer_offsets.query_consumer_offset,
         RC.UPDATE_CONSUMER_OFFSET: consumer_offsets.update_consumer_offset,
         RC.GET_MAX_OFFSET: consumer_offsets.get_max_offset,
@@ -49,4 +52,5 @@ def build_processor_table() -> dict:
         EMULATOR_BROKER_CONTROL: admin.broker_control,
         EMULATOR_DLQ: dlq.dead_letter_request,
         EMULATOR_GROUPS: admin_views.known_groups_request,
+        EMULATOR_TRANSACTIONS: transaction.transactions_request,
     }

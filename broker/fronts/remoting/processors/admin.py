@@ -6,6 +6,7 @@ from __future__ import annotations
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from ....errors import ClockError
+from ....message_types import apply_attribute_changes
 from ..protocol import ResponseCode as RC
 from ....topics import TopicConfig, validate_topic_name
 
@@ -20,9 +21,14 @@ def update_and_create_topic(front, request, channel):
     core = front.core
     topic = request.header_str("topic")
     validate_topic_name(topic)          # before the other fields, as 4.x reports it
+    # 5.x's attributes: "+message.type=FIFO" sets the topic's message type (mqadmin
+    # updateTopic -a); without the header the topic keeps the attributes it has
+    existing = core.topics.get(topic)
+    attributes = apply_attribute_changes(existing.attributes if existing else {}, request.header("attributes"),
+                                         create=existing is None)
     config = TopicConfig(topic, request.header_int("readQueueNums", 8), request.header_int("writeQueueNums", 8),
                          request.header_int("perm", 6), request.header("topicFilterType") or "SINGLE_TAG",
-                         request.header_int("topicSysFlag", 0), request.header_bool("order"))
+                         request.header_int("topicSysFlag", 0), request.header_bool("order"), attributes)
     failure = core.update_topic(config)
     if failure is not None:
         return request.response(RC.SYSTEM_ERROR, f"the topic[{topic}] was not changed: its config cannot be "

@@ -5,7 +5,7 @@ read into requests, outcomes mapped to 4.x codes.
 """
 from __future__ import annotations
 
-from rocketmq_emulator.store.records import string_to_properties
+from rocketmq_emulator.store.records import Prop, string_to_properties
 
 from ....operations import BatchSendRequest, SendOutcome as O, SendRequest
 from ..protocol import RemotingCommand, RequestCode, ResponseCode as RC
@@ -14,6 +14,8 @@ from ..protocol.headers import decode_batch_body
 from ..protocol.typed import SUCCESS, send_code
 
 __all__ = ["send_message", "send_batch_message"]
+
+UNIQ_KEY = Prop.UNIQ_KEY
 
 
 
@@ -150,23 +152,27 @@ def send_message(front, request, channel):
     h = _Header(request)
     if h.batch:
         return send_batch_message(front, request, channel)
-    req = SendRequest(h.producer_group, h.topic, request.body, h.queue_id, string_to_properties(h.properties),
+    props = string_to_properties(h.properties)
+    req = SendRequest(h.producer_group, h.topic, request.body, h.queue_id, props,
                       h.flag, h.sys_flag, h.born_timestamp, h.reconsume_times,
                       # a client's maxReconsumeTimes counts from 4.x V3_4_9 (version 121) on
                       h.max_reconsume_times if request.version >= 121 else None,
                       h.default_topic, h.default_topic_queue_nums)
-    return _response(core, request, core.send(req, channel))
+    return _response(core, request, core.send(req, channel), props[UNIQ_KEY] if UNIQ_KEY in props else None)
 
 
-def _response(core, request, result):
+def _response(core, request, result, transaction_id: str | None = None):
     if result.outcome is not O.STORED:
         return request.response(send_code(result), result.remark)
     # Built with string values already, positionally (as RemotingCommand.response does):
-    # the reply of every send.
-    return RemotingCommand(SUCCESS, {
-        "msgId": result.msg_id, "queueId": str(result.queue_id), "queueOffset": str(result.queue_offset),
-        "MSG_REGION": core.config.region_id, "TRACE_ON": "true" if core.config.trace_topic_enable else "false",
-    }, b"", request.opaque, RPC_TYPE_RESPONSE, None, "JAVA", request.version, request.serialize_type)
+    # the reply of every send. transactionId: the message's UNIQ_KEY, as upstream's
+    # SendMessageProcessor answers every single send (a transaction's producer ends it by it).
+    ext = {"msgId": result.msg_id, "queueId": str(result.queue_id), "queueOffset": str(result.queue_offset),
+           "MSG_REGION": core.config.region_id, "TRACE_ON": "true" if core.config.trace_topic_enable else "false"}
+    if transaction_id is not None:
+        ext["transactionId"] = transaction_id
+    return RemotingCommand(SUCCESS, ext, b"", request.opaque, RPC_TYPE_RESPONSE, None, "JAVA", request.version,
+                           request.serialize_type)
 
 
 def send_batch_message(front, request, channel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = ["RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "EMULATOR_CLOCK_ADVANCE",
-           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ", "EMULATOR_GROUPS"]
+           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ", "EMULATOR_GROUPS", "EMULATOR_TRANSACTIONS"]
 
 
 class RequestCode(IntEnum):
@@ -63,6 +63,8 @@ EMULATOR_BROKER_CONTROL = 91_002
 EMULATOR_DLQ = 91_003
 # Every consumer group the brokers know, with the client dialects using it (group_views).
 EMULATOR_GROUPS = 91_004
+# The half messages waiting for their producers (and a topic's 5.x message type).
+EMULATOR_TRANSACTIONS = 91_005
 
 
 class ResponseCode(IntEnum):

@@ -19,7 +19,10 @@ EP = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=8
 
 
 def front(**cfg):
-    return Rocketmq5Front(BrokerCore.in_memory(VirtualClock(), BrokerConfig(**cfg)))
+    """A front whose broker has topic T (8 queues): a 5.x route names only topics that exist."""
+    f = Rocketmq5Front(BrokerCore.in_memory(VirtualClock(), BrokerConfig(**cfg)))
+    f.core.create_topic("T", 8)
+    return f
 
 
 def consumer_settings(group="G", language=6):
@@ -79,21 +82,18 @@ def test_routes_and_assignments():
     st, [a] = f.query_assignment("T", "G", EP)
     assert st.code == pb.OK and a.message_queue.id == -1
     assert f.query_route("bad topic!", EP)[0].code == pb.ILLEGAL_TOPIC
-    assert front(auto_create_topic_enable=False).query_route("Nope", EP)[0].code == pb.TOPIC_NOT_FOUND
 
 
 @pytest.mark.parametrize("message, code", [
     (msg(body=b""), pb.MESSAGE_BODY_EMPTY),
     (msg(message_id=" "), pb.ILLEGAL_MESSAGE_ID),
     (msg(tag="a|b"), pb.ILLEGAL_MESSAGE_TAG),
-    (msg(message_type=pb.TRANSACTION), pb.UNSUPPORTED),
     (msg(message_group="g" * 64), pb.ILLEGAL_MESSAGE_GROUP),
     (pb.Message(topic=pb.Resource(name="T"), body=b"x", user_properties={"UNIQ_KEY": "x"},
                 system_properties=pb.SystemProperties(message_id="01")), pb.ILLEGAL_MESSAGE_PROPERTY_KEY),
 ])
 def test_bad_messages_get_their_code_and_nothing_is_stored(message, code):
     f = front()
-    f.query_route("T", EP)
     st, _ = f.send([message])
     assert st.code == code and st.message
     assert sum(f.core.store.max_offset("T", q) for q in range(8)) == 0
@@ -101,7 +101,6 @@ def test_bad_messages_get_their_code_and_nothing_is_stored(message, code):
 
 def test_a_delivery_time_beyond_the_maximum_is_illegal():
     f = front(timer_max_delay_sec=60)
-    f.query_route("T", EP)
     now = f.core.clock.now_ms()
     late = msg(delivery_timestamp=pb.SystemProperties().born_timestamp.__class__(seconds=now // 1000 + 61))
     assert f.send([late])[0].code == pb.ILLEGAL_DELIVERY_TIME
@@ -109,7 +108,6 @@ def test_a_delivery_time_beyond_the_maximum_is_illegal():
 
 def test_a_5x_message_is_stored_as_a_5x_proxy_stores_it():
     f = front()
-    f.query_route("T", EP)
     st, [entry] = f.send([pb.Message(topic=pb.Resource(name="T"), body=b"b", user_properties={"color": "red"},
                                      system_properties=pb.SystemProperties(message_id="01FF", tag="TagA",
                                                                            keys=["k1", "k2"], message_group="g1"))])
@@ -123,7 +121,6 @@ def test_a_5x_message_is_stored_as_a_5x_proxy_stores_it():
 
 def test_receive_refuses_sql_filters_and_out_of_range_invisible_times():
     f = front()
-    f.query_route("T", EP)
     req = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), message_queue=pb.MessageQueue(
         topic=pb.Resource(name="T"), id=-1), filter_expression=pb.FilterExpression(type=pb.SQL, expression="a>1"))
     assert f.receive(req)[0].code == pb.ILLEGAL_FILTER_EXPRESSION
@@ -148,7 +145,6 @@ def test_a_push_consumers_deliveries_are_renewed_until_it_terminates_then_back_i
     makes them visible again 1 s later (reference §4.6, §4.7). A SimpleConsumer's
     explicit invisible time is not touched."""
     f = front()
-    f.query_route("T", EP)
     f.send([msg(body=b"push", message_id="01")])
     push = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), batch_size=1, auto_renew=True,
                                      message_queue=pb.MessageQueue(topic=pb.Resource(name="T"), id=0),
@@ -170,3 +166,95 @@ def test_a_push_consumers_deliveries_are_renewed_until_it_terminates_then_back_i
     f.core.advance_clock(299_000)
     st, [later] = f.receive(push, "other")
     assert later.body == b"simple"
+
+
+# -- issue 42: message types, transactions, the proxy's answers ---------------------------------------
+def producer_settings(*topics):
+    return pb.Settings(client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name=t) for t in topics]))
+
+
+def test_a_route_lists_its_topics_message_type_and_an_untyped_topic_the_three_it_always_took():
+    f = front()
+    for name, kind in (("TF", "fifo"), ("TD", "delay"), ("TT", "transaction"), ("TN", "normal"), ("TM", "mixed")):
+        f.core.create_topic(name, 2, message_type=kind)
+    types = {t: list(f.query_route(t, EP)[1][0].accept_message_types) for t in ("T", "TF", "TD", "TT", "TN", "TM")}
+    assert types == {"T": [pb.NORMAL, pb.FIFO, pb.DELAY], "TF": [pb.FIFO], "TD": [pb.DELAY],
+                     "TT": [pb.TRANSACTION], "TN": [pb.NORMAL],
+                     "TM": [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION]}
+
+
+def test_a_message_of_another_type_is_refused_with_the_proxys_code_and_not_stored():
+    f = front()
+    f.core.create_topic("TN", 1, message_type="normal")
+    f.core.create_topic("TF", 1, message_type="fifo")
+    later = pb.SystemProperties().born_timestamp.__class__(seconds=f.core.clock.now_ms() // 1000 + 60)
+    for topic, m in (("TN", msg("TN", message_group="g")), ("TN", msg("TN", delivery_timestamp=later)),
+                     ("TF", msg("TF")), ("TN", msg("TN", message_type=pb.TRANSACTION))):
+        st, [entry] = f.send([m])
+        assert st.code == entry.status.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, (topic, st)
+        assert "expected type" in st.message
+    assert f.core.store.max_offset("TN", 0) == f.core.store.max_offset("TF", 0) == 0
+    assert f.send([msg("TF", message_group="g")])[0].code == pb.OK
+
+
+def test_no_5x_route_assignment_or_send_creates_a_topic():
+    f = front(auto_create_topic_enable=True)
+    assert f.query_route("Nope", EP)[0].code == pb.TOPIC_NOT_FOUND
+    assert f.query_assignment("Nope", "G", EP)[0].code == pb.TOPIC_NOT_FOUND
+    assert f.send([msg("Nope")])[0].code == pb.TOPIC_NOT_FOUND
+    assert f.core.topics.get("Nope") is None
+
+
+def test_a_send_result_carries_the_message_id_as_its_transaction_id():
+    f = front()
+    st, [entry] = f.send([msg(message_id="01AA")])
+    assert st.code == pb.OK and entry.transaction_id == entry.message_id == "01AA"
+
+
+def test_a_fifo_message_is_delivered_with_its_group_in_shardingkey_too_as_the_proxy_gives_it():
+    f = front()
+    f.send([msg(message_id="01", message_group="order-1")])
+    req = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), batch_size=1, invisible_duration=duration(30_000),
+                                    message_queue=pb.MessageQueue(topic=pb.Resource(name="T"), id=-1),
+                                    filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"))
+    _, [m] = f.receive(req)
+    assert m.system_properties.message_group == "order-1" and m.user_properties["__SHARDINGKEY"] == "order-1"
+    assert m.system_properties.message_type == pb.FIFO
+
+
+def test_a_transaction_ends_by_its_id_and_an_unknown_id_is_invalid():
+    f = front()
+    f.core.create_topic("TT", 1, message_type="transaction")
+    st, [entry] = f.send([msg("TT", message_id="01TX", message_type=pb.TRANSACTION)])
+    assert st.code == pb.OK and entry.transaction_id == "01TX"
+    assert f.core.store.max_offset("TT", 0) == 0                    # a half message
+    assert f.end_transaction("TT", "nope", pb.COMMIT, pb.SOURCE_CLIENT).code == pb.INVALID_TRANSACTION_ID
+    assert f.end_transaction("TT", "01TX", pb.TRANSACTION_RESOLUTION_UNSPECIFIED, pb.SOURCE_CLIENT).code == pb.OK
+    assert f.end_transaction("TT", "01TX", pb.COMMIT, pb.SOURCE_CLIENT).code == pb.OK
+    assert f.core.store.max_offset("TT", 0) == 1
+    assert f.end_transaction("TT", "01TX", pb.COMMIT, pb.SOURCE_CLIENT).code == pb.INVALID_TRANSACTION_ID
+    rec = f.core.store.look_message_by_offset(f.core.store.queue_entry("TT", 0, 0)[0])
+    assert "TRAN_MSG" not in rec.properties and rec.properties["__transactionId__"] == "01TX"
+
+
+def test_a_check_back_goes_to_a_producer_of_the_topic_on_its_telemetry_stream():
+    f = front()
+    f.core.create_topic("TT", 1, message_type="transaction")
+    sent = []
+    f.outgoing = lambda client, command: sent.append((client, command))
+    f.telemetry_settings("consumer", consumer_settings())
+    f.telemetry_settings("producer", producer_settings("TT"))
+    f.send([msg("TT", body=b"half", message_id="01TX", message_type=pb.TRANSACTION)])
+    f.core.advance_clock(5_999)
+    assert sent == []
+    f.core.advance_clock(1)
+    [(client, command)] = sent
+    check = command.recover_orphaned_transaction_command
+    assert client == "producer" and check.transaction_id == "01TX"
+    assert (check.message.topic.name, check.message.body, check.message.system_properties.message_id,
+            check.message.system_properties.message_type) == ("TT", b"half", "01TX", pb.TRANSACTION)
+    assert f.end_transaction("TT", "01TX", pb.ROLLBACK, pb.SOURCE_SERVER_CHECK).code == pb.OK
+    f.notify_termination("producer")                          # gone: the next one finds nobody to ask
+    f.send([msg("TT", body=b"half 2", message_id="02TX", message_type=pb.TRANSACTION)])
+    f.core.advance_clock(60_000)
+    assert len(sent) == 1 and f.core.transactions.waiting()[0].checks == 1

@@ -34,6 +34,7 @@ def test_every_retry_of_a_python_push_consumer_waits_its_interval_to_the_second(
                                                                                  time_travel):
     core, lock = rocketmq_broker.core, rocketmq_broker.hub.lock
     config = ClientConfiguration(rocketmq5_endpoint, Credentials(), request_timeout=3)
+    rocketmq_broker.create_topic("Intervals")
     producer = Producer(config, ("Intervals",))
     producer.startup()
     msg = Message()

@@ -42,7 +42,8 @@ def test_the_serve_example_runs_as_written(tmp_path):
 
 
 # --- README example: begin ---
-def test_an_unacked_order_comes_back(rocketmq5_endpoint, time_travel):
+def test_an_unacked_order_comes_back(rocketmq5_endpoint, rocketmq_broker, time_travel):
+    rocketmq_broker.create_topic("Orders")     # a 5.x route names only topics that exist
     config = ClientConfiguration(rocketmq5_endpoint, Credentials())
     producer = Producer(config, ("Orders",))
     producer.startup()

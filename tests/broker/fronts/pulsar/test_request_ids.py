@@ -109,14 +109,14 @@ REQUESTS = [
     ("END_TXN_ON_SUBSCRIPTION", "endTxnOnSubscription", {}, "ERROR", "NotAllowedError"),
     ("TC_CLIENT_CONNECT_REQUEST", "tcClientConnectRequest", {"tc_id": 0}, "ERROR", "NotAllowedError"),
     ("WATCH_TOPIC_LIST", "watchTopicList", {"watcher_id": 1, "namespace": "public/default", "topics_pattern": ".*"},
-     "ERROR", "NotAllowedError"),
+     "WATCH_TOPIC_LIST_SUCCESS", None),
     ("WATCH_TOPIC_LIST_CLOSE", "watchTopicListClose", {"watcher_id": 1}, "SUCCESS", None),
 ]
 
 
 def _reply_request_id(reply) -> int:
     for name in ("error", "success", "consumerStatsResponse", "getTopicsOfNamespaceResponse", "getSchemaResponse",
-                 "getOrCreateSchemaResponse"):
+                 "getOrCreateSchemaResponse", "watchTopicListSuccess"):
         if reply.HasField(name):
             return getattr(reply, name).request_id
     raise AssertionError(f"no request_id in {reply}")
@@ -132,7 +132,8 @@ def test_every_command_with_a_request_id_is_answered_with_it(type_name, field, f
     assert _reply_request_id(reply) == 4242
     body = reply.error if reply.type == s.Type.ERROR else getattr(reply, {
         "CONSUMER_STATS_RESPONSE": "consumerStatsResponse", "GET_SCHEMA_RESPONSE": "getSchemaResponse",
-        "GET_OR_CREATE_SCHEMA_RESPONSE": "getOrCreateSchemaResponse"}.get(reply_type, "success"), None)
+        "GET_OR_CREATE_SCHEMA_RESPONSE": "getOrCreateSchemaResponse",
+        "WATCH_TOPIC_LIST_SUCCESS": "watchTopicListSuccess"}.get(reply_type, "success"), None)
     if error is not None:
         code = body.error if reply.type == s.Type.ERROR else body.error_code
         assert code == getattr(s.ServerError, error), reply

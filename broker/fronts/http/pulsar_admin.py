@@ -1,0 +1,561 @@
+"""Pulsar's admin REST API and HTTP lookups on the HTTP front (issue 41, items 1 and 2): what
+a Pulsar standalone serves on its web port 8080, the part Pulsar users' test setups and
+clients use. Requests are read into the core's calls (broker/pulsar_admin.py,
+pulsar_topics.py); answers are Pulsar's JSON and status codes: 204 for a change,
+200 with JSON for a read, errors as ``{"reason": "..."}`` with 404 (no such topic,
+subscription, namespace, tenant), 409 (it exists already), 412 (refused: clients
+connected, a bad name), 406 (a partition count below 1), 400 (a body that is not what
+the path takes). The dashboard's access rules apply unchanged (guard.py): Host, token,
+Origin; a change whose body is not JSON is 415, as Pulsar's JAX-RS resources answer.
+
+Paths (``{t}/{ns}/{topic}`` of a persistent topic; the Pulsar front serves the core of
+broker-a):
+
+  GET    /admin/v2/clusters | /admin/v2/tenants | /admin/v2/tenants/{t}     PUT/DELETE a tenant
+  GET    /admin/v2/namespaces/{t}      PUT/DELETE /admin/v2/namespaces/{t}/{ns}
+  GET    /admin/v2/namespaces/{t}/{ns}/topics
+  POST/GET/DELETE /admin/v2/namespaces/{t}/{ns}/deduplication         (true / false)
+  POST/GET/DELETE /admin/v2/namespaces/{t}/{ns}/retention             (kept, answered, not applied)
+  PUT/GET/DELETE  /admin/v2/namespaces/{t}/{ns}/compactionThreshold   (bytes)
+  GET    /admin/v2/persistent/{t}/{ns}                 topics, partitions one by one
+  GET    /admin/v2/persistent/{t}/{ns}/partitioned     partitioned topics
+  PUT    /admin/v2/persistent/{t}/{ns}/{topic}         a non-partitioned topic; DELETE (?force=true)
+  PUT    .../{topic}/partitions (N)   POST .../partitions (more)   GET   DELETE (?force=true)
+  GET    .../{topic}/stats | partitioned-stats | internalStats | lastMessageId
+  GET    .../{topic}/subscriptions    PUT/DELETE .../subscription/{sub} (at a message id, latest by default)
+  POST   .../subscription/{sub}/skip/{n} | skip_all | resetcursor/{timestamp} | resetcursor (a message id)
+  PUT/GET .../{topic}/compaction       POST/GET/DELETE .../deduplicationEnabled | compactionThreshold
+  GET    /lookup/v2/topic/persistent/{t}/{ns}/{topic}  the broker's pulsar:// URL (?listenerName=, or
+                                                       the X-Pulsar-ListenerName header)
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+from aiohttp import web
+
+from ...pulsar_admin import (EARLIEST, LATEST, compact, create_subscription, delete_subscription, delete_topic,
+                             reset_cursor, skip, topic_figures)
+from ...pulsar_names import PulsarNameError, PulsarTopic, ledger_id, parse_topic, store_topic, subscription_of
+from ...pulsar_topics import PulsarAdminError
+from .guard import MAX_BODY
+
+__all__ = ["PulsarAdmin", "ADMIN_PREFIXES"]
+
+ADMIN_PREFIXES = ("/admin/", "/lookup/")
+_STATUS = {"conflict": 409, "not_found": 404, "precondition": 412, "not_acceptable": 406, "bad_request": 400}
+_LONG_MAX = (1 << 63) - 1
+_T = "{tenant}/{namespace}"
+_TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
+
+
+def _reason(status: int, message: str) -> web.Response:
+    return web.json_response({"reason": message}, status=status)
+
+
+def _no_content() -> web.Response:
+    return web.Response(status=204)
+
+
+async def _json(request: web.Request, default=None):
+    """The request's JSON body, any JSON value (Pulsar's bodies are numbers, booleans and
+    objects); ``default`` when there is none."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=request.content_length)
+    raw = await request.read()
+    if not raw.strip():
+        return default
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise _Refused(400, "the body is not JSON") from None
+
+
+def _int(value, what: str) -> int:
+    """A whole number as Jackson reads one: a JSON number or its digits in a string."""
+    if isinstance(value, bool) or value is None:
+        raise _Refused(400, f"{what} must be a number")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    raise _Refused(400, f"{what} must be a number, not {json.dumps(value)[:40]}")
+
+
+def _bool(value, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise _Refused(400, f"{what} must be true or false")
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "false").strip().lower() == "true"
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _position(id_, ledger_of: Callable[[], int]) -> tuple[str | int, int]:
+    """A MessageId / ResetCursorData body (``ledgerId``, ``entryId``): latest, earliest or
+    an offset of ours. Returns (where, batch index)."""
+    if not isinstance(id_, dict):
+        raise _Refused(400, "a message id is an object with ledgerId and entryId")
+    ledger, entry = _int(id_.get("ledgerId", _LONG_MAX), "ledgerId"), _int(id_.get("entryId", _LONG_MAX), "entryId")
+    batch = _int(id_.get("batchIndex", -1), "batchIndex")
+    if ledger >= _LONG_MAX or entry >= _LONG_MAX:
+        return LATEST, -1
+    if ledger < 0 or entry < 0:
+        return EARLIEST, -1
+    if ledger != ledger_of():
+        raise _Refused(412, f"ledger {ledger} is not this topic's")
+    exclusive = bool(id_.get("isExcluded", False))
+    return entry + (1 if exclusive else 0), batch
+
+
+class PulsarAdmin:
+    """The admin and lookup routes over the core that the Pulsar front serves."""
+
+    def __init__(self, core: Callable[[], object], pulsar_url: Callable[[], str | None],
+                 http_url: Callable[[], str]) -> None:
+        """``core()``: the core the Pulsar front serves; ``pulsar_url()``: its pulsar://
+        address (None without a Pulsar front); ``http_url()``: this front's own."""
+        self.core = core
+        self.pulsar_url = pulsar_url
+        self.http_url = http_url
+        self._rates: dict[str, tuple[float, int, int]] = {}      # topic -> (when, in, out): rates between stats
+
+    def routes(self) -> list[web.RouteDef]:
+        r = self._route
+        t = _T
+        return [
+            web.get("/admin/v2/clusters", r(self._clusters)),
+            web.get("/admin/v2/tenants", r(self._tenants)),
+            web.get("/admin/v2/tenants/{tenant}", r(self._tenant)),
+            web.put("/admin/v2/tenants/{tenant}", r(self._create_tenant)),
+            web.delete("/admin/v2/tenants/{tenant}", r(self._delete_tenant)),
+            web.get("/admin/v2/namespaces/{tenant}", r(self._namespaces)),
+            web.put(f"/admin/v2/namespaces/{t}", r(self._create_namespace)),
+            web.delete(f"/admin/v2/namespaces/{t}", r(self._delete_namespace)),
+            web.get(f"/admin/v2/namespaces/{t}/topics", r(self._namespace_topics)),
+            *self._policy_routes(f"/admin/v2/namespaces/{t}/deduplication", "deduplicationEnabled", _bool, "post"),
+            *self._policy_routes(f"/admin/v2/namespaces/{t}/retention", "retention_policies", _retention, "post"),
+            *self._policy_routes(f"/admin/v2/namespaces/{t}/compactionThreshold", "compactionThreshold", _threshold,
+                                 "put"),
+            web.get(f"/admin/v2/persistent/{t}", r(self._topics)),
+            web.get(f"/admin/v2/persistent/{t}/partitioned", r(self._partitioned_topics)),
+            web.put(_TOPIC, r(self._create_topic)),
+            web.delete(_TOPIC, r(self._delete_topic)),
+            web.put(_TOPIC + "/partitions", r(self._create_partitioned)),
+            web.post(_TOPIC + "/partitions", r(self._update_partitions)),
+            web.get(_TOPIC + "/partitions", r(self._partitions)),
+            web.delete(_TOPIC + "/partitions", r(self._delete_partitioned)),
+            web.get(_TOPIC + "/stats", r(self._stats)),
+            web.get(_TOPIC + "/partitioned-stats", r(self._partitioned_stats)),
+            web.get(_TOPIC + "/internalStats", r(self._internal_stats)),
+            web.get(_TOPIC + "/lastMessageId", r(self._last_message_id)),
+            web.get(_TOPIC + "/subscriptions", r(self._subscriptions)),
+            web.put(_TOPIC + "/subscription/{sub}", r(self._create_subscription)),
+            web.delete(_TOPIC + "/subscription/{sub}", r(self._delete_subscription)),
+            web.post(_TOPIC + "/subscription/{sub}/skip_all", r(self._skip_all)),
+            web.post(_TOPIC + "/subscription/{sub}/skip/{n}", r(self._skip)),
+            web.post(_TOPIC + "/subscription/{sub}/resetcursor/{timestamp}", r(self._reset_by_time)),
+            web.post(_TOPIC + "/subscription/{sub}/resetcursor", r(self._reset_by_id)),
+            web.put(_TOPIC + "/compaction", r(self._compact)),
+            web.get(_TOPIC + "/compaction", r(self._compaction_status)),
+            *self._policy_routes(_TOPIC + "/deduplicationEnabled", "deduplicationEnabled", _bool, "post"),
+            *self._policy_routes(_TOPIC + "/compactionThreshold", "compactionThreshold", _threshold, "post"),
+            web.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", r(self._lookup)),
+        ]
+
+    def _route(self, handler):
+        """A handler with Pulsar's refusals turned into their status and reason."""
+        async def run(request: web.Request) -> web.Response:
+            try:
+                return await handler(request)
+            except PulsarAdminError as exc:
+                return _reason(_STATUS[exc.kind], str(exc))
+            except _Refused as exc:
+                return _reason(exc.status, str(exc))
+            except PulsarNameError as exc:
+                return _reason(412, str(exc))
+        return run
+
+    def _topic(self, request: web.Request) -> PulsarTopic:
+        m = request.match_info
+        return parse_topic(f"persistent://{m['tenant']}/{m['namespace']}/{m['topic']}")
+
+    # -- clusters, tenants, namespaces ------------------------------------------------------------
+    async def _clusters(self, request):
+        return web.json_response(["standalone"])
+
+    async def _tenants(self, request):
+        return web.json_response(self.core().pulsar_topics.tenant_names())
+
+    async def _tenant(self, request):
+        return web.json_response(self.core().pulsar_topics.tenant_info(request.match_info["tenant"]))
+
+    async def _create_tenant(self, request):
+        info = await _json(request, {})
+        if not isinstance(info, dict):
+            raise _Refused(400, "a tenant's info is an object (adminRoles, allowedClusters)")
+        self.core().pulsar_topics.create_tenant(request.match_info["tenant"], info)
+        return _no_content()
+
+    async def _delete_tenant(self, request):
+        self.core().pulsar_topics.delete_tenant(request.match_info["tenant"])
+        return _no_content()
+
+    async def _namespaces(self, request):
+        tenant = request.match_info["tenant"]
+        pt = self.core().pulsar_topics
+        if tenant not in pt.tenant_names():
+            raise PulsarAdminError("not_found", "Tenant does not exist")
+        return web.json_response(pt.namespace_names(tenant))
+
+    async def _create_namespace(self, request):
+        await _json(request)                # (a Policies body may come: it is not kept)
+        self.core().pulsar_topics.create_namespace(request.match_info["tenant"], request.match_info["namespace"])
+        return _no_content()
+
+    async def _delete_namespace(self, request):
+        self.core().pulsar_topics.delete_namespace(request.match_info["tenant"], request.match_info["namespace"])
+        return _no_content()
+
+    async def _namespace_topics(self, request):
+        m = request.match_info
+        pt = self.core().pulsar_topics
+        pt.check_namespace(m["tenant"], m["namespace"])
+        mode = request.query.get("mode", "PERSISTENT").upper()
+        return web.json_response([] if mode == "NON_PERSISTENT" else pt.topics_of(m["tenant"], m["namespace"]))
+
+    def _policy_routes(self, path: str, key: str, read, set_method: str) -> list:
+        """GET, set (POST or PUT, as Pulsar's path takes it) and DELETE of one policy, on a
+        namespace or on a topic."""
+        async def scope(request) -> str:
+            m = request.match_info
+            pt = self.core().pulsar_topics
+            if "topic" in m:
+                topic = self._topic(request)
+                store_topic(topic)
+                if not pt.exists(topic) and not pt.partitions(topic):
+                    raise PulsarAdminError("not_found", "Topic not found")
+                return topic.full
+            pt.check_namespace(m["tenant"], m["namespace"])
+            return f"{m['tenant']}/{m['namespace']}"
+
+        async def get(request):
+            value = self.core().pulsar_topics.policy(await scope(request), key)
+            return web.json_response(value) if value is not None else _no_content()
+
+        async def put(request):
+            where = await scope(request)
+            body = await _json(request)
+            if body is None:
+                raise _Refused(400, "the request needs a body")
+            self.core().pulsar_topics.set_policy(where, key, read(body, key))
+            return _no_content()
+
+        async def delete(request):
+            self.core().pulsar_topics.set_policy(await scope(request), key, None)
+            return _no_content()
+
+        return [web.get(path, self._route(get)), getattr(web, set_method)(path, self._route(put)),
+                web.delete(path, self._route(delete))]
+
+    # -- topics -----------------------------------------------------------------------------------
+    async def _topics(self, request):
+        m = request.match_info
+        pt = self.core().pulsar_topics
+        pt.check_namespace(m["tenant"], m["namespace"])
+        return web.json_response(pt.topics_of(m["tenant"], m["namespace"]))
+
+    async def _partitioned_topics(self, request):
+        m = request.match_info
+        pt = self.core().pulsar_topics
+        pt.check_namespace(m["tenant"], m["namespace"])
+        return web.json_response(pt.partitioned_topics_of(m["tenant"], m["namespace"]))
+
+    async def _create_topic(self, request):
+        await _json(request)                # (a properties body may come: it is not kept)
+        self.core().pulsar_topics.create(self._topic(request))
+        return _no_content()
+
+    async def _delete_topic(self, request):
+        delete_topic(self.core(), self._topic(request), _flag(request, "force"), partitioned=False)
+        return _no_content()
+
+    async def _create_partitioned(self, request):
+        n = _int(await _json(request), "the number of partitions")
+        self.core().pulsar_topics.create_partitioned(self._topic(request), n)
+        return _no_content()
+
+    async def _update_partitions(self, request):
+        n = _int(await _json(request), "the number of partitions")
+        topic = self._topic(request)
+        pt = self.core().pulsar_topics
+        have = pt.partitions(topic)
+        if not have:
+            raise PulsarAdminError("not_found", "Partitioned topic does not exist")
+        if n <= have:
+            raise PulsarAdminError("precondition", "Number of partitions can only be increased")
+        stored = store_topic(topic)
+        for i in range(have, n):
+            pt.make(f"{stored}-partition-{i}")
+        return _no_content()
+
+    async def _partitions(self, request):
+        return web.json_response({"partitions": self.core().pulsar_topics.partitions(self._topic(request))})
+
+    async def _delete_partitioned(self, request):
+        delete_topic(self.core(), self._topic(request), _flag(request, "force"), partitioned=True)
+        return _no_content()
+
+    def _existing(self, request) -> tuple[PulsarTopic, str]:
+        topic = self._topic(request)
+        stored = store_topic(topic)
+        if self.core().topics.get(stored) is None:
+            raise PulsarAdminError("not_found", "Topic not found")
+        return topic, stored
+
+    async def _stats(self, request):
+        _, stored = self._existing(request)
+        return web.json_response(self._topic_stats(stored))
+
+    async def _partitioned_stats(self, request):
+        topic = self._topic(request)
+        core = self.core()
+        n = core.pulsar_topics.partitions(topic)
+        if not n:
+            raise PulsarAdminError("not_found", "Partitioned topic does not exist")
+        stored = store_topic(topic)
+        parts = {f"{topic.full}-partition-{i}": self._topic_stats(f"{stored}-partition-{i}") for i in range(n)}
+        total = _sum_stats(list(parts.values()))
+        total["metadata"] = {"partitions": n}
+        total["partitions"] = parts if _flag(request, "perPartition") or "perPartition" not in request.query \
+            else {}
+        return web.json_response(total)
+
+    def _topic_stats(self, stored: str) -> dict:
+        core = self.core()
+        f = topic_figures(core, stored)
+        entries = f["end"] - f["first"]
+        out = sum(sub["out"] for sub in f["subscriptions"].values())
+        rate_in, rate_out = self._rates_of(stored, f["end"], out)
+        avg = f["size"] / entries if entries else 0.0
+        subs = {}
+        for group, sub in f["subscriptions"].items():
+            subs[subscription_of(group)] = {
+                "msgRateOut": 0.0, "msgThroughputOut": 0.0, "bytesOutCounter": 0, "msgOutCounter": sub["out"],
+                "msgRateRedeliver": 0.0, "messageAckRate": 0.0, "msgBacklog": sub["backlog"],
+                "backlogSize": int(sub["backlog"] * avg), "msgBacklogNoDelayed": sub["backlog"], "msgDelayed": 0,
+                "unackedMessages": sum(u for _, _, u in sub["consumers"]), "type": sub["type"],
+                "blockedSubscriptionOnUnackedMsgs": False, "isDurable": sub["durable"], "isReplicated": False,
+                "consumers": [{"consumerName": str(key), "availablePermits": permits, "unackedMessages": unacked,
+                               "msgRateOut": 0.0, "msgThroughputOut": 0.0, "msgRateRedeliver": 0.0,
+                               "blockedConsumerOnUnackedMsgs": False, "metadata": {}}
+                              for key, permits, unacked in sub["consumers"]],
+                "redeliveries": sub["stats"].get("redeliveries", 0)}
+        return {"msgRateIn": rate_in, "msgThroughputIn": rate_in * avg, "msgRateOut": rate_out,
+                "msgThroughputOut": rate_out * avg, "msgInCounter": entries, "bytesInCounter": f["size"],
+                "msgOutCounter": out, "bytesOutCounter": int(out * avg), "averageMsgSize": avg,
+                "storageSize": f["size"], "backlogSize": max((s["backlogSize"] for s in subs.values()), default=0),
+                "publishers": [{"producerName": name, "accessMode": _ACCESS[mode], "msgRateIn": 0.0,
+                                "msgThroughputIn": 0.0, "averageMsgSize": 0.0, "metadata": {}}
+                               for name, _, mode in f["producers"]],
+                "waitingPublishers": 0, "subscriptions": subs, "replication": {},
+                "deduplicationStatus": "Enabled" if f["dedup"] else "Disabled",
+                **({"topicEpoch": f["epoch"]} if f["epoch"] is not None else {})}
+
+    def _rates_of(self, stored: str, msg_in: int, msg_out: int) -> tuple[float, float]:
+        """Messages in and out per second since the previous stats of this topic (Pulsar's
+        rates are per stats interval; the first read knows none: 0)."""
+        now = time.monotonic()
+        before = self._rates.get(stored)
+        self._rates[stored] = (now, msg_in, msg_out)
+        if before is None or now <= before[0]:
+            return 0.0, 0.0
+        dt = now - before[0]
+        return max(msg_in - before[1], 0) / dt, max(msg_out - before[2], 0) / dt
+
+    async def _internal_stats(self, request):
+        _, stored = self._existing(request)
+        core = self.core()
+        f = topic_figures(core, stored)
+        ledger = ledger_id(stored)
+        entries = f["end"] - f["first"]
+        cursors = {}
+        for group, sub in f["subscriptions"].items():
+            acked = sub["acked"]
+            cursors[subscription_of(group)] = {
+                "markDeletePosition": f"{ledger}:{sub['mark_delete'] - 1}", "readPosition": f"{ledger}:{sub['read']}",
+                "waitingReadOp": False, "pendingReadOps": 0, "messagesConsumedCounter": sub["out"],
+                "cursorLedger": -1, "cursorLedgerLastEntry": -1,
+                "individuallyDeletedMessages": _ranges(ledger, acked), "lastLedgerSwitchTimestamp": "",
+                "state": "Open", "active": bool(sub["consumers"]),
+                "numberOfEntriesSinceFirstNotAckedMessage": max(sub["read"] - sub["mark_delete"], 0) + 1,
+                "totalNonContiguousDeletedMessagesRange": len(_runs(acked)), "properties": {}}
+        if f["compaction_horizon"]:
+            h = f["compaction_horizon"]
+            cursors[f["compaction_subscription"]] = {
+                "markDeletePosition": f"{ledger}:{h - 1}", "readPosition": f"{ledger}:{h}", "state": "Open",
+                "individuallyDeletedMessages": "[]", "properties": {}, "messagesConsumedCounter": h - f["first"]}
+        return web.json_response({
+            "entriesAddedCounter": entries, "numberOfEntries": entries, "totalSize": f["size"],
+            "currentLedgerEntries": entries, "currentLedgerSize": f["size"], "waitingCursorsCount": 0,
+            "pendingAddEntriesCount": 0, "lastConfirmedEntry": f"{ledger}:{f['end'] - 1}", "state": "LedgerOpened",
+            "ledgers": [{"ledgerId": ledger, "entries": entries, "size": f["size"], "offloaded": False,
+                         "underReplicated": False}],
+            "cursors": cursors, "schemaLedgers": [],
+            "compactedLedger": {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False,
+                                "underReplicated": False}})
+
+    async def _last_message_id(self, request):
+        topic, stored = self._existing(request)
+        end = self.core().store.max_offset(stored, 0)
+        return web.json_response({"ledgerId": ledger_id(stored), "entryId": end - 1 if end else -1,
+                                  "partitionIndex": topic.partition})
+
+    # -- subscriptions ----------------------------------------------------------------------------
+    async def _subscriptions(self, request):
+        _, stored = self._existing(request)
+        return web.json_response([subscription_of(g) for g in self.core().subscriptions.names(stored)])
+
+    async def _create_subscription(self, request):
+        topic = self._topic(request)
+        body = await _json(request)
+        core = self.core()
+        n = core.pulsar_topics.partitions(topic)
+        names = [parse_topic(f"{topic.full}-partition-{i}") for i in range(n)] if n else [topic]
+        at = LATEST
+        if body is not None:
+            at, _ = _position(body, lambda: ledger_id(store_topic(topic)))
+        for t in names:
+            create_subscription(core, t, request.match_info["sub"], at)
+        return _no_content()
+
+    def _each_partition(self, request) -> list[PulsarTopic]:
+        topic = self._topic(request)
+        n = self.core().pulsar_topics.partitions(topic)
+        return [parse_topic(f"{topic.full}-partition-{i}") for i in range(n)] if n else [topic]
+
+    async def _delete_subscription(self, request):
+        for t in self._each_partition(request):
+            delete_subscription(self.core(), t, request.match_info["sub"], _flag(request, "force"))
+        return _no_content()
+
+    async def _skip(self, request):
+        n = _int(request.match_info["n"], "the number of messages")
+        for t in self._each_partition(request):
+            skip(self.core(), t, request.match_info["sub"], n)
+        return _no_content()
+
+    async def _skip_all(self, request):
+        for t in self._each_partition(request):
+            skip(self.core(), t, request.match_info["sub"], None)
+        return _no_content()
+
+    async def _reset_by_time(self, request):
+        ts = _int(request.match_info["timestamp"], "the timestamp")
+        for t in self._each_partition(request):
+            reset_cursor(self.core(), t, request.match_info["sub"], time_ms=ts)
+        return _no_content()
+
+    async def _reset_by_id(self, request):
+        topic = self._topic(request)
+        stored = store_topic(topic)
+        body = await _json(request)
+        if body is None:
+            raise _Refused(400, "resetcursor needs a message id: {\"ledgerId\": L, \"entryId\": E}")
+        at, _ = _position(body, lambda: ledger_id(stored))
+        core = self.core()
+        offset = core.store.max_offset(stored, 0) if at == LATEST else 0 if at == EARLIEST else at
+        reset_cursor(core, topic, request.match_info["sub"], offset=offset)
+        return _no_content()
+
+    # -- compaction -------------------------------------------------------------------------------
+    async def _compact(self, request):
+        compact(self.core(), self._topic(request))
+        return _no_content()
+
+    async def _compaction_status(self, request):
+        _, stored = self._existing(request)
+        status, last_error = self.core().compaction.status(stored)
+        return web.json_response({"status": status, "lastError": last_error})
+
+    # -- lookup -----------------------------------------------------------------------------------
+    async def _lookup(self, request):
+        m = request.match_info
+        if m["domain"] != "persistent":
+            raise _Refused(412, f"{m['domain']} topics are not supported; use persistent://")
+        self._topic(request)
+        own = self.pulsar_url()
+        if own is None:
+            raise _Refused(503, "this server has no Pulsar front (serve --no-pulsar)")
+        name = request.query.get("listenerName") or request.headers.get("X-Pulsar-ListenerName", "")
+        url = self.core().config.listener_url(name, own)
+        if url is None:
+            raise _Refused(503, f"the broker do not have {name} listener")
+        return web.json_response({"brokerUrl": url, "httpUrl": self.http_url(), "nativeUrl": url,
+                                  "brokerUrlSsl": ""})
+
+
+_ACCESS = {0: "Shared", 1: "Exclusive", 2: "WaitForExclusive", 3: "ExclusiveWithFencing"}
+
+
+def _runs(offsets: list[int]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for o in offsets:
+        if runs and runs[-1][1] == o - 1:
+            runs[-1] = (runs[-1][0], o)
+        else:
+            runs.append((o, o))
+    return runs
+
+
+def _ranges(ledger: int, offsets: list[int]) -> str:
+    """Acked offsets above the mark-delete position, as Pulsar prints them: [(L:a-1..L:b]]."""
+    return "[" + ",".join(f"({ledger}:{a - 1}..{ledger}:{b}]" for a, b in _runs(offsets)) + "]"
+
+
+def _sum_stats(parts: list[dict]) -> dict:
+    """A partitioned topic's stats: the partitions' figures added up."""
+    total: dict = {"publishers": [], "subscriptions": {}, "replication": {}}
+    for key in ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "msgInCounter", "bytesInCounter",
+                "msgOutCounter", "bytesOutCounter", "storageSize", "backlogSize", "waitingPublishers"):
+        total[key] = sum(p[key] for p in parts)
+    total["averageMsgSize"] = total["bytesInCounter"] / total["msgInCounter"] if total["msgInCounter"] else 0.0
+    total["deduplicationStatus"] = parts[0]["deduplicationStatus"] if parts else "Disabled"
+    for p in parts:
+        total["publishers"] += p["publishers"]
+        for name, sub in p["subscriptions"].items():
+            agg = total["subscriptions"].setdefault(name, {**sub, "consumers": [], "msgBacklog": 0, "backlogSize": 0,
+                                                           "msgOutCounter": 0, "unackedMessages": 0,
+                                                           "msgBacklogNoDelayed": 0})
+            for key in ("msgBacklog", "backlogSize", "msgOutCounter", "unackedMessages", "msgBacklogNoDelayed"):
+                agg[key] += sub[key]
+            agg["consumers"] += sub["consumers"]
+    return total
+
+
+def _retention(body, key: str) -> dict:
+    if not isinstance(body, dict):
+        raise _Refused(400, "retention is an object: {\"retentionTimeInMinutes\": M, \"retentionSizeInMB\": S}")
+    return {"retentionTimeInMinutes": _int(body.get("retentionTimeInMinutes", 0), "retentionTimeInMinutes"),
+            "retentionSizeInMB": _int(body.get("retentionSizeInMB", 0), "retentionSizeInMB")}
+
+
+def _threshold(body, key: str) -> int:
+    n = _int(body, "the compaction threshold")
+    if n < 0:
+        raise _Refused(412, "compactionThreshold must be 0 or greater")
+    return n
+
