@@ -10,6 +10,7 @@ adapter, the SDK's in-process transport, the simulator — call ``tick()`` at
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 import random
@@ -43,6 +44,7 @@ from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisi
                          PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
+from .faults import FaultSet
 from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
 from .delay_queue import ScheduleService
 from .transactions import TransactionService
@@ -114,6 +116,12 @@ class BrokerCore:
         # half messages and their check-back ladder (broker/transactions.py)
         self.transactions = TransactionService(store, clock, self.config, self.topics, self.put_message, self.notify,
                                                self.producers, self.store_host)
+        # faults on demand (broker/faults.py): rules the fronts ask at their one call into
+        # the core; their random draws come from a source of their own, so a run without
+        # rules draws nothing and gives the same bytes
+        self.faults = FaultSet(clock, random.Random(0), self.events, self.config.broker_name)
+        self._later: list[tuple[int, int, Callable[[], None]]] = []     # (due ms, seq, fn): call_later
+        self._later_seq = itertools.count()
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._stored_hooks: list[Callable[[MessageRecord, str, dict | None], None]] = []
         self._channel_ids = itertools.count(1)
@@ -531,8 +539,17 @@ class BrokerCore:
         if holds._heap and holds._heap[0][0] <= now:
             for held in holds.expired(now):
                 self._answer_held(held)
+        later = self._later
+        while later and later[0][0] <= now:
+            heapq.heappop(later)[2]()
         if self._flush_due is not None and now >= self._flush_due:
             self.flush()
+
+    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` at the tick ``delay_ms`` from now on this broker's clock (a front's
+        answer a fault rule delays: in virtual time, `clock advance` brings it)."""
+        heapq.heappush(self._later, (self.clock.now_ms() + delay_ms, next(self._later_seq), fn))
+        self._deadline = _STALE
 
     def hold_mark(self) -> int:
         return self.holds.mark()
@@ -620,6 +637,8 @@ class BrokerCore:
         expiry = self.pops._expiry                  # (PopService.next_deadline: its heap's top)
         if expiry and (best is None or expiry[0][0] < best):
             best = expiry[0][0]
+        if self._later and (best is None or self._later[0][0] < best):
+            best = self._later[0][0]
         if self.transactions.due:                   # (half messages waiting for a check-back)
             t = self.transactions.next_deadline()
             if t is not None and (best is None or t < best):

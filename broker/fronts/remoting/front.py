@@ -21,6 +21,7 @@ from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR
 from .processors import build_processor_table
 from .processors.pull import pull_response
 from .processors.transaction import check_transaction_state
+from .faults import apply_fault, operation_of
 
 __all__ = ["RemotingFront"]
 
@@ -84,6 +85,21 @@ class RemotingFront:
             # Sent even for oneway requests, as upstream does.
             return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                     f" request type {request.code} not supported")
+        if core.faults.active:
+            about = operation_of(request)
+            if about is not None:
+                rule = core.faults.match(about[0], topic=about[1], group=about[2], client=channel.client_id,
+                                         dialect="4.x")
+                if rule is not None:
+                    answer = apply_fault(self, rule, request, channel, lambda: self._run(fn, request, channel))
+                    return None if request.is_oneway else answer
+        response = self._run(fn, request, channel)
+        if request.is_oneway:
+            return None
+        return response
+
+    def _run(self, fn, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
+        """The processor's answer; a refusal or a bug answered, never raised."""
         try:
             response = fn(self, request, channel)
         except RequestRefused as exc:   # the peer's mistake: one line, no traceback
@@ -92,8 +108,6 @@ class RemotingFront:
         except Exception as exc:  # a bug must not take the broker down; answer and log it
             log.exception("request %s failed", request.code)
             response = request.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if request.is_oneway:
-            return None
         return response
 
     def push(self, channel: Channel, command: RemotingCommand) -> None:

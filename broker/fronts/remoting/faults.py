@@ -1,0 +1,86 @@
+"""Fault rules on the 4.x wire (issue 38): which request is which operation, what it is
+about, and how each action looks to a 4.x client.
+
+The front asks ``core.faults`` once per request, before its processor runs (with no rule
+installed that is one attribute test). A matched rule is applied here:
+
+* refuse — the response carries the rule's code, else the operation's default: the codes
+  a 4.x client treats as "this broker failed, try again or elsewhere" (SYSTEM_ERROR for a
+  send, which DefaultMQProducer retries on another broker; TOPIC_NOT_EXIST for a route);
+* drop — no response at all: the client's own timeout decides. A send with ``stored``
+  is stored first and only its acknowledgement is lost, so the producer's retry stores a
+  duplicate;
+* delay — the response is sent ``delay_ms`` later on the broker's clock (core.call_later);
+* duplicate — a pull that found messages answers each of them twice (the store keeps one
+  record; the client sees a redelivery).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ...faults import Action, Operation
+from .protocol import RemotingCommand, RequestCode, ResponseCode
+
+__all__ = ["operation_of", "apply_fault"]
+
+# request code -> (operation, the header fields naming its topic and group, in the order
+# the request types use them: SEND_MESSAGE_V2's short names after the long ones)
+_OPERATIONS: dict[int, tuple[Operation, tuple[str, ...], tuple[str, ...]]] = {
+    RequestCode.SEND_MESSAGE: (Operation.SEND, ("topic",), ("producerGroup",)),
+    RequestCode.SEND_MESSAGE_V2: (Operation.SEND, ("b",), ("a",)),
+    RequestCode.SEND_BATCH_MESSAGE: (Operation.SEND, ("b", "topic"), ("a", "producerGroup")),
+    RequestCode.PULL_MESSAGE: (Operation.PULL, ("topic",), ("consumerGroup",)),
+    RequestCode.CONSUMER_SEND_MSG_BACK: (Operation.SEND_BACK, ("originTopic",), ("group",)),
+    RequestCode.UPDATE_CONSUMER_OFFSET: (Operation.ACK, ("topic",), ("consumerGroup",)),
+    RequestCode.HEART_BEAT: (Operation.HEARTBEAT, (), ()),
+    RequestCode.GET_ROUTEINFO_BY_TOPIC: (Operation.ROUTE, ("topic",), ()),
+}
+
+_DEFAULT_REFUSAL = {
+    Operation.SEND: ResponseCode.SYSTEM_ERROR,
+    Operation.PULL: ResponseCode.SYSTEM_ERROR,
+    Operation.SEND_BACK: ResponseCode.SYSTEM_ERROR,
+    Operation.ACK: ResponseCode.SYSTEM_ERROR,
+    Operation.HEARTBEAT: ResponseCode.SYSTEM_ERROR,
+    Operation.ROUTE: ResponseCode.TOPIC_NOT_EXIST,
+}
+
+
+def operation_of(request: RemotingCommand) -> tuple[Operation, str | None, str | None] | None:
+    """(operation, topic, group) of a request a rule can match, None for the others."""
+    known = _OPERATIONS.get(request.code)
+    if known is None:
+        return None
+    op, topic_fields, group_fields = known
+    topic = next((v for v in map(request.header, topic_fields) if v), None)
+    group = next((v for v in map(request.header, group_fields) if v), None)
+    return op, topic, group
+
+
+def _refusal_code(rule) -> int:
+    if rule.error is None:
+        return _DEFAULT_REFUSAL[rule.operation]
+    try:
+        return int(rule.error)
+    except (TypeError, ValueError):
+        return int(getattr(ResponseCode, str(rule.error)))
+
+
+def apply_fault(front, rule, request: RemotingCommand, channel, run) -> RemotingCommand | None:
+    """The answer to ``request`` under ``rule`` (``run()``: the processor's own answer)."""
+    action = rule.action
+    if action is Action.REFUSE:
+        return request.response(_refusal_code(rule), f"refused by fault rule {rule.id} ({rule.operation.value})")
+    if action is Action.DROP:
+        if rule.stored:
+            run()                               # stored, and the acknowledgement lost
+        return None
+    response = run()
+    if action is Action.DELAY:
+        if response is not None:
+            front.core.call_later(rule.delay_ms, lambda: front.push(channel, response))
+        return None
+    if action is Action.DUPLICATE and response is not None and response.code == ResponseCode.SUCCESS \
+            and response.body:
+        return dataclasses.replace(response, body=bytes(response.body) * 2)
+    return response

@@ -1,0 +1,89 @@
+"""Fault rules on the 4.x wire (issue 38): the SDK over the loopback transport (every
+request encoded and decoded as over TCP, through the remoting front) against rules on its
+broker; the store stays the truth."""
+from __future__ import annotations
+
+import pytest
+
+from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.broker.faults import rule_from
+from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
+
+
+@pytest.fixture
+def broker():
+    b = EmbeddedBroker(transport="loopback")
+    b.create_topic("Orders", queues=1)
+    yield b
+    b.close()
+
+
+def _faults(broker):
+    return broker.events.of_kind(EventKind.FAULT)
+
+
+def test_a_refused_send_is_retried_by_the_producer_and_stored_once(broker):
+    rule = broker.core.faults.add(rule_from("send", "refuse", topic="Orders", times=1))
+    producer = broker.producer("pg")
+    result = producer.send(Message("Orders", b"one"))
+    assert result.msg_id
+    assert [m.body for m in broker.messages("Orders")] == [b"one"]
+    assert rule.hits == 1 and broker.core.faults.rules() == []          # used up: gone
+    assert len(_faults(broker)) == 1
+
+
+def test_a_send_stored_but_not_acknowledged_makes_the_producers_retry_a_duplicate(broker):
+    broker.core.faults.add(rule_from("send", "drop", topic="Orders", times=1, stored=True))
+    producer = broker.producer("pg")
+    producer.send(Message("Orders", b"twice"))
+    stored = broker.messages("Orders")
+    assert [m.body for m in stored] == [b"twice", b"twice"]
+    assert stored[0].msg_id == stored[1].msg_id                          # the same message id: a duplicate
+
+
+def test_a_dropped_send_that_was_not_stored_is_stored_once_by_the_retry(broker):
+    broker.core.faults.add(rule_from("send", "drop", topic="Orders", times=1))
+    broker.producer("pg").send(Message("Orders", b"once"))
+    assert [m.body for m in broker.messages("Orders")] == [b"once"]
+
+
+def test_a_delayed_pull_answer_comes_on_the_brokers_clock(broker):
+    producer = broker.producer("pg")
+    producer.send(Message("Orders", b"late"))
+    got = []
+    broker.core.faults.add(rule_from("pull", "delay", group="cg", delay_ms=5_000, times=1))
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: got.extend(msgs) or CONSUME_SUCCESS)
+    broker.advance("4s")
+    assert got == []
+    broker.advance("2s")
+    assert [m.body for m in got] == [b"late"]
+
+
+def test_a_duplicated_pull_delivers_a_message_twice_from_one_record(broker):
+    broker.producer("pg").send(Message("Orders", b"again"))
+    got = []
+    broker.core.faults.add(rule_from("pull", "duplicate", group="cg", times=1))
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: got.extend(msgs) or CONSUME_SUCCESS)
+    broker.advance("2s")
+    assert [m.body for m in got] == [b"again", b"again"]
+    assert len(broker.messages("Orders")) == 1
+
+
+def test_a_refused_send_back_makes_the_consumer_publish_the_retry_copy_itself(broker):
+    """Seed 004's path: CONSUMER_SEND_MSG_BACK refused, the PushConsumer sends the retry
+    copy to %RETRY%<group> itself; the message comes back once, as its next attempt."""
+    broker.producer("pg").send(Message("Orders", b"poison"))
+    got = []
+    rule = broker.core.faults.add(rule_from("send_back", "refuse", group="cg", times=1))
+    broker.push_consumer("cg", "Orders", max_reconsume_times=2,
+                         listener=lambda msgs, ctx: got.extend(msgs) or RECONSUME_LATER)
+    broker.advance("10m")
+    assert rule.hits == 1
+    assert [m.reconsume_times for m in got] == [0, 1, 2]                  # the copy it published came back
+    assert [m.body for m in broker.dlq_messages("cg")] == [b"poison"]     # the third failure: the DLQ
+
+
+def test_with_no_rule_nothing_is_matched(broker):
+    assert broker.core.faults.active is False
+    broker.producer("pg").send(Message("Orders", b"x"))
+    assert _faults(broker) == []
