@@ -13,6 +13,10 @@ installed that is one attribute test). A matched rule is applied here:
 * delay — the response is sent ``delay_ms`` later on the broker's clock (core.call_later);
 * duplicate — a pull that found messages answers each of them twice (the store keeps one
   record; the client sees a redelivery).
+
+A 4.x consumer commits most offsets inside its pulls (FLAG_COMMIT_OFFSET), not only with
+UPDATE_CONSUMER_OFFSET: an ack rule matches those commits too, and a refused or dropped
+one is left out of the pull (the pull itself is answered), a delayed one is applied later.
 """
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ import dataclasses
 
 from ...faults import Action, Operation
 from .protocol import RemotingCommand, RequestCode, ResponseCode
+from .protocol.typed import FLAG_COMMIT_OFFSET
 
-__all__ = ["operation_of", "apply_fault"]
+__all__ = ["operation_of", "apply_fault", "commit_of_pull", "without_commit"]
 
 # request code -> (operation, the header fields naming its topic and group, in the order
 # the request types use them: SEND_MESSAGE_V2's short names after the long ones)
@@ -84,3 +89,19 @@ def apply_fault(front, rule, request: RemotingCommand, channel, run) -> Remoting
             and response.body:
         return dataclasses.replace(response, body=bytes(response.body) * 2)
     return response
+
+
+def commit_of_pull(request: RemotingCommand) -> bool:
+    """Whether a PULL_MESSAGE carries an offset commit."""
+    return request.code == RequestCode.PULL_MESSAGE and bool(request.header_int("sysFlag", 0) & FLAG_COMMIT_OFFSET)
+
+
+def without_commit(front, rule, request: RemotingCommand) -> RemotingCommand:
+    """The pull without its offset commit, as an ack ``rule`` leaves it (a delayed commit
+    is recorded ``delay_ms`` later on the broker's clock)."""
+    if rule.action is Action.DELAY:
+        group, topic = request.header("consumerGroup"), request.header("topic")
+        queue_id, offset = request.header_int("queueId"), request.header_int("commitOffset", 0)
+        front.core.call_later(rule.delay_ms, lambda: front.core.record_offset_commit(group, topic, queue_id, offset))
+    flag = request.header_int("sysFlag", 0) & ~FLAG_COMMIT_OFFSET
+    return dataclasses.replace(request, ext_fields={**request.ext_fields, "sysFlag": str(flag)})

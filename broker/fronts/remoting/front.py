@@ -14,6 +14,7 @@ import logging
 
 from ...core_types import Channel
 from ...errors import RequestRefused
+from ...faults import Operation
 from ...log_text import printable
 from ...notifications import ConsumerIdsChanged, PullReady, TransactionCheck
 from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand,
@@ -21,7 +22,7 @@ from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR
 from .processors import build_processor_table
 from .processors.pull import pull_response
 from .processors.transaction import check_transaction_state
-from .faults import apply_fault, operation_of
+from .faults import apply_fault, commit_of_pull, operation_of, without_commit
 
 __all__ = ["RemotingFront"]
 
@@ -88,6 +89,11 @@ class RemotingFront:
         if core.faults.active:
             about = operation_of(request)
             if about is not None:
+                if commit_of_pull(request):         # an ack inside the pull
+                    ack = core.faults.match(Operation.ACK, topic=about[1], group=about[2], client=channel.client_id,
+                                            dialect="4.x")
+                    if ack is not None:
+                        request = without_commit(self, ack, request)
                 rule = core.faults.match(about[0], topic=about[1], group=about[2], client=channel.client_id,
                                          dialect="4.x")
                 if rule is not None:

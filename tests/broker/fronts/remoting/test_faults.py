@@ -87,3 +87,30 @@ def test_with_no_rule_nothing_is_matched(broker):
     assert broker.core.faults.active is False
     broker.producer("pg").send(Message("Orders", b"x"))
     assert _faults(broker) == []
+
+
+def test_a_dropped_ack_makes_the_message_come_back_to_the_group(broker):
+    """The consumer's commits (inside its pulls and UPDATE_CONSUMER_OFFSET) are lost: the
+    group's next consumer is given the message again."""
+    broker.producer("pg").send(Message("Orders", b"acked?"))
+    rule = broker.core.faults.add(rule_from("ack", "drop", group="cg"))
+    first, again = [], []
+    consumer = broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: first.extend(msgs) or CONSUME_SUCCESS)
+    broker.advance("30s")
+    consumer.shutdown()                                                 # its last commit: lost too
+    assert [m.body for m in first] == [b"acked?"]
+    assert rule.hits >= 1 and broker.committed_offset("cg", "Orders", 0) <= 0
+    broker.core.faults.clear()
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: again.extend(msgs) or CONSUME_SUCCESS)
+    broker.advance("30s")
+    assert [m.body for m in again] == [b"acked?"]
+
+
+def test_a_delayed_ack_inside_a_pull_is_recorded_later(broker):
+    broker.producer("pg").send(Message("Orders", b"m"))
+    broker.core.faults.add(rule_from("ack", "delay", group="cg", delay_ms=60_000))
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: CONSUME_SUCCESS)
+    broker.advance("4s")
+    assert broker.committed_offset("cg", "Orders", 0) <= 0
+    broker.advance("2m")
+    assert broker.committed_offset("cg", "Orders", 0) == 1
