@@ -26,6 +26,7 @@ from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
 
 from .admin import AdminOperations
+from .faults import Faults
 from .message import MessageExt
 from .producer import Producer
 from .push_consumer import PushConsumer
@@ -222,6 +223,12 @@ class EmbeddedBroker(AdminOperations, Connector):
         returns a function that removes the fault."""
         kwargs = {} if error is None else {"error": error}
         return self.hub.inject_fault(code, times=times, **kwargs)
+
+    @property
+    def faults(self) -> Faults:
+        """Fault rules on the broker(s): ``faults.add("send", "refuse", times=1)`` and
+        friends (client_sdk/faults.py, broker/faults.py)."""
+        return Faults(lambda: self._cores(None))
 
     @property
     def events(self):

@@ -91,7 +91,7 @@ class IdleSkipper:
         hub = self.hub
         rt = hub.runtime
         core = hub.core
-        if rt._ready or hub._observers or hub._faults or hub.front.outgoing:
+        if rt._ready or hub._observers or hub._faults or hub.front.outgoing or hub.core.faults.active:
             return
         for source in rt._sources:      # the core's own deadlines, and any other time source's
             hard = core.next_deadline(holds=False) if source is hub else source.next_deadline()

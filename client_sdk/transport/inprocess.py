@@ -226,13 +226,15 @@ class InProcessTransport(Transport):
 
     def core(self):
         """The core, for a typed call, unless an observer or an injected fault is to see
-        (or stop) every command, this hub carries commands through the codec, or the
-        broker is stopped (its front answers every request with that)."""
+        (or stop) every command, a fault rule is on the broker (broker/faults.py: its 4.x
+        front applies them), this hub carries commands through the codec, or the broker
+        is stopped (its front answers every request with that)."""
         hub = self.hub
         if self._closed or hub._observers or hub._faults or not hub.typed_calls:
             return None
         core = hub.core
-        return None if core.stopped else core
+        # (fault rules on the broker are applied by its 4.x front: commands while any is on)
+        return None if core.stopped or core.faults.active else core
 
     def core_done(self) -> None:
         hub = self.hub

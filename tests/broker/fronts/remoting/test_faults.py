@@ -1,6 +1,6 @@
 """Fault rules on the 4.x wire (issue 38): the SDK over the loopback transport (every
-request encoded and decoded as over TCP, through the remoting front) against rules on its
-broker; the store stays the truth."""
+request encoded and decoded as over TCP, through the remoting front) and in process,
+against rules on its broker; the store stays the truth."""
 from __future__ import annotations
 
 import pytest
@@ -8,11 +8,14 @@ import pytest
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.broker.faults import rule_from
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
+from rocketmq_emulator.client_sdk.errors import MQBrokerError
 
 
-@pytest.fixture
-def broker():
-    b = EmbeddedBroker(transport="loopback")
+@pytest.fixture(params=["loopback", "inprocess"])
+def broker(request):
+    """Over the loopback codec, and in process (where the hub carries commands to the 4.x
+    front while a rule is on)."""
+    b = EmbeddedBroker(transport=request.param)
     b.create_topic("Orders", queues=1)
     yield b
     b.close()
@@ -114,3 +117,28 @@ def test_a_delayed_ack_inside_a_pull_is_recorded_later(broker):
     assert broker.committed_offset("cg", "Orders", 0) <= 0
     broker.advance("2m")
     assert broker.committed_offset("cg", "Orders", 0) == 1
+
+
+def test_the_python_api_adds_counts_and_removes_rules_as_a_context_manager(broker):
+    producer = broker.producer("pg")
+    with broker.faults.add("send", "refuse", topic="Orders", times=5) as rule:
+        with pytest.raises(MQBrokerError, match="Send \\[3\\] times, still failed"):
+            producer.send(Message("Orders", b"a"))      # refused, retried twice more: all three refused
+    assert rule.hits == 3
+    assert broker.faults.list() == []                    # gone with the block
+    producer.send(Message("Orders", b"b"))
+    assert broker.messages("Orders")[-1].body == b"b"
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"operation": "sned", "action": "refuse"}, "operation"),
+    ({"operation": "send", "action": "explode"}, "action"),
+    ({"operation": "send", "action": "refuse", "probability": 1.5}, "probability"),
+    ({"operation": "send", "action": "delay", "delay": -5}, "delay"),
+    ({"operation": "send", "action": "delay", "delay": "soon"}, "delay"),
+    ({"operation": "send", "action": "refuse", "broker": "broker-z"}, "broker"),
+])
+def test_a_bad_rule_is_refused_naming_its_field(broker, kwargs, field):
+    with pytest.raises(ValueError, match=f"^{field}:"):
+        broker.faults.add(**kwargs)
+    assert broker.faults.list() == []

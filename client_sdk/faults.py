@@ -1,0 +1,103 @@
+"""Faults on demand from a test (issue 38): ``broker.faults`` of an EmbeddedBroker.
+
+    rule = broker.faults.add("send", "refuse", topic="Orders", times=1)
+    with broker.faults.add("pull", "delay", group="billing", delay="5s"):
+        broker.advance("10s")                   # the answer comes 5 s late, on the clock
+    rule.hits, broker.faults.list(), broker.faults.clear()
+
+A rule goes to every broker of a cluster (``broker=NAME``: that one's rules only match
+there); its handle counts the hits of all of them and removes them all. The rules are
+the broker's (broker/faults.py): the same for every client, every dialect and every
+transport, each applied fault a FAULT event.
+"""
+from __future__ import annotations
+
+from rocketmq_emulator.broker.faults import FaultError, rule_from
+from rocketmq_emulator.delay_scheduler.levels import parse_duration
+
+__all__ = ["Faults", "FaultHandle", "FaultError"]
+
+
+def _ms(value, field: str) -> int:
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise FaultError(f"{field}: {exc}") from None
+    return value
+
+
+class FaultHandle:
+    """One rule on one or more brokers: ``hits``, ``remove()``; a context manager that
+    removes it on exit."""
+
+    def __init__(self, placed: list) -> None:
+        self._placed = placed               # [(FaultSet, FaultRule)]
+
+    @property
+    def id(self) -> int:
+        return self._placed[0][1].id
+
+    @property
+    def hits(self) -> int:
+        return sum(rule.hits for _, rule in self._placed)
+
+    def remove(self) -> None:
+        """Remove the rule everywhere (a rule already gone is not an error)."""
+        for faults, rule in self._placed:
+            faults.remove(rule.id)
+
+    def __enter__(self) -> "FaultHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        rule = self._placed[0][1]
+        return f"FaultHandle({rule.action.value} {rule.operation.value}, hits={self.hits})"
+
+
+class Faults:
+    """The fault rules of the brokers ``cores()`` returns."""
+
+    def __init__(self, cores) -> None:
+        self._cores = cores
+
+    def add(self, operation: str, action: str, *, topic: str | None = None, group: str | None = None,
+            client: str | None = None, dialect: str | None = None, broker: str | None = None,
+            times: int | None = None, probability: float | None = None, window=None, delay=0,
+            error: str | int | None = None, stored: bool = False) -> FaultHandle:
+        """Install a rule (FaultError, a ValueError naming the field, for a bad one).
+        ``window``: (start, end) on the broker's clock, each ms or a duration from now
+        ("10s"); ``delay``: ms or a duration ("5s")."""
+        window_ms = None
+        if window is not None:
+            try:
+                start, end = window
+            except (TypeError, ValueError):
+                raise FaultError(f"window: (start, end), got {window!r}") from None
+            now = self._cores()[0].clock.now_ms()
+            window_ms = (now + _ms(start, "window") if isinstance(start, str) else start,
+                         now + _ms(end, "window") if isinstance(end, str) else end)
+        delay_ms = _ms(delay, "delay")
+        placed = []
+        cores = self._cores()
+        if broker is not None and broker not in {c.config.broker_name for c in cores}:
+            raise FaultError(f"broker: no broker named {broker!r} (there are "
+                             f"{', '.join(c.config.broker_name for c in cores)})")
+        for core in cores:
+            rule = rule_from(operation, action, topic=topic, group=group, client=client, dialect=dialect,
+                             broker=broker, times=times, probability=probability, window_ms=window_ms,
+                             delay_ms=delay_ms, error=error, stored=stored)
+            placed.append((core.faults, core.faults.add(rule)))
+        return FaultHandle(placed)
+
+    def list(self) -> list[dict]:
+        """Every broker's rules, with their hit counts."""
+        return [dict(rule.to_json(), on=core.config.broker_name) for core in self._cores()
+                for rule in core.faults.rules()]
+
+    def clear(self) -> int:
+        """Remove every rule; how many there were."""
+        return sum(core.faults.clear() for core in self._cores())
