@@ -29,6 +29,7 @@ commands:
   group      consumer groups: group create NAME [--orderly] / list / show NAME (offsets, lag, retries, DLQ)
   broker     a cluster's brokers (serve --brokers N): broker list / perm NAME --write off / stop / start
   dlq        a group's dead letters: dlq list GROUP / dlq redrive GROUP --all [--dry-run]
+  fault      make the broker misbehave: fault add send refuse --times 1 / list / remove ID / clear
   message    message show ID / message find --topic T --key K / message send TOPIC BODY [--tag --key]
   status     each broker's runtime figures (mqadmin brokerStatus)
   offset     offset reset GROUP TOPIC --to earliest|latest|TIME (mqadmin resetOffsetByTime)
@@ -94,7 +95,7 @@ _BUILTIN_COMMANDS = {
     "serve": (".serve", "serve_main"), "clock": (".clock", "clock_main"), "topic": (".topic_group", "topic_main"),
     "group": (".topic_group", "group_main"), "broker": (".brokers", "broker_main"), "dlq": (".dlq", "dlq_main"),
     "offset": (".offsets", "offset_main"), "message": (".messages", "message_main"),
-    "status": (".messages", "status_main"),
+    "status": (".messages", "status_main"), "fault": (".fault_rules", "fault_main"),
 }
 
 # Commands of the packages above the broker (simulate, snapshot, analyze) are registered

@@ -22,7 +22,7 @@ from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR
 from .processors import build_processor_table
 from .processors.pull import pull_response
 from .processors.transaction import check_transaction_state
-from .faults import apply_fault, commit_of_pull, operation_of, without_commit
+from .fault_answers import apply_fault, commit_of_pull, operation_of, without_commit
 
 __all__ = ["RemotingFront"]
 

@@ -2,14 +2,14 @@
 (front, request, channel) -> reply; ``front.RemotingFront`` runs them."""
 from __future__ import annotations
 
-from ..protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, EMULATOR_GROUPS,
-                        EMULATOR_TRANSACTIONS, RequestCode as RC)
+from ..protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, EMULATOR_FAULTS,
+                        EMULATOR_GROUPS, EMULATOR_TRANSACTIONS, RequestCode as RC)
 
 __all__ = ["build_processor_table"]
 
 
 def build_processor_table() -> dict:
-    from . import (admin, admin_views, consumer_offsets, dlq, pull, query, registration, route, send, send_back,
+    from . import (admin, admin_views, consumer_offsets, dlq, fault_rules, pull, query, registration, route, send, send_back,
                    transaction)
 
     return {
@@ -53,4 +53,5 @@ def build_processor_table() -> dict:
         EMULATOR_DLQ: dlq.dead_letter_request,
         EMULATOR_GROUPS: admin_views.known_groups_request,
         EMULATOR_TRANSACTIONS: transaction.transactions_request,
+        EMULATOR_FAULTS: fault_rules.fault_rules_request,
     }

@@ -4,7 +4,8 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = ["RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "EMULATOR_CLOCK_ADVANCE",
-           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ", "EMULATOR_GROUPS", "EMULATOR_TRANSACTIONS"]
+           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ", "EMULATOR_GROUPS", "EMULATOR_TRANSACTIONS",
+           "EMULATOR_FAULTS"]
 
 
 class RequestCode(IntEnum):
@@ -65,6 +66,8 @@ EMULATOR_DLQ = 91_003
 EMULATOR_GROUPS = 91_004
 # The half messages waiting for their producers (and a topic's 5.x message type).
 EMULATOR_TRANSACTIONS = 91_005
+# Fault rules (broker/faults.py): add one, list them with their hits, remove one, clear.
+EMULATOR_FAULTS = 91_006
 
 
 class ResponseCode(IntEnum):
