@@ -25,6 +25,7 @@ WARNING line and no traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import time
@@ -33,8 +34,10 @@ from typing import Callable
 import grpc
 
 from ...events import EventKind
+from ...faults import Action
 from ...log_text import printable
 from .convert import pb, status
+from .fault_answers import operation_of, refusal, wait_on_clock, wait_out_deadline
 from .front import DEFAULT_LONG_POLL_MS, MAX_LONG_POLL_MS, Rocketmq5Front
 from .stubs import service_grpc as service_pb2_grpc
 from .stubs import spb
@@ -90,6 +93,11 @@ def _guarded(method):
     async def call(self, request, context):
         if request.__class__ is _Malformed:
             await _refuse_malformed(method.__name__, request, context)
+        core = self.s.core
+        if core.faults.active:
+            answered = await _with_fault(self, method, request, context)
+            if answered is not None:
+                return answered
         try:
             return await method(self, request, context)
         except Exception as exc:
@@ -98,6 +106,32 @@ def _guarded(method):
 
     call.__name__ = method.__name__
     return call
+
+
+async def _with_fault(servicer, method, request, context):
+    """The reply under the fault rule this call matches (None: no rule fired, run it)."""
+    name = method.__name__
+    about = operation_of(name, request)
+    if about is None:
+        return None
+    server = servicer.s
+    with server.lock or contextlib.nullcontext():
+        rule = server.core.faults.match(about[0], topic=about[1], group=about[2], client=_client_id(context),
+                                        dialect="5.x")
+    if rule is None:
+        return None
+    if rule.action is Action.REFUSE:
+        return _REPLY[name](status=refusal(rule))
+    if rule.action is Action.DROP:
+        if rule.stored:
+            await method(servicer, request, context)
+        await wait_out_deadline(context)
+        return None
+    if rule.action is Action.DELAY:
+        reply = await method(servicer, request, context)     # done now, told late
+        await wait_on_clock(server.core, rule.delay_ms, context)
+        return reply
+    return None
 
 
 _REPLY = {"EndTransaction": spb.EndTransactionResponse,
@@ -345,6 +379,7 @@ class GrpcServer:
         front = Rocketmq5Front(core)
         front.outgoing = self.push
         self.front = front if lock is None else _Locked(front, lock)
+        self.lock = lock
         self._streams: dict[str, asyncio.Queue] = {}     # client id -> its Telemetry stream's outbox
         self.arrival = asyncio.Event()
         self._server = None
