@@ -457,6 +457,15 @@ class PulsarFront:
         for consumer in conn.consumers.values():
             self._mark(consumer.stored)
 
+    def send_later(self, conn: Connection, frames: list[bytes]) -> None:
+        """Frames for ``conn`` from a timer (a SEND's receipt a fault rule delayed): out
+        with the listener's next pump."""
+        if conn.closed:
+            return
+        conn.outgoing.extend(frames)
+        if self.on_dirty is not None:
+            self.on_dirty()
+
     def _mark(self, stored: str) -> None:
         if not self._dirty and self.on_dirty is not None:
             self.on_dirty()

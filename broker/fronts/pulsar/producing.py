@@ -25,6 +25,7 @@ import struct
 from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY, PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import Prop
 
+from ...faults import Action, Operation
 from ...operations import SendOutcome, SendRequest
 from ...pulsar_cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
 from ...pulsar_names import PulsarNameError, parse_topic, store_group, store_topic
@@ -166,6 +167,33 @@ def send(front, conn, cmd, frame_) -> list[bytes]:
     if p is None or not p.ready:
         return [send_error(req, s.ServerError.UnknownError, f"producer {req.producer_id} is not open on this "
                                                             f"connection")]
+    faults = front.core.faults
+    if faults.active:
+        rule = faults.match(Operation.SEND, topic=p.topic, group=p.name, client=conn.peer, dialect="pulsar")
+        if rule is not None:
+            if rule.action is Action.REFUSE:
+                return [send_error(req, _refusal(rule), f"refused by fault rule {rule.id} (send)")]
+            if rule.action is Action.DROP:
+                if rule.stored:
+                    _store(front, conn, req, p, frame_)
+                return []                               # no receipt: the client's send timeout decides
+            if rule.action is Action.DELAY:
+                answer = _store(front, conn, req, p, frame_)
+                front.core.call_later(rule.delay_ms, lambda: front.send_later(conn, answer))
+                return []
+    return _store(front, conn, req, p, frame_)
+
+
+def _refusal(rule) -> int:
+    """A refused SEND's ServerError: the rule's (a name or a number), else PersistenceError,
+    what a broker that cannot write answers."""
+    if rule.error is None:
+        return s.ServerError.PersistenceError
+    return int(rule.error) if str(rule.error).isdigit() else s.ServerError.Value(str(rule.error))
+
+
+def _store(front, conn, req, p, frame_) -> list[bytes]:
+    """Store one SEND's message (or chunk): its receipt, or the SEND_ERROR saying why not."""
     try:
         parts = frame_.metadata_and_payload(checked=True)
         if parts is None:
