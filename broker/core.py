@@ -702,11 +702,13 @@ class BrokerCore:
         self._deadline = _STALE
         self.save_configs()
         self.store.set_delay_offsets(self.schedule.scheduler.offsets())
-        for hook in self.flush_hooks:
-            hook()
         try:
             self.store.flush()
             self.schedule.save_timer_progress()
+            # (after the log: what they write — Pulsar cursors, producers' sequence ids, the
+            # clock — never runs ahead of the records it is about; a full disk stops them too)
+            for hook in self.flush_hooks:
+                hook()
         except StoreError as exc:
             if self._flush_error is None:
                 log.error("flush of the store failed: %s; the broker goes on serving and tries again every %d ms "

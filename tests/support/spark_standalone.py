@@ -64,6 +64,9 @@ class SparkStandalone:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._spawn("master", *self.master_args())
         wait_port(self.port, timeout)
+        # its web UI bound too before a worker picks a free port for its own: else both may
+        # pick the same one, and the master's status page ends up on the next port
+        wait_port(self.ui_port, timeout)
         for i in range(self.workers):
             work = self.workdir / f"worker-{i}"
             work.mkdir(exist_ok=True)
