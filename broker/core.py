@@ -442,7 +442,18 @@ class BrokerCore:
     def _answer_held(self, held) -> None:
         """Run a held pull again, now (its time ended)."""
         if not held.channel.closed:
-            self.notify(PullReady(held.channel, held.context, held.request, self.pull(held.request, held.channel)))
+            result = self._held_by_fault(held) or self.pull(held.request, held.channel)
+            self.notify(PullReady(held.channel, held.context, held.request, result))
+
+    def _held_by_fault(self, held) -> PullResult | None:
+        """"No new message" for a long poll whose group a fault rule's hold keeps back
+        (broker/faults.py): the client pulls again, and its front holds that pull."""
+        request = held.request
+        if not self.faults.active or not self.faults.holds(request.group, request.topic, "4.x"):
+            return None
+        low, high = self.queue_bounds(request.topic, request.queue_id)
+        return PullResult(PullOutcome.NO_NEW_MESSAGE, [], held.offset, low, high, None, None, "NO_MESSAGE_IN_QUEUE",
+                          None)
 
     def _answer_arrived(self, held, res, data: bytes) -> None:
         """Answer a held pull that the record just stored (the put's ``res``; ``data``, the
@@ -453,7 +464,10 @@ class BrokerCore:
         if channel.closed:
             return
         request = held.request
-        result = None
+        result = self._held_by_fault(held)
+        if result is not None:
+            self.notify(PullReady(channel, held.context, request, result))
+            return
         if held.offset == res.queue_offset:
             code_set = pulling.check(self, request, channel)
             if code_set.__class__ is PullResult:

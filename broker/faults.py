@@ -160,6 +160,13 @@ class FaultSet:
         self._ids = 0
         self.active = False
         self.applied = 0
+        # called after the rules change (a front releases what a hold kept back)
+        self.on_change: list = []
+
+    def _changed(self) -> None:
+        self.active = bool(self._rules)
+        for fn in list(self.on_change):
+            fn()
 
     # -- rules ----------------------------------------------------------------------------
     def add(self, rule: FaultRule) -> FaultRule:
@@ -174,20 +181,23 @@ class FaultSet:
         rule.id = self._ids
         rule._left = rule.times
         self._rules.append(rule)
-        self.active = True
+        self._changed()
         return rule
 
     def remove(self, rule_id: int) -> bool:
         """Remove a rule; a rule already gone is not an error (False)."""
         before = len(self._rules)
         self._rules = [r for r in self._rules if r.id != rule_id]
-        self.active = bool(self._rules)
-        return len(self._rules) != before
+        if len(self._rules) == before:
+            return False
+        self._changed()
+        return True
 
     def clear(self) -> int:
         n = len(self._rules)
         self._rules = []
-        self.active = False
+        if n:
+            self._changed()
         return n
 
     def rules(self) -> list[FaultRule]:

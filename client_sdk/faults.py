@@ -5,6 +5,9 @@
         broker.advance("10s")                   # the answer comes 5 s late, on the clock
     rule.hits, broker.faults.list(), broker.faults.clear()
 
+On a RemoteBroker (a `serve` over TCP, any client in any language) ``remote.faults`` is
+the same API over the wire (EMULATOR_FAULTS, what `rocketmq-emulator fault` sends).
+
 A rule goes to every broker of a cluster (``broker=NAME``: that one's rules only match
 there); its handle counts the hits of all of them and removes them all. The rules are
 the broker's (broker/faults.py): the same for every client, every dialect and every
@@ -15,7 +18,7 @@ from __future__ import annotations
 from rocketmq_emulator.broker.faults import FaultError, rule_from
 from rocketmq_emulator.delay_scheduler.levels import parse_duration
 
-__all__ = ["Faults", "FaultHandle", "FaultError"]
+__all__ = ["Faults", "FaultHandle", "RemoteFaults", "RemoteFaultHandle", "FaultError"]
 
 
 def _ms(value, field: str) -> int:
@@ -101,3 +104,80 @@ class Faults:
     def clear(self) -> int:
         """Remove every rule; how many there were."""
         return sum(core.faults.clear() for core in self._cores())
+
+
+class RemoteFaultHandle:
+    """One rule on a remote ``serve``: ``hits`` (asked of the server), ``remove()``; a
+    context manager that removes it on exit."""
+
+    def __init__(self, faults: "RemoteFaults", rule: dict) -> None:
+        self._faults = faults
+        self.rule = rule                    # the server's answer to the add
+
+    @property
+    def id(self) -> int:
+        return self.rule["id"]
+
+    @property
+    def hits(self) -> int:
+        return sum(r["hits"] for r in self._faults.list() if r["id"] == self.id)
+
+    def remove(self) -> None:
+        """Remove the rule on every broker (a rule already gone is not an error)."""
+        self._faults.remove(self.id)
+
+    def __enter__(self) -> "RemoteFaultHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        return f"RemoteFaultHandle({self.rule['action']} {self.rule['operation']}, id={self.id})"
+
+
+class RemoteFaults:
+    """The fault rules of a remote ``serve`` (``RemoteBroker.faults``): ``request(fields,
+    body)`` sends one EMULATOR_FAULTS request and returns the reply's JSON."""
+
+    def __init__(self, request) -> None:
+        self._request = request
+
+    def add(self, operation: str, action: str, *, topic: str | None = None, group: str | None = None,
+            client: str | None = None, dialect: str | None = None, broker: str | None = None,
+            times: int | None = None, probability: float | None = None, window=None, delay=0,
+            error: str | int | None = None, stored: bool = False) -> RemoteFaultHandle:
+        """As ``EmbeddedBroker.faults.add``; ``window``'s ends are durations from now on
+        the server's clock (ms or text). A rule the server refuses is a FaultError with
+        the server's line, which names the field."""
+        import json
+
+        rule = {"operation": operation, "action": action}
+        for name, value in (("topic", topic), ("group", group), ("client", client), ("dialect", dialect),
+                            ("broker", broker), ("times", times), ("probability", probability),
+                            ("error", error)):
+            if value is not None:
+                rule[name] = value
+        if window is not None:
+            try:
+                start, end = window
+            except (TypeError, ValueError):
+                raise FaultError(f"window: (start, end), got {window!r}") from None
+            rule["window"] = [start, end]
+        if delay:
+            rule["delay"] = delay
+        if stored:
+            rule["stored"] = True
+        return RemoteFaultHandle(self, self._request({"action": "add"}, json.dumps(rule).encode(), refused=FaultError))
+
+    def list(self) -> list[dict]:
+        """Every broker's rules, with their hit counts (``on``: the broker)."""
+        return self._request({"action": "list"})
+
+    def remove(self, rule_id: int) -> bool:
+        """Remove rule ``rule_id``; False if it was already gone."""
+        return self._request({"action": "remove", "id": rule_id})["removed"]
+
+    def clear(self) -> int:
+        """Remove every rule; how many there were."""
+        return self._request({"action": "clear"})["cleared"]

@@ -18,6 +18,8 @@ Fixtures (each test gets its own broker on a VirtualClock with an in-memory stor
     pulsar_endpoint     "pulsar://127.0.0.1:PORT": a real Pulsar binary-protocol endpoint on the
                         same broker and virtual clock, for the real Pulsar client; time_travel
                         moves its delayed deliveries (needs the pulsar extra)
+    rocketmq_faults     the broker's fault rules (client_sdk/faults.py): rocketmq_faults.add("send",
+                        "refuse", topic="Orders", times=1) -> a handle (hits, remove(), a with-block)
     rocketmq_clock      the VirtualClock
     rocketmq_transport  how clients reach the broker: "inprocess" (default) or "loopback"
                         (every command through the real codec); set it for a run with
@@ -28,6 +30,11 @@ Configure the broker with RocketMQ's broker.conf names through a marker:
 
     @pytest.mark.rocketmq_broker(autoCreateTopicEnable=False, messageDelayLevel="1s 2s 3s")
 
+Make the broker misbehave for a whole test with a marker (the arguments of
+``faults.add``; several markers, several rules, installed before the test runs):
+
+    @pytest.mark.rocketmq_fault("send_back", "refuse", group="billing")
+
 Consumers made by the factory are strict: a listener that returns something other
 than a consume status makes the ``time_travel`` / ``run_until_idle`` call raise
 ListenerResultError. Everything is shut down after the test.
@@ -36,7 +43,7 @@ from __future__ import annotations
 
 import pytest
 
-__all__ = ["rocketmq_broker", "rocketmq_producer", "rocketmq_consumer", "time_travel", "rocketmq_clock",
+__all__ = ["rocketmq_broker", "rocketmq_producer", "rocketmq_consumer", "time_travel", "rocketmq_clock", "rocketmq_faults",
            "rocketmq_transport", "rocketmq5_endpoint", "pulsar_endpoint", "pytest_addoption", "pytest_configure"]
 
 TRANSPORTS = ("inprocess", "loopback")
@@ -52,6 +59,9 @@ def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "rocketmq_broker(**broker_conf): broker.conf keys (RocketMQ names) for the rocketmq_broker "
                    "fixture, e.g. autoCreateTopicEnable=False")
+    config.addinivalue_line(
+        "markers", "rocketmq_fault(operation, action, **matchers): a fault rule on the rocketmq_broker fixture's "
+                   "broker for the whole test, e.g. rocketmq_fault('send', 'refuse', topic='Orders', times=1)")
 
 
 @pytest.fixture
@@ -69,8 +79,21 @@ def rocketmq_broker(request, rocketmq_transport):
     for marker in reversed(list(request.node.iter_markers("rocketmq_broker"))):
         conf.update(marker.kwargs)
     broker = EmbeddedBroker(transport=rocketmq_transport, **conf)
+    try:
+        for marker in request.node.iter_markers("rocketmq_fault"):
+            broker.faults.add(*marker.args, **marker.kwargs)
+    except BaseException:
+        broker.close()
+        raise
     yield broker
     broker.close()
+
+
+@pytest.fixture
+def rocketmq_faults(rocketmq_broker):
+    """The broker's fault rules: ``rocketmq_faults.add(operation, action, **matchers)``
+    returns a handle (``hits``, ``remove()``, a with-block); ``list()``, ``clear()``."""
+    return rocketmq_broker.faults
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from typing import Callable
 from rocketmq_emulator.broker.cluster import BrokerState
 from rocketmq_emulator.broker.dead_letters import DeadLetter, RedriveResult
 from rocketmq_emulator.broker.fronts.remoting.protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ,
-                                             RemotingCommand, ResponseCode)
+                                             EMULATOR_FAULTS, RemotingCommand, ResponseCode)
 from rocketmq_emulator.delay_scheduler import SystemClock
 
 from ..errors import MQBrokerError, MQClientError, RemotingTimeoutError, ServerClockError
@@ -139,10 +139,31 @@ class RemoteBroker(AdminOperations, Connector):
         return RedriveResult(tuple((s["id"], s["new_id"]) for s in doc["sent"]), tuple(doc["already"]),
                              doc["dry_run"])
 
-    def _admin_request(self, code: int, fields: dict, what: str, timeout_ms: int = 30000) -> RemotingCommand:
+    # -- fault rules -----------------------------------------------------------------------------------
+    @property
+    def faults(self):
+        """The server's fault rules: ``remote.faults.add("send", "refuse", times=1)``, list,
+        remove, clear (client_sdk/faults.py; what `rocketmq-emulator fault` does)."""
+        import json
+
+        from ..faults import RemoteFaults
+
+        def request(fields: dict, body: bytes = b"", refused=None):
+            try:
+                reply = self._admin_request(EMULATOR_FAULTS, fields, f"fault {fields['action']}", body=body)
+            except MQBrokerError as exc:
+                if refused is None:
+                    raise
+                raise refused(exc.remark) from None
+            return json.loads(reply.body or b"null")
+
+        return RemoteFaults(request)
+
+    def _admin_request(self, code: int, fields: dict, what: str, timeout_ms: int = 30000,
+                       body: bytes = b"") -> RemotingCommand:
         if self._admin is None or self._admin.closed:
             self._admin = self.connect()
-        reply = self._admin._call(self._admin._connect_name_server(), RemotingCommand.request(code, fields),
+        reply = self._admin._call(self._admin._connect_name_server(), RemotingCommand.request(code, fields, body),
                                   timeout_ms)
         if reply.code != ResponseCode.SUCCESS:
             raise MQBrokerError(reply.code, reply.remark, self.namesrv_addr, what)

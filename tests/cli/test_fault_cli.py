@@ -8,6 +8,8 @@ import json
 import pytest
 
 from rocketmq_emulator.client_sdk import Message, Producer, RemoteBroker
+from rocketmq_emulator.client_sdk.errors import MQBrokerError
+from rocketmq_emulator.client_sdk.faults import FaultError
 from tests.support.cli_run import one_error_line, run_cli
 from tests.support.processes import EmulatorProcess
 
@@ -71,3 +73,30 @@ def test_a_bad_rule_is_one_line_and_exit_2(server, args, says):
     line = one_error_line(done.stderr, "fault add")
     assert says in line
     assert json.loads(fault(server, "list", "--json").stdout) == []
+
+
+def test_remote_broker_faults_over_the_wire(server):
+    """RemoteBroker.faults: the same API as EmbeddedBroker.faults against a `serve`."""
+    remote = RemoteBroker(server.address)
+    producer = Producer("pg", remote).start()
+    remote.run_in_background()
+    try:
+        with remote.faults.add("send", "refuse", topic="Orders", error="SYSTEM_BUSY") as rule:
+            assert [(r["operation"], r["action"], r["error"]) for r in remote.faults.list()] == [
+                ("send", "refuse", "SYSTEM_BUSY")]
+            with pytest.raises(MQBrokerError) as refused:
+                remote.call(lambda: producer.send(Message("Orders", b"refused")))
+            assert refused.value.code_name == "SYSTEM_BUSY"
+            assert rule.hits >= 1
+        assert remote.faults.list() == []                                   # the with-block removed it
+        assert remote.faults.remove(rule.id) is False                       # gone: not an error
+        assert remote.call(lambda: producer.send(Message("Orders", b"through"))).msg_id
+        with pytest.raises(FaultError, match="probability: a number from 0 to 1"):
+            remote.faults.add("send", "refuse", probability=2)
+        with pytest.raises(FaultError, match="action: duplicate does not apply to heartbeat"):
+            remote.faults.add("heartbeat", "duplicate")
+        remote.faults.add("ack", "drop")
+        assert remote.faults.clear() == 1
+    finally:
+        remote.call(producer.shutdown)
+        remote.close()

@@ -12,7 +12,11 @@ installed that is one attribute test). A matched rule is applied here:
   duplicate;
 * delay — the response is sent ``delay_ms`` later on the broker's clock (core.call_later);
 * duplicate — a pull that found messages answers each of them twice (the store keeps one
-  record; the client sees a redelivery).
+  record; the client sees a redelivery);
+* hold — a pull of the held group is kept unanswered (its offset commit still recorded),
+  as a long poll that finds nothing is: when the rule is removed or its window ends the
+  pull is run again and delivers; when the pull's own suspend time runs out first it is
+  answered PULL_NOT_FOUND, and the client pulls again into the same hold.
 
 A 4.x consumer commits most offsets inside its pulls (FLAG_COMMIT_OFFSET), not only with
 UPDATE_CONSUMER_OFFSET: an ack rule matches those commits too, and a refused or dropped
@@ -21,12 +25,13 @@ one is left out of the pull (the pull itself is answered), a delayed one is appl
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from ...faults import Action, Operation
 from .protocol import RemotingCommand, RequestCode, ResponseCode
-from .protocol.typed import FLAG_COMMIT_OFFSET
+from .protocol.typed import FLAG_COMMIT_OFFSET, FLAG_SUSPEND
 
-__all__ = ["operation_of", "apply_fault", "commit_of_pull", "without_commit"]
+__all__ = ["operation_of", "apply_fault", "commit_of_pull", "without_commit", "HeldPulls"]
 
 # request code -> (operation, the header fields naming its topic and group, in the order
 # the request types use them: SEND_MESSAGE_V2's short names after the long ones)
@@ -74,6 +79,9 @@ def _refusal_code(rule) -> int:
 def apply_fault(front, rule, request: RemotingCommand, channel, run) -> RemotingCommand | None:
     """The answer to ``request`` under ``rule`` (``run()``: the processor's own answer)."""
     action = rule.action
+    if action is Action.HOLD:
+        front.held_pulls.hold(request, channel)
+        return None
     if action is Action.REFUSE:
         return request.response(_refusal_code(rule), f"refused by fault rule {rule.id} ({rule.operation.value})")
     if action is Action.DROP:
@@ -89,6 +97,77 @@ def apply_fault(front, rule, request: RemotingCommand, channel, run) -> Remoting
             and response.body:
         return dataclasses.replace(response, body=bytes(response.body) * 2)
     return response
+
+
+def _suspend_ms(request: RemotingCommand) -> int:
+    """How long the client lets its pull wait (0: it did not ask to be suspended)."""
+    if not request.header_int("sysFlag", 0) & FLAG_SUSPEND:
+        return 0
+    return max(request.header_int("suspendTimeoutMillis", 0), 0)
+
+
+class HeldPulls:
+    """The pulls a hold rule keeps unanswered, released when the rules change (checked
+    at the broker's next tick, not inside the change: a rule used up inside ``match``
+    must not re-enter the front) or answered PULL_NOT_FOUND when their suspend time ends."""
+
+    def __init__(self, front) -> None:
+        self._front = front
+        self._waiting: dict[int, tuple[RemotingCommand, object]] = {}
+        self._ids = itertools.count(1)
+        self._recheck_due = False
+        front.core.faults.on_change.append(self._rules_changed)
+
+    def close(self) -> None:
+        hooks = self._front.core.faults.on_change
+        if self._rules_changed in hooks:
+            hooks.remove(self._rules_changed)
+
+    def hold(self, request: RemotingCommand, channel) -> None:
+        core = self._front.core
+        if commit_of_pull(request):             # a hold keeps deliveries back, not the consumer's progress
+            core.record_offset_commit(request.header("consumerGroup"), request.header("topic"),
+                                      request.header_int("queueId"), request.header_int("commitOffset", 0))
+            flag = request.header_int("sysFlag", 0) & ~FLAG_COMMIT_OFFSET
+            request = dataclasses.replace(request, ext_fields={**request.ext_fields, "sysFlag": str(flag)})
+        key = next(self._ids)
+        self._waiting[key] = (request, channel)
+        core.call_later(_suspend_ms(request), lambda: self._time_out(key))
+
+    def _still_held(self, request: RemotingCommand, channel) -> bool:
+        return self._front.core.faults.holds(request.header("consumerGroup"), request.header("topic"), "4.x")
+
+    def _time_out(self, key: int) -> None:
+        entry = self._waiting.pop(key, None)
+        if entry is None:
+            return
+        request, channel = entry
+        if not self._still_held(request, channel):
+            self._release(request, channel)
+            return
+        queue_offset = request.header_int("queueOffset", 0)
+        low, high = self._front.core.queue_bounds(request.header("topic"), request.header_int("queueId"))
+        self._front.push(channel, request.response(ResponseCode.PULL_NOT_FOUND, "held by a fault rule", {
+            "suggestWhichBrokerId": 0, "nextBeginOffset": queue_offset, "minOffset": low, "maxOffset": high}))
+
+    def _rules_changed(self) -> None:
+        if self._waiting and not self._recheck_due:
+            self._recheck_due = True
+            self._front.core.call_later(0, self._recheck)
+
+    def _recheck(self) -> None:
+        self._recheck_due = False
+        for key, (request, channel) in list(self._waiting.items()):
+            if not self._still_held(request, channel):
+                del self._waiting[key]
+                self._release(request, channel)
+
+    def _release(self, request: RemotingCommand, channel) -> None:
+        if channel.closed:
+            return
+        answer = self._front.handle(request, channel)
+        if answer is not None:
+            self._front.push(channel, answer)
 
 
 def commit_of_pull(request: RemotingCommand) -> bool:

@@ -22,7 +22,7 @@ from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR
 from .processors import build_processor_table
 from .processors.pull import pull_response
 from .processors.transaction import check_transaction_state
-from .fault_answers import apply_fault, commit_of_pull, operation_of, without_commit
+from .fault_answers import HeldPulls, apply_fault, commit_of_pull, operation_of, without_commit
 
 __all__ = ["RemotingFront"]
 
@@ -50,7 +50,14 @@ class RemotingFront:
         self._processors = build_processor_table()
         # commands for clients not yet taken (take_outgoing): a driver may test it as a flag
         self.outgoing: list[tuple[Channel, RemotingCommand]] = []
-        self.close = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged, TransactionCheck)) if subscribe else _nothing
+        self.held_pulls = HeldPulls(self)             # pulls a fault rule's hold keeps back
+        unsubscribe = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged, TransactionCheck)) if subscribe \
+            else _nothing
+
+        def close() -> None:
+            unsubscribe()
+            self.held_pulls.close()
+        self.close = close
 
     def connect(self, remote: str) -> Channel:
         """A client connection served by this front."""

@@ -142,3 +142,65 @@ def test_a_bad_rule_is_refused_naming_its_field(broker, kwargs, field):
     with pytest.raises(ValueError, match=f"^{field}:"):
         broker.faults.add(**kwargs)
     assert broker.faults.list() == []
+
+
+def test_a_hold_stops_deliveries_to_its_group_until_it_is_removed(broker):
+    broker.producer("pg").send(Message("Orders", b"held"))
+    held, other = [], []
+    hold = broker.faults.add("pull", "hold", group="cg")
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: held.extend(msgs) or CONSUME_SUCCESS)
+    broker.push_consumer("other", "Orders", listener=lambda msgs, ctx: other.extend(msgs) or CONSUME_SUCCESS)
+    broker.advance("2m")                            # several suspend times: answered, pulled again, held again
+    assert [m.body for m in other] == [b"held"] and held == []
+    assert hold.hits >= 2
+    hold.remove()
+    broker.advance("1s")                            # the held pull runs again at the next tick
+    assert [m.body for m in held] == [b"held"]
+    assert len(broker.messages("Orders")) == 1
+
+
+def test_a_hold_in_a_window_releases_when_the_window_ends(broker):
+    got = []
+    broker.faults.add("pull", "hold", group="cg", window=("0s", "40s"))
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: got.extend(msgs) or CONSUME_SUCCESS)
+    broker.producer("pg").send(Message("Orders", b"after the window"))
+    broker.advance("35s")
+    assert got == []
+    broker.advance("20s")                           # the window ended: the next pull delivers
+    assert [m.body for m in got] == [b"after the window"]
+
+
+def test_a_held_pull_still_records_the_consumers_progress(broker):
+    producer = broker.producer("pg")
+    producer.send(Message("Orders", b"first"))
+    got = []
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: got.extend(msgs) or CONSUME_SUCCESS)
+    broker.advance("2s")
+    assert [m.body for m in got] == [b"first"]
+    broker.faults.add("pull", "hold", group="cg")
+    producer.send(Message("Orders", b"second"))
+    broker.advance("1m")
+    assert [m.body for m in got] == [b"first"]
+    assert broker.committed_offset("cg", "Orders", 0) == 1      # the commit a held pull carried
+
+
+def test_when_the_retry_topic_refuses_too_the_consumer_retries_locally(broker):
+    """Send-back refused and the client's own send to %RETRY% refused as well: the
+    message stays in the consumer and is consumed again there 5 s later (checklist 74);
+    nothing is stored twice, and once the rules are gone it is consumed and committed."""
+    broker.producer("pg").send(Message("Orders", b"poison"))
+    broker.faults.add("send_back", "refuse", group="cg")
+    broker.faults.add("send", "refuse", topic="%RETRY%cg")
+    seen = []
+
+    def listener(msgs, ctx):
+        seen.extend((m.body, m.reconsume_times, broker.clock.now_ms()) for m in msgs)
+        return RECONSUME_LATER if len(seen) < 3 else CONSUME_SUCCESS
+
+    broker.push_consumer("cg", "Orders", listener=listener)
+    broker.advance("30s")
+    assert [(body, times) for body, times, _ in seen] == [(b"poison", 0), (b"poison", 1), (b"poison", 2)]
+    assert seen[1][2] - seen[0][2] >= 5000 and seen[2][2] - seen[1][2] >= 5000      # local retries, 5 s apart
+    assert broker.messages("%RETRY%cg") == [] and len(broker.messages("Orders")) == 1
+    broker.advance("10s")
+    assert broker.committed_offset("cg", "Orders", 0) == 1
