@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from .events import Event, EventKind, EventLog
 
-__all__ = ["Operation", "Action", "FaultRule", "FaultSet", "FaultError", "DIALECTS"]
+__all__ = ["Operation", "Action", "FaultRule", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules"]
 
 DIALECTS = ("4.x", "5.x", "pulsar")
 
@@ -93,6 +93,7 @@ class FaultRule:
     hits: int = 0
     matched: int = 0
     _left: int | None = field(default=None, repr=False)
+    _sets: list = field(default_factory=list, repr=False)      # the brokers' sets it is on
 
     def to_json(self) -> dict:
         return {"id": self.id, "operation": self.operation.value, "action": self.action.value, "topic": self.topic,
@@ -177,10 +178,13 @@ class FaultSet:
                 and rule.window_ms[0] < self._clock.now_ms():
             raise FaultError("window: this broker runs on the real clock; a window on its clock must start in the "
                              "future (use a virtual clock for windows in virtual time)")
-        self._ids += 1
-        rule.id = self._ids
-        rule._left = rule.times
+        if rule.id == 0:                    # (place_rule numbers a cluster's rule itself)
+            self._ids += 1
+            rule.id = self._ids
+            rule._left = rule.times
+        self._ids = max(self._ids, rule.id)
         self._rules.append(rule)
+        rule._sets.append(self)
         self._changed()
         return rule
 
@@ -229,8 +233,9 @@ class FaultSet:
             self.applied += 1
             if rule._left is not None:
                 rule._left -= 1
-                if rule._left <= 0:
-                    self.remove(rule.id)
+                if rule._left <= 0:                 # used up: off every broker it is on
+                    for fs in rule._sets:
+                        fs.remove(rule.id)
             if self._events is not None and EventKind.FAULT in self._events.wanted:
                 self._events.append(Event(EventKind.FAULT, self._clock.now_ms() if now is None else now,
                                           topic or "", group=group, msg_id=f"rule {rule.id}: {rule.action.value} "
@@ -255,3 +260,26 @@ class FaultSet:
                     continue
             return True
         return False
+
+
+def place_rule(fault_sets: list[FaultSet], rule: FaultRule) -> FaultRule:
+    """Install ``rule`` on several brokers' sets (the brokers of a cluster) as one object:
+    its id, the matches it has left (``times``) and its hits are the cluster's, so "the
+    next N sends" means N across the cluster, wherever the client sends them."""
+    rule.id = 1 + max(fs._ids for fs in fault_sets)
+    rule._left = rule.times
+    for fs in fault_sets:
+        fs.add(rule)
+    return rule
+
+
+def list_rules(fault_sets: list[FaultSet]) -> list[dict]:
+    """Each rule of these sets once, as JSON, with ``brokers``: the brokers it is on."""
+    listed: dict[int, dict] = {}
+    for fs in fault_sets:
+        for rule in fs.rules():
+            entry = listed.get(rule.id)
+            if entry is None:
+                listed[rule.id] = entry = dict(rule.to_json(), brokers=[])
+            entry["brokers"].append(fs._broker)
+    return [listed[k] for k in sorted(listed)]

@@ -8,14 +8,15 @@
 On a RemoteBroker (a `serve` over TCP, any client in any language) ``remote.faults`` is
 the same API over the wire (EMULATOR_FAULTS, what `rocketmq-emulator fault` sends).
 
-A rule goes to every broker of a cluster (``broker=NAME``: that one's rules only match
-there); its handle counts the hits of all of them and removes them all. The rules are
+A rule goes to every broker of a cluster as one rule (``broker=NAME``: it only matches
+there): "times=1" is the next match anywhere in the cluster; its handle's hits are the
+cluster's, and remove() takes it off every broker. The rules are
 the broker's (broker/faults.py): the same for every client, every dialect and every
 transport, each applied fault a FAULT event.
 """
 from __future__ import annotations
 
-from rocketmq_emulator.broker.faults import FaultError, rule_from
+from rocketmq_emulator.broker.faults import FaultError, list_rules, place_rule, rule_from
 from rocketmq_emulator.delay_scheduler.levels import parse_duration
 
 __all__ = ["Faults", "FaultHandle", "RemoteFaults", "RemoteFaultHandle", "FaultError"]
@@ -34,21 +35,22 @@ class FaultHandle:
     """One rule on one or more brokers: ``hits``, ``remove()``; a context manager that
     removes it on exit."""
 
-    def __init__(self, placed: list) -> None:
-        self._placed = placed               # [(FaultSet, FaultRule)]
+    def __init__(self, fault_sets: list, rule) -> None:
+        self._fault_sets = fault_sets
+        self.rule = rule                    # one object on every broker (place_rule)
 
     @property
     def id(self) -> int:
-        return self._placed[0][1].id
+        return self.rule.id
 
     @property
     def hits(self) -> int:
-        return sum(rule.hits for _, rule in self._placed)
+        return self.rule.hits
 
     def remove(self) -> None:
         """Remove the rule everywhere (a rule already gone is not an error)."""
-        for faults, rule in self._placed:
-            faults.remove(rule.id)
+        for faults in self._fault_sets:
+            faults.remove(self.rule.id)
 
     def __enter__(self) -> "FaultHandle":
         return self
@@ -57,7 +59,7 @@ class FaultHandle:
         self.remove()
 
     def __repr__(self) -> str:
-        rule = self._placed[0][1]
+        rule = self.rule
         return f"FaultHandle({rule.action.value} {rule.operation.value}, hits={self.hits})"
 
 
@@ -84,22 +86,19 @@ class Faults:
             window_ms = (now + _ms(start, "window") if isinstance(start, str) else start,
                          now + _ms(end, "window") if isinstance(end, str) else end)
         delay_ms = _ms(delay, "delay")
-        placed = []
         cores = self._cores()
         if broker is not None and broker not in {c.config.broker_name for c in cores}:
             raise FaultError(f"broker: no broker named {broker!r} (there are "
                              f"{', '.join(c.config.broker_name for c in cores)})")
-        for core in cores:
-            rule = rule_from(operation, action, topic=topic, group=group, client=client, dialect=dialect,
-                             broker=broker, times=times, probability=probability, window_ms=window_ms,
-                             delay_ms=delay_ms, error=error, stored=stored)
-            placed.append((core.faults, core.faults.add(rule)))
-        return FaultHandle(placed)
+        rule = rule_from(operation, action, topic=topic, group=group, client=client, dialect=dialect,
+                         broker=broker, times=times, probability=probability, window_ms=window_ms,
+                         delay_ms=delay_ms, error=error, stored=stored)
+        fault_sets = [core.faults for core in cores]
+        return FaultHandle(fault_sets, place_rule(fault_sets, rule))
 
     def list(self) -> list[dict]:
-        """Every broker's rules, with their hit counts."""
-        return [dict(rule.to_json(), on=core.config.broker_name) for core in self._cores()
-                for rule in core.faults.rules()]
+        """Every rule once, with its hit counts and ``brokers``, the brokers it is on."""
+        return list_rules([core.faults for core in self._cores()])
 
     def clear(self) -> int:
         """Remove every rule; how many there were."""

@@ -75,7 +75,8 @@ def fault_main(argv: list[str]) -> int:
         if not doc:
             print("no fault rules")
         for r in doc:
-            print(f"rule {r['id']} on {r['on']}: {_describe(r)}; matched {r['matched']}, fired {r['hits']}")
+            print(f"rule {r['id']} on {', '.join(r['brokers'])}: {_describe(r)}; matched {r['matched']}, "
+                  f"fired {r['hits']}")
     elif args.action == "remove":
         print(f"rule {args.id} removed" if doc["removed"] else f"rule {args.id} was already gone")
     else:

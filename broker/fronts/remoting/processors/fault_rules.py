@@ -2,15 +2,16 @@
 RemoteBroker.faults). Header ``action``: add (the rule as a JSON body: operation,
 action and the optional fields of broker/faults.rule_from; ``window`` as two durations
 from now on the broker's clock, ``delay`` a duration), list, remove (header ``id``),
-clear. The reply's body is JSON. In a cluster every broker that is up gets the rule (its
-``broker`` matcher decides where it fires), so a rule has one id everywhere."""
+clear. The reply's body is JSON. In a cluster every broker that is up gets the rule as one
+object (broker/faults.place_rule: one id, one count, its ``broker`` matcher decides where
+it fires); a listed rule names the brokers it is on."""
 from __future__ import annotations
 
 import json
 
 from .....delay_scheduler.levels import parse_duration
 from ....cluster import live_members
-from ....faults import FaultError, rule_from
+from ....faults import FaultError, list_rules, place_rule, rule_from
 from ..protocol import RequestRefused, ResponseCode as RC
 
 __all__ = ["fault_rules_request"]
@@ -60,10 +61,10 @@ def fault_rules_request(front, request, channel):
             except ValueError as exc:
                 raise FaultError(f"the rule is not JSON ({exc})") from None
             fields = _rule(doc, front.core.clock.now_ms(), [c.config.broker_name for c in cores])
-            rules = [c.faults.add(rule_from(**fields)) for c in cores]
-            body = dict(rules[0].to_json(), brokers=[c.config.broker_name for c in cores])
+            rule = place_rule([c.faults for c in cores], rule_from(**fields))
+            body = dict(rule.to_json(), brokers=[c.config.broker_name for c in cores])
         elif action == "list":
-            body = [dict(r.to_json(), on=c.config.broker_name) for c in cores for r in c.faults.rules()]
+            body = list_rules([c.faults for c in cores])
         elif action == "remove":
             rule_id = request.header_int("id")
             body = {"removed": any([c.faults.remove(rule_id) for c in cores])}
