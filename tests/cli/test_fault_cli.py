@@ -100,3 +100,18 @@ def test_remote_broker_faults_over_the_wire(server):
     finally:
         remote.call(producer.shutdown)
         remote.close()
+
+
+def test_the_readme_fault_commands_run_as_written(server):
+    import pathlib
+    import shlex
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Guide: testing your failure handling", 1)[1].split("\n## ", 1)[0]
+    commands = [shlex.split(line.split("#")[0]) for line in section.splitlines()
+                if line.startswith("    rocketmq-emulator fault ")]
+    assert len(commands) == 7
+    for argv in commands:
+        done = run_cli(*argv[1:], "--server", server.address)
+        assert done.returncode == 0, (argv, done.stderr)
+    assert json.loads(fault(server, "list", "--json").stdout) == []          # the last one cleared them
