@@ -68,6 +68,10 @@ _ALLOWED = {
 }
 
 
+# what a client does on timers even when nothing happens (an idle span's requests)
+_PERIODIC = frozenset({Operation.PULL, Operation.ACK, Operation.HEARTBEAT, Operation.ROUTE})
+
+
 @dataclass(slots=True)
 class FaultRule:
     """One rule. ``times``: fire on the next N matches (None: every match while the rule
@@ -242,6 +246,35 @@ class FaultSet:
                                                                           f"{rule.operation.value}"))
             return rule
         return None
+
+    def may_match(self, operations, topic: str | None, group: str | None, client: str | None,
+                  dialect: str) -> bool:
+        """Whether a rule could fire for a call about ``operations`` (an operation's name,
+        or a tuple of names):
+        its matchers only — no count, no draw, no window (the front that then sees the
+        call decides). A typed in-process path asks this to keep off the front when no
+        rule is about the call."""
+        ops = operations if operations.__class__ is tuple else (operations,)
+        broker = self._broker
+        for rule in self._rules:
+            if rule.operation.value in ops and (rule.topic is None or rule.topic == topic) \
+                    and (rule.group is None or rule.group == group) \
+                    and (rule.client is None or rule.client == client) \
+                    and (rule.dialect is None or rule.dialect == dialect) \
+                    and (rule.broker is None or rule.broker == broker):
+                return True
+        return False
+
+    def about_periodic_work(self, topic_exists, group_exists) -> bool:
+        """Whether a rule could touch a client's periodic requests — pulls, offset
+        commits, heartbeats, route look-ups — of an existing topic or group
+        (``topic_exists(name)``, ``group_exists(name)``): an in-process hub skipping idle
+        spans (client_sdk/transport/idle_skip.py) must then run them one by one."""
+        for rule in self._rules:
+            if rule.operation in _PERIODIC and (rule.topic is None or topic_exists(rule.topic)) \
+                    and (rule.group is None or group_exists(rule.group)):
+                return True
+        return False
 
     def holds(self, group: str | None, topic: str | None = None, dialect: str | None = None) -> bool:
         """Whether a HOLD rule stops deliveries to ``group`` now (not counted as a hit:

@@ -88,7 +88,7 @@ class BrokerAPI:
     # -- name server -------------------------------------------------------------------
     def get_topic_route(self, topic: str, timeout_ms: int = 3000) -> TopicRoute | None:
         """The route, or None when the name server does not know the topic (17)."""
-        core = self.transport.core()
+        core = self.transport.core_for("route", topic)
         if core is not None:
             route = core.names.route(topic)
             return None if route is None else TopicRoute.from_json(topic, route_data(route))
@@ -196,7 +196,7 @@ class BrokerAPI:
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int,
                                       broker_name: str | None = None) -> None:
-        core = self.transport.core()
+        core = self.transport.core_for("ack", topic, group)
         if core is not None:            # oneway: what the broker answers is not read
             core.commit_offset(OffsetCommit(group, topic, queue_id, offset))
             self.transport.core_done()
@@ -233,7 +233,7 @@ class BrokerAPI:
                                broker_name: str | None, timeout_ms: int = 5000) -> None:
         """CONSUMER_SEND_MSG_BACK (ConsumerSendMsgBackRequestHeader; request version >= 121
         so the broker honours maxReconsumeTimes); in process, the core's send_back."""
-        core = self.transport.core()
+        core = self.transport.core_for("send_back", origin_topic, group)
         if core is not None:
             result = core.send_back(SendBack(group, commit_log_offset, delay_level, max_reconsume_times,
                                              origin_msg_id, origin_topic))
@@ -254,7 +254,7 @@ class BrokerAPI:
     def heartbeat(self, data: dict) -> None:
         """HEART_BEAT with HeartbeatData (§2.7); in process, the core's register of the
         same data (each subscription read as the broker reads the JSON)."""
-        core = self.transport.core()
+        core = self.transport.core_for("heartbeat")
         if core is not None:
             core.register(Registration(data["clientID"], tuple(
                 ConsumerRegistration(cd["groupName"], cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"],

@@ -334,7 +334,7 @@ class Producer:
     def _send_kernel(self, topic: str, body: bytes, flag: int, props: dict, mq: MessageQueue,
                      timeout_ms: int) -> SendResult:
         api = self._instance.api
-        core = api.transport.core()
+        core = api.transport.core_for("send", topic, self.group)
         if core is not None:                 # in process: the core's typed send, no command
             req, uniq = self._typed_request(topic, body, flag, props, mq)
             result = core.send(req, api.transport.channel)

@@ -86,6 +86,12 @@ class Transport(ABC):
         nothing watches its commands); None for every transport that carries frames."""
         return None
 
+    def core_for(self, operations, topic: str | None = None, group: str | None = None):
+        """``core()`` for a call a fault rule may be about (an operation's name — "send",
+        "pull", "send_back", "ack", "heartbeat", "route" — or a tuple of them): None also when a rule on the broker could match it — the call
+        then goes as a command through the broker's 4.x front, which applies the rule."""
+        return None
+
     def core_done(self) -> None:
         """After a typed call on ``core()``: hand on what the core emitted meanwhile."""
 

@@ -10,7 +10,8 @@ timestamp, so ``advance`` carries them forward instead of running them.
 
 Settled means, checked against the broker core before every skip:
 - no task is queued, no reply waits to be routed, and no observer or injected fault is
-  attached to the hub (it would see, or change, the requests);
+  attached to the hub (it would see, or change, the requests), and no fault rule on the
+  broker could be about a pull, commit, heartbeat or route of its topics and groups;
 - every held pull, re-run now without suspension, answers PULL_NOT_FOUND at the offset
   it asks for; its consumer's queue holds no messages, its in-memory offset is not below
   the pull's, and the broker already has the offset the re-sent pull would commit — so
@@ -91,7 +92,11 @@ class IdleSkipper:
         hub = self.hub
         rt = hub.runtime
         core = hub.core
-        if rt._ready or hub._observers or hub._faults or hub.front.outgoing or hub.core.faults.active:
+        if rt._ready or hub._observers or hub._faults or hub.front.outgoing:
+            return
+        faults = core.faults
+        if faults.active and faults.about_periodic_work(core.topics.get,
+                                                        lambda g: core.groups.find(g, auto_create=False)):
             return
         for source in rt._sources:      # the core's own deadlines, and any other time source's
             hard = core.next_deadline(holds=False) if source is hub else source.next_deadline()

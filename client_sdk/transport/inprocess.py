@@ -236,6 +236,21 @@ class InProcessTransport(Transport):
         # (fault rules on the broker are applied by its 4.x front: commands while any is on)
         return None if core.stopped or core.faults.active else core
 
+    def core_for(self, operations, topic: str | None = None, group: str | None = None):
+        """The core for a typed send, pull, send-back, commit or heartbeat unless a fault
+        rule could match it (then its command goes to the 4.x front, which applies it):
+        rules about other topics, groups or dialects leave the typed path as it is."""
+        hub = self.hub
+        if self._closed or hub._observers or hub._faults or not hub.typed_calls:
+            return None
+        core = hub.core
+        if core.stopped:
+            return None
+        faults = core.faults
+        if faults.active and faults.may_match(operations, topic, group, self.channel.client_id, "4.x"):
+            return None
+        return core
+
     def core_done(self) -> None:
         hub = self.hub
         if hub.front.outgoing:          # (what _route_outgoing looks at first: a call fewer per typed call)

@@ -204,3 +204,33 @@ def test_when_the_retry_topic_refuses_too_the_consumer_retries_locally(broker):
     assert broker.messages("%RETRY%cg") == [] and len(broker.messages("Orders")) == 1
     broker.advance("10s")
     assert broker.committed_offset("cg", "Orders", 0) == 1
+
+
+def test_rules_about_other_calls_leave_the_in_process_typed_path_and_idle_skipping_alone():
+    """Only a call a rule could match goes to the front as a command; a rule about
+    another topic or group changes neither the typed calls nor the skipping of idle
+    spans (the no-cost promise for rules that do not match)."""
+    broker = EmbeddedBroker()
+    try:
+        broker.create_topic("Orders", queues=1)
+        for i in range(10):
+            broker.faults.add("send", "refuse", topic=f"Other{i}")
+        broker.faults.add("pull", "delay", delay="1s", group="elsewhere")
+        transport = broker.connect()
+        assert transport.core_for("send", "Orders", "pg") is broker.core
+        assert transport.core_for("send", "Other3", "pg") is None
+        assert transport.core_for(("pull", "ack"), "Orders", "cg") is broker.core
+        assert transport.core_for(("pull", "ack"), "Orders", "elsewhere") is None
+        got = []
+        broker.producer("pg").send(Message("Orders", b"m"))
+        broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: got.extend(msgs) or CONSUME_SUCCESS)
+        broker.advance("2s")
+        skips = broker.hub.skipper.skips
+        broker.advance("6h")
+        assert [m.body for m in got] == [b"m"] and broker.hub.skipper.skips > skips
+        broker.faults.add("pull", "delay", delay="1s", group="cg")          # about cg's pulls: no skipping
+        skips = broker.hub.skipper.skips
+        broker.advance("1h")
+        assert broker.hub.skipper.skips == skips
+    finally:
+        broker.close()
