@@ -442,14 +442,14 @@ class BrokerCore:
     def _answer_held(self, held) -> None:
         """Run a held pull again, now (its time ended)."""
         if not held.channel.closed:
-            result = self._held_by_fault(held) or self.pull(held.request, held.channel)
+            result = (self.faults.holding and self._held_by_fault(held)) or self.pull(held.request, held.channel)
             self.notify(PullReady(held.channel, held.context, held.request, result))
 
     def _held_by_fault(self, held) -> PullResult | None:
         """"No new message" for a long poll whose group a fault rule's hold keeps back
         (broker/faults.py): the client pulls again, and its front holds that pull."""
         request = held.request
-        if not self.faults.active or not self.faults.holds(request.group, request.topic, "4.x"):
+        if not self.faults.holds(request.group, request.topic, "4.x"):
             return None
         low, high = self.queue_bounds(request.topic, request.queue_id)
         return PullResult(PullOutcome.NO_NEW_MESSAGE, [], held.offset, low, high, None, None, "NO_MESSAGE_IN_QUEUE",
@@ -464,7 +464,7 @@ class BrokerCore:
         if channel.closed:
             return
         request = held.request
-        result = self._held_by_fault(held)
+        result = self._held_by_fault(held) if self.faults.holding else None
         if result is not None:
             self.notify(PullReady(channel, held.context, request, result))
             return

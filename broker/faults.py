@@ -40,7 +40,7 @@ class FaultError(ValueError):
     """A fault rule that cannot be: the message names the field."""
 
 
-class Operation(enum.Enum):
+class Operation(str, enum.Enum):         # (a str: ``Operation.SEND == "send"`` with no call)
     SEND = "send"                       # 4.x SEND_MESSAGE(_V2)/batch, 5.x SendMessage, Pulsar SEND
     PULL = "pull"                       # 4.x PULL_MESSAGE, 5.x ReceiveMessage, Pulsar FLOW/dispatch
     SEND_BACK = "send_back"             # 4.x CONSUMER_SEND_MSG_BACK, 5.x nack / ChangeInvisibleDuration, Pulsar nack
@@ -164,12 +164,17 @@ class FaultSet:
         self._rules: list[FaultRule] = []
         self._ids = 0
         self.active = False
+        self.holding = False                # a HOLD rule is installed (asked on held pulls)
+        # may_match's answers until the rules change: (operations, topic, group, client, dialect) -> bool
+        self.may_match_cache: dict[tuple, bool] = {}
         self.applied = 0
         # called after the rules change (a front releases what a hold kept back)
         self.on_change: list = []
 
     def _changed(self) -> None:
         self.active = bool(self._rules)
+        self.holding = any(r.action is Action.HOLD for r in self._rules)
+        self.may_match_cache = {}
         for fn in list(self.on_change):
             fn()
 
@@ -257,7 +262,7 @@ class FaultSet:
         ops = operations if operations.__class__ is tuple else (operations,)
         broker = self._broker
         for rule in self._rules:
-            if rule.operation.value in ops and (rule.topic is None or rule.topic == topic) \
+            if rule.operation in ops and (rule.topic is None or rule.topic == topic) \
                     and (rule.group is None or rule.group == group) \
                     and (rule.client is None or rule.client == client) \
                     and (rule.dialect is None or rule.dialect == dialect) \

@@ -226,15 +226,14 @@ class InProcessTransport(Transport):
 
     def core(self):
         """The core, for a typed call, unless an observer or an injected fault is to see
-        (or stop) every command, a fault rule is on the broker (broker/faults.py: its 4.x
-        front applies them), this hub carries commands through the codec, or the broker
-        is stopped (its front answers every request with that)."""
+        (or stop) every command, this hub carries commands through the codec, or the
+        broker is stopped (its front answers every request with that). A call a fault
+        rule may be about asks ``core_for``."""
         hub = self.hub
         if self._closed or hub._observers or hub._faults or not hub.typed_calls:
             return None
         core = hub.core
-        # (fault rules on the broker are applied by its 4.x front: commands while any is on)
-        return None if core.stopped or core.faults.active else core
+        return None if core.stopped else core
 
     def core_for(self, operations, topic: str | None = None, group: str | None = None):
         """The core for a typed send, pull, send-back, commit or heartbeat unless a fault
@@ -247,8 +246,13 @@ class InProcessTransport(Transport):
         if core.stopped:
             return None
         faults = core.faults
-        if faults.active and faults.may_match(operations, topic, group, self.channel.client_id, "4.x"):
-            return None
+        if faults.active:
+            key = (operations, topic, group, self.channel.client_id)
+            could = faults.may_match_cache.get(key)         # (a dict look-up per call, not a scan of the rules)
+            if could is None:
+                could = faults.may_match_cache[key] = faults.may_match(operations, topic, group, key[3], "4.x")
+            if could:
+                return None
         return core
 
     def core_done(self) -> None:
