@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 from .events import Event, EventKind, EventLog
 
-__all__ = ["Operation", "Action", "FaultRule", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules"]
+__all__ = ["Operation", "Action", "FaultRule", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules",
+           "register_error_codes", "ERROR_CODES"]
 
 DIALECTS = ("4.x", "5.x", "pulsar")
 
@@ -55,6 +56,30 @@ class Action(enum.Enum):
     DELAY = "delay"
     DUPLICATE = "duplicate"
     HOLD = "hold"
+
+
+# each front's refusal codes: dialect -> resolve(name or number) -> its code, or None when
+# the dialect has no such code (registered by the front's fault module as it is imported:
+# the core knows no dialect's codes)
+ERROR_CODES: dict = {}
+
+
+def register_error_codes(dialect: str, resolve) -> None:
+    ERROR_CODES[dialect] = resolve
+
+
+def _check_error(error, dialect: str | None) -> None:
+    """A refusal's ``error`` must be a code of a dialect it can fire in: a typo is a bad
+    rule now, not a surprise when it fires (where it fires in a dialect that has no such
+    code, its front answers with the operation's default)."""
+    if isinstance(error, bool) or not isinstance(error, (int, str)) or error == "":
+        raise FaultError(f"error: a code's name or number, got {error!r}")
+    dialects = (dialect,) if dialect else DIALECTS
+    if any(d not in ERROR_CODES for d in dialects):
+        return                      # (a dialect whose front is not loaded here: its codes are unknown)
+    if not any(ERROR_CODES[d](error) is not None for d in dialects):
+        raise FaultError(f"error: {error!r} is not a refusal code of {' or '.join(dialects)} (a name such as "
+                         f"SYSTEM_BUSY, INTERNAL_SERVER_ERROR or ServiceNotReady, or a number)")
 
 
 # which actions make sense for which operation
@@ -138,6 +163,10 @@ def rule_from(operation, action, *, topic=None, group=None, client=None, dialect
         raise FaultError("delay: a delay action needs a duration > 0")
     if act is not Action.DELAY and delay_ms:
         raise FaultError(f"delay: only the delay action takes a duration, not {act.value}")
+    if error is not None:
+        if act is not Action.REFUSE:
+            raise FaultError(f"error: only the refuse action takes an error, not {act.value}")
+        _check_error(error, dialect)
     if stored and (op is not Operation.SEND or act is not Action.DROP):
         raise FaultError("stored: only a dropped send can be stored first")
     if window_ms is not None:

@@ -95,6 +95,8 @@ def test_removing_a_rule_that_is_gone_is_not_an_error():
     (dict(operation="ack", action="drop", stored=True), "stored"),
     (dict(operation="send", action="refuse", window_ms=(10, 5)), "window"),
     (dict(operation="send", action="refuse", topic=""), "topic"),
+    (dict(operation="send", action="drop", error="SYSTEM_BUSY"), "error"),
+    (dict(operation="send", action="refuse", error=True), "error"),
 ])
 def test_bad_rules_name_their_field(kwargs, field):
     with pytest.raises(FaultError, match=f"^{field}"):

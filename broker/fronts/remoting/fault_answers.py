@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ...faults import Action, Operation
+from ...faults import Action, Operation, register_error_codes
 from .protocol import RemotingCommand, RequestCode, ResponseCode
 from .protocol.typed import FLAG_COMMIT_OFFSET, FLAG_SUSPEND
 
@@ -67,13 +67,23 @@ def operation_of(request: RemotingCommand) -> tuple[Operation, str | None, str |
     return op, topic, group
 
 
-def _refusal_code(rule) -> int:
-    if rule.error is None:
-        return _DEFAULT_REFUSAL[rule.operation]
+def response_code(error) -> int | None:
+    """A 4.x response code by name (SYSTEM_BUSY) or number, None for neither."""
     try:
-        return int(rule.error)
+        return int(error)
     except (TypeError, ValueError):
-        return int(getattr(ResponseCode, str(rule.error)))
+        code = getattr(ResponseCode, str(error), None)
+        return None if code is None else int(code)
+
+
+register_error_codes("4.x", response_code)
+
+
+def _refusal_code(rule) -> int:
+    """The rule's code when 4.x has it (a rule for every dialect may name another's), else
+    the operation's default."""
+    code = None if rule.error is None else response_code(rule.error)
+    return _DEFAULT_REFUSAL[rule.operation] if code is None else code
 
 
 def apply_fault(front, rule, request: RemotingCommand, channel, run) -> RemotingCommand | None:

@@ -9,6 +9,7 @@ from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.broker.faults import rule_from
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
 from rocketmq_emulator.client_sdk.errors import MQBrokerError
+from rocketmq_emulator.client_sdk.faults import FaultError
 
 
 @pytest.fixture(params=["loopback", "inprocess"])
@@ -234,3 +235,15 @@ def test_rules_about_other_calls_leave_the_in_process_typed_path_and_idle_skippi
         assert broker.hub.skipper.skips == skips
     finally:
         broker.close()
+
+
+def test_an_error_no_dialect_has_is_a_bad_rule_and_a_known_one_is_answered(broker):
+    with pytest.raises(FaultError, match="^error: 'BOGUS' is not a refusal code of 4.x"):
+        broker.faults.add("send", "refuse", error="BOGUS", dialect="4.x")
+    with pytest.raises(FaultError, match="^error: 'SYSTEM_BUSSY' is not a refusal code"):
+        broker.faults.add("send", "refuse", error="SYSTEM_BUSSY", dialect="4.x")
+    assert broker.faults.list() == []
+    broker.faults.add("send", "refuse", error="SYSTEM_BUSY", topic="Orders")
+    with pytest.raises(MQBrokerError) as refused:
+        broker.producer("pg").send(Message("Orders", b"busy"))
+    assert refused.value.code_name == "SYSTEM_BUSY"
