@@ -187,3 +187,25 @@ def test_the_http_guard_stands_before_every_change(server):
     status, answer = call(server, "DELETE", "/api/faults/one")
     assert status == 400 and answer["error"].startswith("id: a rule's number")
     assert len(rules(server)) == 2                                                   # still there, on both brokers
+
+
+def test_a_token_is_wanted_and_a_window_must_not_have_started_on_a_real_clock_server(tmp_path):
+    """With a token every fault route wants it; on the real clock a window that starts
+    in the past would fire or not depending on when the request ran: a 400 naming it."""
+    s = EmulatorProcess(tmp_path / "store", "--http-token", "s3cret", http=True).start()
+    try:
+        bearer = {**JSON, "Authorization": "Bearer s3cret"}
+        assert request(s.http_port, "GET", "/api/faults")[0] == 401
+        rule = json.dumps({"operation": "send", "action": "refuse"}).encode()
+        assert request(s.http_port, "POST", "/api/faults", rule, JSON)[0] == 401
+        assert request(s.http_port, "DELETE", "/api/faults", b"", JSON)[0] == 401
+        past = json.dumps({"operation": "send", "action": "refuse", "window": [-60_000, "1m"]}).encode()
+        status, _, raw = request(s.http_port, "POST", "/api/faults", past, bearer)
+        assert status == 400 and json.loads(raw)["error"].startswith("window: this broker runs on the real clock")
+        status, _, raw = request(s.http_port, "POST", "/api/faults", rule, bearer)
+        assert status == 201
+        status, fields, raw = request(s.http_port, "GET", "/api/faults", b"", bearer)
+        assert status == 200 and [r["operation"] for r in json.loads(raw)] == ["send"]
+        assert fields["server-timing"].startswith("view;dur=")
+    finally:
+        s.stop()
