@@ -123,13 +123,15 @@ class FaultRule:
     matched: int = 0
     _left: int | None = field(default=None, repr=False)
     _sets: list = field(default_factory=list, repr=False)      # the brokers' sets it is on
+    hits_on: dict = field(default_factory=dict)                 # broker -> hits there
 
     def to_json(self) -> dict:
         return {"id": self.id, "operation": self.operation.value, "action": self.action.value, "topic": self.topic,
                 "group": self.group, "client": self.client, "dialect": self.dialect, "broker": self.broker,
                 "times": self.times, "left": self._left, "probability": self.probability,
                 "window_ms": list(self.window_ms) if self.window_ms else None, "delay_ms": self.delay_ms,
-                "error": self.error, "stored": self.stored, "hits": self.hits, "matched": self.matched}
+                "error": self.error, "stored": self.stored, "hits": self.hits, "matched": self.matched,
+                "hits_on": dict(self.hits_on)}
 
 
 def rule_from(operation, action, *, topic=None, group=None, client=None, dialect=None, broker=None, times=None,
@@ -268,6 +270,7 @@ class FaultSet:
             if rule.probability is not None and self._rng.random() >= rule.probability:
                 continue
             rule.hits += 1
+            rule.hits_on[self._broker] = rule.hits_on.get(self._broker, 0) + 1
             self.applied += 1
             if rule._left is not None:
                 rule._left -= 1

@@ -34,6 +34,7 @@ from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_T
 from ...consumer_views import DIALECTS, consumer_rows, group_detail
 from ...dead_letters import dead_letter_counts, dead_letter_page
 from ...events import EventKind
+from ...fault_placement import fault_of
 from ...group_views import known_groups
 from ...message_life import find, life
 from ...pulsar_names import shown_topic
@@ -41,8 +42,10 @@ from ...rates import KINDS
 from ...retry_ladders import RetryIndex, bar_messages, record_at
 from ...store_views import group_progress, stored_messages
 
-# The retry lifecycle's events, not every store (that would cost each put an event).
-FEED_KINDS = (EventKind.DELAYED, EventKind.REDELIVERED, EventKind.SENT_BACK, EventKind.DEAD_LETTERED)
+# The retry lifecycle's events, not every store (that would cost each put an event), and
+# the faults fault rules applied (so a user sees why a message came back).
+FEED_KINDS = (EventKind.DELAYED, EventKind.REDELIVERED, EventKind.SENT_BACK, EventKind.DEAD_LETTERED,
+              EventKind.FAULT)
 
 __all__ = ["dashboard_state", "DashboardViews", "WAITING_SHOWN", "EventFeed", "FEED_KINDS", "ViewError"]
 
@@ -381,8 +384,9 @@ def dashboard_state(cores: list, views: DashboardViews | None = None) -> dict:
 
 
 class EventFeed:
-    """The newest ``size`` retry-lifecycle events of every broker, numbered: the page asks
-    for those after the last number it saw (``after``)."""
+    """The newest ``size`` retry-lifecycle events and applied faults of every broker,
+    numbered: the page asks for those after the last number it saw (``after``). A fault
+    names its rule (``rule``, ``action``, ``operation``) instead of a message id."""
 
     def __init__(self, cores: list, size: int = 500) -> None:
         self.size = size
@@ -394,7 +398,11 @@ class EventFeed:
     def _taker(self, broker: str):
         def take(event) -> None:
             self._seq += 1
-            self._events.append({"seq": self._seq, "broker": broker, **event.to_json()})
+            doc = {"seq": self._seq, "broker": broker, **event.to_json()}
+            if event.kind == EventKind.FAULT:           # its rule, not a message id: {"rule", "action", "operation"}
+                doc.pop("msg_id", None)
+                doc.update(fault_of(event) or {})
+            self._events.append(doc)
         return take
 
     def after(self, seq: int, limit: int = 100) -> list[dict]:

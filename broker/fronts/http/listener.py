@@ -1,5 +1,6 @@
 """serve's HTTP front on the asyncio loop (aiohttp): ``/healthz``, ``/metrics`` and the
-dashboard (``/``, ``/api/state``, ``POST /api/clock/advance``, ``POST /api/dlq/redrive``).
+dashboard (``/``, ``/api/state``, ``POST /api/clock/advance``, ``POST /api/dlq/redrive``,
+the fault rules of fault_api.py: ``/api/faults``).
 
 ``/healthz`` answers 200 with ``{"status": "ready", ...}`` once every listener of the
 server is up (each broker's remoting port, the gRPC and Pulsar fronts when on) and every
@@ -23,13 +24,13 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from ...cluster import next_due_ms
-from . import dashboard_api
+from . import dashboard_api, fault_api
 from .dashboard import DashboardViews, EventFeed
 from .dashboard_page import PAGE
 from ...dead_letters import DeadLetterError, redrive_on
 from ...errors import ClockError
 from ...log_text import printable
-from .metrics import BrokerCollector
+from .metrics import BrokerCollector, FaultCollector
 from .pulsar_admin import ADMIN_PREFIXES, PulsarAdmin
 from ...adapters.connection_guard import ConnectionGuard, ConnectionLimits
 from .guard import (MAX_BODY, GuardedHttp, HttpAccess, ProtocolLog, access_for, access_middleware, json_body,
@@ -58,6 +59,8 @@ class HttpServer:
         self.views = DashboardViews(self.cores)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
+        self.fault_counts = FaultCollector(self.cores())
+        self.registry.register(self.fault_counts)
         self.listeners = listeners              # name -> up
         app = web.Application(client_max_size=MAX_BODY, middlewares=[
             tracking_middleware(self), _json_errors, access_middleware(self.access, ADMIN_PREFIXES)])
@@ -71,6 +74,7 @@ class HttpServer:
         app.router.add_routes(PulsarAdmin(lambda: self.cores()[0], pulsar_url,
                                           lambda: f"http://{self.host}:{self.port}").routes())
         dashboard_api.add_routes(app.router, self.views)           # the dashboard's other views
+        fault_api.add_routes(app.router, self.cores)                # fault rules: list, add, remove, clear
         keepalive = {"keepalive_timeout": self.limits.idle_timeout_s} if self.limits.idle_timeout_s else {}
         self._runner = web.AppRunner(app, access_log=None, logger=ProtocolLog(log), **keepalive)
         self._server = None
@@ -96,6 +100,7 @@ class HttpServer:
 
     async def stop(self) -> None:
         self.feed.close()
+        self.fault_counts.close()
         if self._watch is not None:
             self._watch.cancel()
         if self._server is not None:

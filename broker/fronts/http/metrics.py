@@ -21,6 +21,13 @@ and ``group``. Metric names start with ``rocketmq_emulator_``:
   consumed_per_second{group,topic}       last RATE_WINDOW_S seconds of the broker's clock: messages
   retried_per_second{group,topic}        stored, committed offsets moved, failed deliveries given
   dead_lettered_per_second{group,topic}  another try, dead letters stored
+
+Fault rules (issue 38; FaultCollector, registered beside it by the HTTP front):
+
+  faults_applied_total{rule,operation,action}   faults a rule applied (its FAULT events since
+                                         the front started; kept after the rule is gone)
+  faults_applied_all_rules_total         faults applied by any rule (core.faults.applied)
+  fault_rules                            rules installed now
 """
 from __future__ import annotations
 
@@ -30,10 +37,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
+from ...events import EventKind
+from ...fault_placement import fault_of
 from ...rates import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
 from ...store_views import group_progress, stored_messages
 
-__all__ = ["BrokerCollector", "PREFIX", "RATE_WINDOW_S"]
+__all__ = ["BrokerCollector", "FaultCollector", "PREFIX", "RATE_WINDOW_S"]
 
 PREFIX = "rocketmq_emulator_"
 RATE_WINDOW_S = 10
@@ -122,3 +131,45 @@ class BrokerCollector:
             for (kind, group, topic), counts in sorted(series.items()):
                 labels = [b, topic] if kind == PRODUCED else [b, group, topic]
                 m[kind].add_metric(labels, sum(counts) / RATE_WINDOW_S)
+
+
+class FaultCollector:
+    """Applied faults per rule of ``cores`` (every member of the cluster): it takes each
+    broker's FAULT events as they happen (a fault is rare: no hot path pays for this), as
+    a rule is removed when its count is used up — often by the very fault that fired it.
+    ``close()`` stops taking them."""
+
+    def __init__(self, cores: list) -> None:
+        self.cores = list(cores)
+        self._applied: dict[tuple[str, str, str, str], int] = {}    # (broker, rule, operation, action) -> n
+        self._stops = [core.events.subscribe(self._taker(core.config.broker_name), kinds=(EventKind.FAULT,))
+                       for core in self.cores]
+
+    def _taker(self, broker: str):
+        def take(event) -> None:
+            fault = fault_of(event)
+            if fault is not None:
+                key = (broker, str(fault["rule"]), fault["operation"], fault["action"])
+                self._applied[key] = self._applied.get(key, 0) + 1
+        return take
+
+    def close(self) -> None:
+        for stop in self._stops:
+            stop()
+        self._stops = []
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        per_rule = CounterMetricFamily(PREFIX + "faults_applied", "Faults a fault rule applied",
+                                       labels=["broker", "rule", "operation", "action"])
+        for (broker, rule, op, action), n in sorted(self._applied.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
+            per_rule.add_metric([broker, rule, op, action], n)
+        total = CounterMetricFamily(PREFIX + "faults_applied_all_rules", "Faults applied by any fault rule",
+                                    labels=["broker"])
+        rules = GaugeMetricFamily(PREFIX + "fault_rules", "Fault rules installed", labels=["broker"])
+        for core in self.cores:
+            total.add_metric([core.config.broker_name], core.faults.applied)
+            rules.add_metric([core.config.broker_name], len(core.faults.rules()))
+        return [per_rule, total, rules]
