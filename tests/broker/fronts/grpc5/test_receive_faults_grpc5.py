@@ -195,3 +195,25 @@ def test_a_dropped_receive_times_out_and_pops_nothing(rocketmq_broker, send, sim
 def in_flight(broker, group: str) -> list:
     with broker.hub.lock:
         return broker.core.pops.in_flight(group)
+
+
+def test_a_push_consumer_consumes_a_duplicated_delivery_twice_and_it_is_settled_once(rocketmq_broker, config, send,
+                                                                                     time_travel, caplog):
+    """Both copies carry one receipt handle: the client acks each, the second ack is told
+    INVALID_RECEIPT_HANDLE and the client gives it up (it does not retry it)."""
+    rule = rocketmq_broker.faults.add("pull", "duplicate", group="billing", times=1)
+    message_id = send(b"twice")
+    listener = _Collect()
+    consumer = PushConsumer(config, "billing", listener, {"Orders": FilterExpression("*")})
+    consumer.startup()
+    try:
+        wait_for(lambda: len(listener.seen) == 2, timeout=10)
+        assert listener.seen == [(message_id, 1), (message_id, 1)] and rule.hits == 1
+        wait_for(lambda: not in_flight(rocketmq_broker, "billing"), timeout=5)     # settled by the first ack
+        wait_for(lambda: "invalid receipt handle, give up retrying" in caplog.text, timeout=5)   # the second's
+        time_travel("2h")
+        assert [m.body for m in rocketmq_broker.messages("Orders")] == [b"twice"]
+        assert rocketmq_broker.dlq_messages("billing") == []
+    finally:
+        consumer.shutdown()
+    assert listener.seen == [(message_id, 1), (message_id, 1)]                    # never delivered again
