@@ -67,13 +67,18 @@ def settings_about(settings) -> tuple[str | None, str | None]:
 
 
 def refusal(rule):
-    """The status a refused call answers with."""
-    code = rule.error
+    """The status a refused call answers with. An ``error`` that is no 5.x code (a rule
+    written for another dialect's wire, say SYSTEM_ERROR) refuses with the default and
+    says so in the status's message."""
+    code, why = rule.error, ""
+    if code is not None and not isinstance(code, int):
+        try:
+            code = int(code) if str(code).isdigit() else pb.Code.Value(str(code))
+        except ValueError:
+            code, why = None, f"; {rule.error} is not a 5.x status code"
     if code is None:
         code = _DEFAULT_REFUSAL[rule.operation]
-    elif not isinstance(code, int):
-        code = int(code) if str(code).isdigit() else pb.Code.Value(str(code))
-    return status(code, f"refused by fault rule {rule.id} ({rule.operation.value})")
+    return status(code, f"refused by fault rule {rule.id} ({rule.operation.value}{why})")
 
 
 def clock_timer(core, delay_ms: int) -> asyncio.Event:

@@ -9,6 +9,11 @@ message is stored or re-stored (a core event: a send, a delay ending, an invisib
 ending, which the core's tick revives) or its long-poll time is up, then answers
 MESSAGE_NOT_FOUND. Plaintext only.
 
+Fault rules (issue 38; fault_answers.py says how each looks to a client): a unary call,
+a ReceiveMessage and each Settings on a Telemetry stream ask ``core.faults`` once, when
+a rule is installed — with none, the cost is one attribute test per call (per look of a
+long poll, for a receive). A hold rule is a state the receive asks on each look.
+
 A Telemetry stream carries the server's commands too: the front's transaction
 check-backs (RecoverOrphanedTransactionCommand) are queued for the client's stream
 (``GrpcServer.push``, from whichever thread ticked the core) and written in order with

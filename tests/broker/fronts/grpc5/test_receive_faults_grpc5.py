@@ -217,3 +217,13 @@ def test_a_push_consumer_consumes_a_duplicated_delivery_twice_and_it_is_settled_
     finally:
         consumer.shutdown()
     assert listener.seen == [(message_id, 1), (message_id, 1)]                    # never delivered again
+
+
+def test_an_error_that_is_no_5x_code_refuses_with_the_default_and_says_so(rocketmq_broker, send, simple):
+    consumer = simple()
+    send(b"x")
+    rocketmq_broker.faults.add("pull", "refuse", group="billing", error="SYSTEM_ERROR", times=1)
+    with pytest.raises(Exception, match="SYSTEM_ERROR is not a 5.x status code"):
+        consumer.receive(16, 30)
+    [m] = consumer.receive(16, 30)
+    assert m.body == b"x"
