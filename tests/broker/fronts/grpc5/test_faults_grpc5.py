@@ -167,3 +167,30 @@ def test_a_send_acknowledged_after_the_clients_deadline_is_lost_and_retried(prod
     assert rule.hits == 1
     stored = rocketmq_broker.messages("Orders")
     assert [m.body for m in stored] == [b"too late", b"too late"] and stored[1].msg_id == receipt.message_id
+
+
+def test_settings_on_the_wire_refused_are_a_status_without_settings_and_dropped_ones_are_not_answered(
+        rocketmq5_endpoint, rocketmq_broker):
+    """Each Settings written on one Telemetry stream is answered in order: the first is
+    refused (the proxy's answer to Settings it cannot take), the second dropped, the third
+    answered — so the second answer on the stream is the third's."""
+    import queue
+
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as spb, service_pb2_grpc
+
+    rocketmq_broker.faults.add("heartbeat", "refuse", group="first", times=1)
+    rocketmq_broker.faults.add("heartbeat", "drop", group="second", times=1)
+    writes: queue.Queue = queue.Queue()
+    for group in ("first", "second", "third"):
+        writes.put(spb.TelemetryCommand(settings=pb.Settings(
+            client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(group=pb.Resource(name=group)))))
+    with grpc.insecure_channel(rocketmq5_endpoint) as channel:
+        stream = service_pb2_grpc.MessagingServiceStub(channel).Telemetry(
+            iter(writes.get, None), metadata=(("x-mq-client-id", "t38"),), timeout=10)
+        refused, answered = next(stream), next(stream)
+        writes.put(None)
+        stream.cancel()
+    assert refused.status.code == pb.INTERNAL_SERVER_ERROR and "refused by fault rule" in refused.status.message
+    assert not refused.HasField("settings")
+    assert answered.status.code == pb.OK and answered.settings.subscription.group.name == "third"
