@@ -76,7 +76,7 @@ def test_a_receive_answered_late_waits_for_the_brokers_clock(rocketmq_broker, se
     message_id = send(b"late")
     rule = rocketmq_broker.faults.add("pull", "delay", group="billing", delay="5s", times=1)
     receiver, got = in_background(lambda: consumer.receive(16, 30))
-    wait_for(lambda: rule.hits == 1, timeout=5)
+    wait_for(lambda: rule.hits == 1 and in_flight(rocketmq_broker, "billing"), timeout=5)    # popped now
     time_travel("4s")
     receiver.join(0.5)
     assert receiver.is_alive() and got == []                      # not due yet on the broker's clock
@@ -122,12 +122,16 @@ def test_a_hold_stops_deliveries_to_its_group_until_it_is_removed(rocketmq_broke
     assert m.message_id == message_id and m.delivery_attempt == 1 and hold.hits == 0
 
 
-def test_a_long_poll_waiting_under_a_hold_delivers_when_it_is_removed(rocketmq_broker, send, simple):
+def test_a_long_poll_waiting_under_a_hold_delivers_when_it_is_removed(rocketmq_broker, send, simple, monkeypatch):
     consumer = simple(await_s=15)
+    faults = rocketmq_broker.core.faults
+    looks = []                                                    # each time a receive asks for the hold
+    holds = faults.holds
+    monkeypatch.setattr(faults, "holds", lambda *a: looks.append(a) or holds(*a))
     hold = rocketmq_broker.faults.add("pull", "hold", group="billing")
     message_id = send(b"released")
     receiver, got = in_background(lambda: consumer.receive(16, 30))
-    receiver.join(0.5)
+    wait_for(lambda: len(looks) >= 3, timeout=5)                  # the poll is there, looking again
     assert receiver.is_alive() and got == []                      # stored, visible, held
     hold.remove()
     receiver.join(5)                                              # well inside its 15 s long poll
