@@ -9,6 +9,11 @@ message is stored or re-stored (a core event: a send, a delay ending, an invisib
 ending, which the core's tick revives) or its long-poll time is up, then answers
 MESSAGE_NOT_FOUND. Plaintext only.
 
+Fault rules (issue 38; fault_answers.py says how each looks to a client): a unary call,
+a ReceiveMessage and each Settings on a Telemetry stream ask ``core.faults`` once, when
+a rule is installed — with none, the cost is one attribute test per call (per look of a
+long poll, for a receive). A hold rule is a state the receive asks on each look.
+
 A Telemetry stream carries the server's commands too: the front's transaction
 check-backs (RecoverOrphanedTransactionCommand) are queued for the client's stream
 (``GrpcServer.push``, from whichever thread ticked the core) and written in order with
@@ -34,10 +39,11 @@ from typing import Callable
 import grpc
 
 from ...events import EventKind
-from ...faults import Action
+from ...faults import Action, Operation
 from ...log_text import printable
 from .convert import pb, status
-from .fault_answers import operation_of, refusal, wait_on_clock, wait_out_deadline
+from .fault_answers import (HOLD_RECHECK_S, clock_timer, operation_of, refusal, settings_about, wait_for_timer,
+                            wait_out_deadline)
 from .front import DEFAULT_LONG_POLL_MS, MAX_LONG_POLL_MS, Rocketmq5Front
 from .stubs import service_grpc as service_pb2_grpc
 from .stubs import spb
@@ -115,9 +121,7 @@ async def _with_fault(servicer, method, request, context):
     if about is None:
         return None
     server = servicer.s
-    with server.lock or contextlib.nullcontext():
-        rule = server.core.faults.match(about[0], topic=about[1], group=about[2], client=_client_id(context),
-                                        dialect="5.x")
+    rule, due = _match(server, about, _client_id(context))
     if rule is None:
         return None
     if rule.action is Action.REFUSE:
@@ -129,9 +133,31 @@ async def _with_fault(servicer, method, request, context):
         return None
     if rule.action is Action.DELAY:
         reply = await method(servicer, request, context)     # done now, told late
-        await wait_on_clock(server.core, rule.delay_ms, context)
+        if not await wait_for_timer(due, context):
+            await wait_out_deadline(context)                # not due before the deadline: lost
         return reply
     return None
+
+
+def _match(server, about, client_id: str):
+    """(the rule this call matches or None, the due-time event of a delay rule): the
+    timer is set with the hit, under the core's lock, so a clock moved by anyone who
+    saw the hit passes it."""
+    due = None
+    with server.lock or contextlib.nullcontext():
+        rule = server.core.faults.match(about[0], topic=about[1], group=about[2], client=client_id, dialect="5.x")
+        if rule is not None and rule.action is Action.DELAY:
+            due = clock_timer(server.core, rule.delay_ms)
+    if due is not None:
+        server.after_activity()                             # (a real-clock server's tick timer)
+    return rule, due
+
+
+def _held(server, request) -> bool:
+    """Whether a hold rule stops deliveries to this receive's group now."""
+    with server.lock or contextlib.nullcontext():
+        return server.core.faults.holds(request.group.name or None, request.message_queue.topic.name or None,
+                                        "5.x")
 
 
 _REPLY = {"EndTransaction": spb.EndTransactionResponse,
@@ -182,27 +208,59 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
         remaining = context.time_remaining()
         if remaining is not None:
             until = min(until, time.monotonic() + remaining - _DEADLINE_MARGIN_S)
+        faults = self.s.core.faults
+        rule = due = None
+        asked = False
         while True:
             wake = self.s.arrival
-            try:
-                st, messages = self.front.receive(request, client_id)
-            except Exception as exc:
-                log.exception("5.x ReceiveMessage failed")
-                st, messages = status(pb.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"), []
-            self._done()
-            if st is not None:
-                break
+            held = False
+            if faults.active:
+                held = _held(self.s, request)
+                # The other rules are asked once per call, when one is first there and no
+                # hold is (so a hold is never counted as a hit): a poll waiting since before
+                # a rule was added meets it when it wakes.
+                if not held and not asked:
+                    asked = True
+                    rule, due = _match(self.s, operation_of("ReceiveMessage", request), client_id)
+                    if rule is not None and (rule.action is Action.REFUSE or rule.action is Action.DROP):
+                        break
+            if held:
+                st, messages = None, []         # as if nothing were there; the messages stay stored
+            else:
+                try:
+                    st, messages = self.front.receive(request, client_id)
+                except Exception as exc:
+                    log.exception("5.x ReceiveMessage failed")
+                    st, messages = status(pb.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"), []
+                self._done()
+                if st is not None:
+                    break
             left = until - time.monotonic()
             if left <= 0:
                 st = status(pb.MESSAGE_NOT_FOUND, "no new message")
                 break
             try:
-                await asyncio.wait_for(wake.wait(), left)
+                await asyncio.wait_for(wake.wait(), min(left, HOLD_RECHECK_S) if held else left)
             except asyncio.TimeoutError:
                 pass
+        copies = 1
+        if rule is not None:
+            if rule.action is Action.REFUSE:
+                yield spb.ReceiveMessageResponse(status=refusal(rule))
+                return
+            if rule.action is Action.DROP:
+                await wait_out_deadline(context)
+                return
+            if rule.action is Action.DELAY and not await wait_for_timer(due, context):
+                await wait_out_deadline(context)    # not due before the deadline: lost (the pop stands)
+                return
+            if rule.action is Action.DUPLICATE:
+                copies = 2
         yield spb.ReceiveMessageResponse(status=st)
         for m in messages:
-            yield spb.ReceiveMessageResponse(message=m)
+            reply = spb.ReceiveMessageResponse(message=m)
+            for _ in range(copies):
+                yield reply
         now = self.s.core.clock.now_ms()
         ts = spb.ReceiveMessageResponse()
         ts.delivery_timestamp.seconds, ts.delivery_timestamp.nanos = now // 1000, (now % 1000) * 1_000_000
@@ -262,6 +320,7 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
             self._done()
 
     async def _read_telemetry(self, client_id: str, request_iterator, outbox: asyncio.Queue) -> None:
+        late: set[asyncio.Task] = set()         # Settings answers a delay rule holds back
         try:
             async for command in request_iterator:
                 if command.__class__ is _Malformed:
@@ -269,18 +328,39 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
                     return
                 if not command.HasField("settings"):
                     continue            # thread stack traces, verify results: nothing to do
+                due = None
+                if self.s.core.faults.active:
+                    rule, due = _match(self.s, (Operation.HEARTBEAT, *settings_about(command.settings)), client_id)
+                    if rule is not None and rule.action is Action.REFUSE:
+                        outbox.put_nowait(spb.TelemetryCommand(status=refusal(rule)))
+                        continue        # not taken: the client is told so, and may send them again
+                    if rule is not None and rule.action is Action.DROP:
+                        continue        # neither taken nor answered
                 settings = self.front.telemetry_settings(client_id, command.settings)
                 self._done()
                 if settings is None:
                     outbox.put_nowait(_Abort(None))
                     return
-                outbox.put_nowait(spb.TelemetryCommand(status=status(pb.OK, "OK"), settings=settings))
+                reply = spb.TelemetryCommand(status=status(pb.OK, "OK"), settings=settings)
+                if due is None:
+                    outbox.put_nowait(reply)
+                else:                   # taken now, answered when the broker's clock is there
+                    task = asyncio.create_task(_put_when(due, outbox, reply))
+                    late.add(task)
+                    task.add_done_callback(late.discard)
         except asyncio.CancelledError:
             raise
         except Exception as exc:        # the client went away mid-read (or the stream broke): the stream ends
             log.info("5.x Telemetry stream of %s ended: %s", printable(client_id, 100), printable(exc, 200))
         finally:
+            for task in late:
+                task.cancel()
             outbox.put_nowait(None)
+
+
+async def _put_when(due: asyncio.Event, outbox: asyncio.Queue, reply) -> None:
+    await due.wait()
+    outbox.put_nowait(reply)
 
 
 class _Abort:
