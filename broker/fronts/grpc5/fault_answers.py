@@ -27,7 +27,7 @@ import asyncio
 
 import grpc
 
-from ...faults import Operation
+from ...faults import Operation, register_error_codes
 from .convert import pb, status
 
 __all__ = ["operation_of", "settings_about", "refusal", "clock_timer", "wait_for_timer", "wait_out_deadline",
@@ -66,16 +66,26 @@ def settings_about(settings) -> tuple[str | None, str | None]:
     return (topics[0].name or None if topics else None), None
 
 
+def status_code(error) -> int | None:
+    """A 5.x status code by name (INTERNAL_SERVER_ERROR) or number, None for neither."""
+    if isinstance(error, int) or str(error).isdigit():
+        return int(error)
+    try:
+        return pb.Code.Value(str(error))
+    except ValueError:
+        return None
+
+
+register_error_codes("5.x", status_code)
+
+
 def refusal(rule):
     """The status a refused call answers with. An ``error`` that is no 5.x code (a rule
     written for another dialect's wire, say SYSTEM_ERROR) refuses with the default and
     says so in the status's message."""
-    code, why = rule.error, ""
-    if code is not None and not isinstance(code, int):
-        try:
-            code = int(code) if str(code).isdigit() else pb.Code.Value(str(code))
-        except ValueError:
-            code, why = None, f"; {rule.error} is not a 5.x status code"
+    code, why = None if rule.error is None else status_code(rule.error), ""
+    if rule.error is not None and code is None:
+        why = f"; {rule.error} is not a 5.x status code"
     if code is None:
         code = _DEFAULT_REFUSAL[rule.operation]
     return status(code, f"refused by fault rule {rule.id} ({rule.operation.value}{why})")
