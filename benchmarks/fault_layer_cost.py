@@ -20,15 +20,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from delivery_cost import run_child  # noqa: E402
+from delivery_cost import _W1 as W1_CHILD, run_child  # noqa: E402
 from helpers.bench_host import loop_speed, other_tree, revision, tree_env  # noqa: E402
 
 # W1 in a child; argv: n, benchmarks dir, peer-bench dir, profile 0/1, rules 0/1. With
 # rules, every EmbeddedBroker gets 10 that match none of W1's calls: other topics,
 # groups and clients, over every operation W1 makes.
-_W1 = """
-import cProfile, json, pstats, sys, time
-sys.path[:0] = [sys.argv[2], sys.argv[3]]
+_RULES = """
+import sys
 if sys.argv[5] == "1":
     from rocketmq_emulator.client_sdk import embedded
     plain_init = embedded.EmbeddedBroker.__init__
@@ -46,15 +45,8 @@ if sys.argv[5] == "1":
         add("send", "drop", stored=True, client="no-such-client")
         assert len(self.faults.list()) == 10
     embedded.EmbeddedBroker.__init__ = with_rules
-import w1_retry
-profile = cProfile.Profile() if sys.argv[4] == "1" else None
-c0 = time.process_time()
-r = w1_retry.run_w1(int(sys.argv[1]), profile=profile)
-cpu = time.process_time() - c0
-assert r["ok"], "W1 did not finish"
-print(json.dumps({"cpu": cpu, "deliveries": r["deliveries"],
-                  "calls": pstats.Stats(profile).total_calls if profile else None}))
 """
+_W1 = _RULES + W1_CHILD         # then delivery_cost's W1 child as it is (argv 1-4)
 
 SIDES = ("base", "no rule", "10 rules")
 

@@ -125,6 +125,16 @@ class FaultRule:
     _sets: list = field(default_factory=list, repr=False)      # the brokers' sets it is on
     hits_on: dict = field(default_factory=dict)                 # broker -> hits there
 
+    def about(self, topic: str | None, group: str | None, client: str | None, dialect: str | None,
+              broker: str) -> bool:
+        """Whether this rule's matchers take a call about these (None matches anything)."""
+        return (self.topic is None or self.topic == topic) and (self.group is None or self.group == group) \
+            and (self.client is None or self.client == client) and (self.dialect is None or self.dialect == dialect) \
+            and (self.broker is None or self.broker == broker)
+
+    def in_window(self, now: int) -> bool:
+        return self.window_ms is None or self.window_ms[0] <= now < self.window_ms[1]
+
     def to_json(self) -> dict:
         return {"id": self.id, "operation": self.operation.value, "action": self.action.value, "topic": self.topic,
                 "group": self.group, "client": self.client, "dialect": self.dialect, "broker": self.broker,
@@ -254,17 +264,13 @@ class FaultSet:
         Rules are tried in the order they were added; a rule whose count is used up is
         removed."""
         now = None
+        broker = self._broker
         for rule in self._rules:
-            if rule.operation is not operation:
-                continue
-            if (rule.topic is not None and rule.topic != topic) or (rule.group is not None and rule.group != group) \
-                    or (rule.client is not None and rule.client != client) \
-                    or (rule.dialect is not None and rule.dialect != dialect) \
-                    or (rule.broker is not None and rule.broker != self._broker):
+            if rule.operation is not operation or not rule.about(topic, group, client, dialect, broker):
                 continue
             if rule.window_ms is not None:
                 now = self._clock.now_ms() if now is None else now
-                if not rule.window_ms[0] <= now < rule.window_ms[1]:
+                if not rule.in_window(now):
                     continue
             rule.matched += 1
             if rule.probability is not None and self._rng.random() >= rule.probability:
@@ -293,14 +299,7 @@ class FaultSet:
         rule is about the call."""
         ops = operations if operations.__class__ is tuple else (operations,)
         broker = self._broker
-        for rule in self._rules:
-            if rule.operation in ops and (rule.topic is None or rule.topic == topic) \
-                    and (rule.group is None or rule.group == group) \
-                    and (rule.client is None or rule.client == client) \
-                    and (rule.dialect is None or rule.dialect == dialect) \
-                    and (rule.broker is None or rule.broker == broker):
-                return True
-        return False
+        return any(rule.operation in ops and rule.about(topic, group, client, dialect, broker) for rule in self._rules)
 
     def about_periodic_work(self, topic_exists, group_exists) -> bool:
         """Whether a rule could touch a client's periodic requests — pulls, offset
@@ -316,20 +315,9 @@ class FaultSet:
     def holds(self, group: str | None, topic: str | None = None, dialect: str | None = None) -> bool:
         """Whether a HOLD rule stops deliveries to ``group`` now (not counted as a hit:
         a hold is a state, asked on every delivery)."""
-        now = None
-        for rule in self._rules:
-            if rule.action is not Action.HOLD:
-                continue
-            if (rule.group is not None and rule.group != group) or (rule.topic is not None and rule.topic != topic) \
-                    or (rule.dialect is not None and rule.dialect != dialect) \
-                    or (rule.broker is not None and rule.broker != self._broker):
-                continue
-            if rule.window_ms is not None:
-                now = self._clock.now_ms() if now is None else now
-                if not rule.window_ms[0] <= now < rule.window_ms[1]:
-                    continue
-            return True
-        return False
+        broker = self._broker
+        return any(rule.action is Action.HOLD and rule.about(topic, group, None, dialect, broker)
+                   and rule.in_window(self._clock.now_ms()) for rule in self._rules)
 
 
 def place_rule(fault_sets: list[FaultSet], rule: FaultRule) -> FaultRule:
