@@ -160,6 +160,13 @@ class FaultSet:
         self._ids = 0
         self.active = False
         self.applied = 0
+        # called after the rules change (a front releases what a hold kept back)
+        self.on_change: list = []
+
+    def _changed(self) -> None:
+        self.active = bool(self._rules)
+        for fn in list(self.on_change):
+            fn()
 
     # -- rules ----------------------------------------------------------------------------
     def add(self, rule: FaultRule) -> FaultRule:
@@ -174,20 +181,23 @@ class FaultSet:
         rule.id = self._ids
         rule._left = rule.times
         self._rules.append(rule)
-        self.active = True
+        self._changed()
         return rule
 
     def remove(self, rule_id: int) -> bool:
         """Remove a rule; a rule already gone is not an error (False)."""
         before = len(self._rules)
         self._rules = [r for r in self._rules if r.id != rule_id]
-        self.active = bool(self._rules)
-        return len(self._rules) != before
+        if len(self._rules) == before:
+            return False
+        self._changed()
+        return True
 
     def clear(self) -> int:
         n = len(self._rules)
         self._rules = []
-        self.active = False
+        if n:
+            self._changed()
         return n
 
     def rules(self) -> list[FaultRule]:
@@ -195,13 +205,15 @@ class FaultSet:
 
     # -- matching -------------------------------------------------------------------------
     def match(self, operation: Operation, *, topic: str | None = None, group: str | None = None,
-              client: str | None = None, dialect: str | None = None) -> FaultRule | None:
+              client: str | None = None, dialect: str | None = None, actions=None) -> FaultRule | None:
         """The rule that fires for this call, if any (counted, and told as an event).
         Rules are tried in the order they were added; a rule whose count is used up is
-        removed."""
+        removed. ``actions``: only rules with one of these actions (a front that asks at
+        two points of one operation: Pulsar's FLOW for refuse and drop, each MESSAGE it
+        dispatches for delay and duplicate)."""
         now = None
         for rule in self._rules:
-            if rule.operation is not operation:
+            if rule.operation is not operation or (actions is not None and rule.action not in actions):
                 continue
             if (rule.topic is not None and rule.topic != topic) or (rule.group is not None and rule.group != group) \
                     or (rule.client is not None and rule.client != client) \
