@@ -8,8 +8,13 @@ producer's name for send and PRODUCER); its client is the connection's "host:por
 * send — SEND (producing.py). refuse: SEND_ERROR with the rule's ServerError, else
   PersistenceError. The client treats every SEND_ERROR but ChecksumError as a broken
   connection: it reconnects and sends its pending messages again, so a rule with
-  ``times=N`` is N silent retries (the message stored once), and a rule that keeps
-  refusing ends in the client's send timeout (``producer.send`` raises Timeout).
+  ``times=N`` or a ``probability`` is retries the application never sees (the message
+  stored once). A rule that refuses for good (no count, no probability) also fences the
+  topic for that producer while it is installed, as Pulsar fences a topic whose ledger
+  failed: its PRODUCER is refused with ServiceNotReady, the client backs off and its send
+  timeout fires (``producer.send`` raises Timeout) — without the fence the client would
+  reconnect, restart its send timeout and resend for ever. Once the rule is removed the
+  producer comes back and sends what is still pending.
   ``error="ChecksumError"`` fails that one message to the application at once
   (``producer.send`` raises ChecksumError; nothing is stored). The client accepts it only
   for the oldest message it waits for, so while an earlier SEND of that producer is
@@ -22,10 +27,13 @@ producer's name for send and PRODUCER); its client is the connection's "host:por
   SUBSCRIBE and PRODUCER, the error in the response for a lookup (the client drops an
   ERROR sent to a lookup), an ERROR then the connection closed for CONNECT (the client
   sees a broken handshake). The client retries ServiceNotReady (and a broken connection)
-  with backoff until its operation timeout, then raises Timeout: ``times=N`` is N
-  retries the application never sees; a fatal error (TopicNotFound, NotAllowedError,
-  AuthorizationError, ...) makes ``subscribe``/``create_producer`` raise at once. drop:
-  no answer (the client's operation timeout); delay: the answer ``delay_ms`` later.
+  with backoff until its operation timeout, then raises Timeout — except a first
+  SUBSCRIBE or PRODUCER, which libpulsar 4.2.0 does not send again (it believes it is
+  still connected): ``subscribe``/``create_producer`` raise Timeout when the operation
+  timeout ends, whatever ``times`` says; a reconnecting consumer or producer is retried
+  with backoff. A fatal error (TopicNotFound, NotAllowedError, AuthorizationError, ...)
+  makes ``subscribe``/``create_producer`` raise at once. drop: no answer (the client's
+  operation timeout); delay: the answer ``delay_ms`` later.
 * pull — FLOW and the MESSAGEs dispatched. Pulsar never answers FLOW, so a refusal can
   only be the broker closing the consumer (CLOSE_CONSUMER, as when it unloads a topic):
   the client reconnects, subscribes again and sends a full FLOW; what the consumer held
