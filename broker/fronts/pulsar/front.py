@@ -14,7 +14,9 @@ and watchers: topic_lists.py. Every command that carries a request_id is answere
 it: ACK with one gets ACK_RESPONSE (ack receipts), CONSUMER_STATS, the schema look-ups
 their responses, and what is not served (transactions) Pulsar's NotAllowedError.
 Messages go out whenever the core stores into a subscribed topic (``pump``), whoever
-stored them. How an entry is stored: entries.py.
+stored them. How an entry is stored: entries.py. Fault rules (issue 38) are asked by the
+handlers of the commands they match and by ``pump``; what each looks like to a client:
+fault_answers.py.
 """
 from __future__ import annotations
 
