@@ -14,7 +14,10 @@ producer's name for send and PRODUCER); its client is the connection's "host:por
   failed: its PRODUCER is refused with ServiceNotReady, the client backs off and its send
   timeout fires (``producer.send`` raises Timeout) — without the fence the client would
   reconnect, restart its send timeout and resend for ever. Once the rule is removed the
-  producer comes back and sends what is still pending.
+  producer comes back and sends what is still pending. A refusal with an error Pulsar
+  also refuses producers with — ProducerBlockedQuotaExceededException (a backlog quota
+  with the producer_exception policy), TopicTerminatedError, ProducerFenced — refuses the
+  PRODUCER with it too, and the client fails its pending sends with that error at once.
   ``error="ChecksumError"`` fails that one message to the application at once
   (``producer.send`` raises ChecksumError; nothing is stored). The client accepts it only
   for the oldest message it waits for, so while an earlier SEND of that producer is

@@ -44,6 +44,11 @@ _MESSAGE_ID_TEXT = re.compile(r"^\(?(-?\d+)[,:](-?\d+)[,:]")
 _NO_ID = (1 << 64) - 1                      # -1 as a uint64: a duplicate's receipt carries (-1, -1)
 _ACCESS_ERRORS = {"busy": s.ServerError.ProducerBusy, "fenced": s.ServerError.ProducerFenced}
 _SIZES = struct.Struct(">II")                # a simple command's totalSize and commandSize
+# a refused SEND's errors Pulsar also refuses a producer with (the client fails its pending
+# messages with them when its PRODUCER is refused so): fence()
+_PRODUCER_REFUSALS = frozenset((s.ServerError.ProducerBlockedQuotaExceededException,
+                                s.ServerError.ProducerBlockedQuotaExceededError, s.ServerError.TopicTerminatedError,
+                                s.ServerError.ProducerFenced))
 
 
 class Producer:
@@ -94,9 +99,11 @@ def producer(front, conn, cmd, frame_) -> list[bytes]:
                                                                          "connection")]
         return [_success(req.request_id, known.name, known.state.sequences.get(known.name, -1))]
     core = front.core
+    if front.fenced:
+        fenced = fence(front, stored, req.producer_name)
+        if fenced is not None:
+            return [error(req.request_id, *fenced)]
     refusal = core.store.write_refusal()
-    if refusal is None and front.fenced:
-        refusal = fence(front, stored, req.producer_name)
     if refusal is not None:
         # As the Pulsar broker fences a topic whose ledger refused a write: producers are
         # refused (ServiceNotReady) until it takes writes again. The client retries the
@@ -187,9 +194,9 @@ def _faulted(front, conn, req, p: Producer, frame_, rule) -> list[bytes]:
             # the client fails a message on ChecksumError only when it is the oldest it
             # waits for (libpulsar 4.2.0 loses its queue's head otherwise): it is not now
             code = s.ServerError.PersistenceError
-        if code != s.ServerError.ChecksumError and rule.times is None \
-                and (rule.probability is None or rule.probability >= 1):
-            front.fenced[(p.stored, p.name)] = rule        # refused for good: the topic is fenced (fence())
+        if code in _PRODUCER_REFUSALS or (code != s.ServerError.ChecksumError and rule.times is None
+                                          and (rule.probability is None or rule.probability >= 1)):
+            front.fenced[(p.stored, p.name)] = rule        # the producer is refused too, while it lasts (fence())
         return [send_error(req, code, reason(rule))]
     if rule.action is Action.DROP:
         p.unanswered.add(req.sequence_id)
@@ -207,20 +214,26 @@ def _faulted(front, conn, req, p: Producer, frame_, rule) -> list[bytes]:
     return []
 
 
-def fence(front, stored: str, name: str) -> str | None:
-    """Why a PRODUCER for ``stored`` by ``name`` is refused now, if it is: a fault rule
-    refused its SENDs for good (no count, no chance) and is still installed, in its window.
-    As with a ledger that refuses writes (above), the client must not get its producer
+def fence(front, stored: str, name: str) -> tuple[int, str] | None:
+    """The ServerError and message a PRODUCER for ``stored`` by ``name`` is refused with
+    now, if it is: a fault rule refused its SENDs for good (no count, no chance), or with
+    an error Pulsar refuses producers with too, and is still installed, in its window.
+    As with a ledger that refuses writes (``producer``), the client must not get its producer
     back at once — every SEND_ERROR makes it reconnect, and a producer created again
-    restarts its send timeout, so it would resend for ever; refused, it backs off and its
-    send timeout fails the message (``producer.send`` raises Timeout)."""
+    restarts its send timeout, so it would resend for ever. Refused with ServiceNotReady
+    it backs off and its send timeout fails the message (``producer.send`` raises
+    Timeout); with the rule's ProducerBlockedQuotaExceededException, TopicTerminatedError
+    or ProducerFenced it fails its pending messages with that error at once, as under
+    Pulsar's backlog quota, on a terminated topic or a fenced producer."""
     rule = front.fenced.get((stored, name))
     if rule is None:
         return None
     window = rule.window_ms
     if any(r is rule for r in front.core.faults.rules()) and (
             window is None or window[0] <= front.core.clock.now_ms() < window[1]):
-        return reason(rule)
+        code = refusal_code(rule)
+        return (code if code in _PRODUCER_REFUSALS else s.ServerError.ServiceNotReady,
+                f"Topic is temporarily unavailable: {reason(rule)}")
     del front.fenced[(stored, name)]
     return None
 

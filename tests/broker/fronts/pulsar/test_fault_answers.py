@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
-from rocketmq_emulator.broker.faults import rule_from  # noqa: E402
+from rocketmq_emulator.broker.faults import Action, Operation, rule_from  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar.fault_answers import refusal_code  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar.front import Connection  # noqa: E402
@@ -339,3 +339,28 @@ def test_a_closed_front_is_no_longer_told_of_rule_changes():
     assert front._faults_changed in faults.on_change
     front.close()
     assert front._faults_changed not in faults.on_change
+
+
+def test_a_send_refused_with_a_producer_level_error_refuses_the_producer_with_it():
+    front, conn = connected()
+    producer(front, conn, TOPIC, producer_id=1, request_id=1, producer_name="p")
+    add(front, "send", "refuse", topic=TOPIC, error="TopicTerminatedError")
+    [refused] = send(front, conn, 1, 0, b"x")
+    assert refused.send_error.error == s.ServerError.TopicTerminatedError
+    front.disconnect(conn)
+    again = Connection()
+    call(front, again, command("CONNECT", "connect", client_version="t", protocol_version=20))
+    [fenced] = producer(front, again, TOPIC, producer_id=1, request_id=2, producer_name="p")
+    assert fenced.error.error == s.ServerError.TopicTerminatedError
+    [other] = producer(front, again, TOPIC, producer_id=2, request_id=3, producer_name="someone else")
+    assert other.type == s.Type.PRODUCER_SUCCESS       # (the producer the rule refused, not the topic's others)
+
+
+def test_match_asks_only_the_rules_of_the_actions_named():
+    front, _ = connected()
+    faults = front.core.faults
+    delay = add(front, "pull", "delay", delay_ms=1_000)
+    drop = add(front, "pull", "drop")
+    assert faults.match(Operation.PULL, actions=(Action.DUPLICATE,)) is None
+    assert faults.match(Operation.PULL, actions=(Action.REFUSE, Action.DROP)) is drop
+    assert faults.match(Operation.PULL) is delay and (delay.hits, drop.hits) == (1, 1)

@@ -77,6 +77,14 @@ def test_a_send_refused_for_good_ends_in_the_clients_send_timeout(client, rocket
     assert _bodies(rocketmq_broker) == [b"after"]
 
 
+def test_a_send_refused_as_over_the_backlog_quota_fails_at_once_with_that_error(client, rocketmq_broker):
+    producer = client.create_producer(TOPIC, send_timeout_millis=30_000)
+    rule = rocketmq_broker.faults.add("send", "refuse", topic=TOPIC, error="ProducerBlockedQuotaExceededException")
+    with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
+        producer.send(b"over quota")                # (its reconnected PRODUCER is refused so too)
+    assert rule.hits == 1 and _bodies(rocketmq_broker) == []
+
+
 def test_a_receipt_delayed_on_the_brokers_clock(client, rocketmq_broker, time_travel):
     producer = client.create_producer(TOPIC, send_timeout_millis=10_000)
     rule = rocketmq_broker.faults.add("send", "delay", topic=TOPIC, delay="30s", times=1)
