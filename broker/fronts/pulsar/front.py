@@ -259,9 +259,10 @@ class PulsarFront:
             self._mark(consumer.stored)
         return []
 
-    def _ack(self, conn: Connection, cmd, frame_) -> list[bytes]:
+    def _ack(self, conn: Connection, cmd, frame_, later: bool = False) -> list[bytes]:
         """An ACK; with a request_id (ack receipts) it is answered by ACK_RESPONSE once
-        applied, or with the error that kept it from being applied."""
+        applied, or with the error that kept it from being applied. ``later``: a fault
+        rule delayed it, and its time has come."""
         req = cmd.ack
         receipt = req.HasField("request_id")
         consumer = conn.consumers.get(req.consumer_id)
@@ -273,22 +274,14 @@ class PulsarFront:
                                   "transactions are not enabled on this broker: the ack was not applied")] \
                 if receipt else []
         faults = self.core.faults
-        if faults.active:
+        if faults.active and not later:
             rule = faults.match(Operation.ACK, topic=consumer.topic, group=consumer.subscription, client=conn.peer,
                                 dialect="pulsar")
             if rule is not None:
                 if rule.action is not Action.DELAY:
                     return refused_ack(rule, req, receipt)
-                self.core.call_later(rule.delay_ms, lambda: self._ack_later(conn, consumer, req, receipt))
+                self.core.call_later(rule.delay_ms, lambda: self._ack_later(conn, consumer, cmd))
                 return []
-        return self._apply_ack(consumer, req, receipt)
-
-    def _ack_later(self, conn: Connection, consumer: "_Consumer", req, receipt: bool) -> None:
-        """A delayed ACK, applied now if its consumer is still open."""
-        if conn.consumers.get(consumer.consumer_id) is consumer:
-            self.send_later(conn, self._apply_ack(consumer, req, receipt))
-
-    def _apply_ack(self, consumer: "_Consumer", req, receipt: bool) -> list[bytes]:
         subs = self.core.subscriptions
         if req.ack_type == s.AckType.Cumulative:
             if len(req.message_id) == 1:          # (Pulsar ignores a cumulative ack of several ids)
@@ -366,29 +359,36 @@ class PulsarFront:
         return [error(request_id_of(cmd), s.ServerError.NotAllowedError,
                       "Transaction manager is not enabled on this broker")]
 
-    def _redeliver(self, conn: Connection, cmd, frame_) -> list[bytes]:
+    def _ack_later(self, conn: Connection, consumer: "_Consumer", cmd) -> None:
+        """A delayed ACK, applied now if its consumer is still open."""
+        if conn.consumers.get(consumer.consumer_id) is consumer:
+            self.send_later(conn, self._ack(conn, cmd, None, later=True))
+
+    def _redeliver(self, conn: Connection, cmd, frame_, later: bool = False) -> list[bytes]:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES (``later``: a fault rule delayed it, and its
+        time has come)."""
         req = cmd.redeliverUnacknowledgedMessages
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
             return []
-        ids = [signed_id(m.entryId) for m in req.message_ids]
         faults = self.core.faults
-        if faults.active:
+        if faults.active and not later:
             rule = faults.match(Operation.SEND_BACK, topic=consumer.topic, group=consumer.subscription,
                                 client=conn.peer, dialect="pulsar")
             if rule is not None:
                 if rule.action is Action.REFUSE:
                     return self.refuse_consumer(consumer)
                 if rule.action is Action.DELAY:
-                    self.core.call_later(rule.delay_ms, lambda: self._redeliver_now(conn, consumer, ids))
+                    self.core.call_later(rule.delay_ms, lambda: self._redeliver_later(conn, consumer, cmd))
                 return []
-        self._redeliver_now(conn, consumer, ids)
+        ids = [signed_id(m.entryId) for m in req.message_ids]
+        self.core.subscriptions.redeliver(consumer, ids or None)
+        self._mark(consumer.stored)
         return []
 
-    def _redeliver_now(self, conn: Connection, consumer: "_Consumer", ids: list[int]) -> None:
+    def _redeliver_later(self, conn: Connection, consumer: "_Consumer", cmd) -> None:
         if conn.consumers.get(consumer.consumer_id) is consumer:
-            self.core.subscriptions.redeliver(consumer, ids or None)
-            self._mark(consumer.stored)
+            self._redeliver(conn, cmd, None, later=True)
 
     def refuse_consumer(self, consumer: "_Consumer") -> list[bytes]:
         """The broker will not serve ``consumer`` now (a fault rule refused its FLOW or its
