@@ -21,6 +21,7 @@ fault_answers.py.
 from __future__ import annotations
 
 import itertools
+import threading
 from dataclasses import dataclass, field
 
 from ...faults import Action, Operation
@@ -97,6 +98,7 @@ class PulsarFront:
         self._stop_detached = core.subscribe(lambda n: self.detached(n.consumers), (PulsarConsumersDetached,))
         core.compaction.keys_of = keys_of       # compaction reads entries as this front stores them
         self._held: set[str] = set()            # store topics a hold rule kept from dispatch (fault_answers.py)
+        self._held_lock = threading.Lock()      # (rules change on any thread: a test's, the CLI's command)
         self.fenced: dict = {}                  # (store topic, producer name) -> the rule refusing its sends for good
         self._hold_wakes: set[int] = set()      # clock times a hold's window ends and dispatch is tried again
         core.faults.on_change.append(self._faults_changed)
@@ -566,8 +568,14 @@ class PulsarFront:
         """``pump`` for one subscription while fault rules are installed: none while a hold
         rule holds it; each MESSAGE asked of the pull rules that delay or duplicate."""
         faults = self.core.faults
-        if faults.holds(first.subscription, first.topic, "pulsar"):
-            self._held.add(topic)
+        held = faults.holds(first.subscription, first.topic, "pulsar")
+        if held:
+            with self._held_lock:
+                self._held.add(topic)
+            # asked again once noted: a rule removed before the note is seen here, one
+            # removed after it finds the note (_faults_changed)
+            held = faults.holds(first.subscription, first.topic, "pulsar")
+        if held:
             end = hold_ends(faults, self.core.clock.now_ms())
             if end is not None and end not in self._hold_wakes:
                 self._hold_wakes.add(end)
@@ -603,7 +611,8 @@ class PulsarFront:
     def _faults_changed(self) -> None:
         """Fault rules changed (or a hold's window ended): what a hold kept back is
         dispatched if it no longer holds."""
-        held, self._held = self._held, set()
+        with self._held_lock:
+            held, self._held = self._held, set()
         for topic in held:
             self._mark(topic)
 
