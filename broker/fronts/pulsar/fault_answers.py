@@ -2,8 +2,10 @@
 about, and how each action looks to a Pulsar client (pulsar-client 3.13, libpulsar 4.2.0).
 
 A rule's topic is the topic's full name as the client uses it ("persistent://public/default/
-orders"; a partition is "...orders-partition-0"); its group is the subscription name (a
-producer's name for send and PRODUCER); its client is the connection's "host:port".
+orders"; a partition is "...orders-partition-0": a partitioned topic's producers and
+consumers match by their partitions' names, its lookups by its own); its group is the
+subscription name (a producer's name for send and PRODUCER); its client is the
+connection's "host:port".
 
 * send — SEND (producing.py). refuse: SEND_ERROR with the rule's ServerError, else
   PersistenceError. The client treats every SEND_ERROR but ChecksumError as a broken
@@ -18,6 +20,7 @@ producer's name for send and PRODUCER); its client is the connection's "host:por
   also refuses producers with — ProducerBlockedQuotaExceededException (a backlog quota
   with the producer_exception policy), TopicTerminatedError, ProducerFenced — refuses the
   PRODUCER with it too, and the client fails its pending sends with that error at once.
+  (A fenced PRODUCER is not a hit of its own: the rule counts the SENDs it refused.)
   ``error="ChecksumError"`` fails that one message to the application at once
   (``producer.send`` raises ChecksumError; nothing is stored). The client accepts it only
   for the oldest message it waits for, so while an earlier SEND of that producer is
