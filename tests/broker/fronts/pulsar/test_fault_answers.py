@@ -364,3 +364,17 @@ def test_match_asks_only_the_rules_of_the_actions_named():
     assert faults.match(Operation.PULL, actions=(Action.DUPLICATE,)) is None
     assert faults.match(Operation.PULL, actions=(Action.REFUSE, Action.DROP)) is drop
     assert faults.match(Operation.PULL) is delay and (delay.hits, drop.hits) == (1, 1)
+
+
+def test_duplicates_drawn_by_probability_are_the_same_run_after_run():
+    def run():
+        front, conn = connected()
+        subscribe(front, conn)
+        flow(front, conn, permits=1_000)
+        add(front, "pull", "duplicate", group=SUB, probability=0.3)
+        publish(front, conn, *[b"m%d" % i for i in range(40)])
+        return [offset for offset, _ in messages(front, conn)]
+    first = run()
+    doubled = sorted({o for o in first if first.count(o) == 2})
+    assert 0 < len(doubled) < 40 and sorted(set(first)) == list(range(40))
+    assert run() == first                               # the broker's seeded source: the same faults
