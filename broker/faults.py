@@ -259,14 +259,17 @@ class FaultSet:
 
     # -- matching -------------------------------------------------------------------------
     def match(self, operation: Operation, *, topic: str | None = None, group: str | None = None,
-              client: str | None = None, dialect: str | None = None) -> FaultRule | None:
+              client: str | None = None, dialect: str | None = None, actions=None) -> FaultRule | None:
         """The rule that fires for this call, if any (counted, and told as an event).
         Rules are tried in the order they were added; a rule whose count is used up is
-        removed."""
+        removed. ``actions``: only rules with one of these actions (a front that asks at
+        two points of one operation: Pulsar's FLOW for refuse and drop, each MESSAGE it
+        dispatches for delay and duplicate)."""
         now = None
         broker = self._broker
         for rule in self._rules:
-            if rule.operation is not operation or not rule.about(topic, group, client, dialect, broker):
+            if rule.operation is not operation or (actions is not None and rule.action not in actions) \
+                    or not rule.about(topic, group, client, dialect, broker):
                 continue
             if rule.window_ms is not None:
                 now = self._clock.now_ms() if now is None else now

@@ -14,18 +14,23 @@ and watchers: topic_lists.py. Every command that carries a request_id is answere
 it: ACK with one gets ACK_RESPONSE (ack receipts), CONSUMER_STATS, the schema look-ups
 their responses, and what is not served (transactions) Pulsar's NotAllowedError.
 Messages go out whenever the core stores into a subscribed topic (``pump``), whoever
-stored them. How an entry is stored: entries.py.
+stored them. How an entry is stored: entries.py. Fault rules (issue 38) are asked by the
+handlers of the commands they match and by ``pump``; what each looks like to a client:
+fault_answers.py.
 """
 from __future__ import annotations
 
 import itertools
+import threading
 from dataclasses import dataclass, field
 
+from ...faults import Action, Operation
 from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopicsChanged
 from ...pulsar_cursors import SubscribeOutcome, SubType
 from . import producing
 from . import schema as s
 from .entries import METADATA_PROPERTY, is_batch, keys_of, ledger_id, metadata_of, permits_of
+from .fault_answers import DISPATCH_ACTIONS, FLOW_ACTIONS, guarded, hold_ends, refused_ack
 from .frames import Frame, FrameError, ack_set_of_mask, encode_payload, mask_of_ack_set, signed_id
 from .replies import ack_response, error, frame, request_id_of, success
 from .topic_lists import TopicWatchers, topics_of_namespace
@@ -59,14 +64,15 @@ class Connection:
 class _Consumer:
     """A consumer's key in the core's subscriptions (compared by identity)."""
 
-    __slots__ = ("conn", "consumer_id", "group", "stored", "name", "partition", "ledger")
+    __slots__ = ("conn", "consumer_id", "group", "stored", "name", "partition", "ledger", "topic", "subscription")
 
     def __init__(self, conn: Connection, consumer_id: int, group: str, stored: str, name: str = "",
-                 partition: int = -1) -> None:
+                 partition: int = -1, topic: str = "", subscription: str = "") -> None:
         self.conn, self.consumer_id, self.group, self.stored = conn, consumer_id, group, stored
         self.name = name                        # the client's consumer name (stats show it)
         self.partition = partition              # its topic's partition index (message ids carry it), -1: none
         self.ledger = ledger_id(stored)
+        self.topic, self.subscription = topic, subscription      # as the client names them (fault rules match)
 
     def __str__(self) -> str:
         return self.name
@@ -91,6 +97,18 @@ class PulsarFront:
         self._stop_topics = core.subscribe(self._topics_changed, (PulsarTopicsChanged,))
         self._stop_detached = core.subscribe(lambda n: self.detached(n.consumers), (PulsarConsumersDetached,))
         core.compaction.keys_of = keys_of       # compaction reads entries as this front stores them
+        self._held: set[str] = set()            # store topics a hold rule kept from dispatch (fault_answers.py)
+        self._held_lock = threading.Lock()      # (rules change on any thread: a test's, the CLI's command)
+        self.fenced: dict = {}                  # (store topic, producer name) -> the rule refusing its sends for good
+        self._hold_wakes: set[int] = set()      # clock times a hold's window ends and dispatch is tried again
+        core.faults.on_change.append(self._faults_changed)
+
+    def close(self) -> None:
+        """The listener is gone: the core stops telling this front anything."""
+        for stop in (self._stop_notifications, self._stop_topics, self._stop_detached):
+            stop()
+        if self._faults_changed in self.core.faults.on_change:
+            self.core.faults.on_change.remove(self._faults_changed)
 
     def new_producer_name(self) -> str:
         return f"rocketmq-emulator-{next(self._names)}"
@@ -107,7 +125,7 @@ class PulsarFront:
             handler = _HANDLERS[cmd.type]           # (a subscript, not a call: every SEND comes here)
         except KeyError:
             handler = None
-        if handler is None or not conn.connected and handler is not PulsarFront._connect:
+        if handler is None or not conn.connected and cmd.type != s.Type.CONNECT:
             if not conn.connected:
                 conn.closed = True
                 return [error(0, s.ServerError.NotAllowedError, "the first command must be CONNECT")]
@@ -178,8 +196,9 @@ class PulsarFront:
         self.core.ensure_pulsar_topic(stored)
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
-            consumer = _Consumer(conn, req.consumer_id, group, stored, req.consumer_name,
-                                 parse_topic(req.topic).partition)
+            name = parse_topic(req.topic)
+            consumer = _Consumer(conn, req.consumer_id, group, stored, req.consumer_name, name.partition, name.full,
+                                 req.subscription)
         start = None
         if not req.durable and req.HasField("start_message_id"):
             # a reader: earliest is (-1, -1), latest (2^63-1, 2^63-1), else an entry id of ours
@@ -232,13 +251,20 @@ class PulsarFront:
     def _flow(self, conn: Connection, cmd, frame_) -> list[bytes]:
         consumer = conn.consumers.get(cmd.flow.consumer_id)
         if consumer is not None:
+            faults = self.core.faults
+            if faults.active:
+                rule = faults.match(Operation.PULL, topic=consumer.topic, group=consumer.subscription,
+                                    client=conn.peer, dialect="pulsar", actions=FLOW_ACTIONS)
+                if rule is not None:        # drop: its permits swallowed; refuse: the consumer closed
+                    return self.refuse_consumer(consumer) if rule.action is Action.REFUSE else []
             self.core.subscriptions.flow(consumer, cmd.flow.messagePermits)
             self._mark(consumer.stored)
         return []
 
-    def _ack(self, conn: Connection, cmd, frame_) -> list[bytes]:
+    def _ack(self, conn: Connection, cmd, frame_, later: bool = False) -> list[bytes]:
         """An ACK; with a request_id (ack receipts) it is answered by ACK_RESPONSE once
-        applied, or with the error that kept it from being applied."""
+        applied, or with the error that kept it from being applied. ``later``: a fault
+        rule delayed it, and its time has come."""
         req = cmd.ack
         receipt = req.HasField("request_id")
         consumer = conn.consumers.get(req.consumer_id)
@@ -249,6 +275,15 @@ class PulsarFront:
             return [ack_response(req, s.ServerError.NotAllowedError,
                                   "transactions are not enabled on this broker: the ack was not applied")] \
                 if receipt else []
+        faults = self.core.faults
+        if faults.active and not later:
+            rule = faults.match(Operation.ACK, topic=consumer.topic, group=consumer.subscription, client=conn.peer,
+                                dialect="pulsar")
+            if rule is not None:
+                if rule.action is not Action.DELAY:
+                    return refused_ack(rule, req, receipt)
+                self.core.call_later(rule.delay_ms, lambda: self._ack_later(conn, consumer, cmd))
+                return []
         subs = self.core.subscriptions
         if req.ack_type == s.AckType.Cumulative:
             if len(req.message_id) == 1:          # (Pulsar ignores a cumulative ack of several ids)
@@ -326,14 +361,46 @@ class PulsarFront:
         return [error(request_id_of(cmd), s.ServerError.NotAllowedError,
                       "Transaction manager is not enabled on this broker")]
 
-    def _redeliver(self, conn: Connection, cmd, frame_) -> list[bytes]:
+    def _ack_later(self, conn: Connection, consumer: "_Consumer", cmd) -> None:
+        """A delayed ACK, applied now if its consumer is still open."""
+        if conn.consumers.get(consumer.consumer_id) is consumer:
+            self.send_later(conn, self._ack(conn, cmd, None, later=True))
+
+    def _redeliver(self, conn: Connection, cmd, frame_, later: bool = False) -> list[bytes]:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES (``later``: a fault rule delayed it, and its
+        time has come)."""
         req = cmd.redeliverUnacknowledgedMessages
         consumer = conn.consumers.get(req.consumer_id)
-        if consumer is not None:
-            ids = [signed_id(m.entryId) for m in req.message_ids]
-            self.core.subscriptions.redeliver(consumer, ids or None)
-            self._mark(consumer.stored)
+        if consumer is None:
+            return []
+        faults = self.core.faults
+        if faults.active and not later:
+            rule = faults.match(Operation.SEND_BACK, topic=consumer.topic, group=consumer.subscription,
+                                client=conn.peer, dialect="pulsar")
+            if rule is not None:
+                if rule.action is Action.REFUSE:
+                    return self.refuse_consumer(consumer)
+                if rule.action is Action.DELAY:
+                    self.core.call_later(rule.delay_ms, lambda: self._redeliver_later(conn, consumer, cmd))
+                return []
+        ids = [signed_id(m.entryId) for m in req.message_ids]
+        self.core.subscriptions.redeliver(consumer, ids or None)
+        self._mark(consumer.stored)
         return []
+
+    def _redeliver_later(self, conn: Connection, consumer: "_Consumer", cmd) -> None:
+        if conn.consumers.get(consumer.consumer_id) is consumer:
+            self._redeliver(conn, cmd, None, later=True)
+
+    def refuse_consumer(self, consumer: "_Consumer") -> list[bytes]:
+        """The broker will not serve ``consumer`` now (a fault rule refused its FLOW or its
+        nack): it leaves its subscription, what it held goes back with its count unchanged,
+        and it is told to reconnect (CLOSE_CONSUMER, as when Pulsar unloads a topic)."""
+        conn = consumer.conn
+        if conn.consumers.get(consumer.consumer_id) is consumer:
+            del conn.consumers[consumer.consumer_id]
+            self._leave(consumer)
+        return [_close_consumer_frame(consumer.consumer_id)]
 
     def _close_consumer(self, conn: Connection, cmd, frame_) -> list[bytes]:
         consumer = conn.consumers.pop(cmd.close_consumer.consumer_id, None)
@@ -460,7 +527,7 @@ class PulsarFront:
     def send_later(self, conn: Connection, frames: list[bytes]) -> None:
         """Frames for ``conn`` from a timer (a SEND's receipt a fault rule delayed): out
         with the listener's next pump."""
-        if conn.closed:
+        if conn.closed or not frames:
             return
         conn.outgoing.extend(frames)
         if self.on_dirty is not None:
@@ -477,6 +544,7 @@ class PulsarFront:
         Returns the connections that got some."""
         touched: set[Connection] = set()
         subs = self.core.subscriptions
+        faulty = self.core.faults.active
         while self._dirty:
             stored = self._dirty.pop()
             for group, topic in subs.cursors():
@@ -485,6 +553,9 @@ class PulsarFront:
                 keys = subs.consumer_keys(group, topic)
                 if not keys or not all(isinstance(k, _Consumer) for k in keys):
                     continue        # (a subscription of another kind of consumer: the simulator's, in process)
+                if faulty:
+                    self._dispatch_under_faults(group, topic, keys[0], touched)
+                    continue
                 for d in subs.dispatch(group, topic, cost=permits_of, ready=_has_room, sent=_count_unsent):
                     consumer = d.consumer
                     if consumer.conn.closed:
@@ -492,6 +563,58 @@ class PulsarFront:
                     consumer.conn.outgoing.append(self._message(consumer, d))
                     touched.add(consumer.conn)
         return touched
+
+    def _dispatch_under_faults(self, group: str, topic: str, first: "_Consumer", touched: set) -> None:
+        """``pump`` for one subscription while fault rules are installed: none while a hold
+        rule holds it; each MESSAGE asked of the pull rules that delay or duplicate."""
+        faults = self.core.faults
+        held = faults.holds(first.subscription, first.topic, "pulsar")
+        if held:
+            with self._held_lock:
+                self._held.add(topic)
+            # asked again once noted: a rule removed before the note is seen here, one
+            # removed after it finds the note (_faults_changed)
+            held = faults.holds(first.subscription, first.topic, "pulsar")
+        if held:
+            end = hold_ends(faults, self.core.clock.now_ms())
+            if end is not None and end not in self._hold_wakes:
+                self._hold_wakes.add(end)
+                self.core.call_later(end - self.core.clock.now_ms(), lambda: self._hold_ended(end))
+            return
+        for d in self.core.subscriptions.dispatch(group, topic, cost=permits_of, ready=_has_room,
+                                                  sent=_count_unsent):
+            consumer = d.consumer
+            conn = consumer.conn
+            if conn.closed:
+                continue
+            message = self._message(consumer, d)
+            rule = faults.match(Operation.PULL, topic=consumer.topic, group=consumer.subscription, client=conn.peer,
+                                dialect="pulsar", actions=DISPATCH_ACTIONS)
+            if rule is not None and rule.action is Action.DELAY:
+                self.core.call_later(rule.delay_ms, lambda c=consumer, m=message: self._deliver_later(c, m))
+                continue
+            conn.outgoing.append(message)
+            if rule is not None:                            # duplicate: the same MESSAGE again
+                conn.outgoing.append(message)
+            touched.add(conn)
+
+    def _deliver_later(self, consumer: "_Consumer", message: bytes) -> None:
+        """A MESSAGE a fault rule delayed, sent now if its consumer is still open (else it
+        went back to its subscription when the consumer left)."""
+        if consumer.conn.consumers.get(consumer.consumer_id) is consumer:
+            self.send_later(consumer.conn, [message])
+
+    def _hold_ended(self, end: int) -> None:
+        self._hold_wakes.discard(end)
+        self._faults_changed()
+
+    def _faults_changed(self) -> None:
+        """Fault rules changed (or a hold's window ended): what a hold kept back is
+        dispatched if it no longer holds."""
+        with self._held_lock:
+            held, self._held = self._held, set()
+        for topic in held:
+            self._mark(topic)
 
     def _message(self, consumer: "_Consumer", d) -> bytes:
         cmd = s.BaseCommand(type=s.Type.MESSAGE)
@@ -510,11 +633,15 @@ class PulsarFront:
 
 
 _HANDLERS = {
-    s.Type.CONNECT: PulsarFront._connect, s.Type.PING: PulsarFront._ping, s.Type.PONG: PulsarFront._pong,
-    s.Type.PARTITIONED_METADATA: PulsarFront._partitioned_metadata, s.Type.LOOKUP: PulsarFront._lookup,
+    # (the commands answered once are asked of the fault rules first: fault_answers.guarded)
+    s.Type.CONNECT: guarded(s.Type.CONNECT, PulsarFront._connect), s.Type.PING: PulsarFront._ping,
+    s.Type.PONG: PulsarFront._pong,
+    s.Type.PARTITIONED_METADATA: guarded(s.Type.PARTITIONED_METADATA, PulsarFront._partitioned_metadata),
+    s.Type.LOOKUP: guarded(s.Type.LOOKUP, PulsarFront._lookup),
     # (producing.py's handlers take the front as their first argument, as a method would)
-    s.Type.PRODUCER: producing.producer, s.Type.CLOSE_PRODUCER: producing.close_producer,
-    s.Type.SEND: producing.send, s.Type.SUBSCRIBE: PulsarFront._subscribe, s.Type.FLOW: PulsarFront._flow,
+    s.Type.PRODUCER: guarded(s.Type.PRODUCER, producing.producer), s.Type.CLOSE_PRODUCER: producing.close_producer,
+    s.Type.SEND: producing.send, s.Type.SUBSCRIBE: guarded(s.Type.SUBSCRIBE, PulsarFront._subscribe),
+    s.Type.FLOW: PulsarFront._flow,
     s.Type.ACK: PulsarFront._ack, s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES: PulsarFront._redeliver,
     s.Type.CLOSE_CONSUMER: PulsarFront._close_consumer, s.Type.SEEK: PulsarFront._seek,
     s.Type.UNSUBSCRIBE: PulsarFront._unsubscribe,

@@ -224,6 +224,8 @@ class PulsarServer:
                     c.transport.write(b"".join(goodbye))    # (the broker closes them: CLOSE_* first)
                 c.transport.close()
             await self._server.wait_closed()
+        if self.front is not None:
+            self.front.close()          # (the core's notifications and fault rules stop reaching it)
 
 
 class PulsarListenerThread(ListenerThread):

@@ -33,6 +33,7 @@ from ...pulsar_producers import PRODUCER_PROPERTY, SEQUENCE_PROPERTY, AccessMode
 from ...retry_lifecycle import pulsar_dead_letter
 from . import schema as s
 from .entries import METADATA_PROPERTY, ledger_id
+from .fault_answers import reason, refusal_code
 from .replies import error, frame, send_error, success
 
 __all__ = ["Producer", "producer", "close_producer", "send", "release", "close_frame"]
@@ -43,6 +44,11 @@ _MESSAGE_ID_TEXT = re.compile(r"^\(?(-?\d+)[,:](-?\d+)[,:]")
 _NO_ID = (1 << 64) - 1                      # -1 as a uint64: a duplicate's receipt carries (-1, -1)
 _ACCESS_ERRORS = {"busy": s.ServerError.ProducerBusy, "fenced": s.ServerError.ProducerFenced}
 _SIZES = struct.Struct(">II")                # a simple command's totalSize and commandSize
+# a refused SEND's errors Pulsar also refuses a producer with (the client fails its pending
+# messages with them when its PRODUCER is refused so): fence()
+_PRODUCER_REFUSALS = frozenset((s.ServerError.ProducerBlockedQuotaExceededException,
+                                s.ServerError.ProducerBlockedQuotaExceededError, s.ServerError.TopicTerminatedError,
+                                s.ServerError.ProducerFenced))
 
 
 class Producer:
@@ -50,7 +56,7 @@ class Producer:
     and the deduplication flag) is read on every SEND."""
 
     __slots__ = ("conn", "producer_id", "request_id", "topic", "stored", "name", "ledger", "state", "ready",
-                 "chunks")
+                 "chunks", "unanswered")
 
     def __init__(self, conn, producer_id: int, request_id: int, topic: str, stored: str, name: str, state) -> None:
         self.conn, self.producer_id, self.request_id = conn, producer_id, request_id
@@ -58,6 +64,7 @@ class Producer:
         self.ledger = ledger_id(stored)
         self.ready = False
         self.chunks: dict[str, list[int]] = {}          # a chunked message's uuid -> its chunks' offsets so far
+        self.unanswered: set[int] = set()               # sequence ids a fault rule left unanswered (dropped, delayed)
 
 
 def _success(request_id: int, name: str, last_sequence_id: int, epoch: int | None = None,
@@ -92,6 +99,10 @@ def producer(front, conn, cmd, frame_) -> list[bytes]:
                                                                          "connection")]
         return [_success(req.request_id, known.name, known.state.sequences.get(known.name, -1))]
     core = front.core
+    if front.fenced:
+        fenced = fence(front, stored, req.producer_name)
+        if fenced is not None:
+            return [error(req.request_id, *fenced)]
     refusal = core.store.write_refusal()
     if refusal is not None:
         # As the Pulsar broker fences a topic whose ledger refused a write: producers are
@@ -171,25 +182,60 @@ def send(front, conn, cmd, frame_) -> list[bytes]:
     if faults.active:
         rule = faults.match(Operation.SEND, topic=p.topic, group=p.name, client=conn.peer, dialect="pulsar")
         if rule is not None:
-            if rule.action is Action.REFUSE:
-                return [send_error(req, _refusal(rule), f"refused by fault rule {rule.id} (send)")]
-            if rule.action is Action.DROP:
-                if rule.stored:
-                    _store(front, conn, req, p, frame_)
-                return []                               # no receipt: the client's send timeout decides
-            if rule.action is Action.DELAY:
-                answer = _store(front, conn, req, p, frame_)
-                front.core.call_later(rule.delay_ms, lambda: front.send_later(conn, answer))
-                return []
+            return _faulted(front, conn, req, p, frame_, rule)
     return _store(front, conn, req, p, frame_)
 
 
-def _refusal(rule) -> int:
-    """A refused SEND's ServerError: the rule's (a name or a number), else PersistenceError,
-    what a broker that cannot write answers."""
-    if rule.error is None:
-        return s.ServerError.PersistenceError
-    return int(rule.error) if str(rule.error).isdigit() else s.ServerError.Value(str(rule.error))
+def _faulted(front, conn, req, p: Producer, frame_, rule) -> list[bytes]:
+    """A SEND under a fault rule (fault_answers.py says how each action looks)."""
+    if rule.action is Action.REFUSE:
+        code = refusal_code(rule)
+        if code == s.ServerError.ChecksumError and p.unanswered:
+            # the client fails a message on ChecksumError only when it is the oldest it
+            # waits for (libpulsar 4.2.0 loses its queue's head otherwise): it is not now
+            code = s.ServerError.PersistenceError
+        if code in _PRODUCER_REFUSALS or (code != s.ServerError.ChecksumError and rule.times is None
+                                          and (rule.probability is None or rule.probability >= 1)):
+            front.fenced[(p.stored, p.name)] = rule        # the producer is refused too, while it lasts (fence())
+        return [send_error(req, code, reason(rule))]
+    if rule.action is Action.DROP:
+        p.unanswered.add(req.sequence_id)
+        if rule.stored:
+            _store(front, conn, req, p, frame_)
+        return []                               # no receipt: the client's send timeout decides
+    answer = _store(front, conn, req, p, frame_)      # delay: stored now, its receipt later
+    seq = req.sequence_id
+    p.unanswered.add(seq)
+
+    def answer_now() -> None:
+        p.unanswered.discard(seq)
+        front.send_later(conn, answer)
+    front.core.call_later(rule.delay_ms, answer_now)
+    return []
+
+
+def fence(front, stored: str, name: str) -> tuple[int, str] | None:
+    """The ServerError and message a PRODUCER for ``stored`` by ``name`` is refused with
+    now, if it is: a fault rule refused its SENDs for good (no count, no chance), or with
+    an error Pulsar refuses producers with too, and is still installed, in its window.
+    As with a ledger that refuses writes (``producer``), the client must not get its producer
+    back at once — every SEND_ERROR makes it reconnect, and a producer created again
+    restarts its send timeout, so it would resend for ever. Refused with ServiceNotReady
+    it backs off and its send timeout fails the message (``producer.send`` raises
+    Timeout); with the rule's ProducerBlockedQuotaExceededException, TopicTerminatedError
+    or ProducerFenced it fails its pending messages with that error at once, as under
+    Pulsar's backlog quota, on a terminated topic or a fenced producer."""
+    rule = front.fenced.get((stored, name))
+    if rule is None:
+        return None
+    window = rule.window_ms
+    if any(r is rule for r in front.core.faults.rules()) and (
+            window is None or window[0] <= front.core.clock.now_ms() < window[1]):
+        code = refusal_code(rule)
+        return (code if code in _PRODUCER_REFUSALS else s.ServerError.ServiceNotReady,
+                f"Topic is temporarily unavailable: {reason(rule)}")
+    del front.fenced[(stored, name)]
+    return None
 
 
 def _store(front, conn, req, p, frame_) -> list[bytes]:
