@@ -107,5 +107,6 @@ def test_a_real_clock_broker_refuses_a_window_that_has_started():
     fs, _ = faults(SystemClock())
     now = SystemClock().now_ms()
     with pytest.raises(FaultError, match="^window: this broker runs on the real clock"):
-        fs.add(rule_from("send", "refuse", window_ms=(now - 1000, now + 60_000)))
+        fs.add(rule_from("send", "refuse", window_ms=(now - 5000, now + 60_000)))
     assert fs.add(rule_from("send", "refuse", window_ms=(now + 60_000, now + 120_000))).id == 1
+    assert fs.add(rule_from("send", "refuse", window_ms=(now - 20, now + 60_000))).id == 2     # "from now": taken
