@@ -140,7 +140,11 @@ def test_dev_lists_exactly_the_benches_that_need_the_peer_bench():
     bench that does."""
     benches = {p.stem: _imports(p) for p in (REPO / "benchmarks").glob("*.py")}
     needs = {name for name, imports in benches.items() if "common" in imports}
-    needs |= {name for name, imports in benches.items() if imports & needs}
+    while True:                         # (a bench that imports one that imports one that does, too)
+        more = {name for name, imports in benches.items() if imports & needs} - needs
+        if not more:
+            break
+        needs |= more
     listed = re.search(r'^PEER_BENCHES="([^"]*)"', (REPO / "dev").read_text(), re.M).group(1).split()
     assert sorted(listed) == sorted(needs)
 
