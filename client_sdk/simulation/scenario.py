@@ -56,8 +56,11 @@ from typing import Any
 from rocketmq_emulator.broker.pulsar_names import STORE_PREFIX
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
+from . import fault_rules
+from .fault_rules import FaultSpec
+
 __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
-           "ScenarioError", "w1_scenario"]
+           "ScenarioError", "w1_scenario", "FaultSpec"]
 
 
 PROTOCOLS = ("4.x", "5.x", "pulsar")
@@ -166,8 +169,19 @@ class Scenario:
     brokers: int = 1
     broker_write_off: tuple[BrokerWindow, ...] = ()
     broker_down: tuple[BrokerWindow, ...] = ()
+    # fault rules on the broker(s) (fault_rules.py): FaultSpecs, or their JSON objects
+    faults: tuple[FaultSpec, ...] = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.faults, (list, tuple)):
+            raise ScenarioError(f"faults must be a list of rules, got {self.faults!r}")
+        specs = []
+        for i, entry in enumerate(self.faults):
+            try:
+                specs.append(fault_rules.from_data(entry))
+            except fault_rules._Invalid as exc:
+                raise ScenarioError(f"faults[{i}]: {exc}") from None
+        object.__setattr__(self, "faults", tuple(specs))
         _validate(self)
 
     # -- building ----------------------------------------------------------------------
@@ -302,6 +316,7 @@ def _validate(s: Scenario) -> None:
         _int("consumer restart down time", r.down_ms, lo=0)
         _within(s, r.at_ms, f"a restart of group {r.group} at {format_duration(r.at_ms)} is")
     _cluster(s)
+    _faults(s)
     if s.message_delay_level is not None:
         from rocketmq_emulator.store.config import DelayTableError, parse_delay_table
         try:
@@ -360,6 +375,17 @@ def _cluster(s: Scenario) -> None:
         if previous and previous[-1].end_ms > w.start_ms:
             raise ScenarioError(f"two broker_down windows of {w.broker} overlap at {format_duration(w.start_ms)}")
         previous.append(w)
+
+
+def _faults(s: Scenario) -> None:
+    from rocketmq_emulator.broker.cluster import broker_names
+    try:
+        fault_rules.check_fault_specs(
+            s.faults, duration_ms=s.duration_ms, brokers=tuple(broker_names(s.brokers)),
+            groups={g.name: g.protocol for g in s.groups}, topics=tuple(t.name for t in s.topics),
+            transactional=any(p.transactional for p in s.producers))
+    except fault_rules._Invalid as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def _pulsar_group(g: GroupSpec, topic: TopicSpec) -> None:

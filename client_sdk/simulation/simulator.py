@@ -49,6 +49,7 @@ from ..listener import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ..message import Message
 from ..push_consumer import PushConsumer
 from ..transaction import LocalTransactionState
+from .fault_rules import RuleBook
 from .invariants import InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
 from .pulsar_consumer import PulsarConsumer, dead_letter_topic
@@ -93,6 +94,7 @@ class SimulationResult:
     per_group: dict = field(default_factory=dict)
     idle_runs_carried: int = 0         # periodic jobs and idle pull round trips skipped over
     transactions: dict = field(default_factory=dict)   # transactional sends: how many ended how, check-backs
+    faults: list = field(default_factory=list)         # the scenario's fault rules, each with its hits
 
     @property
     def ok(self) -> bool:
@@ -110,7 +112,8 @@ class SimulationResult:
             "idle_runs_carried": self.idle_runs_carried,
             "store": str(self.store_dir), "groups": self.per_group,
             "violations": [v.to_dict() for v in self.violations[:100]],
-        } | ({"transactions": self.transactions} if self.transactions else {})
+        } | ({"transactions": self.transactions} if self.transactions else {}) \
+            | ({"faults": self.faults} if self.scenario.faults else {})
 
 
 class Simulation:
@@ -171,6 +174,9 @@ class Simulation:
         # by whoever moves time past them, a listener's overrun included (``advance_to``).
         self._timeline: list[tuple[int, Callable[[Simulation], None]]] = []
         self._overrunning = 0             # listeners in an overrun on the stack
+        # the scenario's fault rules (fault_rules.py), installed on every boot's brokers
+        self.rules = RuleBook(scenario.faults, START_MS) if scenario.faults else None
+        self._sending: int | None = None  # the message number a send is under way for
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -196,7 +202,10 @@ class Simulation:
                     member.create_topic(t.name, t.queues)
             stops.append(member.events.subscribe(      # (a partial: no call of its own, every commit)
                 partial(self._on_event, broker=member.config.broker_name),
-                kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)))
+                kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)
+                + ((EventKind.FAULT,) if self.rules is not None else ())))
+        if self.rules is not None:
+            self.rules.boot(self.cores)
         if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
             # A new store: the accounting is kept as records are stored, every boot's (a
             # crash loses none of them), instead of walking the log at the end.
@@ -284,7 +293,8 @@ class Simulation:
         return SimulationResult(
             self.scenario, self.store_dir, now - START_MS, settled, time.perf_counter() - self._wall0,
             self.next_number, self.refused_sends, self.checker.deliveries, self.crashes,
-            list(self.checker.violations), accounts, per_group, carried, self._transaction_counts())
+            list(self.checker.violations), accounts, per_group, carried, self._transaction_counts(),
+            self.rules.summary() if self.rules is not None else [])
 
     @property
     def idle_runs_carried(self) -> int:
@@ -458,6 +468,7 @@ class Simulation:
         body = b"%08d|%s" % (number, filler.encode())
         msg = Message(spec.topic, body, "sim", f"m{number}")        # topic, body, tags, keys
         end = self._draw_transaction_end(spec) if spec.transactional else None
+        self._sending = number
         try:
             if end is None:
                 res = self.producer.send(msg)
@@ -466,6 +477,8 @@ class Simulation:
         except MQClientError:
             self.refused_sends += 1
             return False
+        finally:
+            self._sending = None
         self.checker.step += 1
         self.checker.accepted(number, res.msg_id, res.offset_msg_id, end, self.clock.now_ms())
         return True
@@ -741,6 +754,20 @@ class Simulation:
         elif e.kind == EventKind.DEAD_LETTERED:
             group = e.group or e.topic[len("%DLQ%"):]
             self.checker.dead_lettered(group, e.msg_id, e.time_ms)
+        elif e.kind == EventKind.FAULT:
+            self._fault_applied(e, broker)
+
+    def _fault_applied(self, e, broker: str) -> None:
+        """A rule of the scenario acted. One that can make an application see a message
+        again tells the checker where: the message being sent (a send stored whose answer
+        was lost), else the group of the request (any group when it names none)."""
+        i = self.rules.spec_of(broker, e)
+        if i is None or not self.rules.duplicating[i]:
+            return
+        if self.rules.specs[i].operation == "send" and self._sending is not None:
+            self.checker.may_repeat(self._sending)
+        else:
+            self.checker.may_repeat_in(e.group if e.group in self.checker.fates else None)
 
 
 def _dead_letter_topic(spec: GroupSpec) -> str:
@@ -819,5 +846,9 @@ def _timeline(s: Scenario) -> list[tuple[int, Callable[[Simulation], None]]]:
         if w.start_ms <= s.duration_ms:
             add(w.start_ms, lambda sim, b=w.broker: sim.stop_broker(b))
             add(w.end_ms, lambda sim, b=w.broker: sim.start_broker(b))
+    if s.faults:        # (checked to start within the duration)
+        for at, what, i in RuleBook(s.faults, START_MS).timeline():
+            add(at, (lambda sim, i=i: sim.rules.open_rule(i)) if what == "open" else
+                (lambda sim, i=i: sim.rules.close_rule(i)))
     items.sort(key=lambda x: (x[0], x[1]))
     return [(t, fn) for t, _, fn in items]
