@@ -37,7 +37,7 @@ from typing import Any
 from rocketmq_emulator.broker.faults import Action, FaultError, Operation, rule_from
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
-__all__ = ["FaultSpec", "fault_spec", "check_fault_specs", "may_duplicate"]
+__all__ = ["FaultSpec", "fault_spec", "check_fault_specs", "may_duplicate", "parse_fault", "RuleBook"]
 
 
 class _Invalid(ValueError):
@@ -311,3 +311,44 @@ class RuleBook:
                 entry["applied_by_broker"] = {b: sum(r.hits for n, r in self.placed[i] if n == b) for b in brokers}
             out.append(entry)
         return out
+
+
+_NUMBERS = {"times": int, "probability": float}
+
+
+def parse_fault(text: str) -> FaultSpec:
+    """``--fault`` as the simulate command takes it: a JSON object, or
+    ``OPERATION:ACTION[,key=value...]`` with the JSON object's keys
+    (``send:drop,stored,probability=0.1,window=1m..5m``; ``stored`` alone is true)."""
+    text = text.strip()
+    if text.startswith("{"):
+        import json
+        try:
+            return from_data(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise _Invalid(f"not a JSON object: {exc.msg}") from None
+    head, _, rest = text.partition(",")
+    operation, colon, action = head.partition(":")
+    if not colon or not operation or not action:
+        raise _Invalid(f"OPERATION:ACTION[,key=value...] (like send:drop,stored,probability=0.1) or a JSON object, "
+                       f"got {text!r}")
+    entry: dict[str, Any] = {"operation": operation, "action": action}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            entry[key] = True if key == "stored" else value
+            if key != "stored":
+                raise _Invalid(f"{key}: give it a value ({key}=...)")
+            continue
+        if key in _NUMBERS:
+            try:
+                entry[key] = _NUMBERS[key](value)
+            except ValueError:
+                raise _Invalid(f"{key}: a number, got {value!r}") from None
+        elif key == "stored":
+            if value not in ("true", "false"):
+                raise _Invalid(f"stored: true or false, got {value!r}")
+            entry[key] = value == "true"
+        else:
+            entry[key] = value
+    return from_data(entry)
