@@ -12,11 +12,14 @@ same seed gives the same faults, the same summary and the same store bytes.
 
 Where rules act in a simulation. The producer and the 4.x groups are the SDK's clients:
 while a rule is installed their requests go, as commands, through the broker's 4.x front,
-which applies every operation and action there (broker/fronts/remoting/fault_answers.py).
-The simulated 5.x and Pulsar groups call the core's operations directly (there is no 5.x
-or Pulsar front in a simulation), so a rule is refused when it could only match them (a
-``dialect`` of "5.x" or "pulsar", or a ``group`` that is a 5.x or Pulsar group); their
-messages still pass through the faulted sends.
+which applies the rules there (broker/fronts/remoting/fault_answers.py: send, pull,
+send-back, ack — offset commits, in pulls too —, heartbeat, route). A Pulsar group with
+``retry_letters`` runs the SDK's Pulsar client over the broker's Pulsar front, which
+applies the rules it knows (broker/fronts/pulsar: SEND, so its retry and dead letters).
+The simulated 5.x groups and Pulsar groups with negative acks call the core's operations
+directly (no front), so a rule is refused when it could only match them (``dialect``
+"5.x", ``dialect`` "pulsar" without a retry-letter group, or a ``group`` that is one of
+them); their messages still come through the faulted sends.
 
 The SDK's clients in a simulation call the broker synchronously, in process: a request
 they wait for (a send, a send-back, a route lookup) cannot wait on the virtual clock, so
@@ -27,14 +30,19 @@ delayed pull answer comes ``delay`` later.
 
 A rule with a window is installed just before its window opens and removed when it
 closes (no match outside it either way): outside every window the clients keep their
-typed in-process calls, so a rule costs only while it can act.
+typed in-process calls, so a rule costs only while it can act. The SDK's clients start
+(at the run's start, after a crash, when a stopped group comes back) with no rule
+installed: unlike the Java client, which logs a failed first heartbeat or route lookup
+and starts, they fail to start then (RuleBook.suspended).
 """
 from __future__ import annotations
 
+import random
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rocketmq_emulator.broker.faults import Action, FaultError, Operation, rule_from
+from rocketmq_emulator.broker.faults import Action, FaultError, FaultSet, Operation, rule_from
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 __all__ = ["FaultSpec", "fault_spec", "check_fault_specs", "may_duplicate", "parse_fault", "RuleBook"]
@@ -150,21 +158,25 @@ def _check(spec: FaultSpec, duration_ms: int, brokers, groups: dict[str, str], t
     if spec.broker is not None and spec.broker not in brokers:
         raise _Invalid(f"broker: no broker named {spec.broker!r} in this run (there are {', '.join(brokers)}; "
                        f"give brokers N for more)")
-    if spec.dialect in ("5.x", "pulsar"):
+    fronted = ("4.x", "pulsar-letters")
+    if spec.dialect == "5.x" or (spec.dialect == "pulsar" and "pulsar-letters" not in groups.values()):
         raise _Invalid(f"dialect: the simulated {spec.dialect} groups call the core without a front, so a "
-                       f"{spec.dialect} rule would never act; rules act on the 4.x front (the producer and 4.x groups)")
+                       f"{spec.dialect} rule would never act; rules act on the 4.x front (the producer and 4.x "
+                       f"groups) and the Pulsar front (Pulsar groups with retry_letters)")
     if spec.group is not None:
-        if spec.group in groups and groups[spec.group] != "4.x":
+        if spec.group in groups and groups[spec.group] not in fronted:
             raise _Invalid(f"group: {spec.group} is a {groups[spec.group]} group, whose simulated consumers call "
-                           f"the core without a front; rules act on the 4.x front (the producer and 4.x groups)")
+                           f"the core without a front; rules act on the 4.x front (the producer and 4.x groups) "
+                           f"and the Pulsar front (Pulsar groups with retry_letters)")
+        from ..producer import CLIENT_INNER_PRODUCER_GROUP
         from .simulator import PRODUCER_GROUP
-        if spec.group not in groups and spec.group != PRODUCER_GROUP:
-            raise _Invalid(f"group: {spec.group!r} is not a group of this run (groups: "
-                           f"{', '.join(list(groups) + [PRODUCER_GROUP])})")
-    if spec.topic is not None and spec.topic not in topics \
-            and not any(spec.topic in (f"%RETRY%{g}", f"%DLQ%{g}") for g in groups):
+        known = list(groups) + [PRODUCER_GROUP, CLIENT_INNER_PRODUCER_GROUP]
+        if spec.group not in known:
+            raise _Invalid(f"group: {spec.group!r} is not a group of this run (groups: {', '.join(known)})")
+    # (a group's retry and dead-letter topics name it: %RETRY%<group>, <topic>-<group>-RETRY)
+    if spec.topic is not None and not any(name in spec.topic for name in (*topics, *groups)):
         raise _Invalid(f"topic: {spec.topic!r} is not a topic of this run (topics: {', '.join(topics)}, or a "
-                       f"group's %RETRY% or %DLQ% topic)")
+                       f"group's retry or dead-letter topic)")
     if transactional and rule.operation is Operation.SEND and rule.action is not Action.REFUSE:
         raise _Invalid(f"action: a {rule.action.value} of a send would leave a transactional producer's half "
                        f"message without its producer knowing; refuse sends in a transactional run")
@@ -241,6 +253,7 @@ class RuleBook:
         self.start_ms = start_ms
         self.open = {i for i, s in enumerate(specs) if s.window_ms is None or s.window_ms[0] <= 1}
         self.placed: list[list[tuple[str, Any]]] = [[] for _ in specs]    # (broker, FaultRule), every boot's
+        self.live: list[list[tuple[Any, Any]]] = [[] for _ in specs]      # (core, FaultRule) installed now
         self.by_id: dict[tuple[str, int], int] = {}                       # (broker, rule id) -> spec index
         self.duplicating = [may_duplicate(s) for s in specs]
         self._cores: list = []
@@ -254,12 +267,32 @@ class RuleBook:
                 out.append((s.window_ms[1], "close", i))
         return out
 
-    def boot(self, cores: list) -> None:
-        """New broker cores (the first boot, or after a crash): the open rules on them."""
+    def boot(self, cores: list, seed: str) -> None:
+        """New broker cores (the first boot, or after a crash): the open rules on them,
+        drawing their probabilities from a source seeded from ``seed`` (the run's seed and
+        boot: a broker core's own rules draw from a fixed one)."""
+        for core in cores:
+            name = core.config.broker_name
+            core.faults = FaultSet(core.clock, random.Random(f"{seed}/{name}"), core.events, name)
         self._cores = cores
         self.by_id = {}
+        self.live = [[] for _ in self.specs]
         for i in sorted(self.open):
             self._install(i)
+
+    @contextmanager
+    def suspended(self):
+        """No rule installed while the SDK's clients start: their start fails outright when
+        its first heartbeat or route lookup is refused (the Java client logs those and
+        starts), so a client's start is not faulted; what it does after is. (Counts are
+        kept: the rules come back with what is left of them.)"""
+        for i in self.open:
+            self._uninstall(i)
+        try:
+            yield
+        finally:
+            for i in sorted(self.open):
+                self._install(i)
 
     def open_rule(self, i: int) -> None:
         if i not in self.open:
@@ -268,10 +301,12 @@ class RuleBook:
 
     def close_rule(self, i: int) -> None:
         self.open.discard(i)
-        for core in self._cores:
-            for name, rule in self.placed[i]:
-                if name == core.config.broker_name:
-                    core.faults.remove(rule.id)
+        self._uninstall(i)
+
+    def _uninstall(self, i: int) -> None:
+        for core, rule in self.live[i]:
+            core.faults.remove(rule.id)         # (one its count used up is gone already)
+        self.live[i] = []
 
     def _install(self, i: int) -> None:
         spec = self.specs[i]
@@ -287,6 +322,7 @@ class RuleBook:
                 rule.times = left
             core.faults.add(rule)
             self.placed[i].append((name, rule))
+            self.live[i].append((core, rule))
             self.by_id[(name, rule.id)] = i
 
     def spec_of(self, broker: str, event) -> int | None:

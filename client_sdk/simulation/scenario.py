@@ -382,7 +382,8 @@ def _faults(s: Scenario) -> None:
     try:
         fault_rules.check_fault_specs(
             s.faults, duration_ms=s.duration_ms, brokers=tuple(broker_names(s.brokers)),
-            groups={g.name: g.protocol for g in s.groups}, topics=tuple(t.name for t in s.topics),
+            groups={g.name: "pulsar-letters" if g.retry_letters else g.protocol for g in s.groups},
+            topics=tuple(t.name for t in s.topics),
             transactional=any(p.transactional for p in s.producers))
     except fault_rules._Invalid as exc:
         raise ScenarioError(str(exc)) from None

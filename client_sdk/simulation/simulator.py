@@ -204,8 +204,6 @@ class Simulation:
                 partial(self._on_event, broker=member.config.broker_name),
                 kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)
                 + ((EventKind.FAULT,) if self.rules is not None else ())))
-        if self.rules is not None:
-            self.rules.boot(self.cores)
         if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
             # A new store: the accounting is kept as records are stored, every boot's (a
             # crash loses none of them), instead of walking the log at the end.
@@ -223,6 +221,8 @@ class Simulation:
         for spec in self.scenario.groups:
             if spec.name not in self.down_groups:
                 self._start_group(spec)
+        if self.rules is not None:      # (after the clients' start: see RuleBook.suspended)
+            self.rules.boot(self.cores, f"{self.scenario.seed}/faults/{n}")
         self._arm_pump()
         self._run_clients(self.embedded.run_until_idle)
 
@@ -433,7 +433,11 @@ class Simulation:
         self.checker.step += 1
         self.down_groups.discard(group)
         if group not in self.consumers:
-            self._start_group(self.scenario.group(group))
+            if self.rules is None:
+                self._start_group(self.scenario.group(group))
+            else:
+                with self.rules.suspended():
+                    self._start_group(self.scenario.group(group))
         self._run_clients(self.embedded.run_until_idle)
 
     # -- producing -------------------------------------------------------------------------------
