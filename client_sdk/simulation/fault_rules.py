@@ -45,6 +45,8 @@ from typing import Any
 from rocketmq_emulator.broker.faults import Action, FaultError, FaultSet, Operation, rule_from
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
+from ..producer import CLIENT_INNER_PRODUCER_GROUP
+
 __all__ = ["FaultSpec", "fault_spec", "check_fault_specs", "may_duplicate", "parse_fault", "RuleBook"]
 
 
@@ -132,19 +134,20 @@ def from_data(entry: Any) -> FaultSpec:
 
 
 def check_fault_specs(specs, *, duration_ms: int, brokers: tuple[str, ...], groups: dict[str, str],
-                      topics: tuple[str, ...], transactional: bool) -> None:
+                      topics: tuple[str, ...], transactional: bool, producer_group: str) -> None:
     """Every rule as the broker would take it, and what a simulation adds: windows on the
     run's clock, within the duration; known brokers, groups and topics; no rule that could
     only match a simulated 5.x or Pulsar group (they have no front). Raises _Invalid
     (``faults[i]: field: ...``)."""
     for i, spec in enumerate(specs):
         try:
-            _check(spec, duration_ms, brokers, groups, topics, transactional)
+            _check(spec, duration_ms, brokers, groups, topics, transactional, producer_group)
         except (FaultError, _Invalid) as exc:
             raise _Invalid(f"faults[{i}]: {exc}") from None
 
 
-def _check(spec: FaultSpec, duration_ms: int, brokers, groups: dict[str, str], topics, transactional) -> None:
+def _check(spec: FaultSpec, duration_ms: int, brokers, groups: dict[str, str], topics, transactional,
+           producer_group: str) -> None:
     if not isinstance(spec.stored, bool):
         raise _Invalid(f"stored: true or false, got {spec.stored!r}")
     rule = spec.rule()
@@ -168,9 +171,7 @@ def _check(spec: FaultSpec, duration_ms: int, brokers, groups: dict[str, str], t
             raise _Invalid(f"group: {spec.group} is a {groups[spec.group]} group, whose simulated consumers call "
                            f"the core without a front; rules act on the 4.x front (the producer and 4.x groups) "
                            f"and the Pulsar front (Pulsar groups with retry_letters)")
-        from ..producer import CLIENT_INNER_PRODUCER_GROUP
-        from .simulator import PRODUCER_GROUP
-        known = list(groups) + [PRODUCER_GROUP, CLIENT_INNER_PRODUCER_GROUP]
+        known = list(groups) + [producer_group, CLIENT_INNER_PRODUCER_GROUP]
         if spec.group not in known:
             raise _Invalid(f"group: {spec.group!r} is not a group of this run (groups: {', '.join(known)})")
     # (a group's retry and dead-letter topics name it: %RETRY%<group>, <topic>-<group>-RETRY)

@@ -45,6 +45,13 @@ a window (its producers move to another broker, a send-back it refuses is publis
 the client's inner producer to another one); ``broker_down`` stops one broker for a
 while (out of every route, its connections cut; back from its store). ``write_off``
 windows switch every broker off. At least one broker is up at every moment.
+
+``faults`` are fault rules on the broker(s), with the fields of EmbeddedBroker.faults.add
+(operation, action, topic, group, client, dialect, broker, times, probability, window,
+delay, error, stored; fault_rules.py says where they act in a simulation): a window is on
+the run's clock from its start, and must start within the duration; the probabilities
+come from the run's seed. A JSON entry: {"operation": "send", "action": "drop",
+"stored": true, "probability": 0.1, "window": ["1m", "5m"]}.
 """
 from __future__ import annotations
 
@@ -63,6 +70,7 @@ __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestar
            "ScenarioError", "w1_scenario", "FaultSpec"]
 
 
+PRODUCER_GROUP = "SimProducer"      # the group of the run's producer
 PROTOCOLS = ("4.x", "5.x", "pulsar")
 PROTOCOL_NAMES = {"4.x": "4.x", "5.x": "5.x", "pulsar": "Pulsar"}
 # Group settings only one protocol's consumers read: a group of another protocol that
@@ -383,7 +391,7 @@ def _faults(s: Scenario) -> None:
         fault_rules.check_fault_specs(
             s.faults, duration_ms=s.duration_ms, brokers=tuple(broker_names(s.brokers)),
             groups={g.name: "pulsar-letters" if g.retry_letters else g.protocol for g in s.groups},
-            topics=tuple(t.name for t in s.topics),
+            topics=tuple(t.name for t in s.topics), producer_group=PRODUCER_GROUP,
             transactional=any(p.transactional for p in s.producers))
     except fault_rules._Invalid as exc:
         raise ScenarioError(str(exc)) from None
