@@ -86,6 +86,8 @@ class FaultSpec:
             what += f" {format_duration(self.delay_ms)}"
         if self.stored:
             what += " (stored first)"
+        if self.error is not None:
+            what += f" with {self.error}"
         where = [f"{key} {getattr(self, key)}" for key in ("topic", "group", "client", "dialect", "broker")
                  if getattr(self, key) is not None]
         how = []
@@ -178,9 +180,30 @@ def _check(spec: FaultSpec, duration_ms: int, brokers, groups: dict[str, str], t
     if spec.topic is not None and not any(name in spec.topic for name in (*topics, *groups)):
         raise _Invalid(f"topic: {spec.topic!r} is not a topic of this run (topics: {', '.join(topics)}, or a "
                        f"group's retry or dead-letter topic)")
+    if spec.error is not None:
+        _check_error(spec, "pulsar-letters" in groups.values())
     if transactional and rule.operation is Operation.SEND and rule.action is not Action.REFUSE:
         raise _Invalid(f"action: a {rule.action.value} of a send would leave a transactional producer's half "
                        f"message without its producer knowing; refuse sends in a transactional run")
+
+
+def _check_error(spec: FaultSpec, pulsar_front: bool) -> None:
+    """A refusal's code must be one each front the rule can reach knows: a 4.x response
+    code (a number or a name), and with a retry-letter group a Pulsar ServerError."""
+    error = spec.error
+    if isinstance(error, bool) or not isinstance(error, (int, str)):
+        raise _Invalid(f"error: a code, as a number or a name, got {error!r}")
+    if isinstance(error, int) or error.isdigit():
+        return
+    if spec.dialect in (None, "4.x"):
+        from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode
+        if error not in ResponseCode.__members__:
+            raise _Invalid(f"error: {error!r} is not a 4.x response code (like SYSTEM_ERROR, SYSTEM_BUSY, "
+                           f"TOPIC_NOT_EXIST)")
+    if pulsar_front and spec.dialect in (None, "pulsar"):
+        from rocketmq_emulator.broker.fronts.pulsar import schema
+        if error not in dict(schema.ENUMS["ServerError"]):
+            raise _Invalid(f"error: {error!r} is not a Pulsar ServerError (like PersistenceError, ServiceNotReady)")
 
 
 def may_duplicate(spec: FaultSpec) -> bool:
