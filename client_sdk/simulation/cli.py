@@ -91,7 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fault", action="append", default=[], metavar="OP:ACTION[,key=value...]",
                    help="a fault rule on the broker(s), as EmbeddedBroker.faults.add takes it: "
                         "send:drop,stored,probability=0.1 or pull:delay,delay=5s,window=1m..5m or a JSON object; "
-                        "keys topic, group, client, broker, times, probability, window (on the run's clock), "
+                        "keys topic, group, client, broker, times, probability, window (on the run's clock; "
+                        "without one the rule lasts the duration), "
                         "delay, error, stored; rules act on the 4.x front (the producer and 4.x groups) "
                         "(repeatable; replaces the scenario file's faults; default: none)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

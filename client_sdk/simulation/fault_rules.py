@@ -28,9 +28,13 @@ before its answer is lost: like a ``drop`` with ``stored``, it may make the prod
 retry a duplicate (the checker knows, ``DUPLICATING``). Pulls wait on the clock, so a
 delayed pull answer comes ``delay`` later.
 
-A rule with a window is installed just before its window opens and removed when it
-closes (no match outside it either way): outside every window the clients keep their
-typed in-process calls, so a rule costs only while it can act. The SDK's clients start
+A rule without a window acts for the run's duration: the run then settles without it (a
+rule refusing every pull for good would leave every message unconsumed, and the "lost"
+invariant could say nothing). A window is on the run's clock and may reach past the
+duration, as a write_off window may. A rule with a window is installed just before its
+window opens and removed when it closes (no match outside it either way): outside every
+window the clients keep their typed in-process calls, so a rule costs only while it can
+act. The SDK's clients start
 (at the run's start, after a crash, when a stopped group comes back) with no rule
 installed: unlike the Java client, which logs a failed first heartbeat or route lookup
 and starts, they fail to start then (RuleBook.suspended).
@@ -272,9 +276,10 @@ class RuleBook:
     an applied-fault event names. A rule's ``times`` is per broker (as EmbeddedBroker's);
     after a crash a new broker core gets what is left of it."""
 
-    def __init__(self, specs: tuple[FaultSpec, ...], start_ms: int) -> None:
+    def __init__(self, specs: tuple[FaultSpec, ...], start_ms: int, duration_ms: int) -> None:
         self.specs = specs
         self.start_ms = start_ms
+        self.duration_ms = duration_ms
         self.open = {i for i, s in enumerate(specs) if s.window_ms is None or s.window_ms[0] <= 1}
         self.placed: list[list[tuple[str, Any]]] = [[] for _ in specs]    # (broker, FaultRule), every boot's
         self.live: list[list[tuple[Any, Any]]] = [[] for _ in specs]      # (core, FaultRule) installed now
@@ -283,10 +288,14 @@ class RuleBook:
         self._cores: list = []
 
     def timeline(self) -> list[tuple[int, str, int]]:
-        """(ms after the start, "open" or "close", spec index) of the windowed rules."""
+        """(ms after the start, "open" or "close", spec index): a windowed rule opens just
+        before its window and closes at its end; one without a window closes when the
+        duration ends (the run then settles without it)."""
         out = []
         for i, s in enumerate(self.specs):
-            if s.window_ms is not None:
+            if s.window_ms is None:
+                out.append((self.duration_ms, "close", i))
+            else:
                 out.append((max(0, s.window_ms[0] - 1), "open", i))
                 out.append((s.window_ms[1], "close", i))
         return out

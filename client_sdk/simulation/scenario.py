@@ -49,8 +49,9 @@ windows switch every broker off. At least one broker is up at every moment.
 ``faults`` are fault rules on the broker(s), with the fields of EmbeddedBroker.faults.add
 (operation, action, topic, group, client, dialect, broker, times, probability, window,
 delay, error, stored; fault_rules.py says where they act in a simulation): a window is on
-the run's clock from its start, and must start within the duration; the probabilities
-come from the run's seed. A JSON entry: {"operation": "send", "action": "drop",
+the run's clock from its start, and must start within the duration (a rule without one
+acts for the duration, and the run settles without it); the probabilities come from the
+run's seed. A JSON entry: {"operation": "send", "action": "drop",
 "stored": true, "probability": 0.1, "window": ["1m", "5m"]}.
 """
 from __future__ import annotations

@@ -174,7 +174,7 @@ class Simulation:
         self._timeline: list[tuple[int, Callable[[Simulation], None]]] = []
         self._overrunning = 0             # listeners in an overrun on the stack
         # the scenario's fault rules (fault_rules.py), installed on every boot's brokers
-        self.rules = RuleBook(scenario.faults, START_MS) if scenario.faults else None
+        self.rules = RuleBook(scenario.faults, START_MS, scenario.duration_ms) if scenario.faults else None
         self._sending: int | None = None  # the message number a send is under way for
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -850,7 +850,7 @@ def _timeline(s: Scenario) -> list[tuple[int, Callable[[Simulation], None]]]:
             add(w.start_ms, lambda sim, b=w.broker: sim.stop_broker(b))
             add(w.end_ms, lambda sim, b=w.broker: sim.start_broker(b))
     if s.faults:        # (checked to start within the duration)
-        for at, what, i in RuleBook(s.faults, START_MS).timeline():
+        for at, what, i in RuleBook(s.faults, START_MS, s.duration_ms).timeline():
             add(at, (lambda sim, i=i: sim.rules.open_rule(i)) if what == "open" else
                 (lambda sim, i=i: sim.rules.close_rule(i)))
     items.sort(key=lambda x: (x[0], x[1]))

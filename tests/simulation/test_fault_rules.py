@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 
 from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import PushConsumer
-from rocketmq_emulator.client_sdk.simulation import (GroupSpec, ProducerSpec, Scenario, Simulation, TopicSpec,
-                                                     run_simulation)
+from rocketmq_emulator.client_sdk.simulation import (START_MS, GroupSpec, ProducerSpec, Scenario, Simulation,
+                                                     TopicSpec, run_simulation)
 from rocketmq_emulator.client_sdk.simulation import fault_rules
 from rocketmq_emulator.client_sdk.simulation.fault_rules import FaultSpec, fault_spec
 from rocketmq_emulator.client_sdk.simulation.scenario import ScenarioError
@@ -198,6 +198,26 @@ def test_a_window_is_on_the_runs_clock(store_dir):
     result = run_simulation(scenario, store_dir)
     assert result.ok and result.accepted == 180
     assert result.refused_sends == 60 and applied(result) == [3 * 60]
+
+
+class NotesDeliveryTimes(PushConsumer):
+    times: list[int] = []
+
+    def register_message_listener(self, listener, orderly=False):
+        def noted(msgs, ctx):
+            NotesDeliveryTimes.times.append(self.runtime.clock.now_ms())
+            return listener(msgs, ctx)
+        super().register_message_listener(noted, orderly=orderly)
+
+
+def test_a_rule_without_a_window_lasts_the_duration_and_the_run_settles_without_it(store_dir):
+    # every pull refused: nothing is consumed until the duration ends, then everything is
+    scenario = small(duration_ms=5 * MINUTE, faults=(fault_spec("pull", "refuse"),))
+    sim = Simulation(scenario, store_dir, consumer_class=NotesDeliveryTimes)
+    result = sim.run()
+    assert result.ok and result.settled and applied(result)[0] > 0
+    assert result.summary()["succeeded"] == 198 and not sim.rules.open
+    assert min(NotesDeliveryTimes.times) - START_MS >= 5 * MINUTE
 
 
 def test_a_count_is_kept_across_a_crash(store_dir):
