@@ -205,8 +205,8 @@ def _check_error(spec: FaultSpec, pulsar_front: bool) -> None:
             raise _Invalid(f"error: {error!r} is not a 4.x response code (like SYSTEM_ERROR, SYSTEM_BUSY, "
                            f"TOPIC_NOT_EXIST)")
     if pulsar_front and spec.dialect in (None, "pulsar"):
-        from rocketmq_emulator.broker.fronts.pulsar import schema
-        if error not in dict(schema.ENUMS["ServerError"]):
+        from rocketmq_emulator.broker.fronts.pulsar.schema import ENUMS
+        if error not in dict(ENUMS["ServerError"]):
             raise _Invalid(f"error: {error!r} is not a Pulsar ServerError (like PersistenceError, ServiceNotReady)")
 
 

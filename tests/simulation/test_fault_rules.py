@@ -5,6 +5,7 @@ invariants hold with them, duplicates only where a rule made them."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -259,6 +260,8 @@ def test_retry_letter_groups_take_pulsar_rules_through_the_pulsar_front(store_di
     result = run_simulation(scenario, store_dir)
     assert result.ok, [str(v) for v in result.violations]
     assert applied(result)[0] > 0 and result.summary()["produced"] == 200      # only retry letters were dropped
+    with pytest.raises(ScenarioError, match="faults\\[0\\]: error: 'SYSTEM_BUSY' is not a Pulsar ServerError"):
+        replace(scenario, faults=(fault_spec("send", "refuse", error="SYSTEM_BUSY"),))
 
 
 # -- determinism ---------------------------------------------------------------------------------
