@@ -16,10 +16,15 @@ which applies the rules there (broker/fronts/remoting/fault_answers.py: send, pu
 send-back, ack — offset commits, in pulls too —, heartbeat, route). A Pulsar group with
 ``retry_letters`` runs the SDK's Pulsar client over the broker's Pulsar front, which
 applies the rules it knows (broker/fronts/pulsar: SEND, so its retry and dead letters).
-The simulated 5.x groups and Pulsar groups with negative acks call the core's operations
-directly (no front), so a rule is refused when it could only match them (``dialect``
-"5.x", ``dialect`` "pulsar" without a retry-letter group, or a ``group`` that is one of
-them); their messages still come through the faulted sends.
+The simulated 5.x groups call the core's operations without a front; their consumer
+asks the rules for its receives (pull) and acks itself, as the 5.x front would, and
+reacts as a 5.x client does (pop_consumer.py); their change-invisible-time (send_back)
+is not faulted, nor are heartbeats and routes, which they do not send. The simulated
+Pulsar groups with negative acks call the core without a front and apply no rule. So a
+rule is refused when it could only match what no front or consumer asks (``dialect``
+"5.x" on another operation than pull or ack, ``dialect`` "pulsar" without a retry-letter
+group, a ``group`` of a Pulsar group with negative acks, or of a 5.x group on another
+operation than pull or ack); every group's messages come through the faulted sends.
 
 The SDK's clients in a simulation call the broker synchronously, in process: a request
 they wait for (a send, a send-back, a route lookup) cannot wait on the virtual clock, so
@@ -122,7 +127,7 @@ def fault_spec(operation, action, *, window=None, delay=0, **matchers) -> FaultS
     unknown = sorted(set(matchers) - set(_KEYS))
     if unknown:
         raise _Invalid(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(_KEYS)}")
-    return FaultSpec(_text(operation, "operation"), _text(action, "action"), window_ms=_window(window),
+    return FaultSpec(_text(operation, "operation").replace("-", "_"), _text(action, "action"), window_ms=_window(window),
                      delay_ms=_ms(delay, "delay"), **matchers)
 
 
@@ -167,16 +172,17 @@ def _check(spec: FaultSpec, duration_ms: int, brokers, groups: dict[str, str], t
     if spec.broker is not None and spec.broker not in brokers:
         raise _Invalid(f"broker: no broker named {spec.broker!r} in this run (there are {', '.join(brokers)}; "
                        f"give brokers N for more)")
-    fronted = ("4.x", "pulsar-letters")
-    if spec.dialect == "5.x" or (spec.dialect == "pulsar" and "pulsar-letters" not in groups.values()):
-        raise _Invalid(f"dialect: the simulated {spec.dialect} groups call the core without a front, so a "
-                       f"{spec.dialect} rule would never act; rules act on the 4.x front (the producer and 4.x "
-                       f"groups) and the Pulsar front (Pulsar groups with retry_letters)")
+    where = ("rules act on the 4.x front (the producer and 4.x groups), the Pulsar front (Pulsar groups with "
+             "retry_letters) and a 5.x group's receives and acks")
+    five_op = rule.operation in (Operation.PULL, Operation.ACK)
+    if (spec.dialect == "5.x" and not five_op) or (spec.dialect == "pulsar" and "pulsar-letters" not in groups.values()):
+        raise _Invalid(f"dialect: the simulated {spec.dialect} groups would never meet this {rule.operation.value} "
+                       f"rule; {where}")
     if spec.group is not None:
-        if spec.group in groups and groups[spec.group] not in fronted:
-            raise _Invalid(f"group: {spec.group} is a {groups[spec.group]} group, whose simulated consumers call "
-                           f"the core without a front; rules act on the 4.x front (the producer and 4.x groups) "
-                           f"and the Pulsar front (Pulsar groups with retry_letters)")
+        kind = groups.get(spec.group)
+        if kind == "pulsar" or (kind == "5.x" and not five_op):
+            raise _Invalid(f"group: {spec.group} is a {kind} group, whose simulated consumer never meets this "
+                           f"{rule.operation.value} rule; {where}")
         known = list(groups) + [producer_group, CLIENT_INNER_PRODUCER_GROUP]
         if spec.group not in known:
             raise _Invalid(f"group: {spec.group!r} is not a group of this run (groups: {', '.join(known)})")
@@ -210,18 +216,21 @@ def _check_error(spec: FaultSpec, pulsar_front: bool) -> None:
             raise _Invalid(f"error: {error!r} is not a Pulsar ServerError (like PersistenceError, ServiceNotReady)")
 
 
-def may_duplicate(spec: FaultSpec) -> bool:
-    """Whether the rule can make an application see a message again: a send stored whose
+def may_duplicate(spec: FaultSpec, protocol: str | None = None) -> bool:
+    """Whether the rule, acting on a request of a ``protocol`` group (None: not a
+    consumer's), can make an application see a message again: a send stored whose
     answer was lost (a drop with ``stored``, or a delay, which the in-process client
-    cannot wait for), a duplicated pull, a lost or late offset commit (what was consumed
-    after the committed offset comes again when a queue moves or a consumer restarts), a
-    send-back stored but answered late (the client retries locally as well), a heartbeat
-    or route fault (a consumer the others do not see takes their queues)."""
+    cannot wait for), a duplicated pull, a 5.x receive handed over late (its messages may
+    have come back meanwhile), a lost or late offset commit or ack (what was consumed
+    comes again: a 5.x message when its invisible time ends, a 4.x one when a queue moves
+    or a consumer restarts), a send-back stored but answered late (the client retries
+    locally as well), a heartbeat or route fault (a consumer the others do not see takes
+    their queues)."""
     op, action = spec.operation.replace("-", "_"), spec.action
     if op == "send":
         return action == "delay" or (action == "drop" and spec.stored)
     if op == "pull":
-        return action == "duplicate"
+        return action == "duplicate" or (action == "delay" and protocol == "5.x")
     if op == "send_back":
         return action == "delay"
     return op in ("ack", "heartbeat", "route")
@@ -284,7 +293,6 @@ class RuleBook:
         self.placed: list[list[tuple[str, Any]]] = [[] for _ in specs]    # (broker, FaultRule), every boot's
         self.live: list[list[tuple[Any, Any]]] = [[] for _ in specs]      # (core, FaultRule) installed now
         self.by_id: dict[tuple[str, int], int] = {}                       # (broker, rule id) -> spec index
-        self.duplicating = [may_duplicate(s) for s in specs]
         self._cores: list = []
 
     def timeline(self) -> list[tuple[int, str, int]]:

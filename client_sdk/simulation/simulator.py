@@ -49,6 +49,7 @@ from ..listener import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ..message import Message
 from ..push_consumer import PushConsumer
 from ..transaction import LocalTransactionState
+from . import fault_rules
 from .fault_rules import RuleBook
 from .invariants import InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
@@ -228,7 +229,7 @@ class Simulation:
     def _start_group(self, spec: GroupSpec) -> None:
         if spec.protocol == "5.x":
             listener = self._pop_listener(spec)
-            self.consumers[spec.name] = [PopConsumer(spec, self.embedded, listener).start()
+            self.consumers[spec.name] = [PopConsumer(spec, self.embedded, listener, self._held_back(spec)).start()
                                          for _ in range(spec.consumers)]
             return
         if spec.protocol == "pulsar" and spec.retry_letters:
@@ -612,9 +613,33 @@ class Simulation:
         invisible time, or none); a failure comes back after the retry interval of its
         attempt, a hang after the receive's invisible time."""
         invisible_ms = spec.invisible_seconds * 1000
-        return self._answering_listener(
-            spec, lambda d, hangs: invisible_ms if hangs else retry_interval_ms(d.delivery_attempt),
-            finish_failed=True)
+        clock = self.clock
+
+        def retry_delay(d, hangs: bool) -> int:
+            delay = invisible_ms if hangs else retry_interval_ms(d.delivery_attempt)
+            if d.faulted:       # handed over late or twice: it is back when its invisible time ends, if not sooner
+                delay = min(delay, max(0, d.visible_again_ms - clock.now_ms()))
+            return delay
+
+        return self._answering_listener(spec, retry_delay, finish_failed=True)
+
+    def _held_back(self, spec: GroupSpec):
+        """A 5.x receive a fault rule delays: its messages are the broker's again when
+        their invisible time ends (it may commit past them, and count the attempt), so each
+        counts as a delivery left unanswered from the pop on, as a hung one does; the
+        listener still checks each when it comes (if the process lives that long)."""
+        checker = self.checker
+        invisible_ms = spec.invisible_seconds * 1000
+
+        def held_back(deliveries) -> None:
+            now = self.clock.now_ms()
+            for d in deliveries:
+                number = int(d.body[:NUMBER_WIDTH])
+                if number < checker.accepted_count and (number not in checker.repeats or
+                                                        d.msg_id == checker.uniq[number]):
+                    checker.failed(spec, checker.fates[spec.name][number], d, now, delay_ms=invisible_ms)
+                checker.finished(spec.name, d.record.topic, d.queue_id, d.queue_offset, now, False)
+        return held_back
 
     def _pulsar_listener(self, spec: GroupSpec):
         """A Pulsar group's listener: its verdict is the consumer's answer (ack, negative
@@ -765,12 +790,18 @@ class Simulation:
         again tells the checker where: the message being sent (a send stored whose answer
         was lost), else the group of the request (any group when it names none)."""
         i = self.rules.spec_of(broker, e)
-        if i is None or not self.rules.duplicating[i]:
+        if i is None:
             return
-        if self.rules.specs[i].operation == "send" and self._sending is not None:
+        group = e.group if e.group in self.checker.fates else None
+        if self.rules.specs[i].operation == "send_back":
+            self.checker.send_back_failed(group)
+        spec = self.rules.specs[i]
+        if not fault_rules.may_duplicate(spec, self.scenario.group(group).protocol if group is not None else None):
+            return
+        if spec.operation == "send" and self._sending is not None:
             self.checker.may_repeat(self._sending)
         else:
-            self.checker.may_repeat_in(e.group if e.group in self.checker.fates else None)
+            self.checker.may_repeat_in(group)
 
 
 def _dead_letter_topic(spec: GroupSpec) -> str:

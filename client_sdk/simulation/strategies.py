@@ -63,16 +63,18 @@ def fault_timelines(draw, duration_ms: int, groups: tuple[str, ...]) -> dict:
 
 
 # what each operation may do (broker/faults.py), and the delays drawn for "delay"
-_ACTIONS = {"send": ("refuse", "drop", "delay"), "pull": ("refuse", "drop", "delay", "duplicate"),
+_ACTIONS = {"send": ("refuse", "drop", "delay"), "pull": ("refuse", "drop", "delay", "duplicate", "hold"),
             "send_back": ("refuse", "drop", "delay"), "ack": ("refuse", "drop", "delay"),
             "heartbeat": ("refuse", "drop", "delay"), "route": ("refuse", "drop", "delay")}
 
 
 @st.composite
-def fault_rules(draw, duration_ms: int, groups: tuple[str, ...] = (), max_rules: int = 3) -> tuple[FaultSpec, ...]:
+def fault_rules(draw, duration_ms: int, groups: tuple[str, ...] = (), max_rules: int = 3,
+                five_groups: tuple[str, ...] = ()) -> tuple[FaultSpec, ...]:
     """Fault rules of a scenario (fault_rules.py): operation x action, maybe for one of
-    ``groups`` (4.x ones: the simulated 5.x and Pulsar groups have no front), with a
-    probability, a count and a window inside ``duration_ms`` drawn or left out."""
+    ``groups`` (4.x groups) or, for a pull or an ack, of ``five_groups`` (5.x groups, whose
+    simulated consumer meets only those), with a probability, a count and a window inside
+    ``duration_ms`` drawn or left out."""
     rules = []
     for _ in range(draw(st.integers(0, max_rules))):
         operation = draw(st.sampled_from(sorted(_ACTIONS)))
@@ -83,7 +85,8 @@ def fault_rules(draw, duration_ms: int, groups: tuple[str, ...] = (), max_rules:
             window = (start, start + draw(st.integers(1, 5 * MINUTE)))
         rules.append(FaultSpec(
             operation, action,
-            group=draw(st.sampled_from((None,) + groups)) if groups and operation != "send" else None,
+            group=draw(st.sampled_from((None,) + groups + (five_groups if operation in ("pull", "ack") else ())))
+            if (groups or five_groups) and operation != "send" else None,
             times=draw(st.one_of(st.none(), st.integers(1, 20))),
             probability=draw(st.one_of(st.none(), st.sampled_from([0.05, 0.2, 0.5, 1.0]))),
             window_ms=window, delay_ms=draw(st.sampled_from([500, 5_000, 40_000])) if action == "delay" else 0,
@@ -105,7 +108,8 @@ def scenarios(draw, max_messages: int = 200, max_groups: int = 2, faults: bool =
     if any(g.protocol == "5.x" for g in groups):
         extra["settle_ms"] = 8 * 60 * MINUTE     # a 5.x poison message ends 6 h 46 min after it began
     if rules:
-        extra["faults"] = draw(fault_rules(duration, tuple(g.name for g in groups if g.protocol == "4.x")))
+        extra["faults"] = draw(fault_rules(duration, tuple(g.name for g in groups if g.protocol == "4.x"),
+                                           five_groups=tuple(g.name for g in groups if g.protocol == "5.x")))
     return Scenario(
         seed=draw(st.integers(0, 2 ** 31 - 1)), messages=draw(st.integers(0, max_messages)),
         duration_ms=duration, topics=(TopicSpec(queues=queues),),
