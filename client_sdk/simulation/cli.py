@@ -302,6 +302,9 @@ def _print_summary(summary: dict, result) -> None:
     for rule in summary.get("faults", ()):
         where = "" if "applied_by_broker" not in rule else " (" + ", ".join(
             f"{b} {n}" for b, n in rule["applied_by_broker"].items()) + ")"
+        if rule["action"] == "hold":        # (a state the consumers ask about, not counted per request)
+            print(f"  fault rule {rule['rule']} ({rule['describe']}): held deliveries while it lasted")
+            continue
         print(f"  fault rule {rule['rule']} ({rule['describe']}): applied {rule['applied']} time(s) of "
               f"{rule['matched']} match(es){where}")
     if result.violations:
