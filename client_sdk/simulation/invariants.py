@@ -248,6 +248,14 @@ class InvariantChecker:
         """A fault rule refused, lost or delayed a send-back of ``group`` (None: any group)."""
         self.send_back_faulted.add(group)
 
+    def fate_of(self, group: str, number: int, msg) -> _Fate | None:
+        """Message ``number``'s fate in ``group`` (None: not accepted yet, or a stray copy)."""
+        if number >= self.accepted_count:
+            return None
+        props = msg.properties
+        msg_id = (props["UNIQ_KEY"] if "UNIQ_KEY" in props else None) or msg.offset_msg_id
+        return self.fates[group][number] if msg_id == self.uniq[number] else None
+
     def may_come_again(self, group: str, number: int) -> bool:
         """Whether a fault rule allows ``group`` to see message ``number`` again (and so
         to fail one attempt in two copies)."""

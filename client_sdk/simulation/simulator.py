@@ -51,7 +51,7 @@ from ..push_consumer import PushConsumer
 from ..transaction import LocalTransactionState
 from . import fault_rules
 from .fault_rules import RuleBook
-from .invariants import InvariantChecker, Violation
+from .invariants import EXPIRED_LEVEL, InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
 from .pulsar_consumer import PulsarConsumer, dead_letter_topic
 from .scenario import PRODUCER_GROUP, GroupSpec, Scenario, ScenarioError
@@ -177,6 +177,12 @@ class Simulation:
         # the scenario's fault rules (fault_rules.py), installed on every boot's brokers
         self.rules = RuleBook(scenario.faults, START_MS, scenario.duration_ms) if scenario.faults else None
         self._sending: int | None = None  # the message number a send is under way for
+        # Retry copies a client publishes itself (a send-back refused: by a rule, or by a
+        # cluster broker whose writes are off) carry a stale CONSUME_START_TIME: the expiry
+        # scan's send-backs of those are watched (_noting_expiry). (Not otherwise: a call
+        # fewer per send-back.)
+        self._copies_by_clients = bool(scenario.faults or scenario.broker_write_off)
+        self._expiring: set[int] = set()  # ids of the messages of listener overruns under way
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -252,9 +258,31 @@ class Simulation:
                 consume_timeout=spec.consume_timeout_minutes, instance_name=f"sim{self.boots}-{i}")
             c.subscribe(spec.topic, "*")
             c.register_message_listener(self._listener(spec), orderly=spec.orderly)
+            if self._copies_by_clients and not spec.orderly:
+                c.send_message_back = self._noting_expiry(spec, c.send_message_back)
             c.start()
             made.append(c)
         self.consumers[spec.name] = made
+
+    def _noting_expiry(self, spec: GroupSpec, send_back):
+        """A consumer's send-back, watched for the expiry scan's (delay level 3) of a copy
+        no listener overrun holds. A retry copy the client published itself carries the
+        properties of the delivery it retries, CONSUME_START_TIME included (upstream's
+        sendMessageBackAsNormalMessage copies them all); its later copies keep that stale
+        time, so the scan may send one back as expired while it waits in the process queue,
+        and the listener may still get it: a failure at level 3, and a message that may come
+        twice."""
+        checker = self.checker
+
+        def send_message_back(msg, delay_level=0, broker_name=None):
+            if delay_level == EXPIRED_LEVEL and id(msg) not in self._expiring:
+                number = int(msg.body[:NUMBER_WIDTH])
+                fate = checker.fate_of(spec.name, number, msg)
+                if fate is not None:
+                    checker.failed(spec, fate, msg, self.clock.now_ms(), expired=True)
+                    checker.may_repeat(number)
+            return send_back(msg, delay_level, broker_name)
+        return send_message_back
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
@@ -732,10 +760,13 @@ class Simulation:
         # Two timeout periods: the periodic expiry check runs every consumeTimeout minutes.
         # Meanwhile the world goes on: timers, other listeners, faults at their time.
         self._overrunning += 1
+        held = {id(m) for m in msgs}
+        self._expiring |= held
         try:
             self.advance_to(self.elapsed_ms + (2 * spec.consume_timeout_minutes + 1) * 60_000)
         finally:
             self._overrunning -= 1
+            self._expiring -= held
         late = self.clock.now_ms()
         ok_upto = len(msgs) if first_fail is None else first_fail
         for j, (m, fate) in enumerate(zip(msgs, fates)):

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 
 from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import PushConsumer
-from rocketmq_emulator.client_sdk.simulation import (START_MS, GroupSpec, ProducerSpec, Scenario, Simulation,
-                                                     TopicSpec, run_simulation)
+from rocketmq_emulator.client_sdk.simulation import (START_MS, BrokerWindow, GroupSpec, ProducerSpec, Scenario,
+                                                     Simulation, TopicSpec, WriteOffWindow, run_simulation)
 from rocketmq_emulator.client_sdk.simulation import fault_rules
 from rocketmq_emulator.client_sdk.simulation.fault_rules import FaultSpec, fault_spec
 from rocketmq_emulator.client_sdk.simulation.scenario import ScenarioError
@@ -330,6 +330,33 @@ def test_retry_letter_groups_take_pulsar_rules_through_the_pulsar_front(store_di
     assert applied(result)[0] > 0 and result.summary()["produced"] == 200      # only retry letters were dropped
     with pytest.raises(ScenarioError, match="faults\\[0\\]: error: 'SYSTEM_BUSY' is not a Pulsar ServerError"):
         replace(scenario, faults=(fault_spec("send", "refuse", error="SYSTEM_BUSY"),))
+
+
+# -- found by drawn rules --------------------------------------------------------------------------
+SLOW_W1 = GroupSpec(consumers=2, batch_size=3, poison_every=10, fail_once_every=10, fail_once_remainder=5,
+                    fail_probability=0.2, slow_probability=0.02)
+
+
+@pytest.mark.parametrize("refused_by", ["a rule", "a cluster broker's write-off"])
+def test_the_expiry_of_a_copy_the_client_published_itself_is_a_failure_at_level_3(store_dir, refused_by):
+    # A refused send-back makes the client publish the retry copy itself, with the
+    # delivery's properties, CONSUME_START_TIME included; the copies after it keep that
+    # stale time, so the expiry scan sends one back (level 3) while it waits in the process
+    # queue. The checker used to miss that failure and flag its retry as early (retry_delay),
+    # with no rule too (a cluster broker's write-off refuses the send-back as well).
+    if refused_by == "a rule":
+        extra = dict(faults=(FaultSpec("send_back", "refuse", window_ms=(163, 120_163)),),
+                     write_off=(WriteOffWindow(682, 3724),))
+        seed = 2603364
+    else:
+        extra = dict(brokers=2, broker_write_off=(BrokerWindow("broker-a", 163, 120_163),))
+        seed = 2603368
+    scenario = Scenario(seed=seed, messages=45, duration_ms=24 * MINUTE, topics=(TopicSpec(queues=2),),
+                        producers=(ProducerSpec(rate=10.0, body_size=269),), groups=(SLOW_W1,),
+                        crashes_ms=(682, 1_000_001), **extra)
+    result = run_simulation(scenario, store_dir)
+    assert result.ok, [str(v) for v in result.violations]
+    assert result.settled
 
 
 # -- determinism ---------------------------------------------------------------------------------
