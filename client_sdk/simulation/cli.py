@@ -16,6 +16,7 @@ from pathlib import Path
 from rocketmq_emulator.broker.cli.common import CommandParser, UsageError, fail
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
+from .fault_rules import _Invalid as _BadFault, parse_fault
 from .scenario import (PROTOCOL_NAMES, Scenario, ScenarioError, TopicSpec, parse_broker_window,
                        parse_restart, parse_window)
 
@@ -87,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
                         "default: none)")
     p.add_argument("--broker-down", action="append", default=[], metavar="NAME@AT+DOWN",
                    help="stop broker NAME at AT and start it again DOWN later (repeatable; default: none)")
+    p.add_argument("--fault", action="append", default=[], metavar="OP:ACTION[,key=value...]",
+                   help="a fault rule on the broker(s), as EmbeddedBroker.faults.add takes it: "
+                        "send:drop,stored,probability=0.1 or pull:delay,delay=5s,window=1m..5m or a JSON object; "
+                        "keys topic, group, client, broker, times, probability, window (on the run's clock; "
+                        "without one the rule lasts the duration), "
+                        "delay, error, stored; rules act on the 4.x front (the producer and 4.x groups) "
+                        "(repeatable; replaces the scenario file's faults; default: none)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--no-idle-skip", action="store_true",
                    help="run every periodic client request (pull timeouts, offset and heartbeat timers) instead "
@@ -160,6 +168,14 @@ def build_scenario(args) -> Scenario:
         top["consumer_restarts"] = tuple(parse_restart(r) for r in args.restart_consumer)
     if args.brokers is not None:
         top["brokers"] = args.brokers
+    if args.fault:
+        rules = []
+        for i, text in enumerate(args.fault):
+            try:
+                rules.append(parse_fault(text))
+            except _BadFault as exc:
+                raise ScenarioError(f"--fault {text!r}: {exc}") from None
+        top["faults"] = tuple(rules)
     if args.broker_write_off:
         top["broker_write_off"] = tuple(parse_broker_window(w, "--broker-write-off") for w in args.broker_write_off)
     if args.broker_down:
@@ -283,6 +299,14 @@ def _print_summary(summary: dict, result) -> None:
     if summary["idle_runs_carried"]:
         print(f"  {summary['idle_runs_carried']} idle periodic requests carried forward instead of run "
               f"(--no-idle-skip runs them)")
+    for rule in summary.get("faults", ()):
+        where = "" if "applied_by_broker" not in rule else " (" + ", ".join(
+            f"{b} {n}" for b, n in rule["applied_by_broker"].items()) + ")"
+        if rule["action"] == "hold":        # (a state the consumers ask about, not counted per request)
+            print(f"  fault rule {rule['rule']} ({rule['describe']}): held deliveries while it lasted")
+            continue
+        print(f"  fault rule {rule['rule']} ({rule['describe']}): applied {rule['applied']} time(s) of "
+              f"{rule['matched']} match(es){where}")
     if result.violations:
         print(f"  {len(result.violations)} invariant violation(s):")
         for v in result.violations[:50]:

@@ -12,6 +12,18 @@ deliveries, moves the message to %DLQ%<group> — the consumer never sends anyth
 
 It receives when the core stores something it may read (a send, a redelivery into the
 pop retry topic) and again after a full batch, so it never polls an idle broker.
+
+Fault rules (issue 38; there is no gRPC front in a simulation, so the consumer asks the
+broker's rules itself, as the 5.x front does for a receive or an ack — dialect "5.x", its
+group and topic — and reacts as a 5.x client does): a refused receive is tried again
+after the clients' 1 s back-off, a dropped one when its call's deadline has passed (the
+long-polling timeout, 20 s, and the back-off), a delayed one is popped at once and handed
+over ``delay`` later (the invisible time runs from the pop, so a delay longer than it lets
+the message come back meanwhile), a duplicated one hands each message over twice, and a
+held group does not receive (it asks again after the back-off). A refused or dropped ack
+is only logged by the client: the message comes back when its invisible time ends; a
+delayed ack reaches the broker ``delay`` later. An answer whose receipt handle a fault
+made stale (acked already, or expired) is refused by the broker and the client goes on.
 """
 from __future__ import annotations
 
@@ -19,6 +31,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.broker.faults import Action, Operation
 from rocketmq_emulator.broker.operations import AckOutcome, InvisibleOutcome, PopOutcome, PopRequest
 from rocketmq_emulator.broker.retry_lifecycle import ROCKETMQ5_UNORDERED_INTERVALS_MS
 from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX
@@ -31,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["PopConsumer", "retry_interval_ms"]
 
 _WAKE_KINDS = (EventKind.STORED, EventKind.REDELIVERED)
+RECEIVE_BACKOFF_MS = 1000           # the clients' back-off after a failed receive
+RECEIVE_DEADLINE_MS = 20_000        # a receive's long-polling timeout: a dropped one ends then
 
 
 def retry_interval_ms(delivery_attempt: int) -> int:
@@ -40,13 +55,18 @@ def retry_interval_ms(delivery_attempt: int) -> int:
     return table[min(delivery_attempt, len(table)) - 1]
 
 
+_NOT_RECEIVED = (Action.REFUSE, Action.DROP, Action.HOLD)
+
+
 class Delivery(StoredDelivery):
     """A popped copy: its attempt is the delivery attempt the server counts."""
 
-    __slots__ = ("delivery_attempt", "receipt_handle", "topic", "queue_id", "queue_offset")
+    __slots__ = ("delivery_attempt", "receipt_handle", "topic", "queue_id", "queue_offset", "faulted",
+                 "visible_again_ms")
 
     def __init__(self, popped) -> None:
         super().__init__(popped.record)
+        self.faulted = False                         # handed over late or twice by a fault rule
         self.delivery_attempt = popped.delivery_attempt
         self.receipt_handle = popped.receipt_handle
         self.topic = popped.topic
@@ -65,10 +85,13 @@ class PopConsumer(InProcessConsumer):
 
     what = "5.x consumer"
 
-    def __init__(self, spec: "GroupSpec", embedded, listener) -> None:
+    def __init__(self, spec: "GroupSpec", embedded, listener, on_held_back=None) -> None:
         super().__init__(embedded)
         self.spec = spec
         self.listener = listener
+        # told of popped deliveries a fault holds back (their invisible time runs: when it
+        # ends the broker has them again, whether or not the listener saw them yet)
+        self.on_held_back = on_held_back
         self.topic = spec.topic
         self.retry_topic = f"{RETRY_PREFIX}{spec.name}{POP_RETRY_SEPARATOR}{spec.topic}"
         self.invisible_ms = spec.invisible_seconds * 1000
@@ -106,19 +129,51 @@ class PopConsumer(InProcessConsumer):
         if self._closed:
             return
         core = self._core()
+        rule = None
         try:
+            if core.faults.active:
+                if core.faults.holds(self.spec.name, self.topic, "5.x"):      # (a state: not counted as a hit)
+                    self._arm_later(RECEIVE_BACKOFF_MS)
+                    return
+                rule = core.faults.match(Operation.PULL, topic=self.topic, group=self.spec.name, dialect="5.x")
+                if rule is not None and rule.action in _NOT_RECEIVED:
+                    self._arm_later(RECEIVE_DEADLINE_MS + RECEIVE_BACKOFF_MS if rule.action is Action.DROP
+                                    else RECEIVE_BACKOFF_MS)
+                    return
             result = core.pop(PopRequest(self.spec.name, self.topic, max_msgs=self.spec.batch_size,
                                          invisible_ms=self.invisible_ms))
         finally:
             self.transport.core_done()
         if result.outcome is not PopOutcome.FOUND:
             return
-        for popped in result.messages:
-            if self._closed:            # (a listener may stop the group)
-                return
-            self._answer(Delivery(popped))
+        deliveries = [Delivery(popped) for popped in result.messages]
+        if rule is not None and rule.action in (Action.DELAY, Action.DUPLICATE):
+            visible_again = self.embedded.runtime.now_ms() + self.invisible_ms
+            for d in deliveries:
+                d.faulted = True
+                d.visible_again_ms = visible_again
+        if rule is not None and rule.action is Action.DELAY:
+            if self.on_held_back is not None:
+                self.on_held_back(deliveries)
+            runtime = self.embedded.runtime
+            runtime.call_at(runtime.now_ms() + rule.delay_ms, self._hand_over, deliveries, 1)
+        else:
+            self._hand_over(deliveries, 2 if rule is not None and rule.action is Action.DUPLICATE else 1)
         if len(result.messages) >= self.spec.batch_size:
             self._arm()                 # there may be more
+
+    def _hand_over(self, deliveries: list, times: int) -> None:
+        for d in deliveries:
+            for _ in range(times):
+                if self._closed:        # (a listener may stop the group)
+                    return
+                self._answer(d)
+
+    def _arm_later(self, delay_ms: int) -> None:
+        if not self._armed and not self._closed:
+            self._armed = True
+            runtime = self.embedded.runtime
+            runtime.call_at(runtime.now_ms() + delay_ms, self._receive)
 
     def _answer(self, d: Delivery) -> None:
         verdict = self.listener(d)
@@ -127,13 +182,26 @@ class PopConsumer(InProcessConsumer):
         core = self._core()
         try:
             if verdict == "ok":
+                if core.faults.active:
+                    rule = core.faults.match(Operation.ACK, topic=self.topic, group=self.spec.name, dialect="5.x")
+                    if rule is not None:
+                        d.faulted = True        # (its handle may be stale once the message came back)
+                        if rule.action is Action.DELAY:
+                            runtime = self.embedded.runtime
+                            runtime.call_at(runtime.now_ms() + rule.delay_ms, self._late_ack, d)
+                        return          # refused or dropped: the client logs it
                 outcome = core.ack(self.spec.name, self.topic, d.receipt_handle)
-                if outcome is not AckOutcome.ACKED:
+                if outcome is not AckOutcome.ACKED and not d.faulted:
                     raise AssertionError(f"ack of a delivery in flight: {outcome}")
             else:
                 res = core.change_invisible_time(self.spec.name, self.topic, d.receipt_handle,
                                                  retry_interval_ms(d.delivery_attempt))
-                if res.outcome is not InvisibleOutcome.CHANGED:
+                if res.outcome is not InvisibleOutcome.CHANGED and not d.faulted:
                     raise AssertionError(f"change of invisible time of a delivery in flight: {res.outcome}")
         finally:
             self.transport.core_done()
+
+    def _late_ack(self, d: Delivery) -> None:
+        """A delayed ack reaches the broker (refused if its receipt handle went stale)."""
+        if not self._closed:
+            self._call(lambda core: core.ack(self.spec.name, self.topic, d.receipt_handle))

@@ -45,6 +45,14 @@ a window (its producers move to another broker, a send-back it refuses is publis
 the client's inner producer to another one); ``broker_down`` stops one broker for a
 while (out of every route, its connections cut; back from its store). ``write_off``
 windows switch every broker off. At least one broker is up at every moment.
+
+``faults`` are fault rules on the broker(s), with the fields of EmbeddedBroker.faults.add
+(operation, action, topic, group, client, dialect, broker, times, probability, window,
+delay, error, stored; fault_rules.py says where they act in a simulation): a window is on
+the run's clock from its start, and must start within the duration (a rule without one
+acts for the duration, and the run settles without it); the probabilities come from the
+run's seed. A JSON entry: {"operation": "send", "action": "drop",
+"stored": true, "probability": 0.1, "window": ["1m", "5m"]}.
 """
 from __future__ import annotations
 
@@ -56,10 +64,14 @@ from typing import Any
 from rocketmq_emulator.broker.pulsar_names import STORE_PREFIX
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
+from . import fault_rules
+from .fault_rules import FaultSpec
+
 __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
-           "ScenarioError", "w1_scenario"]
+           "ScenarioError", "w1_scenario", "FaultSpec"]
 
 
+PRODUCER_GROUP = "SimProducer"      # the group of the run's producer
 PROTOCOLS = ("4.x", "5.x", "pulsar")
 PROTOCOL_NAMES = {"4.x": "4.x", "5.x": "5.x", "pulsar": "Pulsar"}
 # Group settings only one protocol's consumers read: a group of another protocol that
@@ -166,8 +178,19 @@ class Scenario:
     brokers: int = 1
     broker_write_off: tuple[BrokerWindow, ...] = ()
     broker_down: tuple[BrokerWindow, ...] = ()
+    # fault rules on the broker(s) (fault_rules.py): FaultSpecs, or their JSON objects
+    faults: tuple[FaultSpec, ...] = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.faults, (list, tuple)):
+            raise ScenarioError(f"faults must be a list of rules, got {self.faults!r}")
+        specs = []
+        for i, entry in enumerate(self.faults):
+            try:
+                specs.append(fault_rules.from_data(entry))
+            except fault_rules._Invalid as exc:
+                raise ScenarioError(f"faults[{i}]: {exc}") from None
+        object.__setattr__(self, "faults", tuple(specs))
         _validate(self)
 
     # -- building ----------------------------------------------------------------------
@@ -302,6 +325,7 @@ def _validate(s: Scenario) -> None:
         _int("consumer restart down time", r.down_ms, lo=0)
         _within(s, r.at_ms, f"a restart of group {r.group} at {format_duration(r.at_ms)} is")
     _cluster(s)
+    _faults(s)
     if s.message_delay_level is not None:
         from rocketmq_emulator.store.config import DelayTableError, parse_delay_table
         try:
@@ -360,6 +384,18 @@ def _cluster(s: Scenario) -> None:
         if previous and previous[-1].end_ms > w.start_ms:
             raise ScenarioError(f"two broker_down windows of {w.broker} overlap at {format_duration(w.start_ms)}")
         previous.append(w)
+
+
+def _faults(s: Scenario) -> None:
+    from rocketmq_emulator.broker.cluster import broker_names
+    try:
+        fault_rules.check_fault_specs(
+            s.faults, duration_ms=s.duration_ms, brokers=tuple(broker_names(s.brokers)),
+            groups={g.name: "pulsar-letters" if g.retry_letters else g.protocol for g in s.groups},
+            topics=tuple(t.name for t in s.topics), producer_group=PRODUCER_GROUP,
+            transactional=any(p.transactional for p in s.producers))
+    except fault_rules._Invalid as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def _pulsar_group(g: GroupSpec, topic: TopicSpec) -> None:

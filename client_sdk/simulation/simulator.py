@@ -49,16 +49,17 @@ from ..listener import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ..message import Message
 from ..push_consumer import PushConsumer
 from ..transaction import LocalTransactionState
-from .invariants import InvariantChecker, Violation
+from . import fault_rules
+from .fault_rules import RuleBook
+from .invariants import EXPIRED_LEVEL, InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
 from .pulsar_consumer import PulsarConsumer, dead_letter_topic
-from .scenario import GroupSpec, Scenario, ScenarioError
+from .scenario import PRODUCER_GROUP, GroupSpec, Scenario, ScenarioError
 
 __all__ = ["Simulation", "SimulationResult", "START_MS", "run_simulation"]
 
 START_MS = 1_767_225_600_000          # 2026-01-01T00:00:00Z: every run starts at the same instant
 SIM_PID = 4242                        # the simulated process's pid (UNIQ_KEYs and client ids)
-PRODUCER_GROUP = "SimProducer"
 SEND_RETRY_MS = 1000                  # a refused send is tried again this much later
 SETTLE_STEP_MS = 60_000
 SIM_FLUSH_INTERVAL_MS = 5000
@@ -93,6 +94,7 @@ class SimulationResult:
     per_group: dict = field(default_factory=dict)
     idle_runs_carried: int = 0         # periodic jobs and idle pull round trips skipped over
     transactions: dict = field(default_factory=dict)   # transactional sends: how many ended how, check-backs
+    faults: list = field(default_factory=list)         # the scenario's fault rules, each with its hits
 
     @property
     def ok(self) -> bool:
@@ -110,7 +112,8 @@ class SimulationResult:
             "idle_runs_carried": self.idle_runs_carried,
             "store": str(self.store_dir), "groups": self.per_group,
             "violations": [v.to_dict() for v in self.violations[:100]],
-        } | ({"transactions": self.transactions} if self.transactions else {})
+        } | ({"transactions": self.transactions} if self.transactions else {}) \
+            | ({"faults": self.faults} if self.scenario.faults else {})
 
 
 class Simulation:
@@ -171,6 +174,15 @@ class Simulation:
         # by whoever moves time past them, a listener's overrun included (``advance_to``).
         self._timeline: list[tuple[int, Callable[[Simulation], None]]] = []
         self._overrunning = 0             # listeners in an overrun on the stack
+        # the scenario's fault rules (fault_rules.py), installed on every boot's brokers
+        self.rules = RuleBook(scenario.faults, START_MS, scenario.duration_ms) if scenario.faults else None
+        self._sending: int | None = None  # the message number a send is under way for
+        # Retry copies a client publishes itself (a send-back refused: by a rule, or by a
+        # cluster broker whose writes are off) carry a stale CONSUME_START_TIME: the expiry
+        # scan's send-backs of those are watched (_noting_expiry). (Not otherwise: a call
+        # fewer per send-back.)
+        self._copies_by_clients = bool(scenario.faults or scenario.broker_write_off)
+        self._expiring: set[int] = set()  # ids of the messages of listener overruns under way
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -196,7 +208,8 @@ class Simulation:
                     member.create_topic(t.name, t.queues)
             stops.append(member.events.subscribe(      # (a partial: no call of its own, every commit)
                 partial(self._on_event, broker=member.config.broker_name),
-                kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)))
+                kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)
+                + ((EventKind.FAULT,) if self.rules is not None else ())))
         if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
             # A new store: the accounting is kept as records are stored, every boot's (a
             # crash loses none of them), instead of walking the log at the end.
@@ -214,13 +227,15 @@ class Simulation:
         for spec in self.scenario.groups:
             if spec.name not in self.down_groups:
                 self._start_group(spec)
+        if self.rules is not None:      # (after the clients' start: see RuleBook.suspended)
+            self.rules.boot(self.cores, f"{self.scenario.seed}/faults/{n}")
         self._arm_pump()
         self._run_clients(self.embedded.run_until_idle)
 
     def _start_group(self, spec: GroupSpec) -> None:
         if spec.protocol == "5.x":
             listener = self._pop_listener(spec)
-            self.consumers[spec.name] = [PopConsumer(spec, self.embedded, listener).start()
+            self.consumers[spec.name] = [PopConsumer(spec, self.embedded, listener, self._held_back(spec)).start()
                                          for _ in range(spec.consumers)]
             return
         if spec.protocol == "pulsar" and spec.retry_letters:
@@ -243,9 +258,31 @@ class Simulation:
                 consume_timeout=spec.consume_timeout_minutes, instance_name=f"sim{self.boots}-{i}")
             c.subscribe(spec.topic, "*")
             c.register_message_listener(self._listener(spec), orderly=spec.orderly)
+            if self._copies_by_clients and not spec.orderly:
+                c.send_message_back = self._noting_expiry(spec, c.send_message_back)
             c.start()
             made.append(c)
         self.consumers[spec.name] = made
+
+    def _noting_expiry(self, spec: GroupSpec, send_back):
+        """A consumer's send-back, watched for the expiry scan's (delay level 3) of a copy
+        no listener overrun holds. A retry copy the client published itself carries the
+        properties of the delivery it retries, CONSUME_START_TIME included (upstream's
+        sendMessageBackAsNormalMessage copies them all); its later copies keep that stale
+        time, so the scan may send one back as expired while it waits in the process queue,
+        and the listener may still get it: a failure at level 3, and a message that may come
+        twice."""
+        checker = self.checker
+
+        def send_message_back(msg, delay_level=0, broker_name=None):
+            if delay_level == EXPIRED_LEVEL and id(msg) not in self._expiring:
+                number = int(msg.body[:NUMBER_WIDTH])
+                fate = checker.fate_of(spec.name, number, msg)
+                if fate is not None:
+                    checker.failed(spec, fate, msg, self.clock.now_ms(), expired=True)
+                    checker.may_repeat(number)
+            return send_back(msg, delay_level, broker_name)
+        return send_message_back
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
@@ -284,7 +321,8 @@ class Simulation:
         return SimulationResult(
             self.scenario, self.store_dir, now - START_MS, settled, time.perf_counter() - self._wall0,
             self.next_number, self.refused_sends, self.checker.deliveries, self.crashes,
-            list(self.checker.violations), accounts, per_group, carried, self._transaction_counts())
+            list(self.checker.violations), accounts, per_group, carried, self._transaction_counts(),
+            self.rules.summary() if self.rules is not None else [])
 
     @property
     def idle_runs_carried(self) -> int:
@@ -423,7 +461,11 @@ class Simulation:
         self.checker.step += 1
         self.down_groups.discard(group)
         if group not in self.consumers:
-            self._start_group(self.scenario.group(group))
+            if self.rules is None:
+                self._start_group(self.scenario.group(group))
+            else:
+                with self.rules.suspended():
+                    self._start_group(self.scenario.group(group))
         self._run_clients(self.embedded.run_until_idle)
 
     # -- producing -------------------------------------------------------------------------------
@@ -458,6 +500,7 @@ class Simulation:
         body = b"%08d|%s" % (number, filler.encode())
         msg = Message(spec.topic, body, "sim", f"m{number}")        # topic, body, tags, keys
         end = self._draw_transaction_end(spec) if spec.transactional else None
+        self._sending = number
         try:
             if end is None:
                 res = self.producer.send(msg)
@@ -466,6 +509,8 @@ class Simulation:
         except MQClientError:
             self.refused_sends += 1
             return False
+        finally:
+            self._sending = None
         self.checker.step += 1
         self.checker.accepted(number, res.msg_id, res.offset_msg_id, end, self.clock.now_ms())
         return True
@@ -596,9 +641,33 @@ class Simulation:
         invisible time, or none); a failure comes back after the retry interval of its
         attempt, a hang after the receive's invisible time."""
         invisible_ms = spec.invisible_seconds * 1000
-        return self._answering_listener(
-            spec, lambda d, hangs: invisible_ms if hangs else retry_interval_ms(d.delivery_attempt),
-            finish_failed=True)
+        clock = self.clock
+
+        def retry_delay(d, hangs: bool) -> int:
+            delay = invisible_ms if hangs else retry_interval_ms(d.delivery_attempt)
+            if d.faulted:       # handed over late or twice: it is back when its invisible time ends, if not sooner
+                delay = min(delay, max(0, d.visible_again_ms - clock.now_ms()))
+            return delay
+
+        return self._answering_listener(spec, retry_delay, finish_failed=True)
+
+    def _held_back(self, spec: GroupSpec):
+        """A 5.x receive a fault rule delays: its messages are the broker's again when
+        their invisible time ends (it may commit past them, and count the attempt), so each
+        counts as a delivery left unanswered from the pop on, as a hung one does; the
+        listener still checks each when it comes (if the process lives that long)."""
+        checker = self.checker
+        invisible_ms = spec.invisible_seconds * 1000
+
+        def held_back(deliveries) -> None:
+            now = self.clock.now_ms()
+            for d in deliveries:
+                number = int(d.body[:NUMBER_WIDTH])
+                if number < checker.accepted_count and (number not in checker.repeats or
+                                                        d.msg_id == checker.uniq[number]):
+                    checker.failed(spec, checker.fates[spec.name][number], d, now, delay_ms=invisible_ms)
+                checker.finished(spec.name, d.record.topic, d.queue_id, d.queue_offset, now, False)
+        return held_back
 
     def _pulsar_listener(self, spec: GroupSpec):
         """A Pulsar group's listener: its verdict is the consumer's answer (ack, negative
@@ -691,10 +760,13 @@ class Simulation:
         # Two timeout periods: the periodic expiry check runs every consumeTimeout minutes.
         # Meanwhile the world goes on: timers, other listeners, faults at their time.
         self._overrunning += 1
+        held = {id(m) for m in msgs}
+        self._expiring |= held
         try:
             self.advance_to(self.elapsed_ms + (2 * spec.consume_timeout_minutes + 1) * 60_000)
         finally:
             self._overrunning -= 1
+            self._expiring -= held
         late = self.clock.now_ms()
         ok_upto = len(msgs) if first_fail is None else first_fail
         for j, (m, fate) in enumerate(zip(msgs, fates)):
@@ -741,6 +813,26 @@ class Simulation:
         elif e.kind == EventKind.DEAD_LETTERED:
             group = e.group or e.topic[len("%DLQ%"):]
             self.checker.dead_lettered(group, e.msg_id, e.time_ms)
+        elif e.kind == EventKind.FAULT:
+            self._fault_applied(e, broker)
+
+    def _fault_applied(self, e, broker: str) -> None:
+        """A rule of the scenario acted. One that can make an application see a message
+        again tells the checker where: the message being sent (a send stored whose answer
+        was lost), else the group of the request (any group when it names none)."""
+        i = self.rules.spec_of(broker, e)
+        if i is None:
+            return
+        group = e.group if e.group in self.checker.fates else None
+        if self.rules.specs[i].operation == "send_back":
+            self.checker.send_back_failed(group)
+        spec = self.rules.specs[i]
+        if not fault_rules.may_duplicate(spec, self.scenario.group(group).protocol if group is not None else None):
+            return
+        if spec.operation == "send" and self._sending is not None:
+            self.checker.may_repeat(self._sending)
+        else:
+            self.checker.may_repeat_in(group)
 
 
 def _dead_letter_topic(spec: GroupSpec) -> str:
@@ -819,5 +911,9 @@ def _timeline(s: Scenario) -> list[tuple[int, Callable[[Simulation], None]]]:
         if w.start_ms <= s.duration_ms:
             add(w.start_ms, lambda sim, b=w.broker: sim.stop_broker(b))
             add(w.end_ms, lambda sim, b=w.broker: sim.start_broker(b))
+    if s.faults:        # (checked to start within the duration)
+        for at, what, i in RuleBook(s.faults, START_MS, s.duration_ms).timeline():
+            add(at, (lambda sim, i=i: sim.rules.open_rule(i)) if what == "open" else
+                (lambda sim, i=i: sim.rules.close_rule(i)))
     items.sort(key=lambda x: (x[0], x[1]))
     return [(t, fn) for t, _, fn in items]

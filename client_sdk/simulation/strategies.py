@@ -22,9 +22,10 @@ except ImportError as exc:      # the one line says which extra brings it
     raise ImportError(f"client_sdk.simulation.strategies needs hypothesis, which is not installed ({exc}): "
                       f"pip install 'rocketmq-emulator[simulation]'") from None
 
+from .fault_rules import FaultSpec
 from .scenario import ConsumerRestart, GroupSpec, ProducerSpec, Scenario, TopicSpec, WriteOffWindow
 
-__all__ = ["scenarios", "group_specs", "fault_timelines"]
+__all__ = ["scenarios", "group_specs", "fault_timelines", "fault_rules"]
 
 MINUTE = 60_000
 
@@ -61,8 +62,44 @@ def fault_timelines(draw, duration_ms: int, groups: tuple[str, ...]) -> dict:
     return {"crashes_ms": crashes, "write_off": tuple(windows), "consumer_restarts": restarts}
 
 
+# what each operation may do (broker/faults.py), and the delays drawn for "delay"
+_ACTIONS = {"send": ("refuse", "drop", "delay"), "pull": ("refuse", "drop", "delay", "duplicate", "hold"),
+            "send_back": ("refuse", "drop", "delay"), "ack": ("refuse", "drop", "delay"),
+            "heartbeat": ("refuse", "drop", "delay"), "route": ("refuse", "drop", "delay")}
+
+
 @st.composite
-def scenarios(draw, max_messages: int = 200, max_groups: int = 2, faults: bool = True) -> Scenario:
+def fault_rules(draw, duration_ms: int, groups: tuple[str, ...] = (), max_rules: int = 3,
+                five_groups: tuple[str, ...] = ()) -> tuple[FaultSpec, ...]:
+    """Fault rules of a scenario (fault_rules.py): operation x action, maybe for one of
+    ``groups`` (4.x groups) or, for a pull or an ack, of ``five_groups`` (5.x groups, whose
+    simulated consumer meets only those), with a probability, a count and a window inside
+    ``duration_ms`` drawn or left out."""
+    rules = []
+    for _ in range(draw(st.integers(0, max_rules))):
+        operation = draw(st.sampled_from(sorted(_ACTIONS)))
+        action = draw(st.sampled_from(_ACTIONS[operation]))
+        window = None
+        if draw(st.booleans()):
+            start = draw(st.integers(0, duration_ms))
+            window = (start, start + draw(st.integers(1, 5 * MINUTE)))
+        rules.append(FaultSpec(
+            operation, action,
+            group=draw(st.sampled_from((None,) + groups + (five_groups if operation in ("pull", "ack") else ())))
+            if (groups or five_groups) and operation != "send" else None,
+            times=draw(st.one_of(st.none(), st.integers(1, 20))),
+            probability=draw(st.one_of(st.none(), st.sampled_from([0.05, 0.2, 0.5, 1.0]))),
+            window_ms=window, delay_ms=draw(st.sampled_from([500, 5_000, 40_000])) if action == "delay" else 0,
+            stored=operation == "send" and action == "drop" and draw(st.booleans())))
+    return tuple(rules)
+
+
+@st.composite
+def scenarios(draw, max_messages: int = 200, max_groups: int = 2, faults: bool = True,
+              rules: bool = False) -> Scenario:
+    """A valid scenario; ``faults``: crashes, write-off windows and consumer restarts;
+    ``rules``: fault rules on the broker too (``fault_rules``; drawn only when asked, so
+    the draws without them stay as they were)."""
     duration = draw(st.integers(1, 30)) * MINUTE
     queues = draw(st.integers(1, 4))
     n_groups = draw(st.integers(1, max_groups))
@@ -70,6 +107,9 @@ def scenarios(draw, max_messages: int = 200, max_groups: int = 2, faults: bool =
     extra = draw(fault_timelines(duration, tuple(g.name for g in groups))) if faults else {}
     if any(g.protocol == "5.x" for g in groups):
         extra["settle_ms"] = 8 * 60 * MINUTE     # a 5.x poison message ends 6 h 46 min after it began
+    if rules:
+        extra["faults"] = draw(fault_rules(duration, tuple(g.name for g in groups if g.protocol == "4.x"),
+                                           five_groups=tuple(g.name for g in groups if g.protocol == "5.x")))
     return Scenario(
         seed=draw(st.integers(0, 2 ** 31 - 1)), messages=draw(st.integers(0, max_messages)),
         duration_ms=duration, topics=(TopicSpec(queues=queues),),
