@@ -216,6 +216,12 @@ class FaultSet:
         # called after the rules change (a front releases what a hold kept back)
         self.on_change: list = []
 
+    def reseed(self, rng: random.Random) -> None:
+        """Draw the rules' probabilities from ``rng`` from now on (the simulator seeds them
+        from the run's seed; a core's own source is fixed, so that a run without rules
+        draws nothing from the broker's)."""
+        self._rng = rng
+
     def _changed(self) -> None:
         self.active = bool(self._rules)
         self.holding = any(r.action is Action.HOLD for r in self._rules)

@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rocketmq_emulator.broker.faults import Action, FaultError, FaultSet, Operation, rule_from
+from rocketmq_emulator.broker.faults import Action, FaultError, Operation, place_rule, rule_from
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 from ..producer import CLIENT_INNER_PRODUCER_GROUP
@@ -290,8 +290,8 @@ class RuleBook:
         self.start_ms = start_ms
         self.duration_ms = duration_ms
         self.open = {i for i, s in enumerate(specs) if s.window_ms is None or s.window_ms[0] <= 1}
-        self.placed: list[list[tuple[str, Any]]] = [[] for _ in specs]    # (broker, FaultRule), every boot's
-        self.live: list[list[tuple[Any, Any]]] = [[] for _ in specs]      # (core, FaultRule) installed now
+        self.placed: list[list[Any]] = [[] for _ in specs]                # FaultRule, every boot's
+        self.live: list[list[tuple[list, Any]]] = [[] for _ in specs]     # (cores, FaultRule) installed now
         self.by_id: dict[tuple[str, int], int] = {}                       # (broker, rule id) -> spec index
         self._cores: list = []
 
@@ -313,8 +313,7 @@ class RuleBook:
         drawing their probabilities from a source seeded from ``seed`` (the run's seed and
         boot: a broker core's own rules draw from a fixed one)."""
         for core in cores:
-            name = core.config.broker_name
-            core.faults = FaultSet(core.clock, random.Random(f"{seed}/{name}"), core.events, name)
+            core.faults.reseed(random.Random(f"{seed}/{core.config.broker_name}"))
         self._cores = cores
         self.by_id = {}
         self.live = [[] for _ in self.specs]
@@ -345,26 +344,28 @@ class RuleBook:
         self._uninstall(i)
 
     def _uninstall(self, i: int) -> None:
-        for core, rule in self.live[i]:
-            core.faults.remove(rule.id)         # (one its count used up is gone already)
+        for cores, rule in self.live[i]:
+            for core in cores:
+                core.faults.remove(rule.id)     # (one its count used up is gone already)
         self.live[i] = []
 
     def _install(self, i: int) -> None:
+        """The spec's rule on every broker as one rule (broker/faults.place_rule: "times"
+        counts across the cluster, as on a running broker), with what is left of its
+        count after earlier boots."""
         spec = self.specs[i]
-        for core in self._cores:
-            name = core.config.broker_name
-            if spec.broker is not None and spec.broker != name:
-                continue
-            rule = spec.rule(self.start_ms)
-            if spec.times is not None:
-                left = spec.times - sum(r.hits for b, r in self.placed[i] if b == name)
-                if left <= 0:
-                    continue
-                rule.times = left
-            core.faults.add(rule)
-            self.placed[i].append((name, rule))
-            self.live[i].append((core, rule))
-            self.by_id[(name, rule.id)] = i
+        rule = spec.rule(self.start_ms)
+        if spec.times is not None:
+            left = spec.times - self.hits(i)
+            if left <= 0:
+                return
+            rule.times = left
+        cores = list(self._cores)
+        place_rule([core.faults for core in cores], rule)
+        self.placed[i].append(rule)
+        self.live[i].append((cores, rule))
+        for core in cores:
+            self.by_id[(core.config.broker_name, rule.id)] = i
 
     def spec_of(self, broker: str, event) -> int | None:
         """The spec index of the rule an applied-fault event names ("rule N: ...")."""
@@ -375,17 +376,21 @@ class RuleBook:
         return self.by_id.get((broker, int(rule_id))) if rule_id.isdigit() else None
 
     def hits(self, i: int) -> int:
-        return sum(rule.hits for _, rule in self.placed[i])
+        return sum(rule.hits for rule in self.placed[i])
 
     def summary(self) -> list[dict]:
         """Per rule: what it is and how often it was applied (and where, in a cluster)."""
         out = []
         for i, spec in enumerate(self.specs):
             entry = {"rule": i, "describe": spec.describe(), **spec.to_dict(), "applied": self.hits(i),
-                     "matched": sum(rule.matched for _, rule in self.placed[i])}
-            brokers = sorted({b for b, _ in self.placed[i]})
-            if len(brokers) > 1:
-                entry["applied_by_broker"] = {b: sum(r.hits for n, r in self.placed[i] if n == b) for b in brokers}
+                     "matched": sum(rule.matched for rule in self.placed[i])}
+            by_broker: dict[str, int] = {}
+            for rule in self.placed[i]:
+                for name in rule.hits_on:
+                    by_broker[name] = by_broker.get(name, 0) + rule.hits_on[name]
+            if spec.broker is None and len(self._cores) > 1:       # (a rule on one broker: its own)
+                entry["applied_by_broker"] = {c.config.broker_name: by_broker.get(c.config.broker_name, 0)
+                                              for c in sorted(self._cores, key=lambda c: c.config.broker_name)}
             out.append(entry)
         return out
 
