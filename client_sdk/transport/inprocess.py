@@ -147,7 +147,9 @@ class InProcessBroker(Connector):
         elif n.__class__ is ConsumerIdsChanged and self.typed_calls and t._handler is not None:   # as it is
             self.runtime.call_soon(t._handler, n)
             return
-        self.deliver(t, self.front.command_for(n))
+        command = self.front.answer_for(n)
+        if command is not None:
+            self.deliver(t, command)
 
     def _route_outgoing(self) -> None:
         """What the 4.x front sent clients unasked (RESET_CONSUMER_CLIENT_OFFSET)."""

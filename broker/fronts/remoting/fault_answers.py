@@ -13,6 +13,7 @@ installed that is one attribute test). A matched rule is applied here:
 * delay — the response is sent ``delay_ms`` later on the broker's clock (core.call_later);
 * duplicate — a pull that found messages answers each of them twice (the store keeps one
   record; the client sees a redelivery);
+  (a pull long polling holds is answered later: the delay or the duplicate acts then);
 * hold — a pull of the held group is kept unanswered (its offset commit still recorded),
   as a long poll that finds nothing is: when the rule is removed or its window ends the
   pull is run again and delivers; when the pull's own suspend time runs out first it is
@@ -31,7 +32,7 @@ from ...faults import Action, Operation, register_error_codes
 from .protocol import RemotingCommand, RequestCode, ResponseCode
 from .protocol.typed import FLAG_COMMIT_OFFSET, FLAG_SUSPEND
 
-__all__ = ["operation_of", "apply_fault", "commit_of_pull", "without_commit", "HeldPulls"]
+__all__ = ["operation_of", "apply_fault", "late_answer", "commit_of_pull", "without_commit", "HeldPulls"]
 
 # request code -> (operation, the header fields naming its topic and group, in the order
 # the request types use them: SEND_MESSAGE_V2's short names after the long ones)
@@ -99,14 +100,30 @@ def apply_fault(front, rule, request: RemotingCommand, channel, run) -> Remoting
             run()                               # stored, and the acknowledgement lost
         return None
     response = run()
-    if action is Action.DELAY:
-        if response is not None:
-            front.core.call_later(rule.delay_ms, lambda: front.push(channel, response))
+    if response is None:                        # a pull held by long polling: the rule acts on its answer
+        if action is Action.DELAY or action is Action.DUPLICATE:
+            front.late_answers[id(request)] = (request, rule)
         return None
-    if action is Action.DUPLICATE and response is not None and response.code == ResponseCode.SUCCESS \
-            and response.body:
+    return _answered(front, rule, response, channel)
+
+
+def _answered(front, rule, response: RemotingCommand, channel) -> RemotingCommand | None:
+    """``response`` under a delay or duplicate ``rule`` (None: it is sent later)."""
+    if rule.action is Action.DELAY:
+        front.core.call_later(rule.delay_ms, lambda: front.push(channel, response))
+        return None
+    if rule.action is Action.DUPLICATE and response.code == ResponseCode.SUCCESS and response.body:
         return dataclasses.replace(response, body=bytes(response.body) * 2)
     return response
+
+
+def late_answer(front, n, command: RemotingCommand) -> RemotingCommand | None:
+    """The answer to a held pull a delay or duplicate rule met when it came in (None:
+    it is sent later)."""
+    entry = front.late_answers.pop(id(n.context), None)
+    if entry is None or entry[0] is not n.context:
+        return command
+    return _answered(front, entry[1], command, n.channel)
 
 
 def _suspend_ms(request: RemotingCommand) -> int:

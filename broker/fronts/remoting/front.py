@@ -22,7 +22,7 @@ from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR
 from .processors import build_processor_table
 from .processors.pull import pull_response
 from .processors.transaction import check_transaction_state
-from .fault_answers import HeldPulls, apply_fault, commit_of_pull, operation_of, without_commit
+from .fault_answers import HeldPulls, apply_fault, commit_of_pull, late_answer, operation_of, without_commit
 
 __all__ = ["RemotingFront"]
 
@@ -51,6 +51,8 @@ class RemotingFront:
         # commands for clients not yet taken (take_outgoing): a driver may test it as a flag
         self.outgoing: list[tuple[Channel, RemotingCommand]] = []
         self.held_pulls = HeldPulls(self)             # pulls a fault rule's hold keeps back
+        # held pulls a delay or duplicate rule met: id(request) -> (request, rule)
+        self.late_answers: dict[int, tuple] = {}
         unsubscribe = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged, TransactionCheck)) if subscribe \
             else _nothing
 
@@ -68,7 +70,17 @@ class RemotingFront:
         owner = n.channel.owner
         if owner is not self and owner is not None:
             return
-        self.outgoing.append((n.channel, self.command_for(n)))
+        command = self.answer_for(n)
+        if command is not None:
+            self.outgoing.append((n.channel, command))
+
+    def answer_for(self, n) -> RemotingCommand | None:
+        """``command_for``, and what a fault rule makes of a held pull's answer (None: it
+        is pushed later)."""
+        command = self.command_for(n)
+        if self.late_answers and n.__class__ is PullReady:
+            return late_answer(self, n, command)
+        return command
 
     def command_for(self, n) -> RemotingCommand:
         """What a notification is in 4.x: a held pull's reply (its context is the

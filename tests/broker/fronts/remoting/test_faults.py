@@ -247,3 +247,30 @@ def test_an_error_no_dialect_has_is_a_bad_rule_and_a_known_one_is_answered(broke
     with pytest.raises(MQBrokerError) as refused:
         broker.producer("pg").send(Message("Orders", b"busy"))
     assert refused.value.code_name == "SYSTEM_BUSY"
+
+
+def test_a_pull_held_by_long_polling_is_duplicated_when_it_is_answered(broker):
+    """The consumer's pull waits in the broker (nothing there yet); the message that
+    wakes it is delivered twice, from one record."""
+    got = []
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: got.extend(msgs) or CONSUME_SUCCESS)
+    broker.advance("1s")                                            # its pull is held now
+    rule = broker.faults.add("pull", "duplicate", group="cg", times=1)
+    broker.advance("20s")                                           # the held pull ends empty: pulled again
+    broker.producer("pg").send(Message("Orders", b"woke it"))
+    broker.advance("1s")
+    assert rule.hits == 1
+    assert [m.body for m in got] == [b"woke it", b"woke it"] and len(broker.messages("Orders")) == 1
+
+
+def test_a_pull_held_by_long_polling_answers_late_when_a_rule_delays_it(broker):
+    got = []
+    broker.push_consumer("cg", "Orders", listener=lambda msgs, ctx: got.extend(msgs) or CONSUME_SUCCESS)
+    broker.advance("1s")
+    broker.faults.add("pull", "delay", group="cg", delay="10s", times=1)
+    broker.advance("20s")                                           # the next pull meets the rule, and waits
+    broker.producer("pg").send(Message("Orders", b"late"))
+    broker.advance("5s")
+    assert got == []                                                # woken, and held back 10 s
+    broker.advance("6s")
+    assert [m.body for m in got] == [b"late"]
