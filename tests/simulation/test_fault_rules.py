@@ -386,3 +386,24 @@ def test_the_same_seed_gives_the_same_faults_summary_and_store_bytes(tmp_path):
 def test_drawn_fault_rules_keep_every_invariant(tmp_path_factory, scenario):
     result = run_simulation(scenario, tmp_path_factory.mktemp("sim"))
     assert result.ok, (scenario.faults, [str(v) for v in result.violations])
+
+
+def test_the_readme_fault_simulation_line_runs_as_written(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Guide: deterministic simulation", 1)[1]
+    line = next(ln for ln in section.splitlines() if "--fault" in ln and ln.startswith(".venv/bin/"))
+    args = line.split()[1:]
+    args[args.index("/tmp/sim4")] = str(tmp_path / "out")
+    script = Path(sys.executable).with_name("rocketmq-emulator")
+    proc = subprocess.run([str(script), *args, "--json", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed["invariant_violations"] == 0 and printed["settled"]
+    sends, pulls = printed["faults"]
+    assert (sends["operation"], sends["action"], pulls["operation"], pulls["action"]) == ("send", "drop", "pull", "delay")
+    assert sends["applied"] > 0 and pulls["applied"] > 0
