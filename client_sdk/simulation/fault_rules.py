@@ -161,6 +161,8 @@ def _check(spec: FaultSpec, duration_ms: int, brokers, groups: dict[str, str], t
            producer_group: str) -> None:
     if not isinstance(spec.stored, bool):
         raise _Invalid(f"stored: true or false, got {spec.stored!r}")
+    if spec.error is not None:          # (first: this run's fronts say more than every dialect's codes)
+        _check_error(spec, "pulsar-letters" in groups.values())
     rule = spec.rule()
     if spec.window_ms is not None:
         start, end = rule.window_ms
@@ -190,8 +192,6 @@ def _check(spec: FaultSpec, duration_ms: int, brokers, groups: dict[str, str], t
     if spec.topic is not None and not any(name in spec.topic for name in (*topics, *groups)):
         raise _Invalid(f"topic: {spec.topic!r} is not a topic of this run (topics: {', '.join(topics)}, or a "
                        f"group's retry or dead-letter topic)")
-    if spec.error is not None:
-        _check_error(spec, "pulsar-letters" in groups.values())
     if transactional and rule.operation is Operation.SEND and rule.action is not Action.REFUSE:
         raise _Invalid(f"action: a {rule.action.value} of a send would leave a transactional producer's half "
                        f"message without its producer knowing; refuse sends in a transactional run")

@@ -73,7 +73,7 @@ def test_json_and_python_give_the_same_rules():
     ({"operation": "route", "action": "refuse", "dialect": "5.x"}, "faults[0]: dialect: the simulated 5.x groups"),
     ({"operation": "pull", "action": "refuse", "dialect": "klingon"}, "faults[0]: dialect: 'klingon' is not one"),
     ({"operation": "send", "action": "refuse", "error": "NOPE"}, "faults[0]: error: 'NOPE' is not a 4.x response code"),
-    ({"operation": "send", "action": "refuse", "error": 2.5}, "faults[0]: error: a code's name or number"),
+    ({"operation": "send", "action": "refuse", "error": 2.5}, "faults[0]: error: a code, as a number or a name"),
 ])
 def test_a_bad_rule_is_one_line_naming_the_field(entry, says):
     with pytest.raises(ScenarioError) as caught:
