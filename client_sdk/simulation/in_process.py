@@ -53,13 +53,7 @@ class InProcessConsumer:
         self.transport = self.embedded.connect()
 
     def _core(self):
-        transport = self.transport
-        core = transport.core()
-        if core is None and transport.hub.core.faults.active and not transport.hub.core.stopped:
-            # A fault rule sends the SDK's 4.x requests through the broker's 4.x front; these
-            # consumers have no front (a simulation's rules are for the 4.x front:
-            # fault_rules.py), so they keep calling the core's operations.
-            core = transport.hub.core
+        core = self.transport.core()        # (fault rules leave it: only core_for asks them)
         if core is None:
             raise RuntimeError(f"the simulator's {self.what} needs the core's typed calls "
                                "(no observer or injected fault on the hub)")
