@@ -142,3 +142,33 @@ def test_analyze_through_spark_connect_equals_the_local_run(spark, snapshot, tmp
     remote = json.loads((tmp_path / "remote" / "summary.json").read_text())
     assert json.loads(done.stdout) == {k: local[k] for k in COUNTS}
     assert remote["tables"] == json.loads((tmp_path / "local" / "summary.json").read_text())["tables"]
+
+
+def test_a_status_page_that_is_not_json_yet_counts_as_no_worker_alive(tmp_path):
+    """CI once met the master's status port answering an HTML page (Spark's own footer) in
+    place of its JSON while the cluster came up: the readiness poll must read that as
+    "not ready yet" and look again, not fail the test that started the cluster."""
+    import http.server
+    import threading
+
+    class HtmlPage(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"<!DOCTYPE html><html><body><span>4.3.0</span></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), HtmlPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cluster = SparkStandalone(tmp_path)
+        cluster.ui_port = server.server_address[1]
+        assert cluster.alive_workers() == 0
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -90,9 +90,11 @@ class SparkStandalone:
             return json.load(r)
 
     def alive_workers(self) -> int:
+        """0 while the status page does not answer, or answers with something other than its
+        JSON (CI once met an HTML page of Spark's there while the master came up)."""
         try:
             return sum(1 for w in self.status().get("workers", []) if w.get("state") == "ALIVE")
-        except OSError:
+        except (OSError, ValueError):
             return 0
 
     def stop(self) -> None:
