@@ -18,6 +18,7 @@ from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.spark_analytics.report import analyze_snapshot
 from rocketmq_emulator.store.snapshot import take_snapshot
 from tests.support.cli_run import CLI_MAIN
+from tests.support.html_page import HtmlPageServer
 from tests.support.processes import free_port, wait_for
 from tests.support.readme import README
 from tests.support.spark_standalone import SparkConnectServer, SparkStandalone, spark_class
@@ -148,27 +149,7 @@ def test_a_status_page_that_is_not_json_yet_counts_as_no_worker_alive(tmp_path):
     """CI once met the master's status port answering an HTML page (Spark's own footer) in
     place of its JSON while the cluster came up: the readiness poll must read that as
     "not ready yet" and look again, not fail the test that started the cluster."""
-    import http.server
-    import threading
-
-    class HtmlPage(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"<!DOCTYPE html><html><body><span>4.3.0</span></body></html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), HtmlPage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with HtmlPageServer("<!DOCTYPE html><html><body><span>4.3.0</span></body></html>") as page:
         cluster = SparkStandalone(tmp_path)
-        cluster.ui_port = server.server_address[1]
+        cluster.ui_port = page.port
         assert cluster.alive_workers() == 0
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -9,9 +9,7 @@ the same browser right after."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from playwright import sync_api as playwright
 
 from rocketmq_emulator.broker.cli.main import main
 from rocketmq_emulator.client_sdk import Message
+from tests.support.html_page import HtmlPageServer
 from tests.support.logs import told
 from tests.support.processes import wait_for
 
@@ -57,33 +56,6 @@ async function attempt(name, fn) {{
 </script></body></html>"""
 
 
-class AttackerSite:
-    """The second local HTTP server: serves the hostile page on 127.0.0.1, another port."""
-
-    def __init__(self, page: str) -> None:
-        body = page.encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def state(port: int) -> dict:
     return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=10).read())
 
@@ -99,8 +71,8 @@ def test_a_page_elsewhere_changes_and_reads_nothing_and_the_dashboard_still_work
         assert main(["clock", "advance", due, "--server", broker.address]) == 0
     wait_for(lambda: state(port)["dead_letters"])
     before = state(port)
-    site = AttackerSite(ATTACK.format(dash=f"http://127.0.0.1:{port}", rebound=f"http://evil.example:{port}",
-                                      ten_years=TEN_YEARS))
+    site = HtmlPageServer(ATTACK.format(dash=f"http://127.0.0.1:{port}", rebound=f"http://evil.example:{port}",
+                                        ten_years=TEN_YEARS))
     try:
         with playwright.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=[
