@@ -30,6 +30,11 @@ def test_a_second_serve_names_the_running_broker_and_how_to_start_another(tmp_pa
         line = second_serve(first, elsewhere)                   # another store: only the ports are said
         assert "already running" in line and "--port 0" in line and "--data-dir" not in line, line
         assert not elsewhere.exists()
+        done = run_cli("serve", "--port", "0", "--data-dir", str(tmp_path / "first"), "--no-grpc", "--no-pulsar",
+                       "--no-http", timeout=30)                   # free ports, the running one's store
+        line = one_error_line(done.stderr, "serve")
+        assert done.returncode == 2 and "is locked by another live store" in line, line
+        assert line.endswith("to run a second broker beside it: --data-dir DIR or --in-memory"), line
     finally:
         first.stop()
 
