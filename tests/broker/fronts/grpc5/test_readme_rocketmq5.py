@@ -5,7 +5,6 @@ this module's own test, checked to be the README's text verbatim."""
 from __future__ import annotations
 
 import pathlib
-import re
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ pytest.importorskip("rocketmq.grpc_protocol", reason="needs the grpc extra: ./de
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer  # noqa: E402
 
 from tests.support.processes import EmulatorProcess  # noqa: E402
-from tests.support.readme import for_server, python_blocks, reader_env  # noqa: E402
+from tests.support.readme import for_server, promised, python_blocks, reader_env  # noqa: E402
 
 
 def test_the_serve_example_runs_as_written(tmp_path):
@@ -28,8 +27,8 @@ def test_the_serve_example_runs_as_written(tmp_path):
         done = subprocess.run([sys.executable, "-c", for_server(block, server)], capture_output=True, text=True,
                               timeout=90, env=reader_env())
         assert done.returncode == 0, done.stderr[-3000:]
-        promised = re.findall(r"^print\(.*\)\s+#\s*(.+)$", block, re.M)
-        assert done.stdout.split("\n")[:len(promised)] == promised
+        said = promised(block)          # a `print(...)  # value` line in the README promises that value
+        assert done.stdout.split("\n")[:len(said)] == said
     finally:
         server.stop()
 
