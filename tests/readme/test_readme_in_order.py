@@ -23,6 +23,7 @@ from tests.support.readme import README, VENV_BIN, for_server, promised, reader_
 pytest.importorskip("rocketmq.grpc_protocol", reason="needs the grpc extra: ./dev test installs it")
 pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
 pytest.importorskip("aiohttp", reason="needs the http extra: ./dev test installs it")
+pytestmark = pytest.mark.interop            # it drives pulsar-client and the 5.x Python client
 
 # What one server cannot run, each with its reason (checked to be still in the README).
 NOT_HERE = {

@@ -76,3 +76,12 @@ def test_topic_create_says_whether_it_created_updated_or_left_the_topic(virtual_
                      "brokers": {"broker-a": {"outcome": "created", "before": None,
                                               "after": {"read_queues": 8, "write_queues": 8, "perm": 6,
                                                         "order": False, "message_type": None}}}}
+
+
+def test_a_pulsar_topic_made_again_is_said_unchanged(virtual_server, capsys):
+    server = f"127.0.0.1:{virtual_server.port}"
+    for said in ("created", "unchanged"):
+        assert main(["topic", "create", "persistent://public/default/made-twice", "--pulsar", "--partitions", "2",
+                     "--server", server]) == 0
+        assert capsys.readouterr().out.startswith(f"Pulsar topic persistent://public/default/made-twice {said}: "
+                                                  f"2 partitions, stored as ")
