@@ -103,7 +103,7 @@ def snapshot_main(argv: list[str]) -> int:
 
 
 def analyze_main(argv: list[str]) -> int:
-    from .preflight import EXTRA_HINT, missing_analytics_module
+    from .preflight import missing_analytics_module
 
     p = _analyze_parser()
     try:
@@ -115,8 +115,10 @@ def analyze_main(argv: list[str]) -> int:
     missing = [name for name, value in (("snapshot", args.snapshot), ("--out", args.out)) if value is None]
     if missing:
         return _fail(p.prog, f"the following arguments are required: {', '.join(missing)}")
-    if missing_analytics_module() is not None:
-        return _fail(p.prog, EXTRA_HINT)
+    missing_module = missing_analytics_module()
+    if missing_module is not None:
+        # the command line (broker/cli/main.py) says which extra and how to install it
+        raise ImportError(f"No module named {missing_module!r}", name=missing_module)
     return _analyze(p, args)
 
 
@@ -150,15 +152,13 @@ def _analyze_parser() -> _Parser:
 
 
 def _analyze(p: _Parser, args) -> int:
-    from .preflight import EXTRA_HINT, check_master, check_out_dir, check_remote, find_java, probe_master, probe_remote
+    from .preflight import check_master, check_out_dir, check_remote, find_java, probe_master, probe_remote
 
-    try:
-        from .datasource import check_complete
-        from .jobs import parse_delay_levels
-        from rocketmq_emulator.store.store_dir import cluster_members, resolve_store
-        from .report import Progress, analyze_snapshot
-    except ImportError:                          # installed but broken (a half-removed package)
-        return _fail(p.prog, EXTRA_HINT)
+    # (an ImportError here, an extra installed but broken, is said by the command line)
+    from .datasource import check_complete
+    from .jobs import parse_delay_levels
+    from rocketmq_emulator.store.store_dir import cluster_members, resolve_store
+    from .report import Progress, analyze_snapshot
     try:
         # Everything that can be checked is checked before Spark starts (seconds of JVM).
         if args.remote is not None and args.master is not None:

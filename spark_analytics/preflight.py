@@ -14,12 +14,11 @@ from pathlib import Path
 
 from .errors import AnalyticsError
 
-__all__ = ["ANALYTICS_MODULES", "EXTRA_HINT", "JAVA_HINT", "missing_analytics_module", "check_master",
+__all__ = ["ANALYTICS_MODULES", "JAVA_HINT", "missing_analytics_module", "check_master",
            "find_java", "standalone_addresses", "probe_master", "check_out_dir", "check_remote", "probe_remote"]
 
-# What ``pip install 'rocketmq-emulator[analytics]'`` adds (pyproject.toml's extra).
+# What the analytics extra adds (pyproject.toml).
 ANALYTICS_MODULES = ("pyspark", "pyarrow", "numpy", "matplotlib", "pandas", "zstandard")
-EXTRA_HINT = "needs the analytics extra (pip install 'rocketmq-emulator[analytics]')"
 JAVA_HINT = "install Java 17 or later, e.g. `apt-get install default-jre-headless`, or set JAVA_HOME"
 
 # The master URLs Spark itself accepts (SparkSubmit, SparkContext.createTaskScheduler).

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shlex
 import sys
 import textwrap
+from pathlib import Path
 
 __all__ = ["CommandParser", "UsageError", "fail", "usage_error", "int_in_range", "positive_float", "missing_extra",
-           "version_text", "iso_utc"]
+           "extra_not_installed", "install_command", "version_text", "iso_utc"]
 
 DIST = "rocketmq-emulator"
 
@@ -98,9 +100,39 @@ def missing_extra(extra: str, *modules: str) -> str | None:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            return (f"needs the {extra} extra, which is not installed ({exc}): "
-                    f"pip install '{DIST}[{extra}]'")
+            return extra_not_installed(extra, exc)
     return None
+
+
+def extra_not_installed(extra: str, exc: ImportError | None = None) -> str:
+    """``needs the X extra, which is not installed (why): COMMAND``: every message about
+    a missing extra, with the command that installs it from where the user is."""
+    why = f" ({exc})" if exc is not None else ""
+    return f"needs the {extra} extra, which is not installed{why}: {install_command(extra)}"
+
+
+# The repository's root when this package runs from a source checkout (broker/cli/ is
+# two folders below it); installed, that folder is rocketmq_emulator/ in site-packages.
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def install_command(extra: str, *, package_root: Path | None = None, prefix: Path | None = None,
+                    cwd: Path | None = None, executable: str | None = None) -> str:
+    """The command that installs ``extra`` for the Python running now. From a source
+    checkout (pyproject.toml and ./dev at its root), an editable install of that
+    checkout: with the venv ./dev made, `.venv/bin/pip install -e '.[X]'` (run in the
+    checkout), else this Python's pip on the checkout; `pip install
+    'rocketmq-emulator[X]'` from the published package would install another copy.
+    From an installed package, the package's extra. The keywords are for tests."""
+    root = package_root or _PACKAGE_ROOT
+    if not ((root / "pyproject.toml").is_file() and (root / "dev").is_file()):
+        return f"pip install '{DIST}[{extra}]'"
+    prefix = Path(prefix or sys.prefix)
+    if prefix.resolve() == (root / ".venv").resolve():
+        command = f".venv/bin/pip install -e '.[{extra}]'"
+        here = Path(cwd or Path.cwd()).resolve()
+        return command if here == root.resolve() else f"cd {shlex.quote(str(root))} && {command}"
+    return f"{shlex.quote(executable or sys.executable)} -m pip install -e {shlex.quote(f'{root}[{extra}]')}"
 
 
 def version_text() -> str:

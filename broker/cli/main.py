@@ -9,7 +9,7 @@ import importlib
 import os
 import sys
 
-from .common import fail, version_text
+from .common import extra_not_installed, fail, version_text
 
 __all__ = ["main"]
 
@@ -80,14 +80,21 @@ def _main(argv: list[str] | None) -> int:
     registered = _registered_command(cmd)
     if registered is None:
         return _fail(f"unknown command {cmd!r}; run `rocketmq-emulator --help`")
+    # The extra a command needs is named in its entry point (pyproject.toml): an
+    # ImportError while loading or running it is that extra missing, said here for all.
+    extra = registered.extras[0] if registered.extras else None
     try:
         command_main = registered.load()
     except ImportError as exc:
-        if registered.extras:
-            extra = registered.extras[0]
-            return fail(cmd, f"needs the {extra} extra (pip install 'rocketmq-emulator[{extra}]'): {exc}")
+        if extra:
+            return fail(cmd, extra_not_installed(extra, exc))
         return fail(cmd, f"is not available in this build: {exc}")
-    return command_main(rest)
+    try:
+        return command_main(rest)
+    except ImportError as exc:
+        if extra is None:
+            raise
+        return fail(cmd, extra_not_installed(extra, exc))
 
 
 # The broker's own commands: (module, function), imported only when run.

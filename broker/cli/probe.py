@@ -15,7 +15,7 @@ import socket
 import ssl
 import struct
 
-__all__ = ["foreign_protocol", "wrong_port_text"]
+__all__ = ["foreign_protocol", "wrong_port_text", "remoting_server_on"]
 
 _HTTP2_SETTINGS, _HTTP2_GOAWAY = 0x04, 0x07
 _TLS_ALERT, _TLS_HANDSHAKE = 0x15, 0x16
@@ -90,3 +90,32 @@ def _answers_pulsar(host: str, port: int, timeout: float) -> bool:
         return False
     # [totalSize][commandSize][BaseCommand: field 1 (type) first, as protobuf writes it]
     return len(reply) >= 10 and reply[8] == 0x08 and reply[9] == _PULSAR_CONNECTED
+
+
+def remoting_server_on(host: str, port: int, timeout: float) -> tuple[str, str | None] | None:
+    """What RocketMQ server answers a remoting request on ``host:port``: ("a
+    rocketmq-emulator broker", its clock: real or virtual) when it answers the emulator's
+    clock request, ("a RocketMQ broker or name server", None) when it answers with any
+    remoting frame (a real one refuses the code), None when nothing answers in RocketMQ's
+    words."""
+    from ..fronts.remoting.protocol import EMULATOR_CLOCK_ADVANCE, ProtocolError, RemotingCommand
+    from ..fronts.remoting.protocol.codec import FrameDecoder, encode
+
+    request = RemotingCommand.request(EMULATOR_CLOCK_ADVANCE, {"millis": 0})     # `clock now`: changes nothing
+    decoder = FrameDecoder()
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(encode(request))
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    return None
+                for reply in decoder.feed(data):
+                    if reply.opaque != request.opaque:
+                        continue
+                    clock = reply.header("clock") if reply.code == 0 else None
+                    if clock:
+                        return "a rocketmq-emulator broker", clock
+                    return "a RocketMQ broker or name server", None
+    except (OSError, ProtocolError):
+        return None

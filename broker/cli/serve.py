@@ -177,6 +177,9 @@ def serve_main(argv: list[str]) -> int:
         if error:
             return fail("serve", error)
         setattr(args, front.name, port)
+    running = _already_running(args, data_dir)
+    if running:
+        return fail("serve", running)
     args.log_limiter = _serve_logging(args.log_level)
     clock = VirtualClock() if args.clock == "virtual" else SystemClock()
     try:
@@ -280,6 +283,39 @@ def _unbindable_host(host: str) -> str | None:
     return None         # (a name that does not resolve is said by advertised_ip, in its words)
 
 
+def _already_running(args, data_dir: Path | None) -> str | None:
+    """Said before the store opens or any front binds (the store's lock or the gRPC port
+    would be blamed first): the remoting port is taken by a RocketMQ server that
+    answers there — `./dev serve` run twice — named, with how to start a second one."""
+    from rocketmq_emulator.store.store_dir import lock_is_held
+
+    from ..adapters.advertise import is_wildcard
+    from .probe import remoting_server_on
+
+    if not args.port:
+        return None
+    host = "127.0.0.1" if is_wildcard(args.host) else args.host.strip("[]")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, args.port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)      # as the listener binds
+            probe.bind(address)
+        return None
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            return None             # (said by the listener that fails, in its words)
+    found = remoting_server_on(host, args.port, timeout=2.0)
+    if found is None:
+        return None
+    who, clock = found
+    store = ""
+    if data_dir is not None and lock_is_held(data_dir / "lock"):
+        store = f", and another store: --data-dir DIR or --in-memory ({data_dir} is the running one's)"
+    return (f"{who} is already running on {_host_port(args.host, args.port)}{f' ({clock} clock)' if clock else ''}; "
+            f"to start a second one beside it, give it other ports: --port 0 picks free ones for every front "
+            f"(or --port N with --grpc-port, --pulsar-port and --http-port){store}")
+
+
 def _listen_error(args, port: int, front: str | None, exc: OSError) -> str:
     """A port serve cannot have, and the options that move or disable that listener."""
     reason = os.strerror(exc.errno) if exc.errno else str(exc)     # asyncio wraps the OS's words
@@ -309,7 +345,11 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     except (StoreError, OSError) as exc:
         if store_dir is not None and not isinstance(exc, StoreError):
             store_dir.take_back()
-        return fail("serve", f"cannot open store {data_dir}: {exc}")
+        from rocketmq_emulator.store.store_dir import lock_is_held
+
+        beside = ("; to run a second broker beside it: --data-dir DIR or --in-memory"
+                  if data_dir is not None and lock_is_held(data_dir / "lock") else "")
+        return fail("serve", f"cannot open store {data_dir}: {exc}{beside}")
     idle = args.idle_timeout if args.idle_timeout is not None else cfg.server_channel_max_idle_time_seconds
     args.limits = ConnectionLimits(max_connections=args.max_connections, handshake_timeout_s=args.handshake_timeout,
                                    idle_timeout_s=idle, frame_timeout_s=args.frame_timeout,

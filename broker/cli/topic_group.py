@@ -34,6 +34,9 @@ def topic_main(argv: list[str]) -> int:
                         help="with --pulsar: a partitioned topic of N partitions (<name>-partition-<i>)")
     create.add_argument("--broker", default=None, metavar="NAME",
                         help="create it on this broker only (default: on every broker that is up)")
+    create.add_argument("--json", action="store_true",
+                        help="one JSON document: created, updated or unchanged, and each broker's topic before and "
+                             "after")
     add_server_options(create, 10.0)
     from .views import add_topic_views, run_view
 
@@ -63,7 +66,8 @@ def topic_main(argv: list[str]) -> int:
     if isinstance(brokers, int):
         return brokers
     attributes = f"+message.type={args.message_type.upper()}" if args.message_type else None
-    for address in brokers.values():            # as mqadmin updateTopic -c: to every broker
+    changes: dict[str, list] = {}           # broker -> what each of its store topics was and is
+    for broker, address in brokers.items():            # as mqadmin updateTopic -c: to every broker
         for name in names:
             req = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
                 "topic": name, "readQueueNums": queues, "writeQueueNums": queues,
@@ -72,14 +76,78 @@ def topic_main(argv: list[str]) -> int:
             reply = call_server("topic create", address, req, args.timeout, refused_exit=2)
             if isinstance(reply, int):
                 return reply
+            changes.setdefault(broker, []).append(_change(reply.body))
+    outcomes = {broker: _outcome(each) for broker, each in changes.items()}
+    overall = _outcome(list(outcomes.values()))
+    if args.json:
+        print(json.dumps({"topic": args.topic, "outcome": overall, "brokers": {
+            broker: {"outcome": outcomes[broker], "before": _shown(each[0][0]), "after": _shown(each[0][1])}
+            for broker, each in changes.items()}}))
+        return 0
     if args.pulsar:
         what = f"{args.partitions} partitions" if args.partitions else "not partitioned"
-        print(f"Pulsar topic {args.topic} created: {what}, stored as {', '.join(names)}")
-    else:
-        on = f" on {', '.join(brokers)}" if len(brokers) > 1 or args.broker else ""
-        kind = f", message type {args.message_type.upper()}" if args.message_type else ""
-        print(f"topic {args.topic} created: {queues} queues, perm {args.perm}{kind}{on}")
+        print(f"Pulsar topic {args.topic} {overall}: {what}, stored as {', '.join(names)}")
+        return 0
+    lines: dict[tuple[str, str], list[str]] = {}        # the same words for several brokers: one line
+    for broker, each in changes.items():
+        lines.setdefault((outcomes[broker], _change_text(*each[0])), []).append(broker)
+    for (outcome, said), on in lines.items():
+        where = f" on {', '.join(on)}" if len(brokers) > 1 or args.broker else ""
+        print(f"topic {args.topic} {outcome}{where}: {said}")
     return 0
+
+
+# -- what `topic create` did: the broker answers the topic's config before and after ------
+def _change(body: bytes) -> tuple[dict | None, dict | None]:
+    """(before, after) as the broker answered them (TopicConfig JSON; before None: it was
+    new); (None, None) from a server that does not say."""
+    try:
+        doc = json.loads(body) if body else {}
+    except ValueError:
+        doc = {}
+    return doc.get("before"), doc.get("after")
+
+
+def _outcome(items: list) -> str:
+    """created, updated or unchanged: of one (before, after) pair, or of several outcomes
+    (the same one everywhere, else updated)."""
+    said = {item if isinstance(item, str) else
+            ("created or updated" if item[1] is None else "created" if item[0] is None else
+             "unchanged" if item[0] == item[1] else "updated") for item in items}
+    return said.pop() if len(said) == 1 else "updated"
+
+
+def _shown(config: dict | None) -> dict | None:
+    """A topic's config as `topic create --json` shows it."""
+    if config is None:
+        return None
+    from ..topics import TopicConfig
+
+    tc = TopicConfig.from_json(config)
+    return {"read_queues": tc.read_queue_nums, "write_queues": tc.write_queue_nums, "perm": tc.perm,
+            "order": tc.order, "message_type": tc.message_type}
+
+
+def _change_text(before: dict | None, after: dict | None) -> str:
+    """``4 -> 8 queues, perm 6``: each setting as it is, with what it was when it changed."""
+    if after is None:
+        return "the server did not say what it was before"
+    old, new = _shown(before), _shown(after)
+
+    def queues(c):
+        r, w = c["read_queues"], c["write_queues"]
+        return f"{r}" if r == w else f"{r} read/{w} write"
+
+    def setting(label, show):
+        was, now = (show(old) if old else None), show(new)
+        return f"{label}{was} -> {now}" if old is not None and was != now else f"{label}{now}"
+
+    parts = [setting("", queues) + " queues", setting("perm ", lambda c: c["perm"])]
+    if new["order"] or (old and old["order"]):
+        parts.append(setting("order ", lambda c: str(c["order"]).lower()))
+    if new["message_type"] or (old and old["message_type"]):
+        parts.append(setting("message type ", lambda c: c["message_type"] or "none"))
+    return ", ".join(parts)
 
 
 def _pulsar_store_topics(args) -> list[str] | str:

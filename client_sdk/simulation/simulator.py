@@ -845,8 +845,9 @@ def _retry_letters():
     try:
         from . import retry_letters
     except ImportError as exc:
-        raise ScenarioError(f"retry-letter groups need the pulsar extra (pip install "
-                            f"'rocketmq-emulator[pulsar]'): {exc}") from None
+        from rocketmq_emulator.broker.cli.common import extra_not_installed
+
+        raise ScenarioError(f"a retry-letter group {extra_not_installed('pulsar', exc)}") from None
     return retry_letters
 
 

@@ -10,17 +10,19 @@
         result = run_simulation(scenario, tmp_path_factory.mktemp("sim"))
         assert result.ok, result.violations
 
-Needs hypothesis: ``pip install 'rocketmq-emulator[simulation]'`` (the ``test`` extra has
-it too). Scenarios are kept small by default so that a run takes a fraction of a second;
-every one is valid (``Scenario`` accepts it).
+Needs hypothesis: the ``simulation`` extra (the ``test`` extra has it too; without it the
+import error says the command that installs it). Scenarios are kept small by default so
+that a run takes a fraction of a second; every one is valid (``Scenario`` accepts it).
 """
 from __future__ import annotations
 
 try:
     from hypothesis import strategies as st
 except ImportError as exc:      # the one line says which extra brings it
-    raise ImportError(f"client_sdk.simulation.strategies needs hypothesis, which is not installed ({exc}): "
-                      f"pip install 'rocketmq-emulator[simulation]'") from None
+    from rocketmq_emulator.broker.cli.common import extra_not_installed
+
+    raise ImportError(f"client_sdk.simulation.strategies needs hypothesis: {extra_not_installed('simulation', exc)}") \
+        from None
 
 from .fault_rules import FaultSpec
 from .scenario import ConsumerRestart, GroupSpec, ProducerSpec, Scenario, TopicSpec, WriteOffWindow

@@ -92,3 +92,14 @@ def test_the_wheel_carries_the_dashboard_page(installed):
                                  "print(len(PAGE), '<title>rocketmq-emulator</title>' in PAGE)"])
     size, has_title = done.stdout.split()
     assert int(size) > 10_000 and has_title == "True"
+
+
+def test_an_installed_package_without_an_extra_is_told_the_packages_extra(installed, tmp_path):
+    """Not a checkout (no pyproject.toml and ./dev beside the package): the hint is the
+    published package's extra (a checkout is told its own command: tests/cli/test_install_hints.py)."""
+    done = subprocess.run([str(installed.parent / "rocketmq-emulator"), "analyze", str(tmp_path), "--out",
+                           str(tmp_path / "report")], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("rocketmq-emulator analyze: error: needs the analytics extra, which is not installed")
+    assert line.endswith(": pip install 'rocketmq-emulator[analytics]'"), line

@@ -5,22 +5,19 @@ server; every other one against the default (real-clock) server, as `./dev serve
 it."""
 from __future__ import annotations
 
-import pathlib
-import re
 import subprocess
 import sys
 
 import pytest
 
 from tests.support.processes import EmulatorProcess
+from tests.support.readme import for_server, promised, python_blocks, reader_env
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 README_ADDRESS = "127.0.0.1:9876"
 
 
 def remote_blocks():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    return [b for b in blocks if f'RemoteBroker("{README_ADDRESS}")' in b]
+    return [b for b in python_blocks() if f'RemoteBroker("{README_ADDRESS}")' in b]
 
 
 def test_the_readme_has_remote_examples_for_both_clocks():
@@ -33,11 +30,10 @@ def test_readme_remote_example_runs_as_written(block, tmp_path):
     args = ("--clock", "virtual") if "--clock virtual" in block else ()
     server = EmulatorProcess(tmp_path / "store", *args).start()
     try:
-        code = block.replace(README_ADDRESS, server.address)
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90)
+        done = subprocess.run([sys.executable, "-c", for_server(block, server)], capture_output=True, text=True,
+                              timeout=90, env=reader_env())
         assert done.returncode == 0, done.stderr[-3000:]
-        # a `print(...)  # value` line in the README promises that value
-        promised = re.findall(r"^print\(.*\)\s+#\s*(.+)$", block, re.M)
-        assert done.stdout.split("\n")[:len(promised)] == promised
+        said = promised(block)          # a `print(...)  # value` line in the README promises that value
+        assert done.stdout.split("\n")[:len(said)] == said
     finally:
         server.stop()

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from rocketmq_emulator.broker.cli.common import install_command
 from rocketmq_emulator.spark_analytics import cli, report
 from rocketmq_emulator.spark_analytics.cli import analyze_main
 from rocketmq_emulator.store.records import MessageRecord, encode_record
@@ -75,8 +76,9 @@ def test_snapshot_needs_nothing_beyond_the_base_install(store, tmp_path):
 def test_analyze_without_the_extra_says_which_extra_in_one_line(store, tmp_path):
     r = run(_WITHOUT_EXTRA, "analyze", str(store), "--out", str(tmp_path / "report"))
     assert r.returncode == 2
-    assert one_line(r.stderr) == ("rocketmq-emulator analyze: error: needs the analytics extra "
-                                  "(pip install 'rocketmq-emulator[analytics]')")
+    line = one_line(r.stderr)
+    assert line.startswith("rocketmq-emulator analyze: error: needs the analytics extra, which is not installed (")
+    assert line.endswith(install_command("analytics")), line       # from a checkout: the checkout's command
     assert not (tmp_path / "report").exists()
 
 

@@ -3,6 +3,8 @@ UPDATE_BROKER_CONFIG (25, brokerPermission), and the emulator's clock control
 (EMULATOR_CLOCK_ADVANCE) and broker control (EMULATOR_BROKER_CONTROL)."""
 from __future__ import annotations
 
+import json
+
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from ....errors import ClockError
@@ -33,7 +35,11 @@ def update_and_create_topic(front, request, channel):
     if failure is not None:
         return request.response(RC.SYSTEM_ERROR, f"the topic[{topic}] was not changed: its config cannot be "
                                                   f"written ({failure})")
-    return request.response(RC.SUCCESS)
+    # The emulator's addition (mqadmin reads no body here): the topic's config before
+    # (null: it is new) and after, so `topic create` can say what it did.
+    after = core.topics.get(topic)
+    return request.response(RC.SUCCESS, body=json.dumps({"before": existing.to_json() if existing else None,
+                                                         "after": after.to_json()}).encode())
 
 
 def update_and_create_subscription_group(front, request, channel):

@@ -4,9 +4,7 @@
 this module's own test, checked to be the README's text verbatim."""
 from __future__ import annotations
 
-import os
 import pathlib
-import re
 import subprocess
 import sys
 
@@ -17,26 +15,20 @@ pytest.importorskip("rocketmq.grpc_protocol", reason="needs the grpc extra: ./de
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer  # noqa: E402
 
 from tests.support.processes import EmulatorProcess  # noqa: E402
-
-README = pathlib.Path(__file__).resolve().parents[4] / "README.md"
-
-
-def python_blocks():
-    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+from tests.support.readme import for_server, promised, python_blocks, reader_env  # noqa: E402
 
 
 def test_the_serve_example_runs_as_written(tmp_path):
+    """As printed, from a fresh clone: the venv not activated, so the block must name
+    `.venv/bin/rocketmq-emulator` (issue 47: a bare `rocketmq-emulator` was not found)."""
     [block] = [b for b in python_blocks() if '"127.0.0.1:8081"' in b]
     server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", grpc=True).start()
     try:
-        code = block.replace("127.0.0.1:8081", f"127.0.0.1:{server.grpc_port}").replace("127.0.0.1:9876",
-                                                                                      server.address)
-        env = {**os.environ, "PATH": os.pathsep.join([str(pathlib.Path(sys.executable).parent),
-                                                      os.environ.get("PATH", "")])}
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90, env=env)
+        done = subprocess.run([sys.executable, "-c", for_server(block, server)], capture_output=True, text=True,
+                              timeout=90, env=reader_env())
         assert done.returncode == 0, done.stderr[-3000:]
-        promised = re.findall(r"^print\(.*\)\s+#\s*(.+)$", block, re.M)
-        assert done.stdout.split("\n")[:len(promised)] == promised
+        said = promised(block)          # a `print(...)  # value` line in the README promises that value
+        assert done.stdout.split("\n")[:len(said)] == said
     finally:
         server.stop()
 

@@ -33,14 +33,14 @@ import urllib.request
 import pulsar
 
 admin = "http://127.0.0.1:8080/admin/v2/persistent/public/default"
-make = urllib.request.Request(f"{admin}/orders/partitions", data=b"3", method="PUT",
+make = urllib.request.Request(f"{admin}/shipments/partitions", data=b"3", method="PUT",
                               headers={"Content-Type": "application/json"})
 assert urllib.request.urlopen(make).status == 204            # again: 409, This topic already exists
 client = pulsar.Client("http://127.0.0.1:8080")              # lookups over HTTP, messages on 6650
-producer = client.create_producer("orders")
-ids = [producer.send(b"order %d" % i) for i in range(6)]
+producer = client.create_producer("shipments")
+ids = [producer.send(b"shipment %d" % i) for i in range(6)]
 assert {m.partition() for m in ids} == {0, 1, 2}
-stats = json.load(urllib.request.urlopen(f"{admin}/orders/partitioned-stats"))
+stats = json.load(urllib.request.urlopen(f"{admin}/shipments/partitioned-stats"))
 assert stats["msgInCounter"] == 6 and stats["metadata"] == {"partitions": 3}
 client.close()
 # --- README example: end ---

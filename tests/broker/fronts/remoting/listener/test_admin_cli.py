@@ -41,3 +41,47 @@ def test_topic_create_refusals_are_one_line_and_change_nothing(virtual_server, c
     assert "HOST:PORT" in capsys.readouterr().err
     assert main(["topic", "create", "T", "--server", f"127.0.0.1:{free_port()}", "--timeout", "2"]) == 1
     assert "cannot reach" in capsys.readouterr().err
+
+
+def test_topic_create_says_whether_it_created_updated_or_left_the_topic(virtual_server, capsys):
+    """Create-or-update, as mqadmin updateTopic: run again, it says what it did to the
+    topic that was there (issue 47: a README example turned 4 queues into 8 and said
+    "created")."""
+    server = f"127.0.0.1:{virtual_server.port}"
+
+    def create(*args):
+        assert main(["topic", "create", "Changing", *args, "--server", server]) == 0
+        return capsys.readouterr().out.strip()
+
+    assert create("--queues", "4") == "topic Changing created: 4 queues, perm 6"
+    assert create("--queues", "8") == "topic Changing updated: 4 -> 8 queues, perm 6"
+    assert create("--queues", "8") == "topic Changing unchanged: 8 queues, perm 6"
+    assert create("--queues", "8", "--perm", "4") == "topic Changing updated: 8 queues, perm 6 -> 4"
+    assert create("--queues", "8", "--perm", "4", "--message-type", "fifo") == \
+        "topic Changing updated: 8 queues, perm 4, message type none -> FIFO"
+    # --json says it too: what it was and what it is
+    doc = json.loads(create("--queues", "2", "--perm", "4", "--json"))
+    assert doc == {"topic": "Changing", "outcome": "updated",
+                   "brokers": {"broker-a": {"outcome": "updated",
+                                            "before": {"read_queues": 8, "write_queues": 8, "perm": 4,
+                                                       "order": False, "message_type": "FIFO"},
+                                            "after": {"read_queues": 2, "write_queues": 2, "perm": 4,
+                                                      "order": False, "message_type": "FIFO"}}}}
+    doc = json.loads(create("--queues", "2", "--perm", "4", "--json"))
+    assert doc["outcome"] == "unchanged"
+    assert json.loads(create("--queues", "3", "--json"))["brokers"]["broker-a"]["before"]["read_queues"] == 2
+    fresh = json.loads(main(["topic", "create", "Fresh", "--json", "--server", server]) == 0
+                       and capsys.readouterr().out)
+    assert fresh == {"topic": "Fresh", "outcome": "created",
+                     "brokers": {"broker-a": {"outcome": "created", "before": None,
+                                              "after": {"read_queues": 8, "write_queues": 8, "perm": 6,
+                                                        "order": False, "message_type": None}}}}
+
+
+def test_a_pulsar_topic_made_again_is_said_unchanged(virtual_server, capsys):
+    server = f"127.0.0.1:{virtual_server.port}"
+    for said in ("created", "unchanged"):
+        assert main(["topic", "create", "persistent://public/default/made-twice", "--pulsar", "--partitions", "2",
+                     "--server", server]) == 0
+        assert capsys.readouterr().out.startswith(f"Pulsar topic persistent://public/default/made-twice {said}: "
+                                                  f"2 partitions, stored as ")
