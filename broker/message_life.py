@@ -379,7 +379,7 @@ def _ranges(offsets: list[int]) -> str:
 
 
 def _broker_clock(core) -> str:
-    return "the broker's clock (virtual)" if core.clock.is_virtual else "the broker's clock (wall)"
+    return "the broker's virtual clock" if core.clock.is_virtual else "the broker's wall clock"
 
 
 def _body_text(body: bytes) -> dict:

@@ -281,7 +281,7 @@ def test_the_page_says_which_clock_each_time_is_on():
     receipt = broker.producer("pg").send(Message("Orders", b"hello"))
     found = life([broker.core], receipt.msg_id)
     assert found["born_ms"] == found["store_ms"] == broker.core.clock.now_ms()      # 2024-01-01, virtual
-    assert found["clocks"] == {"born_ms": "the producer's clock", "store_ms": "the broker's clock (virtual)"}
+    assert found["clocks"] == {"born_ms": "the producer's clock", "store_ms": "the broker's virtual clock"}
     wall = 1_795_000_000_000                                  # a real client's wall clock, in 2026
     broker.core.send(SendRequest("pg", "Orders", b"from afar", 0, {"UNIQ_KEY": "WALL1"}, born_timestamp=wall),
                      broker.core.connect())
