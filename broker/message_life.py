@@ -42,7 +42,7 @@ from .pulsar_names import STORE_PREFIX, ledger_id, message_id_text, parse_messag
 from .pulsar_names import shown_topic as _shown_topic
 from .retry_ladders import fresh_indexes, is_copy_topic, record_at
 
-__all__ = ["find", "life", "FIND_LIMIT", "HISTORY_SHOWN", "NOW_SHOWN", "COPIES_SHOWN"]
+__all__ = ["find", "life", "fold_repeats", "FIND_LIMIT", "HISTORY_SHOWN", "NOW_SHOWN", "COPIES_SHOWN"]
 
 FIND_LIMIT = 50
 HISTORY_SHOWN, NOW_SHOWN, COPIES_SHOWN = 400, 100, 200      # lines and rows of one life, at most
@@ -287,11 +287,12 @@ def life(cores, ident: str, index_of=None) -> dict | None:
             for time_ms, position, rank, entry in _delivery_entries(c, r):
                 add(time_ms, position, rank, entry)
     timeline.sort(key=lambda t: t[:5])
+    lines = fold_repeats([t[5] for t in timeline])
     p = root.properties
     # bounded (a message retried by a thousand groups has thousands of lines): the first of
     # its history, then what is so now
-    history = [t[5] for t in timeline if t[5]["time_ms"] is not None]
-    now = [t[5] for t in timeline if t[5]["time_ms"] is None]
+    history = [e for e in lines if e["time_ms"] is not None]
+    now = [e for e in lines if e["time_ms"] is None]
     pt = pulsar_topic(root.topic)
     since = {c.config.broker_name: c.deliveries.since_ms for c in _live(cores)}
     dropped = {c.config.broker_name: c.deliveries.dropped_upto_ms for c in _live(cores)
@@ -303,6 +304,10 @@ def life(cores, ident: str, index_of=None) -> dict | None:
         "topic": _shown_topic(root.topic), "store_topic": root.topic, "broker": root_core.config.broker_name,
         "queue_id": root.queue_id, "queue_offset": root.queue_offset, "keys": p.get(Prop.KEYS),
         "tags": p.get(Prop.TAGS), "born_ms": root.born_timestamp, "store_ms": root.store_timestamp,
+        # which clock each time is on: born is what the producer stamped (BORN_TIMESTAMP; a
+        # real client stamps its wall clock, the SDK in this process the broker's clock), every
+        # other time of the page is the broker's clock (virtual: moved by `clock advance`)
+        "clocks": {"born_ms": "the producer's clock", "store_ms": _broker_clock(root_core)},
         "body_size": len(root.body), "body": _body_text(root.body),
         "properties": {k: v for k, v in p.items() if k != "PULSAR_METADATA"},
         "copies": [{"kind": kind.value, "broker": c.config.broker_name, "topic": _shown_topic(r.topic),
@@ -311,12 +316,70 @@ def life(cores, ident: str, index_of=None) -> dict | None:
                    for c, r, kind in kinds[:COPIES_SHOWN]],
         "copies_total": len(kinds),
         "timeline": history[:HISTORY_SHOWN] + now[:NOW_SHOWN],
-        "timeline_total": len(timeline),
-        "now": [t[5]["text"] for t in timeline if t[5].get("now")][:NOW_SHOWN],
+        "timeline_total": len(lines),
+        "now": [e["text"] for e in lines if e.get("now")][:NOW_SHOWN],
         "events_since_ms": since, "events_dropped_upto_ms": dropped,
         "before_events": any(root.store_timestamp < ms for ms in since.values()),
         "stopped_brokers": stopped,
     }
+
+
+def fold_repeats(entries: list[dict]) -> list[dict]:
+    """Runs of lines that say the same of consecutive copies in one queue (a group is
+    done with each retry copy of a long ladder: "... queue 0 offset N (its committed
+    offset 40 is past it)" for every N) as one line naming the offsets and how many
+    ("... queue 0 offsets 23-39 (17 copies) ..."), with ``folded`` (that many) and
+    ``queue_offsets``. Lines at different times, or about other queues, groups or
+    sources, stay apart."""
+    out: list[dict] = []
+    run: list[dict] = []
+    shape = None
+
+    def close() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            offsets = [e["queue_offset"] for e in run]
+            text = run[0]["text"].replace(f"offset {offsets[0]}",
+                                          f"offsets {_ranges(offsets)} ({len(run)} copies)", 1)
+            out.append(dict(run[0], text=text, folded=len(run), queue_offsets=offsets))
+        run.clear()
+
+    for e in entries:
+        key = _repeat_shape(e)
+        if key is None or key != shape:
+            close()
+        shape = key
+        run.append(e)
+    close()
+    return out
+
+
+def _repeat_shape(e: dict):
+    """What a line says but for the offset of its copy (None: a line about no one copy)."""
+    off = e.get("queue_offset")
+    mark = f"offset {off}"
+    if off is None or mark not in e["text"]:
+        return None
+    return (e["time_ms"], e["what"], e["source"], e["broker"], e.get("group"), e.get("topic"), e.get("queue_id"),
+            e.get("now"), e["text"].replace(mark, "\0", 1))
+
+
+def _ranges(offsets: list[int]) -> str:
+    """3, 4, 5, 9 -> "3-5, 9"."""
+    parts = []
+    start = prev = offsets[0]
+    for cur in offsets[1:] + [None]:
+        if cur is not None and cur == prev + 1:
+            prev = cur
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = cur
+    return ", ".join(parts)
+
+
+def _broker_clock(core) -> str:
+    return "the broker's virtual clock" if core.clock.is_virtual else "the broker's wall clock"
 
 
 def _body_text(body: bytes) -> dict:

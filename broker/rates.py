@@ -15,6 +15,11 @@ also where a stored topic's name is read — a Pulsar dead- or retry-letter topi
 client's fallback send to %RETRY%<group>, counts as dead-lettered or retried for its
 group rather than produced (``classify_topic``, cached per topic).
 
+Clock jumps (``jumped``): a virtual clock moved by ``clock advance`` skips the seconds
+between where it was and where it lands (what came due on the way still counts at its own
+second). The ring keeps the last ``max_jumps`` of them, so a chart can say that the clock
+jumped there rather than draw a quiet stretch the broker never lived through as one.
+
 What each kind counts:
 
   produced       a message stored by a producer (delayed ones when sent, not when due)
@@ -30,6 +35,7 @@ What each kind counts:
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from typing import Callable
 
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX, pulsar_letter_group
@@ -71,7 +77,7 @@ class _Series:
 
 class RateRing:
     def __init__(self, seconds: int = 600, max_series: int = 4096,
-                 topics: Callable[[], object] = lambda: ()) -> None:
+                 topics: Callable[[], object] = lambda: (), max_jumps: int = 64) -> None:
         """``topics()``: the broker's topic names, for ``classify_topic``."""
         if seconds < 1 or max_series < 1:
             raise ValueError("a rate ring keeps at least one second and one series")
@@ -84,6 +90,7 @@ class RateRing:
         self._produced: dict[str, int] = {}             # this second: topic -> stores
         self._other: dict[tuple[str, str, str], int] = {}    # this second: (kind, group, topic) -> n
         self._kind_of: dict[str, tuple[str, str, str]] = {}  # topic -> classify_topic's answer
+        self._jumps: deque[tuple[int, int]] = deque(maxlen=max_jumps)    # (from ms, to ms), oldest first
 
     # -- counting (the core calls these) ------------------------------------------------
     def stored(self, now: int, kind: str, topic: str, props: dict, group: str | None) -> None:
@@ -108,7 +115,18 @@ class RateRing:
         key = (kind, group, topic)
         self._other[key] = self._other.get(key, 0) + n
 
+    def jumped(self, from_ms: int, to_ms: int) -> None:
+        """The clock moved from ``from_ms`` to ``to_ms`` in one step (a clock advance); a
+        move within one second is no jump."""
+        if to_ms // 1000 > from_ms // 1000 + 1:
+            self._jumps.append((from_ms, to_ms))
+
     # -- reading ----------------------------------------------------------------------------
+    def jumps(self, first_s: int, end_s: int) -> list[tuple[int, int]]:
+        """The clock's jumps (from ms, to ms) that skipped seconds from ``first_s`` to
+        ``end_s`` (inclusive), oldest first."""
+        return [(a, b) for a, b in self._jumps if b // 1000 >= first_s and a // 1000 < end_s]
+
     def window(self, now_ms: int, seconds: int | None = None) -> tuple[int, dict[tuple[str, str, str], list[int]]]:
         """(first second, {(kind, group, topic): counts per second}) of the ``seconds``
         (at most the ring's) up to and including the one of ``now_ms``; series with no

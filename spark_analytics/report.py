@@ -45,9 +45,10 @@ class Progress:
 def _source_info(path: str) -> dict:
     """What the report says about its input: the manifest, or a quick look at a store."""
     sd = resolve_store(path, "snapshot")
+    clock = _virtual_clock_ms(sd.root)
     if sd.manifest is not None:
         m = sd.manifest
-        return {"kind": "snapshot", "path": str(sd.root), "source": m.get("source"),
+        return {"kind": "snapshot", "path": str(sd.root), "source": m.get("source"), "virtual_clock_ms": clock,
                 "taken_at_ms": m.get("taken_at_ms"), "took_ms": m.get("took_ms"),
                 "store_was_live": m.get("store_was_live"), "min_offset": m["commitlog"]["min_offset"],
                 "max_offset": m["commitlog"]["max_offset"], "records": m["commitlog"].get("records"),
@@ -61,10 +62,19 @@ def _source_info(path: str) -> dict:
         scan = scan_segment(segs[-1])
         damage = scan.damage.to_dict() if scan.damage else None
         max_off = segs[-1].base + scan.end
-    return {"kind": "store", "path": str(sd.root), "source": str(sd.root), "taken_at_ms": None, "took_ms": None,
+    return {"kind": "store", "path": str(sd.root), "source": str(sd.root), "virtual_clock_ms": clock,
+            "taken_at_ms": None, "took_ms": None,
             "store_was_live": sd.is_open, "min_offset": segs[0].base if segs else 0,
             "max_offset": max_off, "records": None, "damage": damage, "delay_levels_ms": {},
             "queue_max_offsets": {}}
+
+
+def _virtual_clock_ms(root: Path) -> int | None:
+    """The time a `--clock virtual` server saved in its store (config/virtualClock.json,
+    broker/virtual_time.py), None for a store of a real-clock server (or of `simulate`)."""
+    doc = read_json(Path(root) / "config" / "virtualClock.json", None)
+    now = doc.get("nowMillis") if isinstance(doc, dict) else None
+    return now if isinstance(now, int) else None
 
 
 def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spark=None,
@@ -358,7 +368,14 @@ def _img(chart: charts.Chart, alt: str) -> str:
 
 def _html(summary: dict, rows: dict, figs: dict, totals: dict) -> str:
     snap = summary["snapshot"]
-    taken = _ts(snap["taken_at_ms"]) if snap.get("taken_at_ms") else "—"
+    # two clocks: the snapshot was taken by this machine's wall clock; the records were
+    # stored by the broker's, which is virtual (2024-...) on a `--clock virtual` server
+    taken = f"{_ts(snap['taken_at_ms'])} (wall clock)" if snap.get("taken_at_ms") else "—"
+    if snap.get("virtual_clock_ms") is not None:
+        store_clock = f"the broker's virtual clock, at {_ts(snap['virtual_clock_ms'])} when last saved"
+    else:
+        store_clock = ("the broker's clock: a real-clock server's is the wall clock; a `--clock virtual` "
+                       "server's and `simulate`'s start at 2024-01-01")
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>rocketmq-emulator analysis</title>"
              f"<style>{_CSS}</style></head><body>",
              "<h1>rocketmq-emulator: where the messages went</h1>",
@@ -367,7 +384,8 @@ def _html(summary: dict, rows: dict, figs: dict, totals: dict) -> str:
              f"{' (store was live)' if snap.get('store_was_live') else ''}; commit log "
              f"{snap['min_offset']:,}–{snap['max_offset']:,}, {summary['records']:,} records; stored "
              f"{_ts(totals['first_store_timestamp']) if totals.get('first_store_timestamp') else '—'} to "
-             f"{_ts(totals['last_store_timestamp']) if totals.get('last_store_timestamp') else '—'}.</p>"]
+             f"{_ts(totals['last_store_timestamp']) if totals.get('last_store_timestamp') else '—'} "
+             f"({html.escape(store_clock)}; the tables' times are on it too).</p>"]
     if snap.get("damage"):
         d = snap["damage"]
         parts.append(f"<p class=damage><b>Damaged commit log.</b> Read up to the {html.escape(d['kind'])} record at "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandParser, UsageError, fail
+from .common import CommandParser, UsageError, fail, snake_case
 
 __all__ = ["broker_main", "broker_addresses"]
 
@@ -45,13 +45,15 @@ def broker_main(argv: list[str]) -> int:
         return reply
     states = json.loads(reply.body or b"[]")
     if args.action == "list":
+        # named as every --json document of the CLI names its fields (the broker's name is "broker")
+        rows = [{("broker" if k == "brokerName" else snake_case(k)): v for k, v in b.items()} for b in states]
         if args.json:
-            print(json.dumps(states, indent=2))
+            print(json.dumps(rows, indent=2))
         else:
             print(f"{'BROKER':<10} {'ADDRESS':<22} {'STATE':<8} {'PERM':<11} TOPICS")
-            for b in states:
-                print(f"{b['brokerName']:<10} {b['address']:<22} {'up' if b['up'] else 'stopped':<8} "
-                      f"{_perm_text(b['brokerPermission']):<11} {b['topics']}")
+            for b in rows:
+                print(f"{b['broker']:<10} {b['address']:<22} {'up' if b['up'] else 'stopped':<8} "
+                      f"{_perm_text(b['broker_permission']):<11} {b['topics']}")
         return 0
     done = {"perm": f"write {args.write}" if args.action == "perm" else "", "stop": "stopped", "start": "started"}
     print(f"{args.name} {done[args.action]}")

@@ -7,19 +7,21 @@ print the whole usage first), and so is input the server refuses (a system topic
 illegal group name, a name no broker has, advancing a real clock). A failure while
 running (a server that cannot be reached, a store that cannot be written) uses the same
 prefix and exit 1. Readable output writes times as ISO 8601 UTC (``iso_utc``); ``--json``
-gives numbers and booleans as JSON numbers and booleans.
+gives numbers and booleans as JSON numbers and booleans, and names its fields in
+snake_case (``snake_case`` turns the camelCase of a RocketMQ body into it).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import shlex
 import sys
 import textwrap
 from pathlib import Path
 
 __all__ = ["CommandParser", "UsageError", "fail", "usage_error", "int_in_range", "positive_float", "missing_extra",
-           "extra_not_installed", "install_command", "version_text", "iso_utc"]
+           "extra_not_installed", "install_command", "version_text", "iso_utc", "snake_case"]
 
 DIST = "rocketmq-emulator"
 
@@ -151,3 +153,12 @@ def iso_utc(ms: int) -> str:
 
     t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def snake_case(name: str) -> str:
+    """A camelCase field name of a RocketMQ body as the CLI's JSON names fields:
+    brokerOffset -> broker_offset, lastUpdateTimestamp -> last_update_timestamp."""
+    return _HUMP.sub("_", name).lower()

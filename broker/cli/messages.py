@@ -32,7 +32,9 @@ def record_view(rec) -> dict:
 def _print_message(view: dict) -> None:
     for k in ("msg_id", "offset_msg_id", "topic", "queue_id", "queue_offset", "tags", "keys", "reconsume_times"):
         print(f"{k:<16} {view[k]}")
-    print(f"{'stored':<16} {iso_utc(view['store_timestamp'])}")
+    # two clocks: born is the producer's (a real client's wall clock), stored the broker's
+    print(f"{'born':<16} {iso_utc(view['born_timestamp'])} (the producer's clock)")
+    print(f"{'stored':<16} {iso_utc(view['store_timestamp'])} (the broker's clock)")
     print(f"{'properties':<16} {json.dumps(view['properties'], sort_keys=True)}")
     print(f"{'body':<16} {view['body']}" + (" (hex)" if view["body_encoding"] == "hex" else ""))
 

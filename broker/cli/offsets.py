@@ -80,9 +80,9 @@ def offset_main(argv: list[str]) -> int:
             return stats
         for q in queue_rows(stats.body):
             if timestamp == 0:
-                offset = q["minOffset"]
+                offset = q["min_offset"]
             elif timestamp == -1:
-                offset = q["maxOffset"]
+                offset = q["max_offset"]
             else:
                 found = call_server(command, address, RemotingCommand.request(RQ.SEARCH_OFFSET_BY_TIMESTAMP, {
                     "topic": args.topic, "queueId": q["queue_id"], "timestamp": timestamp}), args.timeout)

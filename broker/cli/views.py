@@ -40,10 +40,13 @@ def _request(code, fields=None):
 
 
 def queue_rows(body: bytes) -> list[dict]:
-    """A TopicStatsTable / ConsumeStats offsetTable as rows."""
+    """A TopicStatsTable / ConsumeStats offsetTable as rows, their fields in the CLI's
+    snake_case (minOffset -> min_offset, brokerOffset -> broker_offset)."""
     from ..fronts.remoting.protocol.fastjson import queue_table
+    from .common import snake_case
 
-    return [{"topic": t, "broker": b, "queue_id": q, **value} for (t, b, q), value in queue_table(body)]
+    return [{"topic": t, "broker": b, "queue_id": q, **{snake_case(k): v for k, v in value.items()}}
+            for (t, b, q), value in queue_table(body)]
 
 
 def run_view(kind: str, args) -> int:
@@ -95,7 +98,7 @@ def run_view(kind: str, args) -> int:
             return state
         half = state["half_messages"]
         for r in rows:      # each queue: its half messages waiting (none from a server that cannot say)
-            r["halfMessages"] = sum(1 for h in half if (h["broker"], h["queue_id"]) == (r["broker"], r["queue_id"]))
+            r["half_messages"] = sum(1 for h in half if (h["broker"], h["queue_id"]) == (r["broker"], r["queue_id"]))
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
@@ -103,9 +106,9 @@ def run_view(kind: str, args) -> int:
 
         print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10} {'HALF':>6}  LAST STORE (UTC)")
         for r in rows:
-            last = iso_utc(r["lastUpdateTimestamp"]) if r["lastUpdateTimestamp"] else "-"
-            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['minOffset']:>10} {r['maxOffset']:>10} "
-                  f"{r['halfMessages']:>6}  {last}")
+            last = iso_utc(r["last_update_timestamp"]) if r["last_update_timestamp"] else "-"
+            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['min_offset']:>10} {r['max_offset']:>10} "
+                  f"{r['half_messages']:>6}  {last}")
         if state["message_type"]:
             print(f"message type: {state['message_type']} (5.x routes accept only it)")
         if half:
@@ -159,13 +162,13 @@ def _group_show(args, brokers: dict, call) -> int:
         reply = call(address, RQ.GET_CONSUME_STATS, fields, refused=2)
         if isinstance(reply, int):
             return reply
-        rows += [dict(r, lag=max(r["brokerOffset"] - r["consumerOffset"], 0)) for r in queue_rows(reply.body)]
+        rows += [dict(r, lag=max(r["broker_offset"] - r["consumer_offset"], 0)) for r in queue_rows(reply.body)]
         for topic in (f"%RETRY%{args.group}", f"%DLQ%{args.group}"):
             stats = call(address, RQ.GET_TOPIC_STATS_INFO, {"topic": topic}, accept=(RC.TOPIC_NOT_EXIST,))
             if isinstance(stats, int):
                 return stats
             found = queue_rows(stats.body) if stats.code == RC.SUCCESS else []
-            count = sum(r["maxOffset"] - r["minOffset"] for r in found)
+            count = sum(r["max_offset"] - r["min_offset"] for r in found)
             if topic.startswith("%RETRY%"):
                 retries += count
             else:
@@ -190,8 +193,8 @@ def _group_show(args, brokers: dict, call) -> int:
     bw = max([10] + [len(r["broker"]) for r in business])
     print(f"{'TOPIC':<{tw}} {'BROKER':<{bw}} {'QUEUE':>5} {'BROKER OFFSET':>14} {'COMMITTED':>10} {'LAG':>8}")
     for r in business:
-        print(f"{r['topic']:<{tw}} {r['broker']:<{bw}} {r['queue_id']:>5} {r['brokerOffset']:>14} "
-              f"{r['consumerOffset']:>10} {r['lag']:>8}")
+        print(f"{r['topic']:<{tw}} {r['broker']:<{bw}} {r['queue_id']:>5} {r['broker_offset']:>14} "
+              f"{r['consumer_offset']:>10} {r['lag']:>8}")
     print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}; "
           f"half messages waiting in its topics: {half}")
     return 0

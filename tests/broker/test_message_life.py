@@ -9,7 +9,7 @@ from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.dead_letters import redrive_on
 from rocketmq_emulator.broker.delivery_log import DeliveryLog
 from rocketmq_emulator.broker.groups import SubscriptionGroupConfig
-from rocketmq_emulator.broker.message_life import find, life
+from rocketmq_emulator.broker.message_life import find, fold_repeats, life
 from rocketmq_emulator.broker.operations import PopRequest, SendRequest
 from rocketmq_emulator.broker.pulsar_cursors import SubType
 from rocketmq_emulator.broker.pulsar_names import ledger_id, message_id_text
@@ -113,7 +113,7 @@ def test_a_5x_message_shows_each_receive_its_nack_its_expiry_and_what_is_in_flig
     history = [e["what"] for e in life([core], "U5")["timeline"] if e["time_ms"] is not None]
     now = [e["text"] for e in life([core], "U5")["timeline"] if e["time_ms"] is None]
     assert history[-2:] == ["delivered", "ack"]
-    assert now[-1] == "g5 is done with %RETRY%g5+T5 queue 0 offset 1 (its committed offset 2 is past it)"
+    assert now[-1] == "g5 is done with %RETRY%g5+T5 queue 0 offsets 0-1 (2 copies) (its committed offset 2 is past it)"
 
 
 def test_a_pulsar_message_is_found_by_its_pulsar_id_and_its_dead_letter_by_its_origin():
@@ -235,3 +235,56 @@ def test_a_producers_resend_of_a_young_message_joins_it_and_an_old_one_is_not_lo
         life([core], "U1", index_of)
     assert asked == []
     core.store.query_by_key = query
+
+
+def test_a_long_ladder_is_done_with_in_one_folded_line_not_one_per_retry_copy():
+    """16 retries: billing is done with each of its 16 %RETRY% copies in queue 0 - one line
+    saying so, naming the offsets and how many, not 16 that differ only in the offset."""
+    broker = EmbeddedBroker()
+    broker.create_topic("Orders", 1)
+    broker.push_consumer("billing", "Orders", listener=lambda msgs, ctx: RECONSUME_LATER)
+    receipt = broker.producer("pg").send(Message("Orders", b"poison"))
+    broker.advance("6h")                     # the whole ladder, 16 retries, then the DLQ
+    found = life([broker.core], receipt.msg_id)
+    done = [e for e in found["timeline"] if e["what"] == "consumed" and e["topic"] == "%RETRY%billing"]
+    assert [e["text"] for e in done] == [
+        "billing is done with %RETRY%billing queue 0 offsets 0-15 (16 copies) (its committed offset 16 is past it)"]
+    assert done[0]["folded"] == 16 and done[0]["queue_offsets"] == list(range(16))
+    assert found["timeline_total"] == len(found["timeline"])        # nothing cut: the page says nothing is missing
+    delivered = [e for e in found["timeline"] if e["what"] == "delivered"]
+    assert len(delivered) == 17 and "folded" not in delivered[0]      # each at its own time: never folded
+    broker.close()
+
+
+def test_folding_keeps_lines_apart_that_differ_in_more_than_the_offset():
+    def line(off, text, group="g"):
+        return {"time_ms": None, "what": "consumed", "source": "store", "broker": "b", "group": group,
+                "topic": "T", "queue_id": 0, "queue_offset": off, "text": text.format(off)}
+    entries = [line(3, "g is done with T queue 0 offset {} (its committed offset 9 is past it)"),
+               line(4, "g is done with T queue 0 offset {} (its committed offset 9 is past it)"),
+               line(6, "g is done with T queue 0 offset {} (its committed offset 9 is past it)"),
+               line(7, "h is done with T queue 0 offset {} (its committed offset 9 is past it)", group="h"),
+               line(8, "g is done with T queue 0 offset {} (its committed offset 9 is past it)")]
+    folded = fold_repeats(entries)
+    assert [e["text"] for e in folded] == [
+        "g is done with T queue 0 offsets 3-4, 6 (3 copies) (its committed offset 9 is past it)",
+        "h is done with T queue 0 offset 7 (its committed offset 9 is past it)",
+        "g is done with T queue 0 offset 8 (its committed offset 9 is past it)"]
+
+
+def test_the_page_says_which_clock_each_time_is_on():
+    """Born is what the producer stamped; stored (and every line's time) the broker's
+    clock. The SDK's producer in this process stamps the broker's (virtual) clock, so both
+    are 2024 there; a real client stamps its wall clock, and the page says whose it is."""
+    broker = EmbeddedBroker()
+    broker.create_topic("Orders", 1)
+    receipt = broker.producer("pg").send(Message("Orders", b"hello"))
+    found = life([broker.core], receipt.msg_id)
+    assert found["born_ms"] == found["store_ms"] == broker.core.clock.now_ms()      # 2024-01-01, virtual
+    assert found["clocks"] == {"born_ms": "the producer's clock", "store_ms": "the broker's virtual clock"}
+    wall = 1_795_000_000_000                                  # a real client's wall clock, in 2026
+    broker.core.send(SendRequest("pg", "Orders", b"from afar", 0, {"UNIQ_KEY": "WALL1"}, born_timestamp=wall),
+                     broker.core.connect())
+    far = life([broker.core], "WALL1")
+    assert far["born_ms"] == wall and far["store_ms"] < wall and far["clocks"]["born_ms"] == "the producer's clock"
+    broker.close()

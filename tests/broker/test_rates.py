@@ -85,3 +85,20 @@ def test_letter_topics_count_for_their_group():
     assert classify_topic("pulsar|public|default|orders-billing-RETRY", topics)[:2] == ("retried", "billing")
     assert classify_topic("%RETRY%billing", topics) == ("retried", "billing", "")
     assert classify_topic("Orders", topics) == ("produced", "", "Orders")
+
+
+def test_a_clock_advance_is_kept_as_a_jump_the_charts_can_mark():
+    """The seconds a `clock advance` skips are said (the dashboard's chart shades them), not
+    drawn as a lull; the ring keeps the last few jumps, and a move within a second is none."""
+    core = BrokerCore.in_memory()
+    start = core.clock.now_ms()
+    core.advance_clock(3_600_000)
+    core.advance_clock(400)                                   # within one second: no jump
+    end = core.clock.now_ms()
+    assert core.rates.jumps(start // 1000, end // 1000) == [(start, start + 3_600_000)]
+    assert core.rates.jumps(end // 1000 - 299, end // 1000) == [(start, start + 3_600_000)]   # it lands in the window
+    assert core.rates.jumps(end // 1000 + 1, end // 1000 + 300) == []
+    ring = RateRing(max_jumps=3)
+    for i in range(5):
+        ring.jumped(T0 + i * 10_000, T0 + i * 10_000 + 5_000)
+    assert [a for a, _ in ring.jumps(0, 2 ** 40)] == [T0 + 20_000, T0 + 30_000, T0 + 40_000]

@@ -4,6 +4,7 @@ CLI verbs on them: topic list|show|delete, group list|show - against a running `
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -65,7 +66,7 @@ def test_topic_stats_are_fastjson_maps_keyed_by_message_queue(loaded, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [(r["broker"], r["queue_id"]) for r in rows] == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0),
                                                             ("broker-b", 1)]
-    assert sum(r["maxOffset"] for r in rows) == 6 and all(r["lastUpdateTimestamp"] > 0 for r in rows if r["maxOffset"])
+    assert sum(r["max_offset"] for r in rows) == 6 and all(r["last_update_timestamp"] > 0 for r in rows if r["max_offset"])
     missing = RawClient(b_port).call(RemotingCommand.request(RQ.GET_TOPIC_STATS_INFO, {"topic": "Nope"}))
     assert missing.code == RC.TOPIC_NOT_EXIST
     assert cli(loaded, "topic", "show", "Nope") == 2
@@ -76,7 +77,7 @@ def test_group_show_is_consumer_progress_with_retries_and_dead_letters(loaded, c
     assert cli(loaded, "group", "show", "billing", "--json") == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["lag"] == 0 and doc["dead_letters"] == 1
-    assert sum(q["consumerOffset"] for q in doc["queues"]) == 6
+    assert sum(q["consumer_offset"] for q in doc["queues"]) == 6
     assert {(q["broker"], q["queue_id"]) for q in doc["queues"]} == {(b, q) for b in ("broker-a", "broker-b")
                                                                      for q in (0, 1)}
     assert cli(loaded, "group", "show", "billing") == 0
@@ -202,3 +203,64 @@ def test_connections_and_group_delete_over_their_request_codes(loaded):
     assert gone.code == RC.SUCCESS
     again = client.call(RemotingCommand.request(RQ.DELETE_SUBSCRIPTIONGROUP, {"groupName": "scratch-group"}))
     assert again.code == RC.SUBSCRIPTION_GROUP_NOT_EXIST
+
+
+# Maps whose keys are data, not field names: a message's properties (the user's own keys and
+# RocketMQ's), and `status`'s runtime table per broker (mqadmin brokerStatus's names, as the
+# readable output prints them).
+_DATA_MAPS = {"properties"}
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+
+
+def _field_names(doc, into: set) -> set:
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            into.add(k)
+            if k not in _DATA_MAPS:
+                _field_names(v, into)
+    elif isinstance(doc, list):
+        for v in doc:
+            _field_names(v, into)
+    return into
+
+
+def test_every_json_document_of_the_cli_names_its_fields_in_snake_case(loaded, capsys):
+    """One naming style for every --json document: snake_case, as most already were
+    (msg_id, now_ms, dead_letters) - group show mixed queue_id with brokerOffset."""
+    def doc(*argv):
+        assert cli(loaded, *argv, "--json") == 0, argv
+        return json.loads(capsys.readouterr().out)
+
+    sent = doc("message", "send", "Orders", "naming", "--key", "naming-1")
+    rule = doc("fault", "add", "send", "delay", "--topic", "Nowhere", "--delay", "1s", "--times", "1")
+    documents = {
+        "message send": sent, "message show": doc("message", "show", sent["msg_id"]),
+        "message find": doc("message", "find", "--topic", "Orders", "--key", "naming-1"),
+        "topic list": doc("topic", "list"), "topic show": doc("topic", "show", "Orders"),
+        "group list": doc("group", "list"), "group show": doc("group", "show", "billing"),
+        "broker list": doc("broker", "list"), "clock now": doc("clock", "now"),
+        "clock advance": doc("clock", "advance", "1s"),
+        "dlq list": doc("dlq", "list", "billing"), "dlq redrive": doc("dlq", "redrive", "billing", "--all", "--dry-run"),
+        "fault add": rule, "fault list": doc("fault", "list"), "fault remove": doc("fault", "remove", str(rule["id"])),
+        "fault clear": doc("fault", "clear"), "offset reset": doc("offset", "reset", "billing", "Orders", "--to", "latest"),
+    }
+    status = doc("status")
+    assert set(status) == {"broker-a", "broker-b"}      # keyed by broker; each a brokerStatus table (data)
+    for command, document in documents.items():
+        names = _field_names(document, set())
+        assert [n for n in sorted(names) if not _SNAKE.match(n)] == [], command
+    group = documents["group show"]["queues"][0]
+    assert {"queue_id", "broker_offset", "consumer_offset", "lag"} <= set(group)
+    assert {"min_offset", "max_offset", "last_update_timestamp", "half_messages"} <= set(documents["topic show"][0])
+    assert {"broker", "broker_permission", "up"} <= set(documents["broker list"][0])
+
+
+def test_message_show_says_which_clock_born_and_stored_are_on(loaded, capsys):
+    """The CLI stamps born time with its wall clock (as a real client does), the server's
+    clock is virtual (2024): both printed, each saying whose clock it is."""
+    assert cli(loaded, "message", "send", "Orders", "two clocks", "--json") == 0
+    sent = json.loads(capsys.readouterr().out)
+    assert cli(loaded, "message", "show", sent["msg_id"]) == 0
+    out = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert out["born"].endswith("(the producer's clock)") and not out["born"].split()[1].startswith("2024")
+    assert out["stored"].endswith("(the broker's clock)") and out["stored"].split()[1].startswith("2024-01-01")

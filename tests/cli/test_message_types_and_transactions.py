@@ -106,7 +106,7 @@ def test_half_messages_waiting_in_topic_show_group_show_and_clock_advance_next(s
         assert sent.transaction_id in out and "tx-app" in out
         assert cli(server, "topic", "show", "Payments", "--json") == 0
         rows = json.loads(capsys.readouterr().out)
-        assert sum(r["halfMessages"] for r in rows) == 1
+        assert sum(r["half_messages"] for r in rows) == 1
         assert cli(server, "group", "show", "tx-readers", "--json") == 0
         assert json.loads(capsys.readouterr().out)["half_messages"] == 1
         assert cli(server, "group", "show", "tx-readers") == 0

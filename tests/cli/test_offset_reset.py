@@ -36,7 +36,7 @@ def consume(server, seen):
 
 def committed(server, capsys) -> int:
     assert main(["group", "show", "billing", "--json", "--server", server.address]) == 0
-    return sum(q["consumerOffset"] for q in json.loads(capsys.readouterr().out)["queues"])
+    return sum(q["consumer_offset"] for q in json.loads(capsys.readouterr().out)["queues"])
 
 
 def test_an_online_consumer_is_moved_back_and_consumes_again(server, capsys):

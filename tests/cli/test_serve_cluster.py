@@ -74,7 +74,7 @@ def test_a_producer_leaves_a_broker_whose_write_is_off_and_comes_back(cluster, c
     after = [p.send(Message("Orders", b"y%d" % i)) for i in range(6)]
     assert {r.message_queue.broker_name for r in after} == {"broker-b"}
     assert cli(cluster, "broker", "list", "--json") == 0
-    assert '"brokerPermission": 4' in capsys.readouterr().out
+    assert '"broker_permission": 4' in capsys.readouterr().out
     assert cli(cluster, "broker", "perm", "broker-a", "--write", "on") == 0
     fresh = producer(cluster)                 # (p sees it at its next route refresh, 30 s of real time)
     again = [fresh.send(Message("Orders", b"z%d" % i)) for i in range(8)]

@@ -99,7 +99,7 @@ def test_node_transactions_commit_roll_back_and_answer_a_check_back_after_clock_
         [checked] = events(driver, "checked")
         assert (checked["body"], checked["topic"], checked["messageId"]) == \
             ("unended", "NodeTx42", sent["unended"]["messageId"])
-        wait_for(lambda: sum(r["halfMessages"] for r in json.loads(cli(server, "topic", "show", "NodeTx42",
+        wait_for(lambda: sum(r["half_messages"] for r in json.loads(cli(server, "topic", "show", "NodeTx42",
                                                                           "--json"))) == 0, timeout=20)
         problems = [e for e in driver.events if e["event"] == "log" and e.get("level") == "error"]
         assert not problems, problems

@@ -94,3 +94,28 @@ def test_an_analysis_leaves_nothing_cached_in_the_session(spark, scenario, tmp_p
     analyze_snapshot(str(scenario.snap), str(tmp_path / "r1"), spark=spark, progress=lambda msg: None)
     analyze_snapshot(str(scenario.snap), str(tmp_path / "r2"), spark=spark, progress=lambda msg: None)
     assert persisted() == before
+
+
+def test_the_report_says_which_clock_its_times_are_on(tmp_path):
+    """Taken: this machine's wall clock (2026); stored: the broker's clock, which a
+    `--clock virtual` server keeps in config/virtualClock.json (its times start in 2024)."""
+    import json
+
+    from rocketmq_emulator.spark_analytics.report import _source_info
+
+    store = tmp_path / "store"
+    (store / "commitlog").mkdir(parents=True)
+    assert _source_info(str(store))["virtual_clock_ms"] is None              # a real-clock server's store
+    (store / "config").mkdir()
+    (store / "config" / "virtualClock.json").write_text(json.dumps({"nowMillis": 1_704_074_400_000}))
+    info = _source_info(str(store))
+    assert info["virtual_clock_ms"] == 1_704_074_400_000
+    totals = {"first_store_timestamp": 1_704_067_200_000, "last_store_timestamp": 1_704_074_400_000}
+    summary = dict(_summary(None), snapshot=dict(_summary(None)["snapshot"], taken_at_ms=1_795_000_000_000,
+                                                  virtual_clock_ms=info["virtual_clock_ms"]))
+    meta = re.search(r"<p class=meta>(.*?)</p>", _html(summary, {n: [] for n in TABLES}, {}, totals), re.S).group(1)
+    assert "taken 2026-11-18 11:06:40.000Z (wall clock)" in meta
+    assert ("stored 2024-01-01 00:00:00.000Z to 2024-01-01 02:00:00.000Z (the broker&#x27;s virtual clock, at "
+            "2024-01-01 02:00:00.000Z when last saved") in meta
+    real = dict(summary, snapshot=dict(summary["snapshot"], virtual_clock_ms=None))
+    assert "a real-clock server&#x27;s is the wall clock" in _html(real, {n: [] for n in TABLES}, {}, totals)

@@ -329,7 +329,13 @@ class DashboardViews:
                     by_topic.setdefault(name, Counter())[kind] += sum(counts)
                 if g:
                     by_group.setdefault(g, Counter())[kind] += sum(counts)
+        # where the clock jumped (clock advance) within the window: the seconds it skipped
+        jumps = sorted({j for core in _live(cores) for j in core.rates.jumps(first, now // 1000)})
+        # the rates count from the broker's start (as its event log: both in memory), so the
+        # seconds of the window before it are no lull either
+        started = min((c.deliveries.since_ms for c in _live(cores)), default=None)
         return {"now_ms": now, "first_s": first, "seconds": seconds, "totals": totals,
+                "jumps": [{"from_ms": a, "to_ms": b} for a, b in jumps], "started_ms": started,
                 "by_topic": _busiest(by_topic, "topic"), "by_group": _busiest(by_group, "group")}
 
 

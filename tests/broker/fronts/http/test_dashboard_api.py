@@ -133,6 +133,10 @@ def test_pages_are_bounded_and_the_rates_are_per_second_of_the_brokers_clock(ser
     assert sum(rates["totals"]["produced"]) == 1 and sum(rates["totals"]["dead_lettered"]) == 1
     assert sum(rates["totals"]["retried"]) == 2                             # two send-backs, 10 s apart
     assert [g["group"] for g in rates["by_group"]] == ["billing"]
+    # the two `clock advance`s of the ladder are said, each with the seconds it skipped
+    assert [j["to_ms"] - j["from_ms"] for j in rates["jumps"]] == [10_000, 30_000]
+    assert rates["jumps"][-1]["to_ms"] <= rates["now_ms"]
+    assert rates["started_ms"] == 1_704_067_200_000           # the virtual clock's start: the rates count from there
     by_topic = {t["topic"]: (t["produced"], t["consumed"], t["retried"]) for t in rates["by_topic"]}
     assert by_topic == {"Orders": (1, 1, 2), "%RETRY%billing": (0, 2, 0)}   # the retries count where they came from
     status, of_topic = get(port, "/api/rates?seconds=120&topic=Orders")
