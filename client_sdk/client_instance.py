@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING
 
 from rocketmq_emulator.broker.fronts.remoting.protocol import RequestCode
 from rocketmq_emulator.broker.notifications import ConsumerIdsChanged
@@ -20,12 +19,10 @@ from rocketmq_emulator.broker.notifications import ConsumerIdsChanged
 from .api import BrokerAPI
 from .errors import MQClientError, RemotingError
 from .route import TopicRoute
+from .roles import ConsumerRole, ProducerRole
 from .runtime import Timer
 from .transport.base import Connector, Transport
 
-if TYPE_CHECKING:
-    from .producer import Producer
-    from .push_consumer import PushConsumer
 
 __all__ = ["ClientInstance", "resolve_transport"]
 
@@ -57,8 +54,8 @@ class ClientInstance:
         self.instance_name = instance_name or self.runtime.new_instance_name()
         self.client_id = f"{self.client_ip}@{self.instance_name}"
         self.routes: dict[str, TopicRoute | None] = {}
-        self.producers: dict[str, "Producer"] = {}
-        self.consumers: dict[str, "PushConsumer"] = {}
+        self.producers: dict[str, ProducerRole] = {}
+        self.consumers: dict[str, ConsumerRole] = {}
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.poll_name_server_interval_ms = poll_name_server_interval_ms
         self.persist_offset_interval_ms = persist_offset_interval_ms
@@ -111,12 +108,12 @@ class ClientInstance:
             log.warning("%s: %s failed: %s", self.client_id, getattr(fn, "__name__", fn), exc)
 
     # -- registry ------------------------------------------------------------------------
-    def register_producer(self, group: str, producer: "Producer") -> None:
+    def register_producer(self, group: str, producer: ProducerRole) -> None:
         if group in self.producers:
             raise MQClientError(f"the producer group[{group}] has been created before, specify another name please")
         self.producers[group] = producer
 
-    def register_consumer(self, group: str, consumer: "PushConsumer") -> None:
+    def register_consumer(self, group: str, consumer: ConsumerRole) -> None:
         if group in self.consumers:
             raise MQClientError(f"the consumer group[{group}] has been created before, specify another name please")
         self.consumers[group] = consumer

@@ -29,7 +29,7 @@ only happen when a listener "sleeps" by advancing the virtual clock itself.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from rocketmq_emulator.store.records import Prop
 
@@ -37,9 +37,7 @@ from .errors import ListenerResultError
 from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from .message import MessageQueue
 from .process_queue import ProcessQueue
-
-if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+from .roles import ConsumerRole
 
 __all__ = ["ConsumeMessageConcurrentlyService", "LOCAL_RETRY_DELAY_MS"]
 
@@ -54,7 +52,7 @@ _LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 class ConsumeMessageConcurrentlyService:
     orderly = False
 
-    def __init__(self, consumer: "PushConsumer", listener: Callable) -> None:
+    def __init__(self, consumer: ConsumerRole, listener: Callable) -> None:
         self.consumer = consumer
         self.listener = listener
         self.runtime = consumer.runtime

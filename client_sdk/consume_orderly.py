@@ -24,7 +24,7 @@ listener:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from rocketmq_emulator.store.records import Prop
 
@@ -32,9 +32,7 @@ from .errors import ListenerResultError
 from .listener import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from .message import MessageQueue
 from .process_queue import ProcessQueue
-
-if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+from .roles import ConsumerRole
 
 __all__ = ["ConsumeMessageOrderlyService", "MIN_SUSPEND_TIME_MILLIS", "MAX_SUSPEND_TIME_MILLIS"]
 
@@ -49,7 +47,7 @@ _VALID = frozenset(ConsumeOrderlyStatus)
 class ConsumeMessageOrderlyService:
     orderly = True
 
-    def __init__(self, consumer: "PushConsumer", listener: Callable) -> None:
+    def __init__(self, consumer: ConsumerRole, listener: Callable) -> None:
         self.consumer = consumer
         self.listener = listener
         self.runtime = consumer.runtime

@@ -182,7 +182,7 @@ class PushConsumer:
         self._listener = None
         self._orderly = False
         self._timers = []
-        self._warned_no_route: set[str] = set()
+        self.warned_no_route: set[str] = set()
         # Each assigned queue's one pull request (made per assignment, reused for every
         # pull of it): the idle skipper finds a held pull's consumer state here.
         self.pull_requests: dict[MessageQueue, _PullRequest] = {}

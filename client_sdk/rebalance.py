@@ -12,14 +12,10 @@ ProcessQueue starting at the offset ``compute_pull_from_where`` finds.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
-
 from .errors import MQClientError, RemotingError
 from .message import MessageQueue
 from .process_queue import ProcessQueue
-
-if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+from .roles import ConsumerRole
 
 __all__ = ["allocate_averagely", "Rebalancer"]
 
@@ -48,7 +44,7 @@ def allocate_averagely(current_cid: str, mq_all: list[MessageQueue], cid_all: li
 class Rebalancer:
     """The process-queue table of one push consumer and the rebalance that maintains it."""
 
-    def __init__(self, consumer: "PushConsumer") -> None:
+    def __init__(self, consumer: ConsumerRole) -> None:
         self.consumer = consumer
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
 
@@ -70,8 +66,8 @@ class Rebalancer:
         # again at every rebalance rather than only at the 30 s route poll.
         route = c.instance.get_route(topic, refresh=c.instance.routes.get(topic) is None)
         if route is None or not route.subscribe_queues:
-            if topic not in c._warned_no_route:
-                c._warned_no_route.add(topic)
+            if topic not in c.warned_no_route:
+                c.warned_no_route.add(topic)
                 log.warning("%s: no route for subscribed topic %s yet; retrying every rebalance", c.group, topic)
             return
         mq_all = sorted(route.subscribe_queues)

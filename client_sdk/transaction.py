@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import enum
 import logging
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode
 from rocketmq_emulator.store.records import Prop, RecordError, SysFlag, decode_offset_msg_id, decode_record
 
 from .message import MessageExt, SendResult, SendStatus
+from .roles import ProducerRole
 
-if TYPE_CHECKING:
-    from .producer import Producer
 
 __all__ = ["LocalTransactionState", "TransactionSendResult", "LocalTransaction", "TransactionChecker",
            "send_in_transaction", "answer_check", "decode_checked_message"]
@@ -73,7 +72,7 @@ class TransactionSendResult(NamedTuple):
         return self.send_result.status
 
 
-def send_in_transaction(producer: "Producer", topic: str, body: bytes, flag: int, props: dict,
+def send_in_transaction(producer: ProducerRole, topic: str, body: bytes, flag: int, props: dict,
                         local_transaction: LocalTransaction, msg, arg) -> TransactionSendResult:
     """The half message, the local transaction, the end (see the module doc)."""
     props.pop(Prop.DELAY, None)
@@ -108,7 +107,7 @@ def decode_checked_message(body: bytes) -> MessageExt | None:
     return MessageExt.adopt(rec)
 
 
-def answer_check(producer: "Producer", cmd: RemotingCommand, msg: MessageExt) -> None:
+def answer_check(producer: ProducerRole, cmd: RemotingCommand, msg: MessageExt) -> None:
     """The broker asks how a transaction ended: the checker's answer, as END_TRANSACTION
     from the check (an exception from the checker: UNKNOW, and its text as remark)."""
     checker = producer.transaction_checker
@@ -142,7 +141,7 @@ def _state(value, what: str) -> LocalTransactionState:
                         f"ROLLBACK_MESSAGE, UNKNOW)") from None
 
 
-def _end(producer: "Producer", transaction_id: str, state: LocalTransactionState, commit_log_offset: int,
+def _end(producer: ProducerRole, transaction_id: str, state: LocalTransactionState, commit_log_offset: int,
          queue_offset: int, *, from_check: bool, remark: str | None, msg_id: str | None = None,
          broker: str | None = None) -> None:
     """END_TRANSACTION, oneway (EndTransactionRequestHeader), to ``broker``: the one that

@@ -41,7 +41,7 @@ from __future__ import annotations
 import heapq
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rocketmq_emulator.broker.long_polling import HeldPull
 from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_COMMIT_OFFSET, pull_request_of, route_data
@@ -59,10 +59,19 @@ from ..route import TopicRoute
 from ..runtime import Timer
 from .held_calls import HeldCall, next_typed_id
 
-if TYPE_CHECKING:
-    from .inprocess import InProcessBroker
 
-__all__ = ["IdleSkipper"]
+__all__ = ["IdleSkipper", "SkippedHub"]
+
+
+class SkippedHub(Protocol):
+    """What idle skipping reads of the in-process hub it runs for (InProcessBroker)."""
+
+    core: object                          # the BrokerCore
+    front: object                         # its 4.x front (requests not yet answered)
+    runtime: object                       # the clients' ClientRuntime
+    watched: bool                         # an observer or injected fault sees every command
+
+    def transport_of(self, channel) -> object: ...
 
 MIN_CARRY = 4      # fewer settled runs than this before the limit: not worth the checks
 
@@ -83,7 +92,7 @@ class IdleSkipper:
     """``skipper(limit_ms)``: carry settled work due before ``limit_ms`` forward.
     ``carried`` counts the job runs and pull round trips not executed."""
 
-    def __init__(self, hub: "InProcessBroker") -> None:
+    def __init__(self, hub: "SkippedHub") -> None:
         self.hub = hub
         self.carried = 0
         self.skips = 0
@@ -92,7 +101,7 @@ class IdleSkipper:
         hub = self.hub
         rt = hub.runtime
         core = hub.core
-        if rt._ready or hub._observers or hub._faults or hub.front.outgoing:
+        if rt._ready or hub.watched or hub.front.outgoing:
             return
         faults = core.faults
         if faults.active and faults.about_periodic_work(core.topics.get,
@@ -168,7 +177,7 @@ class IdleSkipper:
     # -- is it settled? ---------------------------------------------------------------------------
     def _cycle(self, held: HeldPull, instances: dict) -> _Cycle | None:
         core = self.hub.core
-        transport = self.hub._transports.get(held.channel)
+        transport = self.hub.transport_of(held.channel)
         inst = instances.get(transport)
         if inst is None or transport.closed or held.channel.closed:
             return None
@@ -390,7 +399,7 @@ def _rebalance_settled(core, inst) -> bool:
             route = inst.routes.get(topic)
             if route is None or not route.subscribe_queues:
                 # asked for again (when None) and warned about once: a no-op while it stays so
-                if topic not in c._warned_no_route or (route is None and core.names.route(topic) is not None):
+                if topic not in c.warned_no_route or (route is None and core.names.route(topic) is not None):
                     return False
                 continue
             mq_all = sorted(route.subscribe_queues)

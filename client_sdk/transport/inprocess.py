@@ -63,6 +63,9 @@ class InProcessBroker(Connector):
         self._ports = itertools.count(50001)
         self._observers: list[Callable[[InProcessTransport, RemotingCommand], None]] = []
         self._faults: list[_Fault] = []
+        # an observer or an injected transport fault is to see every command: kept as a
+        # plain attribute, read on every typed call and every idle skip
+        self.watched = False
         self._stop_notifications = core.subscribe(self._notified, (PullReady, ConsumerIdsChanged,
                                                                           TransactionCheck))
         # the runtime asks every loop turn: the core's own (cached) answer, no hop here
@@ -94,9 +97,20 @@ class InProcessBroker(Connector):
         self._transports[channel] = transport
         return transport
 
+    def _rewatch(self) -> None:
+        self.watched = bool(self._observers or self._faults)
+
+    def transport_of(self, channel: Channel) -> "InProcessTransport | None":
+        return self._transports.get(channel)
+
     def observe(self, fn: Callable[["InProcessTransport", RemotingCommand], None]) -> Callable[[], None]:
         self._observers.append(fn)
-        return lambda: self._observers.remove(fn)
+        self._rewatch()
+
+        def stop() -> None:
+            self._observers.remove(fn)
+            self._rewatch()
+        return stop
 
     def inject_fault(self, code: int, *, times: int | None = None,
                      error: Callable[[str], Exception] = RemotingTimeoutError) -> Callable[[], None]:
@@ -106,7 +120,13 @@ class InProcessBroker(Connector):
         returned function is called). For failures the broker itself cannot produce."""
         fault = _Fault(int(code), times, error)
         self._faults.append(fault)
-        return lambda: self._faults.remove(fault) if fault in self._faults else None
+        self._rewatch()
+
+        def remove() -> None:
+            if fault in self._faults:
+                self._faults.remove(fault)
+                self._rewatch()
+        return remove
 
     def _check_fault(self, cmd: RemotingCommand) -> None:
         for fault in self._faults:
@@ -115,6 +135,7 @@ class InProcessBroker(Connector):
                     fault.times -= 1
                     if fault.times <= 0:
                         self._faults.remove(fault)
+                        self._rewatch()
                 raise fault.error(f"injected fault: request code {cmd.code} failed in transit")
 
     # -- the one door into the core for commands ------------------------------------
@@ -232,7 +253,7 @@ class InProcessTransport(Transport):
         broker is stopped (its front answers every request with that). A call a fault
         rule may be about asks ``core_for``."""
         hub = self.hub
-        if self._closed or hub._observers or hub._faults or not hub.typed_calls:
+        if self._closed or hub.watched or not hub.typed_calls:
             return None
         core = hub.core
         return None if core.stopped else core
@@ -242,7 +263,7 @@ class InProcessTransport(Transport):
         rule could match it (then its command goes to the 4.x front, which applies it):
         rules about other topics, groups or dialects leave the typed path as it is."""
         hub = self.hub
-        if self._closed or hub._observers or hub._faults or not hub.typed_calls:
+        if self._closed or hub.watched or not hub.typed_calls:
             return None
         core = hub.core
         if core.stopped:

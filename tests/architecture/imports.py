@@ -1,6 +1,7 @@
 """The project's import graph, read from the syntax tree: every module of the five
-packages and the project modules it imports — at the top or inside a function (a lazy
-import is still a dependency), but not under ``if TYPE_CHECKING:`` (never run). Names
+packages and the project modules it imports — at the top, inside a function (a lazy
+import is still a dependency) or under ``if TYPE_CHECKING:`` (a type named there is a
+dependency of the design, and a circle through it is a circle all the same). Names
 are the repository's: ``broker.fronts.remoting.front``, ``store`` for a package's
 ``__init__``. Used by test_layers.py."""
 from __future__ import annotations
@@ -28,15 +29,9 @@ def project_modules() -> dict[str, pathlib.Path]:
 
 def _imported(path: pathlib.Path, name: str, mods: dict) -> set[str]:
     tree = ast.parse(path.read_text(), str(path))
-    never_run = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
-            never_run.update(id(n) for n in ast.walk(node))
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
     for node in ast.walk(tree):
-        if id(node) in never_run:
-            continue
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):

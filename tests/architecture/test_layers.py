@@ -72,3 +72,16 @@ def test_the_cycle_check_sees_a_planted_cycle(graph):
     planted["store.records"].add("store.message_store")
     assert ["store.message_store", "store.records"] in [sorted(c) for c in cycles(planted)] or \
         any({"store.message_store", "store.records"} <= set(c) for c in cycles(planted))
+
+
+def test_an_import_for_type_checking_or_inside_a_function_is_an_edge_of_the_graph(tmp_path):
+    """A circle hidden behind ``if TYPE_CHECKING:`` or a function-level import is still
+    a circle: the graph reads both (planted in a module of its own)."""
+    from .imports import _imported, project_modules
+
+    planted = tmp_path / "planted.py"
+    planted.write_text("from typing import TYPE_CHECKING\n"
+                       "if TYPE_CHECKING:\n    from rocketmq_emulator.client_sdk.push_consumer import PushConsumer\n"
+                       "def later():\n    from rocketmq_emulator.store import records\n")
+    assert _imported(planted, "client_sdk.planted", project_modules()) == {"client_sdk.push_consumer",
+                                                                          "store.records"}
