@@ -274,5 +274,5 @@ def test_a_pulsar_subscriptions_dead_letters_are_listed_and_redriven(pulsar_clie
     again = consumer.receive()
     assert (again.data(), again.redelivery_count()) == (b"poison", 0)
     assert again.properties()["order"] == "17" and "RECONSUMETIMES" not in again.properties()
-    assert again.properties()["REDRIVEN_FROM"] == was == dead.msg_id
+    assert again.properties()["REDRIVEN_FROM"] == was == dead.offset_msg_id
     assert rocketmq_broker.redrive("billing").already == (was,)
