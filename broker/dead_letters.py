@@ -16,8 +16,9 @@ message: the same body, tags, keys and user properties, its ORIGIN_MESSAGE_ID ke
 kept (what the application saw as its id), a reconsume count of 0 (a fresh retry
 budget), none of the retry machinery's properties (DELAY, RETRY_TOPIC, REAL_TOPIC,
 REAL_QID, MAX_RECONSUME_TIMES; of a Pulsar copy also RECONSUMETIMES, DELAY_TIME and the
-client's stored metadata, so Pulsar consumers get it as a new message with a redelivery
-count of 0), and REDRIVEN_FROM = the dead letter's id. The DLQ
+Pulsar front's bookkeeping — the client's metadata, its DLQ producer's name and sequence
+id —, so Pulsar consumers get it as a new message with a redelivery count of 0:
+user_properties.py), and REDRIVEN_FROM = the dead letter's id. The DLQ
 entry stays where it is (a commit log is append-only) and is marked re-driven in
 ``config/redriven.json`` before the call returns, so a second re-drive, also after a
 restart, sends nothing twice. Calls on a core are serialised by its driver, so two
@@ -28,9 +29,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
-from rocketmq_emulator.store.records import DLQ_PREFIX, SYSTEM_PROPERTY_KEYS, Prop, decode_record
+from rocketmq_emulator.store.records import DLQ_PREFIX, Prop, decode_record
 
 from .operations import SendOutcome, SendRequest
+from .pulsar_names import shown_topic
+from .user_properties import user_properties
 
 __all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "dead_letter_counts", "dead_letter_page",
            "redrive",
@@ -40,9 +43,8 @@ __all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "de
 REDRIVEN_FROM = "REDRIVEN_FROM"
 REDRIVE_PRODUCER_GROUP = "rocketmq-emulator-redrive"
 _CONFIG = "redriven"                    # config/redriven.json: {group: {dead letter id: new message id}}
-# What a Pulsar client's dead-letter copy carries of its retries, and the front's copy of
-# its metadata: none of it goes with a re-driven message.
-_PULSAR_RETRY_PROPERTIES = frozenset({"RECONSUMETIMES", "DELAY_TIME", "PULSAR_METADATA"})
+# What a Pulsar client's dead-letter copy carries of its retries: not re-driven.
+_PULSAR_RETRY_PROPERTIES = frozenset({"RECONSUMETIMES", "DELAY_TIME"})
 
 
 class DeadLetterError(ValueError):
@@ -55,7 +57,7 @@ class DeadLetter:
     offset_msg_id: str              # the DLQ record's offsetMsgId: this dead letter alone
     keys: str | None
     tags: str | None
-    original_topic: str | None
+    original_topic: str | None      # as its users name it (a Pulsar topic: persistent://...)
     attempts: int                   # its reconsumeTimes: the failed deliveries before it died
     died_at_ms: int
     origin_message_id: str | None
@@ -161,6 +163,10 @@ def _original_topic(rec) -> str | None:
     return rec.properties.get(Prop.REAL_TOPIC)
 
 
+def _shown(topic: str | None) -> str | None:
+    return shown_topic(topic) if topic else topic
+
+
 def dead_letters(core, group: str) -> list[DeadLetter]:
     """The dead letters of ``group`` on this broker, oldest first ([] when it has none)."""
     marks = _marks(core).get(group, {})
@@ -170,7 +176,7 @@ def dead_letters(core, group: str) -> list[DeadLetter]:
 def _dead_letter(rec, marks: dict) -> DeadLetter:
     p = rec.properties
     return DeadLetter(rec.msg_id, rec.offset_msg_id, p.get(Prop.KEYS), p.get(Prop.TAGS),
-                      _original_topic(rec), rec.reconsume_times, rec.store_timestamp,
+                      _shown(_original_topic(rec)), rec.reconsume_times, rec.store_timestamp,
                       p.get(Prop.ORIGIN_MESSAGE_ID), len(rec.body), marks.get(rec.offset_msg_id))
 
 
@@ -229,8 +235,7 @@ def redrive(core, group: str, ids: list[str] | None = None, *, dry_run: bool = F
         if dry_run:
             sent.append((msg_id, ""))
             continue
-        props = {k: v for k, v in rec.properties.items()
-                 if k not in SYSTEM_PROPERTY_KEYS and k not in _PULSAR_RETRY_PROPERTIES}
+        props = {k: v for k, v in user_properties(rec.properties).items() if k not in _PULSAR_RETRY_PROPERTIES}
         for key in (Prop.TAGS, Prop.KEYS, Prop.UNIQ_KEY, Prop.ORIGIN_MESSAGE_ID):
             if rec.properties.get(key):
                 props[key] = rec.properties[key]
