@@ -18,13 +18,15 @@ def dlq_main(argv: list[str]) -> int:
                       description="A consumer group's dead letters (%DLQ%<group>): list them, or re-drive them to "
                                   "their original topic as new messages (each once: re-driven entries are marked).")
     sub = p.add_subparsers(dest="action", required=True, metavar="{list,redrive}")
-    ls = sub.add_parser("list", help="every dead letter of GROUP: id, keys, tags, topic, attempts, when it died")
+    ls = sub.add_parser("list", help="every dead letter of GROUP: message id, offset id, topic, tags, keys, attempts, "
+                                     "when it died")
     ls.add_argument("group", help="the consumer group (or Pulsar subscription) whose dead letters to list")
     ls.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     rd = sub.add_parser("redrive", help="send dead letters of GROUP back to their topic")
     rd.add_argument("group", help="the consumer group (or Pulsar subscription) whose dead letters to re-drive")
     which = rd.add_mutually_exclusive_group(required=True)
-    which.add_argument("--ids", nargs="+", metavar="ID", help="the dead letters to re-drive: message ids or offsetMsgIds (from `dlq list`)")
+    which.add_argument("--ids", nargs="+", metavar="ID",
+                       help="the dead letters to re-drive: message ids or offsetMsgIds (from `dlq list`)")
     which.add_argument("--all", action="store_true", help="every dead letter not re-driven yet")
     rd.add_argument("--dry-run", action="store_true", help="say what would be sent, send nothing")
     rd.add_argument("--json", action="store_true", help="one JSON document instead of lines")
