@@ -2,10 +2,13 @@
 
 Listing reads ``%DLQ%<group>`` (every queue) as stored, and a Pulsar subscription's
 dead-letter topics (``<topic>-<subscription>-DLQ`` or the older ``<subscription>-DLQ``,
-whose copies the Pulsar clients write): each dead letter's id (its
-offsetMsgId), UNIQ_KEY, keys, tags, original topic (RETRY_TOPIC, which the broker's
-send-back writes; REAL_TOPIC for a Pulsar client's copy), attempts (its
-reconsumeTimes) and when it died (its store time).
+whose copies the Pulsar clients write): each dead letter's message id (UNIQ_KEY: what
+the producer, consumers and `message send` show) and its DLQ record's offsetMsgId, keys,
+tags, original topic (RETRY_TOPIC, which the broker's send-back writes; REAL_TOPIC for a
+Pulsar client's copy), attempts (its reconsumeTimes) and when it died (its store time).
+A re-drive names a dead letter by either id, as `message show` takes either
+(MessageRecord.msg_id and offset_msg_id decide what they are); a message id names every
+dead letter of that message (one per time it died).
 
 The re-drive rule. A re-driven dead letter is stored in its original topic as a new
 message: the same body, tags, keys and user properties, its ORIGIN_MESSAGE_ID kept
@@ -13,8 +16,9 @@ message: the same body, tags, keys and user properties, its ORIGIN_MESSAGE_ID ke
 kept (what the application saw as its id), a reconsume count of 0 (a fresh retry
 budget), none of the retry machinery's properties (DELAY, RETRY_TOPIC, REAL_TOPIC,
 REAL_QID, MAX_RECONSUME_TIMES; of a Pulsar copy also RECONSUMETIMES, DELAY_TIME and the
-client's stored metadata, so Pulsar consumers get it as a new message with a redelivery
-count of 0), and REDRIVEN_FROM = the dead letter's id. The DLQ
+Pulsar front's bookkeeping — the client's metadata, its DLQ producer's name and sequence
+id —, so Pulsar consumers get it as a new message with a redelivery count of 0:
+user_properties.py), and REDRIVEN_FROM = the dead letter's id. The DLQ
 entry stays where it is (a commit log is append-only) and is marked re-driven in
 ``config/redriven.json`` before the call returns, so a second re-drive, also after a
 restart, sends nothing twice. Calls on a core are serialised by its driver, so two
@@ -24,24 +28,23 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import re
-
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
-from rocketmq_emulator.store.records import DLQ_PREFIX, SYSTEM_PROPERTY_KEYS, Prop, create_offset_msg_id, decode_record
+from rocketmq_emulator.store.records import DLQ_PREFIX, Prop, decode_record
 
 from .operations import SendOutcome, SendRequest
+from .pulsar_names import shown_topic
+from .user_properties import user_properties
 
 __all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "dead_letter_counts", "dead_letter_page",
            "redrive",
            "REDRIVEN_FROM", "redriven_marks",
-           "REDRIVE_PRODUCER_GROUP", "stored_here", "check_ids", "redrive_on"]
+           "REDRIVE_PRODUCER_GROUP", "redrive_on"]
 
 REDRIVEN_FROM = "REDRIVEN_FROM"
 REDRIVE_PRODUCER_GROUP = "rocketmq-emulator-redrive"
 _CONFIG = "redriven"                    # config/redriven.json: {group: {dead letter id: new message id}}
-# What a Pulsar client's dead-letter copy carries of its retries, and the front's copy of
-# its metadata: none of it goes with a re-driven message.
-_PULSAR_RETRY_PROPERTIES = frozenset({"RECONSUMETIMES", "DELAY_TIME", "PULSAR_METADATA"})
+# What a Pulsar client's dead-letter copy carries of its retries: not re-driven.
+_PULSAR_RETRY_PROPERTIES = frozenset({"RECONSUMETIMES", "DELAY_TIME"})
 
 
 class DeadLetterError(ValueError):
@@ -50,11 +53,11 @@ class DeadLetterError(ValueError):
 
 @dataclass(frozen=True)
 class DeadLetter:
-    msg_id: str                     # the DLQ record's offsetMsgId
-    uniq_key: str | None
+    msg_id: str                     # the message id (UNIQ_KEY; the offsetMsgId when it has none)
+    offset_msg_id: str              # the DLQ record's offsetMsgId: this dead letter alone
     keys: str | None
     tags: str | None
-    original_topic: str | None
+    original_topic: str | None      # as its users name it (a Pulsar topic: persistent://...)
     attempts: int                   # its reconsumeTimes: the failed deliveries before it died
     died_at_ms: int
     origin_message_id: str | None
@@ -76,19 +79,18 @@ class RedriveResult:
                 "dry_run": self.dry_run}
 
 
-_OFFSET_MSG_ID = re.compile(r"^[0-9A-F]{32}$")
+def _not_dead_letters(group: str, ids: list[str], where: str = "") -> DeadLetterError:
+    return DeadLetterError(f"not a dead letter of {group}{where}: {', '.join(ids[:5])}"
+                           + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+                           + " (give the message id or the offsetMsgId `dlq list` shows)")
 
 
-def check_ids(ids: list[str]) -> None:
-    """DeadLetterError for an id that is not an offsetMsgId (32 hex digits)."""
-    bad = [i for i in ids if not _OFFSET_MSG_ID.match(i.upper())]
-    if bad:
-        raise DeadLetterError(f"not a message id (32 hex digits, as `dlq list` shows): {', '.join(bad[:3])}")
-
-
-def stored_here(core, msg_id: str) -> bool:
-    """Whether an offsetMsgId names this broker (its first 16 hex digits: the address)."""
-    return msg_id.upper()[:16] == create_offset_msg_id(core.store_host, 0)[:16]
+def _named(records: dict, wanted: str) -> list[str]:
+    """The offsetMsgIds of the dead letters ``wanted`` names: one by its offsetMsgId (any
+    case, as hex), or every one of a message by its message id."""
+    if wanted.upper() in records:
+        return [wanted.upper()]
+    return [key for key, rec in records.items() if rec.msg_id == wanted]
 
 
 def redriven_marks(core) -> dict[str, dict[str, str]]:
@@ -161,6 +163,10 @@ def _original_topic(rec) -> str | None:
     return rec.properties.get(Prop.REAL_TOPIC)
 
 
+def _shown(topic: str | None) -> str | None:
+    return shown_topic(topic) if topic else topic
+
+
 def dead_letters(core, group: str) -> list[DeadLetter]:
     """The dead letters of ``group`` on this broker, oldest first ([] when it has none)."""
     marks = _marks(core).get(group, {})
@@ -169,8 +175,8 @@ def dead_letters(core, group: str) -> list[DeadLetter]:
 
 def _dead_letter(rec, marks: dict) -> DeadLetter:
     p = rec.properties
-    return DeadLetter(rec.offset_msg_id, p.get(Prop.UNIQ_KEY), p.get(Prop.KEYS), p.get(Prop.TAGS),
-                      _original_topic(rec), rec.reconsume_times, rec.store_timestamp,
+    return DeadLetter(rec.msg_id, rec.offset_msg_id, p.get(Prop.KEYS), p.get(Prop.TAGS),
+                      _shown(_original_topic(rec)), rec.reconsume_times, rec.store_timestamp,
                       p.get(Prop.ORIGIN_MESSAGE_ID), len(rec.body), marks.get(rec.offset_msg_id))
 
 
@@ -207,13 +213,11 @@ def redrive(core, group: str, ids: list[str] | None = None, *, dry_run: bool = F
     if not records:
         raise DeadLetterError(f"group {group!r} has no dead letters here (no %DLQ%{group} messages)")
     if ids is not None:
-        check_ids(ids)
-        ids = [i.upper() for i in ids]
-        unknown = [i for i in ids if i not in records]
+        named = {i: _named(records, i) for i in ids}
+        unknown = [i for i, found in named.items() if not found]
         if unknown:
-            raise DeadLetterError(f"not a dead letter of {group}: {', '.join(unknown[:5])}"
-                                  + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
-        wanted = list(dict.fromkeys(ids))
+            raise _not_dead_letters(group, unknown)
+        wanted = list(dict.fromkeys(key for found in named.values() for key in found))
     else:
         wanted = list(records)
     doc = _marks(core)
@@ -231,8 +235,7 @@ def redrive(core, group: str, ids: list[str] | None = None, *, dry_run: bool = F
         if dry_run:
             sent.append((msg_id, ""))
             continue
-        props = {k: v for k, v in rec.properties.items()
-                 if k not in SYSTEM_PROPERTY_KEYS and k not in _PULSAR_RETRY_PROPERTIES}
+        props = {k: v for k, v in user_properties(rec.properties).items() if k not in _PULSAR_RETRY_PROPERTIES}
         for key in (Prop.TAGS, Prop.KEYS, Prop.UNIQ_KEY, Prop.ORIGIN_MESSAGE_ID):
             if rec.properties.get(key):
                 props[key] = rec.properties[key]
@@ -256,20 +259,23 @@ def _save(core, doc: dict) -> None:
 
 
 def redrive_on(cores: list, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:
-    """``redrive`` over the brokers of a cluster: each id on the broker it names, or (ids
-    None) every broker that holds dead letters of ``group``. DeadLetterError as there,
-    and for an id no running broker holds."""
+    """``redrive`` over the brokers of a cluster: each id on the brokers holding what it
+    names, or (ids None) every broker that holds dead letters of ``group``. DeadLetterError
+    as there, and for an id no running broker holds."""
     if ids is None:
         found = [c for c in cores if dead_letters(c, group)]
         if not found:
             raise DeadLetterError(f"group {group!r} has no dead letters (no %DLQ%{group} messages)")
         parts = [redrive(c, group, None, dry_run=dry_run) for c in found]
     else:
-        check_ids(ids)
-        mine = {id(c): [i for i in ids if stored_here(c, i)] for c in cores}
+        ids = [i for i in ids if i]
+        mine = {}
+        for c in cores:
+            records = {rec.offset_msg_id: rec for rec in _records(c, group)}
+            mine[id(c)] = [i for i in ids if _named(records, i)]
         stray = [i for i in ids if not any(i in m for m in mine.values())]
         if stray:
-            raise DeadLetterError(f"not a dead letter of {group} on a running broker: {', '.join(stray[:5])}")
+            raise _not_dead_letters(group, stray, " on a running broker")
         parts = [redrive(c, group, mine[id(c)], dry_run=dry_run) for c in cores if mine[id(c)]]
     return RedriveResult(tuple(x for r in parts for x in r.sent), tuple(x for r in parts for x in r.already),
                          dry_run)

@@ -352,8 +352,8 @@ def bar_messages(core, index: RetryIndex, group: str, dialect: str, step: int | 
     """(a page of rows, how many there are) of the messages behind one bar: ``which`` is
     waiting, passed or dead (the dead-letter bar; ``step`` unused)."""
     if which == DEAD:
-        rows = [{"msg_id": d.uniq_key or d.msg_id, "offset_msg_id": d.msg_id, "broker": core.config.broker_name,
-                 "topic": shown_topic(d.original_topic or ""), "keys": d.keys, "reconsume_times": d.attempts, "store_ms": d.died_at_ms,
+        rows = [{"msg_id": d.msg_id, "offset_msg_id": d.offset_msg_id, "broker": core.config.broker_name,
+                 "topic": d.original_topic or "", "keys": d.keys, "reconsume_times": d.attempts, "store_ms": d.died_at_ms,
                  "redriven_as": d.redriven_as} for d in dead_letters(core, group)]
         return rows[start:start + limit], len(rows)
     found = {"4.x": _bar_4x, "5.x": _bar_5x, "pulsar": _bar_pulsar}[dialect](core, index, group, step, which)

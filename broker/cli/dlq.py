@@ -18,13 +18,15 @@ def dlq_main(argv: list[str]) -> int:
                       description="A consumer group's dead letters (%DLQ%<group>): list them, or re-drive them to "
                                   "their original topic as new messages (each once: re-driven entries are marked).")
     sub = p.add_subparsers(dest="action", required=True, metavar="{list,redrive}")
-    ls = sub.add_parser("list", help="every dead letter of GROUP: id, keys, tags, topic, attempts, when it died")
+    ls = sub.add_parser("list", help="every dead letter of GROUP: message id, offset id, topic, tags, keys, attempts, "
+                                     "when it died")
     ls.add_argument("group", help="the consumer group (or Pulsar subscription) whose dead letters to list")
     ls.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     rd = sub.add_parser("redrive", help="send dead letters of GROUP back to their topic")
     rd.add_argument("group", help="the consumer group (or Pulsar subscription) whose dead letters to re-drive")
     which = rd.add_mutually_exclusive_group(required=True)
-    which.add_argument("--ids", nargs="+", metavar="ID", help="the dead letters to re-drive (ids from `dlq list`)")
+    which.add_argument("--ids", nargs="+", metavar="ID",
+                       help="the dead letters to re-drive: message ids or offsetMsgIds (from `dlq list`)")
     which.add_argument("--all", action="store_true", help="every dead letter not re-driven yet")
     rd.add_argument("--dry-run", action="store_true", help="say what would be sent, send nothing")
     rd.add_argument("--json", action="store_true", help="one JSON document instead of lines")
@@ -56,11 +58,17 @@ def dlq_main(argv: list[str]) -> int:
         if not doc:
             print(f"no dead letters for {args.group}")
             return 0
-        print(f"{'ID':<33} {'TOPIC':<20} {'TAGS':<10} {'KEYS':<16} {'ATTEMPTS':>8} {'DIED (UTC)':<24} STATE")
+        # the message id first (what producers, consumers and `message send` show), then its
+        # DLQ record's offsetMsgId; a re-drive takes either. Columns as wide as their values.
+        iw, ow = (max([9] + [len(d[k]) for d in doc]) for k in ("msg_id", "offset_msg_id"))
+        tw = max([20] + [len(d["original_topic"] or "?") for d in doc])
+        print(f"{'ID':<{iw}} {'OFFSET ID':<{ow}} {'TOPIC':<{tw}} {'TAGS':<10} {'KEYS':<16} {'ATTEMPTS':>8} "
+              f"{'DIED (UTC)':<24} STATE")
         for d in doc:
             state = f"re-driven as {d['redriven_as']}" if d["redriven_as"] else "dead"
-            print(f"{d['msg_id']:<33} {(d['original_topic'] or '?'):<20} {(d['tags'] or ''):<10} "
-                  f"{(d['keys'] or ''):<16} {d['attempts']:>8} {iso_utc(d['died_at_ms']):<24} {state}")
+            print(f"{d['msg_id']:<{iw}} {d['offset_msg_id']:<{ow}} {(d['original_topic'] or '?'):<{tw}} "
+                  f"{(d['tags'] or ''):<10} {(d['keys'] or ''):<16} {d['attempts']:>8} {iso_utc(d['died_at_ms']):<24} "
+                  f"{state}")
         return 0
     verb = "would re-drive" if doc["dry_run"] else "re-drove"
     for s in doc["sent"]:

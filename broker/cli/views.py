@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from ..pulsar_names import shown_topic
+
 __all__ = ["add_topic_views", "add_group_views", "run_view"]
 
 
@@ -123,18 +125,6 @@ def run_view(kind: str, args) -> int:
     return _group_show(args, brokers, call)
 
 
-def shown_topic(stored: str) -> str:
-    """A store topic as its users name it: a Pulsar topic (pulsar|t|ns|x) by its Pulsar
-    name (persistent://t/ns/x), any other as it is."""
-    from ..pulsar_names import STORE_PREFIX, pulsar_topic
-
-    if stored.startswith(STORE_PREFIX):
-        topic = pulsar_topic(stored)
-        if topic is not None:
-            return topic.full
-    return stored
-
-
 def _group_list(args, command: str) -> int:
     """Every group of every dialect (EMULATOR_GROUPS): 4.x, 5.x, Pulsar subscriptions."""
     from .names import known_group_rows
@@ -173,6 +163,10 @@ def _group_show(args, brokers: dict, call) -> int:
                 retries += count
             else:
                 dead += count
+    counted = _counted_dead_letters(args.server, call, args.group)
+    if isinstance(counted, int):
+        return counted
+    dead = counted.get("dead_letters", dead)
     business = [dict(r, topic=shown_topic(r["topic"])) for r in rows if not r["topic"].startswith("%RETRY%")]
     state = _transactions(args.server, call, None)
     if isinstance(state, int):
@@ -198,6 +192,19 @@ def _group_show(args, brokers: dict, call) -> int:
     print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}; "
           f"half messages waiting in its topics: {half}")
     return 0
+
+
+def _counted_dead_letters(server: str, call, group: str) -> dict | int:
+    """EMULATOR_DLQ count: ``group``'s dead letters counted as `dlq list` lists them and the
+    dashboard counts them (a Pulsar subscription's -DLQ topics too); nothing from a server
+    without that request (a real RocketMQ: its %DLQ% topic's stats say it)."""
+    from ..fronts.remoting.protocol import EMULATOR_DLQ, ResponseCode as RC
+
+    reply = call(server, EMULATOR_DLQ, {"action": "count", "consumerGroup": group},
+                 accept=(RC.REQUEST_CODE_NOT_SUPPORTED,))
+    if isinstance(reply, int):
+        return reply
+    return json.loads(reply.body) if reply.code == RC.SUCCESS else {}
 
 
 def _transactions(server: str, call, topic: str | None) -> dict | int:

@@ -62,12 +62,12 @@ def test_a_redriven_message_keeps_its_life_and_goes_on():
     [dead] = broker.dead_letters("billing")
     result = redrive_on([broker.core], "billing", None)
     broker.advance("1s")
-    found = life([broker.core], dead.msg_id)                      # the dead letter's own id: the same message
+    found = life([broker.core], dead.offset_msg_id)               # the dead letter's own id: the same message
     assert found["id"] == receipt.msg_id
     text = lines(found)
     [dead_line] = [t for t in text if t.startswith("dead-lettered")]
     assert f"re-driven as {result.sent[0][1]}" in dead_line
-    at = next(i for i, t in enumerate(text) if t.startswith("re-driven from the dead letter " + dead.msg_id))
+    at = next(i for i, t in enumerate(text) if t.startswith("re-driven from the dead letter " + dead.offset_msg_id))
     assert any(t.startswith("delivered to") and "reconsume times 0" in t for t in text[at:])
     broker.close()
 

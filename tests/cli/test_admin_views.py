@@ -151,10 +151,10 @@ def test_message_show_of_a_retried_message_shows_the_original_and_its_copies(loa
     names the original in Orders, and the copies in %RETRY%/%DLQ% are listed with theirs."""
     assert cli(loaded, "dlq", "list", "billing", "--json") == 0
     [dead] = json.loads(capsys.readouterr().out)
-    assert cli(loaded, "message", "show", dead["uniq_key"], "--json") == 0
+    assert cli(loaded, "message", "show", dead["msg_id"], "--json") == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["topic"], shown["body"], shown["reconsume_times"]) == ("Orders", "poison", 0)
-    assert dead["msg_id"] in [c["offset_msg_id"] for c in shown["copies"]]
+    assert dead["offset_msg_id"] in [c["offset_msg_id"] for c in shown["copies"]]
     assert "%DLQ%billing" in [c["topic"] for c in shown["copies"]]
 
 

@@ -21,8 +21,8 @@ def dead(tmp_path):
     remote = RemoteBroker(server.address)
     assert main(["topic", "create", "Orders", "--queues", "1", "--server", server.address]) == 0
     producer = Producer("pg", remote).start()
-    for i in range(2):
-        producer.send(Message("Orders", b"poison-%d" % i, tags="TagP", keys=f"order-{i}"))
+    server.sent = [producer.send(Message("Orders", b"poison-%d" % i, tags="TagP", keys=f"order-{i}"))
+                   for i in range(2)]
     failed = []
     consumer = PushConsumer("billing", remote, max_reconsume_times=0)
     consumer.subscribe("Orders", "*")
@@ -44,11 +44,15 @@ def dlq(server, *argv: str) -> int:
 def test_list_shows_each_dead_letter_and_json_says_the_same(dead, capsys):
     assert dlq(dead, "list", "billing") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:3] == ["ID", "TOPIC", "TAGS"] and len(lines) == 3
+    assert lines[0].split()[:4] == ["ID", "OFFSET", "ID", "TOPIC"] and len(lines) == 3
     assert all(" Orders " in line and "TagP" in line and line.endswith("dead") for line in lines[1:])
+    # the message id first (what the producer and `message send` printed), its DLQ record's offsetMsgId second
+    assert sorted(line.split()[0] for line in lines[1:]) == sorted(s.msg_id for s in dead.sent)
     assert dlq(dead, "list", "billing", "--json") == 0
     doc = json.loads(capsys.readouterr().out)
     assert sorted(d["keys"] for d in doc) == ["order-0", "order-1"]
+    assert sorted(d["msg_id"] for d in doc) == sorted(s.msg_id for s in dead.sent)
+    assert [line.split()[1] for line in lines[1:]] == [d["offset_msg_id"] for d in doc]
     assert {(d["original_topic"], d["attempts"], d["broker"], d["redriven_as"]) for d in doc} == {
         ("Orders", 1, "broker-a", None)}
     assert [d.msg_id for d in dead.remote.dead_letters("billing")] == [d["msg_id"] for d in doc]
@@ -58,7 +62,7 @@ def test_list_shows_each_dead_letter_and_json_says_the_same(dead, capsys):
 
 def test_redrive_sends_each_once(dead, capsys):
     assert dlq(dead, "list", "billing", "--json") == 0
-    ids = [d["msg_id"] for d in json.loads(capsys.readouterr().out)]
+    ids = [d["offset_msg_id"] for d in json.loads(capsys.readouterr().out)]
     assert dlq(dead, "redrive", "billing", "--all", "--dry-run") == 0
     out = capsys.readouterr().out
     assert out.count("would re-drive") == 2 and "2 to send" in out
@@ -72,9 +76,23 @@ def test_redrive_sends_each_once(dead, capsys):
     assert capsys.readouterr().out.count("re-driven as") == 2
 
 
+def test_redrive_takes_either_id_of_a_dead_letter(dead, capsys):
+    """The message id `message send` and consumers print, or the offsetMsgId of its DLQ
+    record, as `message show` takes either."""
+    assert dlq(dead, "list", "billing", "--json") == 0
+    by_key = {d["keys"]: d for d in json.loads(capsys.readouterr().out)}
+    first, second = dead.sent
+    assert dlq(dead, "redrive", "billing", "--ids", first.msg_id) == 0
+    assert "1 sent, 0 re-driven before" in capsys.readouterr().out
+    assert dlq(dead, "redrive", "billing", "--ids", by_key["order-1"]["offset_msg_id"].lower()) == 0
+    assert "1 sent, 0 re-driven before" in capsys.readouterr().out
+    assert dlq(dead, "redrive", "billing", "--ids", second.msg_id, by_key["order-0"]["offset_msg_id"]) == 0
+    assert "0 sent, 2 re-driven before" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["redrive", "nobody", "--all"], "no group named 'nobody' on any broker"),
-    (["redrive", "billing", "--ids", "not-an-id"], "not a message id"),
+    (["redrive", "billing", "--ids", "not-an-id"], "not a dead letter of billing"),
     (["redrive", "billing", "--ids", "7F00000100002A9F0000000000000000"], "not a dead letter of billing"),
     (["redrive", "billing"], "one of the arguments --ids --all is required"),
 ])

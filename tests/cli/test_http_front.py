@@ -146,7 +146,12 @@ def test_the_dashboards_state_and_its_actions_refuse_bad_input_with_json(server)
     assert post(server.http_port, "/api/dlq/redrive", {"group": "billing"})[0] == 400
     assert post(server.http_port, "/api/dlq/redrive", {"group": "nobody", "all": True})[0] == 409
     status, doc = post(server.http_port, "/api/dlq/redrive", {"group": "billing", "ids": ["zz"]})
-    assert status == 400 and "not a message id" in doc["error"]
+    assert status == 400 and "not a dead letter of billing" in doc["error"]
+    [dead] = state["dead_letters"]
+    for either in (dead["msg_id"], dead["offset_msg_id"]):          # either id, as `message show` takes
+        status, doc = post(server.http_port, "/api/dlq/redrive", {"group": "billing", "ids": [either],
+                                                                  "dry_run": True})
+        assert (status, [s["id"] for s in doc["sent"]]) == (200, [dead["offset_msg_id"]])
     status, doc = post(server.http_port, "/api/dlq/redrive", {"group": "billing", "all": True, "dry_run": True})
     assert status == 200 and doc["dry_run"] and len(doc["sent"]) == 1
     assert "<title>rocketmq-emulator</title>" in get(server.http_port, "/")[2]
@@ -160,8 +165,8 @@ def test_the_dashboard_names_every_message_by_its_message_id(server):
     [dead] = state["dead_letters"]
     [poison] = [m for m in server.seen if m.body == b"poison"][:1]
     [listed] = server.remote.dead_letters("billing")
-    assert dead["msg_id"] == poison.msg_id == listed.uniq_key
-    assert dead["offset_msg_id"] == listed.msg_id != dead["msg_id"]
+    assert dead["msg_id"] == poison.msg_id == listed.msg_id
+    assert dead["offset_msg_id"] == listed.offset_msg_id != dead["msg_id"]
 
 
 def test_a_real_clock_server_refuses_to_move_its_time(tmp_path):

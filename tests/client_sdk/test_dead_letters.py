@@ -33,9 +33,9 @@ def test_a_dead_letter_is_listed_with_what_became_of_it():
     [dead] = broker.dead_letters("billing")
     assert (dead.original_topic, dead.tags, dead.keys, dead.attempts, dead.redriven_as) == (
         "Orders", "TagP", "order-7", 2, None)
-    assert dead.origin_message_id == sent.offset_msg_id and dead.uniq_key == sent.msg_id
+    assert dead.origin_message_id == sent.offset_msg_id and dead.msg_id == sent.msg_id
     [record] = broker.dlq_messages("billing")
-    assert dead.msg_id == record.offset_msg_id and dead.died_at_ms == record.store_timestamp
+    assert dead.offset_msg_id == record.offset_msg_id and dead.died_at_ms == record.store_timestamp
     assert broker.dead_letters("nobody") == []
 
 
@@ -44,21 +44,22 @@ def test_redrive_sends_it_back_once_as_a_new_message_with_a_fresh_retry_budget()
     deliveries: list = []
     sent = poison_to_dlq(broker, deliveries)
     [dead] = broker.dead_letters("billing")
-    assert broker.redrive("billing", dry_run=True).sent == ((dead.msg_id, ""),)
+    assert broker.redrive("billing", dry_run=True).sent == ((dead.offset_msg_id, ""),)
+    assert broker.redrive("billing", [sent.msg_id], dry_run=True).sent == ((dead.offset_msg_id, ""),)
     assert len(broker.messages("Orders")) == 1                 # a dry run sends nothing
     result = broker.redrive("billing")
     [(was, new_id)] = result.sent
-    assert was == dead.msg_id and result.already == ()
+    assert was == dead.offset_msg_id and result.already == ()
     first, again = broker.messages("Orders")
     assert again.offset_msg_id == new_id != first.offset_msg_id
     assert (again.body, again.tags, again.keys, again.reconsume_times) == (b"poison", "TagP", "order-7", 0)
-    assert again.user_properties == {"tenant": "acme", REDRIVEN_FROM: dead.msg_id}
+    assert again.user_properties == {"tenant": "acme", REDRIVEN_FROM: dead.offset_msg_id}
     assert again.properties["ORIGIN_MESSAGE_ID"] == sent.offset_msg_id and again.msg_id == sent.msg_id
     assert not {"RETRY_TOPIC", "REAL_TOPIC", "DELAY", "MAX_RECONSUME_TIMES"} & set(again.properties)
     broker.advance("1s")
     assert (deliveries[-1].offset_msg_id, deliveries[-1].reconsume_times) == (new_id, 0)   # consumed again
     again_result = broker.redrive("billing")
-    assert (again_result.sent, again_result.already) == ((), (dead.msg_id,))   # nothing twice
+    assert (again_result.sent, again_result.already) == ((), (dead.offset_msg_id,))   # nothing twice
     assert broker.dead_letters("billing")[0].redriven_as == new_id
     assert len(broker.messages("Orders")) == 2
 
@@ -68,7 +69,7 @@ def test_bad_requests_are_one_line_and_send_nothing():
     poison_to_dlq(broker, [])
     with pytest.raises(DeadLetterError, match="has no dead letters"):
         broker.redrive("nobody")
-    with pytest.raises(DeadLetterError, match="not a message id"):
+    with pytest.raises(DeadLetterError, match="not a dead letter of billing"):
         broker.redrive("billing", ["xyz"])
     with pytest.raises(DeadLetterError, match="not a dead letter of billing"):
         broker.redrive("billing", ["7F000001" + "00002A9F" + "0" * 16])

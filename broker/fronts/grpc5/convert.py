@@ -16,24 +16,15 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 
-from rocketmq_emulator.store.records import SYSTEM_PROPERTY_KEYS, MessageRecord, Prop, SysFlag
+from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag
 
 from ...message_types import SHARDING_KEY
+from ...user_properties import user_properties
 
 from .stubs import pb
 
 __all__ = ["pb", "SHARDING_KEY", "status", "timestamp_ms", "duration_ms", "duration", "to_proto_message",
            "user_properties", "message_type_of"]
-
-# Properties the broker or the proxy sets (MessageConst's STRING_HASH_SET, and the 5.x
-# ones): never shown as user properties. Like the proxy's GrpcConverter, what is not in
-# it is: a FIFO message's __SHARDINGKEY (its message group), a transaction's
-# __transactionId__.
-_SYSTEM_KEYS = SYSTEM_PROPERTY_KEYS | {
-    Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC, "__BORNHOST",
-    "BORN_TIMESTAMP", "POP_CK", "1ST_POP_TIME", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS",
-}
-
 
 def status(code: int, message: str | None = None) -> pb.Status:
     """A Status with the code's name as message when there is nothing better (as the proxy)."""
@@ -54,10 +45,6 @@ def duration_ms(d: Duration) -> int:
 
 def duration(ms: int) -> Duration:
     return Duration(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
-
-
-def user_properties(props: dict) -> dict:
-    return {k: v for k, v in props.items() if k not in _SYSTEM_KEYS}
 
 
 def message_type_of(props: dict, sys_flag: int = 0) -> int:

@@ -355,8 +355,8 @@ def _limit(limit: int) -> int:
 
 
 def _dead_row(core, group: str, d) -> dict:
-    return {"broker": core.config.broker_name, "group": group, "msg_id": d.uniq_key or d.msg_id,
-            "offset_msg_id": d.msg_id, "keys": d.keys, "topic": shown_topic(d.original_topic or "") or None,
+    return {"broker": core.config.broker_name, "group": group, "msg_id": d.msg_id,
+            "offset_msg_id": d.offset_msg_id, "keys": d.keys, "topic": d.original_topic,
             "attempts": d.attempts,
             "died_at_ms": d.died_at_ms, "redriven_as": d.redriven_as, "body_size": d.body_size}
 

@@ -13,26 +13,59 @@ from __future__ import annotations
 import base64
 import struct
 
-from ...pulsar_names import ledger_id
+from rocketmq_emulator.store.records import Prop, decode_offset_msg_id, decode_record
+
+from ...pulsar_names import ledger_id, message_id_text, pulsar_topic, shown_topic
+from ...user_properties import user_properties
 from . import schema as s
 
-__all__ = ["METADATA_PROPERTY", "ledger_id", "metadata_of", "is_batch", "permits_of", "keys_of", "batch_items"]
+__all__ = ["METADATA_PROPERTY", "ledger_id", "metadata_of", "pulsar_properties", "is_batch", "permits_of",
+           "keys_of", "batch_items"]
 
 METADATA_PROPERTY = "PULSAR_METADATA"         # the entry's MessageMetadata, base64
 _U32 = struct.Struct(">I")
 
 
-def metadata_of(rec) -> bytes:
-    """The stored entry's MessageMetadata; for a record a non-Pulsar client stored, one
-    made from it (its properties, born time, a producer name)."""
+def metadata_of(rec, core) -> bytes:
+    """The stored entry's MessageMetadata; for a record a non-Pulsar client (or a re-drive)
+    stored, one made from it: its born time, a producer name, its properties as a Pulsar
+    broker would send them (``pulsar_properties``)."""
     raw = rec.properties.get(METADATA_PROPERTY)
     if raw:
         return base64.b64decode(raw)
     meta = s.MessageMetadata(producer_name="rocketmq", sequence_id=max(rec.queue_offset, 0),
                              publish_time=rec.store_timestamp or rec.born_timestamp)
-    for k, v in rec.properties.items():
+    for k, v in pulsar_properties(rec, core).items():
         meta.properties.add(key=k, value=v)
     return meta.SerializeToString()
+
+
+def pulsar_properties(rec, core) -> dict[str, str]:
+    """What a Pulsar consumer reads of a record no Pulsar client stored: its user's
+    properties (user_properties.py: none of the store's, the proxy's or this front's own)
+    and Pulsar's retry and dead-letter properties in Pulsar's form — REAL_TOPIC by the
+    topic's Pulsar name, ORIGIN_MESSAGE_ID as the message id (ledger:entry) of the Pulsar
+    entry it names (as stored when it names none here)."""
+    props = rec.properties
+    out = user_properties(props)
+    if props.get(Prop.REAL_TOPIC):
+        out[Prop.REAL_TOPIC] = shown_topic(props[Prop.REAL_TOPIC])
+    if props.get(Prop.ORIGIN_MESSAGE_ID):
+        out[Prop.ORIGIN_MESSAGE_ID] = _as_pulsar_id(core, props[Prop.ORIGIN_MESSAGE_ID])
+    return out
+
+
+def _as_pulsar_id(core, offset_msg_id: str) -> str:
+    """The Pulsar message id of the entry an offsetMsgId of this broker names."""
+    try:
+        host, phys = decode_offset_msg_id(offset_msg_id.upper())
+    except ValueError:
+        return offset_msg_id
+    raw = core.message_at(phys) if tuple(host) == tuple(core.store_host) else None
+    rec = decode_record(raw, check_crc=False) if raw is not None else None
+    if rec is None or pulsar_topic(rec.topic) is None:
+        return offset_msg_id
+    return message_id_text(rec.topic, rec.queue_offset)
 
 
 def _meta(rec):

@@ -627,7 +627,7 @@ class PulsarFront:
             m.redelivery_count = d.redelivery_count
         if d.unacked_mask is not None:            # a partly acked batch: the client skips the others
             m.ack_set.extend(ack_set_of_mask(d.unacked_mask))
-        return encode_payload(cmd.SerializeToString(), metadata_of(d.record), d.record.body,
+        return encode_payload(cmd.SerializeToString(), metadata_of(d.record, self.core), d.record.body,
                               checksum=consumer.conn.checksums)
 
 

@@ -135,14 +135,20 @@ def _suspend_ms(request: RemotingCommand) -> int:
 
 class HeldPulls:
     """The pulls a hold rule keeps unanswered, released when the rules change (checked
-    at the broker's next tick, not inside the change: a rule used up inside ``match``
-    must not re-enter the front) or answered PULL_NOT_FOUND when their suspend time ends."""
+    after the change, not inside it: a rule used up inside ``match`` must not re-enter
+    the front) or answered PULL_NOT_FOUND when their suspend time ends.
+
+    ``wake``: how a driver with a loop of its own (the TCP listener) runs the check soon
+    and writes what it answered, ``wake(fn)``; without one it runs at the broker's next
+    tick. (A virtual clock ticks only when it is moved: a removed rule must release its
+    pulls at once on either clock.)"""
 
     def __init__(self, front) -> None:
         self._front = front
         self._waiting: dict[int, tuple[RemotingCommand, object]] = {}
         self._ids = itertools.count(1)
         self._recheck_due = False
+        self.wake = None
         front.core.faults.on_change.append(self._rules_changed)
 
     def close(self) -> None:
@@ -180,7 +186,10 @@ class HeldPulls:
     def _rules_changed(self) -> None:
         if self._waiting and not self._recheck_due:
             self._recheck_due = True
-            self._front.core.call_later(0, self._recheck)
+            if self.wake is not None:
+                self.wake(self._recheck)
+            else:
+                self._front.core.call_later(0, self._recheck)
 
     def _recheck(self) -> None:
         self._recheck_due = False

@@ -238,6 +238,8 @@ class RemotingServer:
         else:
             self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
+        # a hold rule removed (by any request, on any clock) answers its pulls now
+        self.front.held_pulls.wake = lambda fn: loop.call_soon_threadsafe(self._run_and_write, fn)
         if self._virtual:
             self._hold_bound = asyncio.create_task(self._bound_holds_in_real_time())
         else:
@@ -261,6 +263,10 @@ class RemotingServer:
                 conn.send(cmd)
         if not self._virtual:
             self._arm()
+
+    def _run_and_write(self, fn) -> None:
+        fn()
+        self.after_activity()
 
     def _arm(self) -> None:
         """One loop timer at the core's next deadline. It is moved only when the

@@ -269,10 +269,10 @@ def test_a_pulsar_subscriptions_dead_letters_are_listed_and_redriven(pulsar_clie
     with pytest.raises(PulsarTimeout):
         consumer.receive()                                    # in orders-billing-DLQ now
     [dead] = rocketmq_broker.dead_letters("billing")
-    assert dead.original_topic == "pulsar|public|default|orders" and dead.redriven_as is None
+    assert dead.original_topic == "persistent://public/default/orders" and dead.redriven_as is None
     [(was, new_id)] = rocketmq_broker.redrive("billing").sent
     again = consumer.receive()
     assert (again.data(), again.redelivery_count()) == (b"poison", 0)
     assert again.properties()["order"] == "17" and "RECONSUMETIMES" not in again.properties()
-    assert again.properties()["REDRIVEN_FROM"] == was == dead.msg_id
+    assert again.properties()["REDRIVEN_FROM"] == was == dead.offset_msg_id
     assert rocketmq_broker.redrive("billing").already == (was,)

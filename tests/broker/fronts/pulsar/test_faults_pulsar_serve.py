@@ -38,15 +38,21 @@ def fault(server, *args) -> str:
     return done.stdout
 
 
-def test_a_hold_from_the_command_line_stops_deliveries_until_it_is_removed(server, client):
-    added = fault(server, "add", "pull", "hold", "--group", "billing")
+@pytest.mark.parametrize("release", ["remove", "clear"])
+def test_a_hold_from_the_command_line_stops_deliveries_until_it_is_removed(server, client, release):
+    """(removed or cleared: released at once, the server's virtual clock never moved)"""
+    subscription = f"billing-{release}"
+    added = fault(server, "add", "pull", "hold", "--group", subscription)
     rule = re.match(r"rule (\d+):", added).group(1)
-    consumer = client.subscribe(TOPIC, "billing", consumer_type=pulsar.ConsumerType.Shared,
-                                initial_position=pulsar.InitialPosition.Earliest)
+    consumer = client.subscribe(TOPIC, subscription, consumer_type=pulsar.ConsumerType.Shared,
+                                initial_position=pulsar.InitialPosition.Latest)
     client.create_producer(TOPIC).send(b"held")
     with pytest.raises(pulsar.Timeout):
         consumer.receive(timeout_millis=300)
-    assert fault(server, "remove", rule).strip() == f"rule {rule} removed"
+    if release == "remove":
+        assert fault(server, "remove", rule).strip() == f"rule {rule} removed"
+    else:
+        assert fault(server, "clear").strip() == "1 rule(s) removed"
     assert consumer.receive(timeout_millis=5_000).data() == b"held"
 
 

@@ -104,6 +104,7 @@ def test_a_message_a_rocketmq_client_stored_reaches_a_pulsar_consumer_with_its_p
     meta = s.MessageMetadata.FromString(raw_meta)
     assert msg.type == s.Type.MESSAGE and msg.message.message_id.entryId == 0 and frame.checksum_ok()
     assert payload == b"from 4.x" and ("color", "red") in [(p.key, p.value) for p in meta.properties]
+    assert {p.key for p in meta.properties} == {"color"}             # the user's, none of the store's own
 
 
 def _subscribe(front, conn, consumer_id, request_id, priority=0):
