@@ -4,8 +4,8 @@ clients use. Requests are read into the core's calls (broker/pulsar_admin.py,
 pulsar_topics.py); answers are Pulsar's JSON and status codes: 204 for a change,
 200 with JSON for a read, errors as ``{"reason": "..."}`` with 404 (no such topic,
 subscription, namespace, tenant), 409 (it exists already), 412 (refused: clients
-connected, a bad name), 406 (a partition count below 1), 400 (a body that is not what
-the path takes). The dashboard's access rules apply unchanged (guard.py): Host, token,
+connected, a bad name), 406 (a partition count below 1 or over pulsar_topics.MAX_PARTITIONS),
+400 (a body that is not what the path takes: a partition count past a Java int is one). The dashboard's access rules apply unchanged (guard.py): Host, token,
 Origin; a change whose body is not JSON is 415, as Pulsar's JAX-RS resources answer.
 
 Paths (``{t}/{ns}/{topic}`` of a persistent topic; the Pulsar front serves the core of
@@ -47,6 +47,7 @@ __all__ = ["PulsarAdmin", "ADMIN_PREFIXES"]
 ADMIN_PREFIXES = ("/admin/", "/lookup/")
 _STATUS = {"conflict": 409, "not_found": 404, "precondition": 412, "not_acceptable": 406, "bad_request": 400}
 _LONG_MAX = (1 << 63) - 1
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _T = "{tenant}/{namespace}"
 _TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
 
@@ -82,8 +83,20 @@ def _int(value, what: str) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+        try:
+            return int(value.strip())
+        except ValueError:              # (past Python's 4,300 digits)
+            raise _Refused(400, f"{what} has too many digits") from None
     raise _Refused(400, f"{what} must be a number, not {json.dumps(value)[:40]}")
+
+
+def _java_int(value, what: str) -> int:
+    """A body Pulsar's resource reads as a Java ``int``: Jackson refuses a number past
+    32 bits (400) before the resource sees it."""
+    n = _int(value, what)
+    if not _INT_MIN <= n <= _INT_MAX:
+        raise _Refused(400, f"{what} must fit in a Java int ({_INT_MIN} to {_INT_MAX}), not {str(n)[:40]}")
+    return n
 
 
 def _bool(value, what: str) -> bool:
@@ -294,22 +307,13 @@ class PulsarAdmin:
         return _no_content()
 
     async def _create_partitioned(self, request):
-        n = _int(await _json(request), "the number of partitions")
+        n = _java_int(await _json(request), "the number of partitions")
         self.core().pulsar_topics.create_partitioned(self._topic(request), n)
         return _no_content()
 
     async def _update_partitions(self, request):
-        n = _int(await _json(request), "the number of partitions")
-        topic = self._topic(request)
-        pt = self.core().pulsar_topics
-        have = pt.partitions(topic)
-        if not have:
-            raise PulsarAdminError("not_found", "Partitioned topic does not exist")
-        if n <= have:
-            raise PulsarAdminError("precondition", "Number of partitions can only be increased")
-        stored = store_topic(topic)
-        for i in range(have, n):
-            pt.make(f"{stored}-partition-{i}")
+        n = _java_int(await _json(request), "the number of partitions")
+        self.core().pulsar_topics.add_partitions(self._topic(request), n)
         return _no_content()
 
     async def _partitions(self, request):
