@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ...faults import Action, Operation
+from ...java_fields import as_uint64
 from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopicsChanged
 from ...pulsar_cursors import SubscribeOutcome, SubType
 from . import producing
@@ -313,8 +314,10 @@ class PulsarFront:
         if stats is None:
             r.error_code, r.error_message = s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open"
             return [frame(reply)]
+        # (permits go below zero when a batch takes more than are left: a Java int, written as
+        # protobuf-java writes it in the uint64)
         r.type, r.availablePermits, r.unackedMessages, r.msgBacklog = (
-            stats["type"], stats["permits"], stats["unacked"], stats["backlog"])
+            stats["type"], as_uint64(stats["permits"]), stats["unacked"], stats["backlog"])
         r.address = conn.peer
         return [frame(reply)]
 
@@ -469,7 +472,7 @@ class PulsarFront:
         r.last_message_id.ledgerId = consumer.ledger
         if consumer.partition >= 0:
             r.last_message_id.partition = consumer.partition
-        r.last_message_id.entryId = offset if offset >= 0 else (1 << 64) - 1      # empty: "no more messages"
+        r.last_message_id.entryId = as_uint64(max(offset, -1))     # empty: -1, "no more messages"
         if offset >= 0:
             entry = self.core.store.queue_entry(consumer.stored, 0, offset)
             rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
@@ -478,7 +481,7 @@ class PulsarFront:
                 kept = self.core.subscriptions.compacted_mask(consumer, offset)
                 r.last_message_id.batch_index = kept.bit_length() - 1 if kept else n - 1
         r.consumer_mark_delete_position.ledgerId = consumer.ledger
-        r.consumer_mark_delete_position.entryId = mark_delete - 1 if mark_delete > 0 else (1 << 64) - 1
+        r.consumer_mark_delete_position.entryId = as_uint64(mark_delete - 1 if mark_delete > 0 else -1)
         return [frame(reply)]
 
     def closing(self, conn: Connection) -> list[bytes]:
