@@ -37,9 +37,29 @@ from .replies import ack_response, error, frame, request_id_of, success
 from .topic_lists import TopicWatchers, topics_of_namespace
 from ...pulsar_names import PulsarNameError, parse_topic, store_group, store_topic
 
-__all__ = ["PulsarFront", "Connection", "METADATA_PROPERTY", "ledger_id"]
+__all__ = ["PulsarFront", "Connection", "PendingBytes", "METADATA_PROPERTY", "ledger_id"]
 
 SERVER_VERSION = "Pulsar Server-rocketmq-emulator"
+
+
+class PendingBytes:
+    """What the front holds for all its connections together, unsent: Pulsar's broker
+    stops reading entries for dispatch once managedLedgerMaxReadsInFlightSizeInMB of
+    them wait to be written, so consumers that never read hold that much between them,
+    whatever their number. Past ``bound`` (0: none), a connection gets a message only
+    when nothing of it waits in the server (its socket took all it was given: a consumer
+    that reads goes on, one message at a time); the others wait in ``waiting`` until
+    the total is below the bound again."""
+
+    __slots__ = ("bound", "total", "waiting")
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.total = 0
+        self.waiting: set = set()           # connections passed over for the total
+
+    def full(self) -> bool:
+        return 0 < self.bound <= self.total
 
 
 @dataclass(eq=False)          # (a connection is itself: kept in sets, compared by identity)
@@ -60,6 +80,13 @@ class Connection:
     max_unsent: int = 0
     unsent: int = 0
     starved: bool = False
+    pending: PendingBytes | None = None     # the total over the listener's connections (None: none kept)
+
+    def holds(self, n: int) -> None:
+        """``n`` bytes wait unsent for this connection now (its listener's count)."""
+        if self.pending is not None:
+            self.pending.total += n - self.unsent
+        self.unsent = n
 
 
 class _Consumer:
@@ -671,12 +698,17 @@ def _has_room(consumer: "_Consumer") -> bool:
     if conn.max_unsent and conn.unsent > conn.max_unsent:
         conn.starved = True
         return False
+    pending = conn.pending
+    if pending is not None and conn.unsent and pending.full():
+        pending.waiting.add(conn)
+        return False
     return True
 
 
 def _count_unsent(consumer: "_Consumer", rec) -> None:
     # (an estimate until the listener writes it: the body, its metadata and the command)
-    consumer.conn.unsent += len(rec.body) + 256
+    conn = consumer.conn
+    conn.holds(conn.unsent + len(rec.body) + 256)
 
 
 def _bad_topic(response, topic: str, failed: int) -> str | None:
