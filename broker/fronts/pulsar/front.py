@@ -49,7 +49,9 @@ class PendingBytes:
     whatever their number. Past ``bound`` (0: none), a connection gets a message only
     when nothing of it waits in the server (its socket took all it was given: a consumer
     that reads goes on, one message at a time); the others wait in ``waiting`` until
-    the total is below the bound again."""
+    the total is below the bound again. So the total stays under the bound plus one
+    message per connection (one a stalled consumer was given while its socket's buffers
+    were filling)."""
 
     __slots__ = ("bound", "total", "waiting")
 
