@@ -55,3 +55,25 @@ def test_create_and_add_partitions_refuse_counts_past_the_bound(server):
     # one WARNING line each (past five a second the rate limit sums them up, told() counts them)
     assert told(err, "answered 4") == 11, err
     assert all(LOG_LINE.match(line) for line in err.splitlines()), err
+
+
+def test_every_number_of_the_admin_api_has_the_bound_of_the_java_type_pulsar_reads_it_into(server):
+    port = server.http_port
+    assert http(port, "PUT", f"{NS}/t") == (204, None)
+    assert http(port, "PUT", f"{NS}/t/subscription/s") == (204, None)
+    long_max, int_max = (1 << 63) - 1, (1 << 31) - 1
+    # a long: the compaction threshold, the retention size, a message id, a timestamp
+    assert http(port, "POST", f"{NS}/t/compactionThreshold", long_max) == (204, None)
+    assert http(port, "POST", f"{NS}/t/compactionThreshold", long_max + 1)[0] == 400
+    assert http(port, "POST", "/admin/v2/namespaces/public/default/retention",
+                {"retentionTimeInMinutes": int_max, "retentionSizeInMB": long_max}) == (204, None)
+    assert http(port, "POST", "/admin/v2/namespaces/public/default/retention",
+                {"retentionTimeInMinutes": int_max + 1, "retentionSizeInMB": 1})[0] == 400
+    assert http(port, "POST", "/admin/v2/namespaces/public/default/retention",
+                {"retentionTimeInMinutes": 1, "retentionSizeInMB": long_max + 1})[0] == 400
+    assert http(port, "POST", f"{NS}/t/subscription/s/resetcursor", {"ledgerId": 1 << 64, "entryId": 0})[0] == 400
+    assert http(port, "POST", f"{NS}/t/subscription/s/resetcursor/{long_max + 1}", 0)[0] == 400
+    # an int: how many messages to skip
+    assert http(port, "POST", f"{NS}/t/subscription/s/skip/{int_max}", 0) == (204, None)
+    assert http(port, "POST", f"{NS}/t/subscription/s/skip/{int_max + 1}", 0)[0] == 400
+    assert http(port, "GET", "/healthz")[0] == 200
