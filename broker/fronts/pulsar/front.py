@@ -463,7 +463,7 @@ class PulsarFront:
             return [error(req.request_id, s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open")]
         subs = self.core.subscriptions
         if req.HasField("message_publish_time"):
-            offset = subs.offset_at_time(consumer.stored, req.message_publish_time)
+            offset = subs.offset_at_time(consumer.stored, signed_id(req.message_publish_time))    # (2^64-1: -1)
         elif req.HasField("message_id"):
             entry = signed_id(req.message_id.entryId)
             offset = 0 if entry < 0 else entry           # earliest arrives as (-1, -1)

@@ -44,6 +44,7 @@ __all__ = ["Producer", "producer", "close_producer", "send", "release", "close_f
 # Java and Go "ledger:entry:partition[:batch]"
 _MESSAGE_ID_TEXT = re.compile(r"^\(?(-?\d+)[,:](-?\d+)[,:]")
 _NO_ID = as_uint64(-1)                      # a duplicate's receipt carries (-1, -1)
+_LONG_MIN_AS_UINT64 = 1 << 63
 _ACCESS_ERRORS = {"busy": s.ServerError.ProducerBusy, "fenced": s.ServerError.ProducerFenced}
 _SIZES = struct.Struct(">II")                # a simple command's totalSize and commandSize
 # a refused SEND's errors Pulsar also refuses a producer with (the client fails its pending
@@ -286,17 +287,20 @@ def _store(front, conn, req, p, frame_) -> list[bytes]:
     elif key:
         props[KEY_PROPERTY] = key
     core = front.core
+    born = meta.publish_time
+    if born >= _LONG_MIN_AS_UINT64:         # (a uint64 the Java broker reads as a negative long: none)
+        born = 0
     if meta.deliver_at_time:
         # the delay the client asked for (deliver_at - its publish time) from the broker's
         # now: deliver_after works the same on a virtual clock and across clock skew
         now = core.clock.now_ms()
-        delay = meta.deliver_at_time - (meta.publish_time or now)
+        delay = meta.deliver_at_time - (born or now)
         props[DELIVER_AT_PROPERTY] = str(now + max(delay, 0))
     reconsume_times = 0
     if Prop.REAL_TOPIC in props and Prop.ORIGIN_MESSAGE_ID in props:
         reconsume_times = _as_store_copy(front, conn, props, p.stored)
     result = core.send(SendRequest("", p.stored, payload, 0, props,
-                                   born_timestamp=meta.publish_time or core.clock.now_ms(),
+                                   born_timestamp=born or core.clock.now_ms(),
                                    reconsume_times=reconsume_times),
                        front.channel)
     if result.outcome is not SendOutcome.STORED:

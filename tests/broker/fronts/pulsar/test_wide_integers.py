@@ -3,8 +3,10 @@ PulsarApi.proto into a Java long, so 2^64-1 is -1 there and Long.MAX_VALUE + 1 w
 Long.MIN_VALUE; the same is done here. A PRODUCER with topic_epoch=2^64-1 and a SEND
 with sequence_id=2^64-1 used to leave values a later PRODUCER_SUCCESS could not encode
 ("Value out of range"), so every later Exclusive producer of that topic, and every later
-producer of that name, failed: also after a restart, the epoch being saved. In raw
-frames, then with the real client."""
+producer of that name, failed: also after a restart, the epoch being saved. The other
+such fields a client sends or the broker echoes: a publish time (the record could not be
+encoded), a seek's publish time, a consumer's permits below zero in CONSUMER_STATS. In
+raw frames, then with the real client."""
 from __future__ import annotations
 
 import socket
@@ -19,7 +21,7 @@ from rocketmq_emulator.broker.fronts.pulsar.front import PulsarFront
 from rocketmq_emulator.broker.pulsar_names import store_topic
 from rocketmq_emulator.broker.pulsar_producers import PRODUCERS_CONFIG
 from rocketmq_emulator.delay_scheduler import VirtualClock
-from tests.broker.fronts.pulsar.raw import call, command, connected, producer, send
+from tests.broker.fronts.pulsar.raw import call, command, connected, producer, pushed, send
 from tests.support.pulsar_http import client_of, serve_pulsar
 
 U64_MAX = (1 << 64) - 1
@@ -153,3 +155,37 @@ def test_the_real_clients_producers_go_on_after_the_largest_epoch_and_sequence_i
     finally:
         server.stop()
     assert "Traceback" not in server.proc.stderr.read()
+
+
+def test_a_publish_time_of_2_64_minus_1_is_stored_with_the_brokers_time():
+    """publish_time is a uint64 the Java broker reads as a long (-1 here): the record gets
+    the broker's time, as for a message without one, and the metadata goes out as sent."""
+    front, conn = connected()
+    producer(front, conn, TOPIC)
+    meta = s.MessageMetadata(producer_name="p", sequence_id=0, publish_time=U64_MAX)
+    [receipt] = call(front, conn, command("SEND", "send", producer_id=0, sequence_id=0), meta.SerializeToString(),
+                     b"timeless")
+    assert receipt.type == s.Type.SEND_RECEIPT
+    call(front, conn, command("SUBSCRIBE", "subscribe", topic=TOPIC, subscription="s", consumer_id=0, request_id=5,
+                              subType=s.SubType.Exclusive, initialPosition=s.InitialPosition.Earliest))
+    call(front, conn, command("FLOW", "flow", consumer_id=0, messagePermits=1))
+    front.pump()
+    [message] = [FrameDecoder().feed(data)[0] for data in conn.outgoing]
+    got, payload = message.metadata_and_payload()
+    assert s.MessageMetadata.FromString(got).publish_time == U64_MAX and payload == b"timeless"
+
+
+def test_a_seek_to_the_publish_time_2_64_minus_1_is_a_seek_to_minus_1_the_start():
+    front, conn = connected()
+    producer(front, conn, TOPIC)
+    for i in range(3):
+        send(front, conn, 0, i, b"m%d" % i)
+    call(front, conn, command("SUBSCRIBE", "subscribe", topic=TOPIC, subscription="s", consumer_id=0, request_id=5,
+                              subType=s.SubType.Exclusive, initialPosition=s.InitialPosition.Latest))
+    replies = call(front, conn, command("SEEK", "seek", consumer_id=0, request_id=6, message_publish_time=U64_MAX))
+    assert [r.type for r in replies] == [s.Type.CLOSE_CONSUMER, s.Type.SUCCESS]
+    call(front, conn, command("SUBSCRIBE", "subscribe", topic=TOPIC, subscription="s", consumer_id=1, request_id=7,
+                              subType=s.SubType.Exclusive))
+    call(front, conn, command("FLOW", "flow", consumer_id=1, messagePermits=10))
+    front.pump()
+    assert [m.message.message_id.entryId for m in pushed(conn) if m.type == s.Type.MESSAGE] == [0, 1, 2]
