@@ -17,12 +17,18 @@ and RssFile (pages of the commit log it has mapped, which the kernel can take ba
                   RSS before and at its peak, and how long a well-behaved client's
                   request (GET_ROUTEINFO_BY_TOPIC on a connection made before the attack)
                   took meanwhile. Issue 34, the other fronts:
-                  pulsar-stalled: a 50 MiB backlog, then 8 consumers that FLOW 1,000,000
-                  permits and read nothing; pulsar-half-frames: 20 connections CONNECT
+                  pulsar-stalled: a --backlog-mib backlog (50), then --stalled consumers (8)
+                  that FLOW 1,000,000 permits and read nothing, and then one that reads it
+                  all (how long it took); pulsar-half-frames: 20 connections CONNECT
                   and send half of a 5 MiB frame; pulsar-flood: --flood sockets that never
                   CONNECT; http-flood: --flood idle sockets on the HTTP port;
                   http-stalled: 20 POSTs of 1 MiB stuck half way. Each says whether a
-                  client arriving meanwhile was served, and the RSS --wait s later
+                  client arriving meanwhile was served, and the RSS --wait s later.
+                  Issue 46: pulsar-partitions: PUT .../partitions of --partitions (a
+                  count past the bound), then, only if that was refused, 2^63 (a server
+                  without the bound loops until the kernel kills it) and POST
+                  .../partitions of --partitions: the answers, how long each took and
+                  a /healthz asked 0.2 s into it, and the RSS
 
 --rev REV (repeatable) runs the server from that git revision instead of this work
 tree (extracted with `git archive`; WORKTREE names the work tree), one after the
@@ -35,6 +41,8 @@ Usage: python benchmarks/rss_bench.py [--n 1000000] [--every 100000] [--rev REV 
        python benchmarks/rss_bench.py --rev 90deaa8 --rev WORKTREE --attack flood --attack pulsar-stalled
               --attack pulsar-half-frames --attack pulsar-flood --attack http-flood --attack http-stalled
               --flood 1000 --wait 12 --serve-arg=--frame-timeout=2
+       python benchmarks/rss_bench.py --rev 05e806b --rev WORKTREE --attack pulsar-stalled --stalled 400
+              --backlog-mib 50 --attack pulsar-partitions --partitions 1000000
 """
 from __future__ import annotations
 
@@ -116,7 +124,11 @@ class Server:
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(30)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:  # (one still busy in a loop an attack started)
+                self.proc.kill()
+                self.proc.wait(30)
         self.stderr.close()
 
 
@@ -339,29 +351,92 @@ def pulsar_stalled(server: Server, args) -> dict:
     producer.sendall(connect + simple(type=s.Type.PRODUCER, producer={"topic": topic, "producer_id": 1,
                                                                        "request_id": 1}))
     _pulsar_replies(producer, 2)
-    for seq in range(200):                                  # 50 MiB, 256 KiB each
+    messages = args.backlog_mib * 4                         # 256 KiB each
+    for seq in range(messages):
         producer.sendall(send(seq, bytes(256 * 1024)))
         _pulsar_replies(producer, 1)
     producer.close()
     base, heap_base = server.rss(), server.memory()["RssAnon"]
-    stalled = []
-    for i in range(8):
+
+    def consumer(name: str, permits: int, rcvbuf: int | None) -> socket.socket:
         c = socket.socket()
-        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        if rcvbuf:
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        c.settimeout(300)
         c.connect(("127.0.0.1", port))
         c.sendall(connect + simple(type=s.Type.SUBSCRIBE, subscribe={
-            "topic": topic, "subscription": f"stalled-{i}", "consumer_id": 1, "request_id": 1,
+            "topic": topic, "subscription": name, "consumer_id": 1, "request_id": 1,
             "subType": s.SubType.Exclusive, "initialPosition": s.InitialPosition.Earliest})
-            + simple(type=s.Type.FLOW, flow={"consumer_id": 1, "messagePermits": 1_000_000}))
-        stalled.append(c)
+            + simple(type=s.Type.FLOW, flow={"consumer_id": 1, "messagePermits": permits}))
+        return c
+    stalled = [consumer(f"stalled-{i}", 1_000_000, 64 * 1024) for i in range(args.stalled)]
     late = served(lambda: _pulsar_client_served(port))
     peak = peak_rss(server, args.wait)
     heap = server.memory()["RssAnon"]
+    t0 = time.perf_counter()
+    reader = consumer("reader", messages, None)
+    try:
+        got = sum(c.type == s.Type.MESSAGE for c in _pulsar_replies(reader, messages + 2))
+        reading = f"{got} of {messages} in {time.perf_counter() - t0:.1f} s"
+    except OSError as exc:
+        reading = f"stopped ({type(exc).__name__})"
+    reader.close()
     for c in stalled:
         c.close()
     time.sleep(1)
-    return {"base": base, "peak": peak, "heap (RssAnon) base": heap_base, f"heap after {args.wait:g} s": heap,
-            "late client": late, "after closing them": server.rss()}
+    return {"stalled": args.stalled, "backlog MiB": args.backlog_mib, "base": base, "peak": peak,
+            "heap (RssAnon) base": heap_base, f"heap after {args.wait:g} s": heap, "late client": late,
+            "a reader got": reading, "after closing them": server.rss()}
+
+
+def _timed_http(port: int, method: str, path: str, body: bytes | None = None,
+                timeout: float = 300) -> tuple[str, float]:
+    """(the status, or why there was none; seconds it took)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method)
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    t0 = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status = str(response.status)
+    except urllib.error.HTTPError as exc:
+        status = str(exc.code)
+    except OSError as exc:
+        status = f"no answer ({type(exc).__name__})"
+    return status, time.perf_counter() - t0
+
+
+def pulsar_partitions(server: Server, args) -> dict:
+    port = server.ports["http"]
+    path = "/admin/v2/persistent/public/default/big/partitions"
+    base = server.rss()
+    out: dict = {"base": base}
+
+    def attempt(label: str, method: str, count: int, where: str = path) -> str:
+        import threading
+
+        answer: list = []
+        asking = threading.Thread(target=lambda: answer.append(_timed_http(port, method, where, str(count).encode())))
+        asking.start()
+        time.sleep(0.2)                     # /healthz asked while the request is (or was) being served
+        health, health_took = _timed_http(port, "GET", "/healthz")
+        asking.join()
+        status, took = answer[0]
+        out[label] = f"{status} in {took * 1000:.0f} ms, /healthz meanwhile {health} in {health_took * 1000:.0f} ms"
+        return status
+    first = attempt(f"PUT {args.partitions}", "PUT", args.partitions)
+    if first.startswith("4"):               # (a server that took it would loop on 2^63 until killed)
+        attempt("PUT 2^63", "PUT", 1 << 63)
+        _timed_http(port, "PUT", "/admin/v2/persistent/public/default/grown/partitions", b"2")
+        attempt(f"POST {args.partitions}", "POST", args.partitions,
+                "/admin/v2/persistent/public/default/grown/partitions")
+    else:
+        out["PUT 2^63"] = "not sent: the first count was taken"
+    out["after"] = server.rss()
+    return out
 
 
 def pulsar_half_frames(server: Server, args) -> dict:
@@ -440,7 +515,7 @@ def http_stalled(server: Server, args) -> dict:
 
 ATTACKS = {"unread-pulls": unread_pulls, "half-frames": half_frames, "flood": flood, "pulsar-stalled": pulsar_stalled,
            "pulsar-half-frames": pulsar_half_frames, "pulsar-flood": pulsar_flood, "http-flood": http_flood,
-           "http-stalled": http_stalled}
+           "http-stalled": http_stalled, "pulsar-partitions": pulsar_partitions}
 
 
 def show(figures: dict) -> str:
@@ -462,6 +537,10 @@ def main() -> int:
     p.add_argument("--window", type=int, default=32, help="sends in flight (default 32)")
     p.add_argument("--attack", action="append", choices=sorted(ATTACKS), help="run an attack instead (repeatable)")
     p.add_argument("--flood", type=int, default=5000, help="connections the flood opens (default 5000)")
+    p.add_argument("--stalled", type=int, default=8, help="pulsar-stalled: consumers that read nothing (default 8)")
+    p.add_argument("--backlog-mib", type=int, default=50, help="pulsar-stalled: the backlog in MiB (default 50)")
+    p.add_argument("--partitions", type=int, default=1_000_000,
+                   help="pulsar-partitions: the count asked for (default 1,000,000)")
     p.add_argument("--wait", type=float, default=5.0, help="seconds RSS is watched after an attack (default 5)")
     p.add_argument("--serve-arg", action="append", default=[], help="an extra `serve` argument (repeatable)")
     p.add_argument("--rev", action="append", help="git revision the server runs (repeatable; default WORKTREE)")

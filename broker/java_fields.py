@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["FieldError", "java_string", "java_int", "java_long", "java_bool", "java_enum",
+__all__ = ["FieldError", "java_string", "java_int", "java_long", "java_bool", "java_enum", "as_java_long",
+           "as_uint64",
            "CONSUME_TYPES", "MESSAGE_MODELS", "CONSUME_FROM_WHERE"]
 
 # Declaration order of the Java enums: an ordinal is an index here.
@@ -87,6 +88,23 @@ def java_int(value, name: str, default: int = 0, *, bits: int = 32) -> int:
 
 def java_long(value, name: str, default: int = 0) -> int:
     return java_int(value, name, default, bits=64)
+
+
+def as_java_long(n: int) -> int:
+    """``n`` as a Java long holds it: its low 64 bits, two's complement. A protobuf uint64
+    read by a Java broker (2^64-1 is -1), and Java's long arithmetic (Long.MAX_VALUE + 1
+    is Long.MIN_VALUE), so a number kept here never outgrows the field it goes back in."""
+    return ((n + _LONG_BIAS) & _LOW_64) - _LONG_BIAS
+
+
+def as_uint64(n: int) -> int:
+    """A Java long (or int) written into a protobuf uint64, as protobuf-java writes it:
+    -1 is 2^64-1."""
+    return n & _LOW_64
+
+
+_LOW_64 = (1 << 64) - 1
+_LONG_BIAS = 1 << 63
 
 
 def java_bool(value, name: str, default: bool = False) -> bool:

@@ -30,6 +30,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .java_fields import as_java_long
+
 __all__ = ["PulsarProducers", "TopicProducers", "AccessMode", "Admission", "PRODUCER_PROPERTY",
            "SEQUENCE_PROPERTY", "PRODUCERS_CONFIG"]
 
@@ -76,6 +78,14 @@ class TopicProducers:
     waiting: list = field(default_factory=list)                  # [(key, name, topic_epoch)] in order
 
 
+def _next_epoch(t: TopicProducers, asked: int | None) -> int:
+    """The epoch an exclusive producer takes a topic at: the one it asked for, else the
+    topic's + 1 (a long, as Pulsar's: past Long.MAX_VALUE it wraps)."""
+    if asked is not None:
+        return asked
+    return as_java_long((t.epoch if t.epoch is not None else -1) + 1)
+
+
 class PulsarProducers:
     def __init__(self, store, dedup_of: Callable[[str], bool], first_offset: Callable[[str], int],
                  compacting: Callable[[str], bool] = lambda topic: False) -> None:
@@ -102,7 +112,7 @@ class PulsarProducers:
 
     def attach(self, stored: str, key, name: str, mode: AccessMode, topic_epoch: int | None) -> Admission:
         """``key`` (a producer) asks for ``stored`` under ``name`` in ``mode``, with the topic
-        epoch it had (None: its first time)."""
+        epoch it had (None: its first time), a long as every number here is."""
         t = self.topic(stored)
         last = t.sequences.get(name, -1)
         holder = t.exclusive
@@ -136,7 +146,7 @@ class PulsarProducers:
                              message=f"Producer with name '{name}' is already connected to topic '{stored}'")
         if mode is not AccessMode.SHARED:
             t.exclusive = name
-            t.epoch = topic_epoch if topic_epoch is not None else (t.epoch if t.epoch is not None else -1) + 1
+            t.epoch = _next_epoch(t, topic_epoch)
         t.names[name] = key
         t.modes[key] = mode
         self._of[key] = t
@@ -153,7 +163,7 @@ class PulsarProducers:
         if t.exclusive is None and not t.names and t.waiting:
             key2, name, topic_epoch = t.waiting.pop(0)
             t.exclusive = name
-            t.epoch = topic_epoch if topic_epoch is not None else (t.epoch if t.epoch is not None else -1) + 1
+            t.epoch = _next_epoch(t, topic_epoch)
             t.names[name] = key2
             promoted.append((key2, Admission(ready=True, epoch=t.epoch, last_sequence_id=t.sequences.get(name, -1))))
         return promoted
@@ -214,9 +224,10 @@ class PulsarProducers:
     def _recover(self, t: TopicProducers) -> None:
         """The saved map, then the records past the offset it covers (the log is the truth)."""
         saved = self._loaded().get(t.topic) or {}
-        t.sequences.update({str(k): int(v) for k, v in (saved.get("sequences") or {}).items()})
+        # (as longs: a document written before they were, or by hand, may hold more)
+        t.sequences.update({str(k): as_java_long(int(v)) for k, v in (saved.get("sequences") or {}).items()})
         if saved.get("epoch") is not None:
-            t.epoch = int(saved["epoch"])
+            t.epoch = as_java_long(int(saved["epoch"]))
         store = self.store
         start = max(int(saved.get("offset", 0)), self.first_offset(t.topic))
         for offset in range(start, store.max_offset(t.topic, 0)):
@@ -225,5 +236,5 @@ class PulsarProducers:
             if rec is None:
                 continue
             name, seq = rec.properties.get(PRODUCER_PROPERTY), rec.properties.get(SEQUENCE_PROPERTY)
-            if name and seq and seq.lstrip("-").isdigit():
-                t.sequences[name] = max(int(seq), t.sequences.get(name, -1))
+            if name and seq and len(seq) <= 20 and seq.lstrip("-").isdigit():      # (a long's digits)
+                t.sequences[name] = max(as_java_long(int(seq)), t.sequences.get(name, -1))

@@ -30,8 +30,9 @@ from .config import PERM_READ, PERM_WRITE
 from .dialects import is_pulsar_store_topic
 from .notifications import PulsarTopicsChanged
 from .pulsar_names import PulsarNameError, PulsarTopic, parse_topic, pulsar_topic, store_topic
+from .topics import QUEUE_NUMS_MAX
 
-__all__ = ["PulsarTopics", "PulsarAdminError", "ADMIN_CONFIG", "DEFAULT_NAMESPACE", "POLICIES"]
+__all__ = ["PulsarTopics", "PulsarAdminError", "ADMIN_CONFIG", "DEFAULT_NAMESPACE", "POLICIES", "MAX_PARTITIONS"]
 
 ADMIN_CONFIG = "pulsarAdmin"                    # config/pulsarAdmin.json
 DEFAULT_NAMESPACE = "public/default"
@@ -40,6 +41,10 @@ DEFAULT_NAMESPACE = "public/default"
 # retention is kept and answered (nothing is ever removed from the store here).
 POLICIES = {"deduplicationEnabled": bool, "compactionThreshold": int, "retention_policies": dict}
 _NAME = re.compile(r"^[-=:.\w]+$")              # Pulsar's NamedEntity rule for tenants and namespaces
+# Pulsar's maxNumPartitionsPerPartitionedTopic (0, no bound, upstream): here the queues a topic
+# may have, the bound the CLI and the remoting front hold topics to. Every partition is a
+# store topic made at once, so a count without a bound is a loop without one.
+MAX_PARTITIONS = QUEUE_NUMS_MAX
 
 
 class PulsarAdminError(Exception):
@@ -105,14 +110,28 @@ class PulsarTopics:
     def create_partitioned(self, topic: PulsarTopic, partitions: int) -> list[str]:
         """PUT .../partitions with N: N store topics, made in order."""
         stored = self._persistent(topic)
-        if partitions <= 0:
-            raise PulsarAdminError("not_acceptable", "Number of partitions should be more than 0")
+        _check_partition_count(partitions)
         if topic.partition >= 0:
             raise PulsarAdminError("precondition", f"{topic.full} is the name of a partition: a partitioned topic's "
                                                    f"name may not end with -partition-<i>")
         if self.topics.get(stored) is not None or self.partitions(topic):
             raise PulsarAdminError("conflict", "This topic already exists")
         names = [f"{stored}-partition-{i}" for i in range(partitions)]
+        for name in names:
+            self.make(name)
+        return names
+
+    def add_partitions(self, topic: PulsarTopic, partitions: int) -> list[str]:
+        """POST .../partitions with N: the partitions a partitioned topic lacks up to N,
+        made in order; its store topics."""
+        stored = self._persistent(topic)
+        _check_partition_count(partitions)
+        have = self.partitions(topic)
+        if not have:
+            raise PulsarAdminError("not_found", "Partitioned topic does not exist")
+        if partitions <= have:
+            raise PulsarAdminError("precondition", "Number of partitions can only be increased")
+        names = [f"{stored}-partition-{i}" for i in range(have, partitions)]
         for name in names:
             self.make(name)
         return names
@@ -262,6 +281,15 @@ class PulsarTopics:
     def _save(self) -> None:
         self.store.save_config(ADMIN_CONFIG, {"tenants": self.tenants, "namespaces": self.namespaces,
                                               "topics": self.topic_policies, "floors": self.floors})
+
+
+def _check_partition_count(n: int) -> None:
+    """Pulsar's refusals of a partition count, before anything is made."""
+    if n <= 0:
+        raise PulsarAdminError("not_acceptable", "Number of partitions should be more than 0")
+    if n > MAX_PARTITIONS:
+        raise PulsarAdminError("not_acceptable", f"Number of partitions should be less than or equal to "
+                                                 f"{MAX_PARTITIONS}")
 
 
 def _check_name(name: str, what: str) -> None:

@@ -30,13 +30,16 @@ from ..log_text import printable
 
 __all__ = ["ConnectionLimits", "LimitedConnection", "ConnectionGuard", "DEFAULT_MAX_CONNECTIONS",
            "DEFAULT_HANDSHAKE_TIMEOUT_S", "DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_FRAME_TIMEOUT_S",
-           "DEFAULT_MAX_OUTGOING_BUFFER", "REFUSAL_LOG_INTERVAL_S"]
+           "DEFAULT_MAX_OUTGOING_BUFFER", "DEFAULT_MAX_PENDING_BYTES", "REFUSAL_LOG_INTERVAL_S"]
 
 DEFAULT_MAX_CONNECTIONS = 1000
 DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
 DEFAULT_IDLE_TIMEOUT_S = 120.0              # RocketMQ's serverChannelMaxIdleTimeSeconds
 DEFAULT_FRAME_TIMEOUT_S = 30.0
 DEFAULT_MAX_OUTGOING_BUFFER = 16 * 1024 * 1024
+# What all the Pulsar front's connections together may hold unsent (--pulsar-max-pending-bytes):
+# sixteen stalled consumers at their own bound, a quarter of DEFAULT_MAX_OUTGOING_BUFFER.
+DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
 # A flood of refused connections is told in one line per this many seconds, not one per
 # connection: the log must not become what the flood exhausts.
 REFUSAL_LOG_INTERVAL_S = 10.0

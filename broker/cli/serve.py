@@ -14,6 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..adapters.connection_guard import DEFAULT_MAX_PENDING_BYTES
 from .common import (CommandParser, UsageError, fail, int_in_range, iso_utc, missing_extra, usage_error)
 
 __all__ = ["serve_main", "DEFAULT_DATA_DIR", "DEFAULT_DATA_DIR_TEXT"]
@@ -88,6 +89,11 @@ def _serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-outgoing-buffer", type=_limit(int), default=16 * 1024 * 1024, metavar="BYTES",
                    help="unread reply bytes at which a connection's requests wait until it reads; the Pulsar front "
                         "stops pushing messages to a connection at a quarter of it (0 = no limit)")
+    p.add_argument("--pulsar-max-pending-bytes", type=_limit(int), default=DEFAULT_MAX_PENDING_BYTES,
+                   metavar="BYTES",
+                   help="messages the Pulsar front holds unsent for all its connections together (default 64 MiB); "
+                        "past it, dispatch pauses for every consumer whose socket has not taken what it was given, "
+                        "and resumes as they read (0 = no limit)")
     p.add_argument("--mqtt", default=None, metavar="URL",
                    help="mqtt://[USER[:PASS]@]HOST[:PORT] of an MQTT broker to bridge to (port 1883 if left out; "
                         "needs the mqtt extra)")
@@ -371,7 +377,8 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     if args.pulsar is not None:
         from ..fronts.pulsar.listener import PulsarServer
 
-        pulsar_server = PulsarServer(core, args.host, args.pulsar, server.after_activity, limits=args.limits)
+        pulsar_server = PulsarServer(core, args.host, args.pulsar, server.after_activity, limits=args.limits,
+                                     max_pending_bytes=args.pulsar_max_pending_bytes)
         try:
             await pulsar_server.start()
         except OSError as exc:

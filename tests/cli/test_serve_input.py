@@ -25,6 +25,8 @@ from ..support.cli_run import one_error_line, run_cli
     (["--frobnicate"], "unrecognized arguments: --frobnicate"),
     (["--handshake-timeout", "-1"], "argument --handshake-timeout: expected a number >= 0, got '-1'"),
     (["--handshake-timeout", "soon"], "argument --handshake-timeout: expected a number >= 0, got 'soon'"),
+    (["--pulsar-max-pending-bytes", "-1"], "argument --pulsar-max-pending-bytes: expected a number >= 0, got '-1'"),
+    (["--pulsar-max-pending-bytes", "1" * 5000], "argument --pulsar-max-pending-bytes: expected a number >= 0"),
 ])
 def test_bad_serve_input_is_one_line_exit_2_and_creates_nothing(tmp_path, args, says):
     data_dir = tmp_path / "store"

@@ -4,9 +4,11 @@ clients use. Requests are read into the core's calls (broker/pulsar_admin.py,
 pulsar_topics.py); answers are Pulsar's JSON and status codes: 204 for a change,
 200 with JSON for a read, errors as ``{"reason": "..."}`` with 404 (no such topic,
 subscription, namespace, tenant), 409 (it exists already), 412 (refused: clients
-connected, a bad name), 406 (a partition count below 1), 400 (a body that is not what
-the path takes). The dashboard's access rules apply unchanged (guard.py): Host, token,
-Origin; a change whose body is not JSON is 415, as Pulsar's JAX-RS resources answer.
+connected, a bad name), 406 (a partition count below 1 or over pulsar_topics.MAX_PARTITIONS),
+400 (a body that is not what the path takes: a number past the Java int or long Pulsar
+reads it into is one). The dashboard's access rules apply unchanged (guard.py): Host,
+token, Origin; a change whose body is not JSON is 415, as Pulsar's JAX-RS resources
+answer.
 
 Paths (``{t}/{ns}/{topic}`` of a persistent topic; the Pulsar front serves the core of
 broker-a):
@@ -47,6 +49,7 @@ __all__ = ["PulsarAdmin", "ADMIN_PREFIXES"]
 ADMIN_PREFIXES = ("/admin/", "/lookup/")
 _STATUS = {"conflict": 409, "not_found": 404, "precondition": 412, "not_acceptable": 406, "bad_request": 400}
 _LONG_MAX = (1 << 63) - 1
+_JAVA_TYPE = {32: "int", 64: "long"}
 _T = "{tenant}/{namespace}"
 _TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
 
@@ -73,17 +76,27 @@ async def _json(request: web.Request, default=None):
         raise _Refused(400, "the body is not JSON") from None
 
 
-def _int(value, what: str) -> int:
-    """A whole number as Jackson reads one: a JSON number or its digits in a string."""
+def _int(value, what: str, bits: int = 64) -> int:
+    """A whole number as Jackson reads one into a Java long (``bits`` 64) or int (32): a
+    JSON number or its digits in a string; one past the type is refused (400), as
+    Jackson refuses it before Pulsar's resource sees it."""
     if isinstance(value, bool) or value is None:
         raise _Refused(400, f"{what} must be a number")
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    raise _Refused(400, f"{what} must be a number, not {json.dumps(value)[:40]}")
+        n = value
+    elif isinstance(value, float) and value.is_integer():
+        n = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        try:
+            n = int(value.strip())
+        except ValueError:              # (past Python's 4,300 digits)
+            raise _Refused(400, f"{what} has too many digits") from None
+    else:
+        raise _Refused(400, f"{what} must be a number, not {json.dumps(value)[:40]}")
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not low <= n <= high:
+        raise _Refused(400, f"{what} must fit in a Java {_JAVA_TYPE[bits]} ({low} to {high}), not {str(n)[:40]}")
+    return n
 
 
 def _bool(value, what: str) -> bool:
@@ -110,7 +123,7 @@ def _position(id_, ledger_of: Callable[[], int]) -> tuple[str | int, int]:
     if not isinstance(id_, dict):
         raise _Refused(400, "a message id is an object with ledgerId and entryId")
     ledger, entry = _int(id_.get("ledgerId", _LONG_MAX), "ledgerId"), _int(id_.get("entryId", _LONG_MAX), "entryId")
-    batch = _int(id_.get("batchIndex", -1), "batchIndex")
+    batch = _int(id_.get("batchIndex", -1), "batchIndex", bits=32)
     if ledger >= _LONG_MAX or entry >= _LONG_MAX:
         return LATEST, -1
     if ledger < 0 or entry < 0:
@@ -294,22 +307,13 @@ class PulsarAdmin:
         return _no_content()
 
     async def _create_partitioned(self, request):
-        n = _int(await _json(request), "the number of partitions")
+        n = _int(await _json(request), "the number of partitions", bits=32)
         self.core().pulsar_topics.create_partitioned(self._topic(request), n)
         return _no_content()
 
     async def _update_partitions(self, request):
-        n = _int(await _json(request), "the number of partitions")
-        topic = self._topic(request)
-        pt = self.core().pulsar_topics
-        have = pt.partitions(topic)
-        if not have:
-            raise PulsarAdminError("not_found", "Partitioned topic does not exist")
-        if n <= have:
-            raise PulsarAdminError("precondition", "Number of partitions can only be increased")
-        stored = store_topic(topic)
-        for i in range(have, n):
-            pt.make(f"{stored}-partition-{i}")
+        n = _int(await _json(request), "the number of partitions", bits=32)
+        self.core().pulsar_topics.add_partitions(self._topic(request), n)
         return _no_content()
 
     async def _partitions(self, request):
@@ -453,7 +457,7 @@ class PulsarAdmin:
         return _no_content()
 
     async def _skip(self, request):
-        n = _int(request.match_info["n"], "the number of messages")
+        n = _int(request.match_info["n"], "the number of messages", bits=32)
         for t in self._each_partition(request):
             skip(self.core(), t, request.match_info["sub"], n)
         return _no_content()
@@ -549,7 +553,8 @@ def _sum_stats(parts: list[dict]) -> dict:
 def _retention(body, key: str) -> dict:
     if not isinstance(body, dict):
         raise _Refused(400, "retention is an object: {\"retentionTimeInMinutes\": M, \"retentionSizeInMB\": S}")
-    return {"retentionTimeInMinutes": _int(body.get("retentionTimeInMinutes", 0), "retentionTimeInMinutes"),
+    return {"retentionTimeInMinutes": _int(body.get("retentionTimeInMinutes", 0), "retentionTimeInMinutes",
+                                           bits=32),
             "retentionSizeInMB": _int(body.get("retentionSizeInMB", 0), "retentionSizeInMB")}
 
 

@@ -13,6 +13,8 @@ import struct
 
 import google_crc32c
 
+from ...java_fields import as_java_long, as_uint64
+
 __all__ = ["Frame", "FrameDecoder", "FrameError", "FrameTooLarge", "crc32c", "encode_simple", "encode_payload",
            "entry_of", "signed_id", "mask_of_ack_set", "ack_set_of_mask", "MAGIC_CHECKSUM", "MAGIC_BROKER_ENTRY_METADATA", "DEFAULT_MAX_MESSAGE_SIZE", "FRAME_PADDING"]
 
@@ -100,20 +102,20 @@ class Frame:
         return entry[start:end], entry[end:]
 
 
-def signed_id(v: int) -> int:
-    """uint64 ids carry -1 as 2^64 - 1 (reference §1)."""
-    return v - (1 << 64) if v >= 1 << 63 else v
+# uint64 ids carry -1 as 2^64 - 1 (reference §1): every uint64 a client sends is read as
+# the Java broker reads it, a long
+signed_id = as_java_long
 
 
 def mask_of_ack_set(words) -> int:
     """An ack_set (int64 words, bit i of word k is index 64k + i) as one number."""
-    return sum((w & 0xFFFFFFFFFFFFFFFF) << (64 * k) for k, w in enumerate(words))
+    return sum(as_uint64(w) << (64 * k) for k, w in enumerate(words))
 
 
 def ack_set_of_mask(mask: int) -> list[int]:
     words = []
     while mask:
-        words.append(signed_id(mask & 0xFFFFFFFFFFFFFFFF))
+        words.append(signed_id(mask))
         mask >>= 64
     return words
 

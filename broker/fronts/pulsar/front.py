@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ...faults import Action, Operation
+from ...java_fields import as_uint64
 from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopicsChanged
 from ...pulsar_cursors import SubscribeOutcome, SubType
 from . import producing
@@ -36,9 +37,31 @@ from .replies import ack_response, error, frame, request_id_of, success
 from .topic_lists import TopicWatchers, topics_of_namespace
 from ...pulsar_names import PulsarNameError, parse_topic, store_group, store_topic
 
-__all__ = ["PulsarFront", "Connection", "METADATA_PROPERTY", "ledger_id"]
+__all__ = ["PulsarFront", "Connection", "PendingBytes", "METADATA_PROPERTY", "ledger_id"]
 
 SERVER_VERSION = "Pulsar Server-rocketmq-emulator"
+
+
+class PendingBytes:
+    """What the front holds for all its connections together, unsent: Pulsar's broker
+    stops reading entries for dispatch once managedLedgerMaxReadsInFlightSizeInMB of
+    them wait to be written, so consumers that never read hold that much between them,
+    whatever their number. Past ``bound`` (0: none), a connection gets a message only
+    when nothing of it waits in the server (its socket took all it was given: a consumer
+    that reads goes on, one message at a time); the others wait in ``waiting`` until
+    the total is below the bound again. So the total stays under the bound plus one
+    message per connection (one a stalled consumer was given while its socket's buffers
+    were filling)."""
+
+    __slots__ = ("bound", "total", "waiting")
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.total = 0
+        self.waiting: set = set()           # connections passed over for the total
+
+    def full(self) -> bool:
+        return 0 < self.bound <= self.total
 
 
 @dataclass(eq=False)          # (a connection is itself: kept in sets, compared by identity)
@@ -59,6 +82,13 @@ class Connection:
     max_unsent: int = 0
     unsent: int = 0
     starved: bool = False
+    pending: PendingBytes | None = None     # the total over the listener's connections (None: none kept)
+
+    def holds(self, n: int) -> None:
+        """``n`` bytes wait unsent for this connection now (its listener's count)."""
+        if self.pending is not None:
+            self.pending.total += n - self.unsent
+        self.unsent = n
 
 
 class _Consumer:
@@ -313,8 +343,10 @@ class PulsarFront:
         if stats is None:
             r.error_code, r.error_message = s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open"
             return [frame(reply)]
+        # (permits go below zero when a batch takes more than are left: a Java int, written as
+        # protobuf-java writes it in the uint64)
         r.type, r.availablePermits, r.unackedMessages, r.msgBacklog = (
-            stats["type"], stats["permits"], stats["unacked"], stats["backlog"])
+            stats["type"], as_uint64(stats["permits"]), stats["unacked"], stats["backlog"])
         r.address = conn.peer
         return [frame(reply)]
 
@@ -431,7 +463,7 @@ class PulsarFront:
             return [error(req.request_id, s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open")]
         subs = self.core.subscriptions
         if req.HasField("message_publish_time"):
-            offset = subs.offset_at_time(consumer.stored, req.message_publish_time)
+            offset = subs.offset_at_time(consumer.stored, signed_id(req.message_publish_time))    # (2^64-1: -1)
         elif req.HasField("message_id"):
             entry = signed_id(req.message_id.entryId)
             offset = 0 if entry < 0 else entry           # earliest arrives as (-1, -1)
@@ -469,7 +501,7 @@ class PulsarFront:
         r.last_message_id.ledgerId = consumer.ledger
         if consumer.partition >= 0:
             r.last_message_id.partition = consumer.partition
-        r.last_message_id.entryId = offset if offset >= 0 else (1 << 64) - 1      # empty: "no more messages"
+        r.last_message_id.entryId = as_uint64(max(offset, -1))     # empty: -1, "no more messages"
         if offset >= 0:
             entry = self.core.store.queue_entry(consumer.stored, 0, offset)
             rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
@@ -478,7 +510,7 @@ class PulsarFront:
                 kept = self.core.subscriptions.compacted_mask(consumer, offset)
                 r.last_message_id.batch_index = kept.bit_length() - 1 if kept else n - 1
         r.consumer_mark_delete_position.ledgerId = consumer.ledger
-        r.consumer_mark_delete_position.entryId = mark_delete - 1 if mark_delete > 0 else (1 << 64) - 1
+        r.consumer_mark_delete_position.entryId = as_uint64(mark_delete - 1 if mark_delete > 0 else -1)
         return [frame(reply)]
 
     def closing(self, conn: Connection) -> list[bytes]:
@@ -668,12 +700,17 @@ def _has_room(consumer: "_Consumer") -> bool:
     if conn.max_unsent and conn.unsent > conn.max_unsent:
         conn.starved = True
         return False
+    pending = conn.pending
+    if pending is not None and conn.unsent and pending.full():
+        pending.waiting.add(conn)
+        return False
     return True
 
 
 def _count_unsent(consumer: "_Consumer", rec) -> None:
     # (an estimate until the listener writes it: the body, its metadata and the command)
-    consumer.conn.unsent += len(rec.body) + 256
+    conn = consumer.conn
+    conn.holds(conn.unsent + len(rec.body) + 256)
 
 
 def _bad_topic(response, topic: str, failed: int) -> str | None:

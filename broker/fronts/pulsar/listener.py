@@ -12,7 +12,10 @@ clients ping every 30 s). Messages are pushed to a consumer only while its conne
 has fewer than a quarter of ``max_outgoing_buffer`` bytes unsent (4 MiB by default),
 as the Pulsar broker stops dispatching to a channel that is not writable: a consumer
 that asks for a million messages and reads none makes the server hold that much, not
-its backlog. Dispatch resumes when the connection has drained to a quarter of that.
+its backlog. Dispatch resumes when the server holds nothing more for it (the socket
+took it all). All connections together hold at most ``max_pending_bytes`` (front.py's
+PendingBytes; 64 MiB by default, --pulsar-max-pending-bytes): past it, dispatch pauses
+for every connection that still has bytes waiting, and resumes as they drain.
 """
 from __future__ import annotations
 
@@ -24,8 +27,9 @@ from typing import Callable
 
 from ...log_text import printable
 from .frames import FRAME_PADDING, FrameDecoder, FrameError
-from .front import Connection, PulsarFront
-from ...adapters.connection_guard import ConnectionGuard, ConnectionLimits, LimitedConnection
+from .front import Connection, PendingBytes, PulsarFront
+from ...adapters.connection_guard import (DEFAULT_MAX_PENDING_BYTES, ConnectionGuard, ConnectionLimits,
+                                          LimitedConnection)
 from ...adapters.listener_thread import ListenerThread
 
 __all__ = ["PulsarServer", "PulsarListenerThread"]
@@ -54,10 +58,11 @@ class _Protocol(asyncio.Protocol, LimitedConnection):
             return
         self.admitted = True
         server.connections.add(self)
-        bound = server.max_unsent
-        if bound:
-            self.conn.max_unsent = bound
-            transport.set_write_buffer_limits(high=bound, low=bound // 4)
+        self.conn.max_unsent = server.max_unsent
+        self.conn.pending = server.pending
+        # told (pause_writing) as soon as a write leaves bytes behind, and (resume_writing)
+        # when the socket has taken them all: dispatch waits for the one, resumes on the other
+        transport.set_write_buffer_limits(high=0)
 
     def connection_lost(self, exc) -> None:
         if not self.admitted:
@@ -65,6 +70,9 @@ class _Protocol(asyncio.Protocol, LimitedConnection):
         self.server.guard.release(self)
         self.server.connections.discard(self)
         self.conn.closed = True
+        self.conn.holds(0)                          # (what it held is given back to the total)
+        self.server.pending.waiting.discard(self.conn)
+        self.server.room_made(self.conn)
         if self.server.front is not None:
             with self.server.lock:
                 self.server.front.disconnect(self.conn)
@@ -121,14 +129,17 @@ class _Protocol(asyncio.Protocol, LimitedConnection):
         """What is unsent now is the write buffer; dispatch again to a connection passed
         over for its bound once it has room (the kernel may have taken what was written)."""
         conn = self.conn
-        conn.unsent = self.transport.get_write_buffer_size()
-        if conn.starved and conn.unsent < conn.max_unsent and not conn.closed:
+        conn.holds(self.transport.get_write_buffer_size())
+        if conn.closed:
+            return
+        if conn.starved and conn.unsent < conn.max_unsent:
             conn.starved = False
             self.server.redispatch(conn)
+        self.server.room_made(conn)
 
     # asyncio calls these when the write buffer crosses the high / low water marks
     def pause_writing(self) -> None:
-        self.conn.unsent = max(self.conn.unsent, self.transport.get_write_buffer_size())
+        self.conn.holds(max(self.conn.unsent, self.transport.get_write_buffer_size()))
 
     def resume_writing(self) -> None:
         self.last_io = self.server.loop_time()
@@ -147,9 +158,11 @@ class PulsarServer:
     """``start()`` binds host:port (0: a free one, in ``port`` after); ``stop()``."""
 
     def __init__(self, core, host: str, port: int, after_activity: Callable[[], None], lock=None,
-                 limits: ConnectionLimits | None = None) -> None:
+                 limits: ConnectionLimits | None = None,
+                 max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES) -> None:
         """``lock``: held around every core call, when another thread drives the core too
-        (the pytest fixture pulsar_endpoint)."""
+        (the pytest fixture pulsar_endpoint); ``max_pending_bytes``: what all connections
+        together may hold unsent (0: no bound)."""
         self.core = core
         self.lock = lock if lock is not None else contextlib.nullcontext()
         self.host = host
@@ -157,6 +170,9 @@ class PulsarServer:
         self.after_activity = after_activity
         self.limits = limits if limits is not None else ConnectionLimits()
         self.max_unsent = self.limits.max_outgoing_buffer // 4
+        if max_pending_bytes < 0:
+            raise ValueError(f"max_pending_bytes must be >= 0 (0 = no limit), got {max_pending_bytes}")
+        self.pending = PendingBytes(max_pending_bytes)
         self.guard = ConnectionGuard(self.limits, log)
         self.front: PulsarFront | None = None
         self.connections: set[_Protocol] = set()
@@ -196,6 +212,23 @@ class PulsarServer:
         if self.front is not None:
             with self.lock:
                 self.front.wake(conn)
+
+    def room_made(self, conn: Connection) -> None:
+        """``conn`` holds less now (or is gone): the connections passed over for the total
+        get messages again once it is below the bound; ``conn`` itself once it holds
+        nothing (a consumer that reads goes on past the bound)."""
+        pending = self.pending
+        if not pending.waiting:
+            return
+        if not pending.full():
+            waiting = list(pending.waiting)
+            pending.waiting.clear()
+            for other in waiting:
+                if not other.closed:
+                    self.redispatch(other)
+        elif conn.unsent == 0 and conn in pending.waiting:
+            pending.waiting.discard(conn)
+            self.redispatch(conn)
 
     def pump(self) -> None:
         """Send what the subscriptions have for their consumers now."""

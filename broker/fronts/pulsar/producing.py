@@ -26,6 +26,7 @@ from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY, PULSAR_DLQ
 from rocketmq_emulator.store.records import Prop
 
 from ...faults import Action, Operation
+from ...java_fields import as_uint64
 from ...operations import SendOutcome, SendRequest
 from ...pulsar_cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
 from ...pulsar_names import PulsarNameError, parse_topic, store_group, store_topic
@@ -33,6 +34,7 @@ from ...pulsar_producers import PRODUCER_PROPERTY, SEQUENCE_PROPERTY, AccessMode
 from ...retry_lifecycle import pulsar_dead_letter
 from . import schema as s
 from .entries import METADATA_PROPERTY, ledger_id
+from .frames import signed_id
 from .fault_answers import reason, refusal_code
 from .replies import error, frame, send_error, success
 
@@ -41,7 +43,8 @@ __all__ = ["Producer", "producer", "close_producer", "send", "release", "close_f
 # A message id as the clients write it in ORIGIN_MESSAGE_ID: C++ "(ledger,entry,partition,batch)",
 # Java and Go "ledger:entry:partition[:batch]"
 _MESSAGE_ID_TEXT = re.compile(r"^\(?(-?\d+)[,:](-?\d+)[,:]")
-_NO_ID = (1 << 64) - 1                      # -1 as a uint64: a duplicate's receipt carries (-1, -1)
+_NO_ID = as_uint64(-1)                      # a duplicate's receipt carries (-1, -1)
+_LONG_MIN_AS_UINT64 = 1 << 63
 _ACCESS_ERRORS = {"busy": s.ServerError.ProducerBusy, "fenced": s.ServerError.ProducerFenced}
 _SIZES = struct.Struct(">II")                # a simple command's totalSize and commandSize
 # a refused SEND's errors Pulsar also refuses a producer with (the client fails its pending
@@ -73,7 +76,7 @@ def _success(request_id: int, name: str, last_sequence_id: int, epoch: int | Non
     r = reply.producer_success
     r.request_id, r.producer_name, r.last_sequence_id = request_id, name, last_sequence_id
     if epoch is not None:
-        r.topic_epoch = epoch
+        r.topic_epoch = as_uint64(epoch)
     if not ready:
         r.producer_ready = False
     return frame(reply)
@@ -125,7 +128,9 @@ def producer(front, conn, cmd, frame_) -> list[bytes]:
         return [error(req.request_id, s.ServerError.NotAllowedError, f"unknown access mode {req.producer_access_mode}")]
     registry = core.pulsar_producers
     p = Producer(conn, req.producer_id, req.request_id, topic.full, stored, name, registry.topic(stored))
-    admission = registry.attach(stored, p, name, mode, req.topic_epoch if req.HasField("topic_epoch") else None)
+    # (uint64s read as Pulsar's broker reads them, longs: 2^64-1 is -1, and the next epoch 0)
+    admission = registry.attach(stored, p, name, mode, signed_id(req.topic_epoch) if req.HasField("topic_epoch")
+                                else None)
     for other in admission.fenced:          # ExclusiveWithFencing took the topic: they are closed
         other.conn.producers.pop(other.producer_id, None)
         if other.conn is not conn:
@@ -249,10 +254,10 @@ def _store(front, conn, req, p, frame_) -> list[bytes]:
     except Exception as exc:
         return [send_error(req, s.ServerError.UnknownError, f"bad message metadata: {exc}")]
     state = p.state
-    seq = req.sequence_id
-    highest = req.highest_sequence_id
-    if highest < seq:
-        highest = seq
+    seq = signed_id(req.sequence_id)        # (longs, as Pulsar's broker compares them; the receipt echoes the uint64s)
+    highest = signed_id(req.highest_sequence_id)
+    if highest < seq or (seq < 0 and not req.HasField("highest_sequence_id")):
+        highest = seq                       # (Pulsar takes a highest id only when given and not below)
     if state.dedup:
         last = state.sequences.get(p.name)
         if last is not None and seq <= last:
@@ -282,17 +287,20 @@ def _store(front, conn, req, p, frame_) -> list[bytes]:
     elif key:
         props[KEY_PROPERTY] = key
     core = front.core
+    born = meta.publish_time
+    if born >= _LONG_MIN_AS_UINT64:         # (a uint64 the Java broker reads as a negative long: none)
+        born = 0
     if meta.deliver_at_time:
         # the delay the client asked for (deliver_at - its publish time) from the broker's
         # now: deliver_after works the same on a virtual clock and across clock skew
         now = core.clock.now_ms()
-        delay = meta.deliver_at_time - (meta.publish_time or now)
+        delay = meta.deliver_at_time - (born or now)
         props[DELIVER_AT_PROPERTY] = str(now + max(delay, 0))
     reconsume_times = 0
     if Prop.REAL_TOPIC in props and Prop.ORIGIN_MESSAGE_ID in props:
         reconsume_times = _as_store_copy(front, conn, props, p.stored)
     result = core.send(SendRequest("", p.stored, payload, 0, props,
-                                   born_timestamp=meta.publish_time or core.clock.now_ms(),
+                                   born_timestamp=born or core.clock.now_ms(),
                                    reconsume_times=reconsume_times),
                        front.channel)
     if result.outcome is not SendOutcome.STORED:

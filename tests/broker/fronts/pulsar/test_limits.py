@@ -91,12 +91,13 @@ class Raw:
 class Listener:
     """A PulsarServer on a loop thread of its own; ``on_loop(fn)`` runs fn there."""
 
-    def __init__(self, limits: ConnectionLimits) -> None:
+    def __init__(self, limits: ConnectionLimits, **options) -> None:
+        """``options``: PulsarServer's others (max_pending_bytes)."""
         self.core = BrokerCore.in_memory(SystemClock())
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.server = PulsarServer(self.core, "127.0.0.1", 0, lambda: None, limits=limits)
+        self.server = PulsarServer(self.core, "127.0.0.1", 0, lambda: None, limits=limits, **options)
         asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(10)
         self.port = self.server.port
 
@@ -128,8 +129,9 @@ class Listener:
 def listen():
     made = []
 
-    def start(**limits) -> Listener:
-        made.append(Listener(ConnectionLimits(**limits)))
+    def start(max_pending_bytes=None, **limits) -> Listener:
+        options = {} if max_pending_bytes is None else {"max_pending_bytes": max_pending_bytes}
+        made.append(Listener(ConnectionLimits(**limits), **options))
         return made[-1]
     yield start
     for one in made:
@@ -247,5 +249,74 @@ def test_attack_stalled_consumers_of_a_50_mib_backlog_hold_a_bounded_amount(tmp_
         for c in stalled:
             c.close()
         probe.close()
+    finally:
+        server.stop()
+
+
+# -- what the front holds for all its connections together (issue 46, item 4) ----------------------
+def test_stalled_consumers_together_hold_no_more_than_the_pending_bound_and_a_reader_goes_on(listen):
+    bound, size, n = 1 * MiB, 64 * 1024, 120
+    # each connection alone could be pushed 1 MiB (a quarter of 4 MiB); all together 1 MiB
+    srv = listen(max_outgoing_buffer=4 * MiB, max_pending_bytes=bound)
+    srv.store(n, size)                                      # 7.5 MiB of backlog
+    stalled = []
+    for i in range(12):                                     # 12 consumers that read nothing
+        c = Raw(srv.port, rcvbuf=16 * 1024)
+        c.send(CONNECT + subscribe(f"stalled-{i}") + flow(1_000_000))
+        assert [f.type for f, _ in c.read(2)] == [s.Type.CONNECTED, s.Type.SUCCESS]
+        stalled.append(c)
+    # (past the bound a connection whose socket took all it was given gets one more message:
+    # a stalled one, one while its socket's buffers fill, so at most one message each)
+    most = bound + len(stalled) * (size + 256)
+    wait_for(lambda: sum(srv.unsent()) >= bound)            # the bound is reached ...
+    reader = Raw(srv.port)                                  # ... and a consumer that reads is served
+    reader.send(CONNECT + subscribe("reader") + flow(n))
+    assert [f.type for f, _ in reader.read(2)] == [s.Type.CONNECTED, s.Type.SUCCESS]
+    got, held = [], []
+    while len(got) < n:
+        got += reader.read(1)
+        held.append(sum(srv.unsent()))
+    assert [c.message.message_id.entryId for c, _ in got] == list(range(n))
+    assert max(held) <= most, f"{max(held)} bytes held for stalled consumers, bound {bound}"
+    assert srv.on_loop(lambda: srv.server.pending.total) <= most
+    # nothing is lost: the stalled consumers read now, and get all of it, in order
+    for c in stalled:
+        messages = c.read(n)
+        assert [m.message.message_id.entryId for m, _ in messages] == list(range(n))
+        assert all(f.metadata_and_payload()[1][:8] == b"%08d" % i for i, (_, f) in enumerate(messages))
+        c.close()
+    reader.close()
+    wait_for(lambda: srv.on_loop(lambda: srv.server.pending.total) == 0)       # all given back
+
+
+@pytest.mark.interop
+def test_attack_many_stalled_consumers_together_hold_the_pending_bound_and_a_real_client_reads(tmp_path):
+    pulsar = pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
+    server = EmulatorProcess(tmp_path / "store", "--pulsar-max-pending-bytes", str(8 * MiB), pulsar=True).start()
+    try:
+        client = pulsar.Client(f"pulsar://127.0.0.1:{server.pulsar_port}", operation_timeout_seconds=10,
+                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        producer = client.create_producer(TOPIC, batching_enabled=False, max_pending_messages=50)
+        for i in range(50):                                    # 12.5 MiB
+            producer.send_async(b"%08d" % i + bytes(256 * 1024 - 8), None)
+        producer.flush()
+        before = status_mib(server.proc.pid, "RssAnon")
+        stalled = []
+        for i in range(40):                                    # each alone may be pushed 4 MiB: 160 MiB
+            c = Raw(server.pulsar_port, rcvbuf=64 * 1024)
+            c.send(CONNECT + subscribe(f"stalled-{i}") + flow(1_000_000))
+            assert [f.type for f, _ in c.read(2)] == [s.Type.CONNECTED, s.Type.SUCCESS]
+            stalled.append(c)
+        reader = client.subscribe(TOPIC, "reads", initial_position=pulsar.InitialPosition.Earliest)
+        got = [reader.receive(10_000).data()[:8] for _ in range(50)]
+        assert got == [b"%08d" % i for i in range(50)]         # served while the others stall
+        grown = status_mib(server.proc.pid, "RssAnon") - before
+        print(f"40 stalled consumers, --pulsar-max-pending-bytes 8 MiB: heap {before:.0f} MiB -> +{grown:.0f} MiB")
+        assert grown < 60, f"the server's heap grew {grown:.0f} MiB for 40 consumers that read nothing"
+        last = stalled[-1].read(50)                            # nothing lost: a stalled one reads it all
+        assert [f.message.message_id.entryId for f, _ in last] == list(range(50))
+        for c in stalled:
+            c.close()
+        client.close()
     finally:
         server.stop()
