@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandParser, UsageError, fail
+from .common import CommandParser, UsageError, fail, shown
 
 __all__ = ["broker_main", "broker_addresses"]
 
@@ -50,11 +50,11 @@ def broker_main(argv: list[str]) -> int:
         else:
             print(f"{'BROKER':<10} {'ADDRESS':<22} {'STATE':<8} {'PERM':<11} TOPICS")
             for b in states:
-                print(f"{b['brokerName']:<10} {b['address']:<22} {'up' if b['up'] else 'stopped':<8} "
+                print(f"{shown(b['brokerName']):<10} {shown(b['address']):<22} {'up' if b['up'] else 'stopped':<8} "
                       f"{_perm_text(b['brokerPermission']):<11} {b['topics']}")
         return 0
     done = {"perm": f"write {args.write}" if args.action == "perm" else "", "stop": "stopped", "start": "started"}
-    print(f"{args.name} {done[args.action]}")
+    print(f"{shown(args.name)} {done[args.action]}")
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandParser, UsageError, iso_utc
+from .common import CommandParser, UsageError, iso_utc, shown
 
 __all__ = ["dlq_main"]
 
@@ -54,13 +54,13 @@ def dlq_main(argv: list[str]) -> int:
         return 0
     if args.action == "list":
         if not doc:
-            print(f"no dead letters for {args.group}")
+            print(f"no dead letters for {shown(args.group)}")
             return 0
         print(f"{'ID':<33} {'TOPIC':<20} {'TAGS':<10} {'KEYS':<16} {'ATTEMPTS':>8} {'DIED (UTC)':<24} STATE")
         for d in doc:
             state = f"re-driven as {d['redriven_as']}" if d["redriven_as"] else "dead"
-            print(f"{d['msg_id']:<33} {(d['original_topic'] or '?'):<20} {(d['tags'] or ''):<10} "
-                  f"{(d['keys'] or ''):<16} {d['attempts']:>8} {iso_utc(d['died_at_ms']):<24} {state}")
+            print(shown(f"{d['msg_id']:<33} {(d['original_topic'] or '?'):<20} {(d['tags'] or ''):<10} "
+                        f"{(d['keys'] or ''):<16} {d['attempts']:>8} {iso_utc(d['died_at_ms']):<24} {state}", None))
         return 0
     verb = "would re-drive" if doc["dry_run"] else "re-drove"
     for s in doc["sent"]:
