@@ -53,7 +53,10 @@ MANY_DIGITS = "9" * 5000
     (["fault", "add", "send", "refuse", "--times", MANY_DIGITS], "fault add", "from 1 to 9223372036854775807"),
     (["fault", "remove", MANY_DIGITS], "fault remove", "from 0 to 9223372036854775807"),
     (["topic", "show", "Orders", "--timeout", "1e300"], "topic show", "at most 86400"),
-], ids=["offset-5000-digits", "offset-past-a-long", "find-max", "fault-times", "fault-remove-id", "timeout"])
+    (["clock", "advance", "106751991167d"], "clock advance", "cannot go past 9999-12-31"),
+    (["clock", "advance", "9" * 19 + "d"], "clock advance", "cannot go past 9999-12-31"),
+], ids=["offset-5000-digits", "offset-past-a-long", "find-max", "fault-times", "fault-remove-id", "timeout",
+        "clock-past-9999", "clock-past-a-long"])
 def test_every_number_has_the_bound_of_its_field_in_one_short_line(server, argv, command, says):
     """Issue 46.8: a number past its field's bound is a one-line exit 2 (was a ValueError
     traceback, exit 1, for `offset reset --to` with 5,000 digits), and the line says the
