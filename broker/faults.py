@@ -252,36 +252,23 @@ def _plain(field: str, value: str, limit: int, what: str) -> None:
         raise FaultError(f"{field}: {_shown(value)} is longer than {limit} characters; {what}")
 
 
-def _check_topic(value) -> None:
-    """A RocketMQ topic name (TopicValidator) or a Pulsar topic name (its full or short
-    form, as the Pulsar front stores it): a matcher no client could ever send is a mistake."""
-    try:
-        validate_topic_name(_a_name("topic", value))
-        return
-    except TopicNameError:
-        pass
-    what = "a topic is a RocketMQ name (^[%|a-zA-Z0-9_-]+$, at most 127) or a Pulsar one (persistent://t/ns/name)"
-    _plain("topic", value, 300, what)
-    try:
-        store_topic(parse_topic(value))
-    except PulsarNameError:
-        raise FaultError(f"topic: {_shown(value)} is neither a RocketMQ nor a Pulsar topic name this broker takes; "
-                         f"{what}") from None
-
-
-def _check_group(value) -> None:
-    """A RocketMQ group name (validateGroup) or a Pulsar subscription or producer name."""
-    try:
-        validate_group_name(_a_name("group", value))
-        return
-    except GroupNameError:
-        pass
-    what = "a group is a RocketMQ group name (^[%|a-zA-Z0-9_-]+$, at most 120) or a Pulsar subscription"
-    _plain("group", value, 300, what)
-    try:
-        store_group(value)
-    except PulsarNameError:
-        raise FaultError(f"group: {_shown(value)} is too long for a group or a subscription; {what}") from None
+def _dialects_name(field: str, rocketmq, pulsar, what: str):
+    """A check of a matcher: a name RocketMQ's validator takes (``rocketmq``), or one
+    printable line the Pulsar front's naming takes (``pulsar``): a matcher no client could
+    ever send is a mistake."""
+    def check(value) -> None:
+        try:
+            rocketmq(_a_name(field, value))
+            return
+        except (TopicNameError, GroupNameError):
+            pass
+        _plain(field, value, 300, what)
+        try:
+            pulsar(value)
+        except PulsarNameError:
+            raise FaultError(f"{field}: {_shown(value)} is neither a RocketMQ nor a Pulsar name this broker takes; "
+                             f"{what}") from None
+    return check
 
 
 def _check_plain(field: str):
@@ -291,8 +278,14 @@ def _check_plain(field: str):
     return check
 
 
-_NAME_CHECKS = {"topic": _check_topic, "group": _check_group, "client": _check_plain("client"),
-                "broker": _check_plain("broker")}
+_NAME_CHECKS = {
+    "topic": _dialects_name("topic", validate_topic_name, lambda name: store_topic(parse_topic(name)),
+                            "a topic is a RocketMQ name (^[%|a-zA-Z0-9_-]+$, at most 127) or a Pulsar one "
+                            "(persistent://t/ns/name)"),
+    "group": _dialects_name("group", validate_group_name, store_group,
+                            "a group is a RocketMQ group name (^[%|a-zA-Z0-9_-]+$, at most 120) or a Pulsar "
+                            "subscription"),
+    "client": _check_plain("client"), "broker": _check_plain("broker")}
 
 
 class FaultSet:
