@@ -69,6 +69,27 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{self.prog}: error: {message}")
 
+    # argparse repeats a refused argument whole ("invalid int value: '999...'", "invalid
+    # choice: ..."): an argument of 5,000 characters is said shortened, as ours are
+    def _get_value(self, action, arg_string):
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            raise _shortened(exc, action, arg_string) from None
+
+    def _check_value(self, action, value):
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            raise _shortened(exc, action, value) from None
+
+
+def _shortened(exc: argparse.ArgumentError, action, value) -> argparse.ArgumentError:
+    whole = repr(value)
+    if not isinstance(value, str) or len(value) <= 40 or whole not in exc.message:
+        return exc
+    return argparse.ArgumentError(action, exc.message.replace(whole, quoted(value)))
+
 
 def fail(command: str, msg: str, code: int = 2) -> int:
     """Print ``rocketmq-emulator <command>: error: msg`` and return ``code``."""

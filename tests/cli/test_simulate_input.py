@@ -122,3 +122,12 @@ def test_a_run_longer_than_the_clock_can_go_is_refused(tmp_path, capsys, args, s
     err = capsys.readouterr().err.strip()
     assert err.startswith("rocketmq-emulator simulate: error: ") and says in err and "\n" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("option", ["--seed", "--messages", "--protocol"])
+def test_an_argument_argparse_refuses_is_repeated_shortened(tmp_path, capsys, option):
+    out = tmp_path / "run"
+    assert main(["simulate", "--out", str(out), *SHORT, option, "9" * 5000]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rocketmq-emulator simulate: error: argument {option}: ") and "\n" not in err
+    assert "'9999999999999999999999999999999999999999...(5000 characters)'" in err and len(err) < 300
