@@ -207,6 +207,11 @@ def live_members(core) -> list:
     return core.names.live_cores() if isinstance(core.names, Cluster) else [core]
 
 
+# the last millisecond a virtual clock may reach: ISO 8601's four-digit years (every time
+# the CLI, the dashboard and the logs print), well inside a record's 64-bit timestamps
+CLOCK_MAX_MS = 253_402_300_799_999
+
+
 def advance_together(clock, cores: list, ms: int) -> int:
     """Move a virtual ``clock`` forward by ``ms``, ticking ``cores`` at every deadline
     of any of them on the way, so everything due by then has been re-stored and
@@ -218,6 +223,9 @@ def advance_together(clock, cores: list, ms: int) -> int:
         raise ValueError(f"cannot move the clock backwards ({ms} ms)")
     start = clock.now_ms()
     target = start + ms
+    if target > CLOCK_MAX_MS:
+        raise ClockError(f"the clock cannot go past 9999-12-31T23:59:59.999Z ({CLOCK_MAX_MS} ms: what a record's "
+                         f"timestamp and an ISO time take); it is at {start} ms, the advance was {ms} ms")
     while True:
         for c in cores:
             c.tick()

@@ -15,10 +15,13 @@ front in its dialect's terms:
   makes a producer's retry a duplicate;
 * DELAY — the answer comes ``delay_ms`` later on the broker's clock (virtual in tests);
 * DUPLICATE — a delivery is handed over twice (the store keeps one record);
-* HOLD — deliveries to the matched group stop while the rule is active.
+* HOLD — deliveries to the matched group stop while the rule is active; each request it
+  holds (a 4.x pull, a 5.x receive, a Pulsar dispatch) counts as a hit.
 
 Every applied fault is an event (EventKind.FAULT) and counts on its rule, so a user sees
-why a message came back. With no rule installed a front's check is one attribute test.
+why a message came back. A rule whose ``times`` are used up is *spent*: it fires no more
+but stays listed, with its counts, until it is removed or the rules are cleared. With no
+rule installed a front's check is one attribute test.
 Randomness comes only from the injected ``random.Random`` (same seed, same faults);
 windows are on the broker's clock, so a rule with a window needs a virtual clock to be
 reproducible — a real-clock broker refuses windows that start in the past.
@@ -29,12 +32,29 @@ import enum
 import random
 from dataclasses import dataclass, field
 
+from rocketmq_emulator.delay_scheduler.levels import format_duration
+
 from .events import Event, EventKind, EventLog
+from .groups import GroupNameError, validate_group_name
+from .log_text import printable
+from .pulsar_names import PulsarNameError, parse_topic, store_group, store_topic
+from .topics import TopicNameError, validate_topic_name
 
 __all__ = ["Operation", "Action", "FaultRule", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules",
-           "register_error_codes", "ERROR_CODES"]
+           "register_error_codes", "ERROR_CODES", "MAX_DELAY_MS"]
 
 DIALECTS = ("4.x", "5.x", "pulsar")
+
+# The one bound of a delay action, whichever way the rule comes in (CLI, HTTP, the wire,
+# the SDK, a simulation): a day is far past every client's request timeout and long poll
+# (seconds; an answer later than the client waits acts as a drop, which says it plainly)
+# and its milliseconds fit every clock and timer the fronts set (virtual or real).
+MAX_DELAY_MS = 24 * 3600 * 1000
+# times and windows are numbers of the broker's counters and clock: a Java long's range
+_LONG_MAX = 2 ** 63 - 1
+# a client id, a broker name: what the clients make is far shorter (a 4.x "ip@pid#n",
+# a 5.x "host@pid@index@nanos", a Pulsar peer address), and a name is one printable line
+_CLIENT_MAX = 255
 
 
 class FaultError(ValueError):
@@ -145,7 +165,12 @@ class FaultRule:
                 "times": self.times, "left": self._left, "probability": self.probability,
                 "window_ms": list(self.window_ms) if self.window_ms else None, "delay_ms": self.delay_ms,
                 "error": self.error, "stored": self.stored, "hits": self.hits, "matched": self.matched,
-                "hits_on": dict(self.hits_on)}
+                "hits_on": dict(self.hits_on), "state": "spent" if self.spent else "active"}
+
+    @property
+    def spent(self) -> bool:
+        """Its ``times`` are used up: it fires no more, and stays listed until removed."""
+        return self._left is not None and self._left <= 0
 
 
 def rule_from(operation, action, *, topic=None, group=None, client=None, dialect=None, broker=None, times=None,
@@ -164,17 +189,20 @@ def rule_from(operation, action, *, topic=None, group=None, client=None, dialect
         raise FaultError(f"action: {act.value} does not apply to {op.value} (it takes "
                          f"{', '.join(sorted(a.value for a in _ALLOWED[op]))})")
     for name, value in (("topic", topic), ("group", group), ("client", client), ("broker", broker)):
-        if value is not None and (not isinstance(value, str) or not value):
-            raise FaultError(f"{name}: a name, got {value!r}")
+        if value is not None:
+            _NAME_CHECKS[name](value)
     if dialect is not None and dialect not in DIALECTS:
         raise FaultError(f"dialect: {dialect!r} is not one of {', '.join(DIALECTS)}")
-    if times is not None and (not isinstance(times, int) or isinstance(times, bool) or times < 1):
-        raise FaultError(f"times: a whole number >= 1, got {times!r}")
+    if times is not None and (not isinstance(times, int) or isinstance(times, bool) or not 1 <= times <= _LONG_MAX):
+        raise FaultError(f"times: a whole number >= 1 and at most {_LONG_MAX}, got {_shown_number(times)}")
     if probability is not None and (isinstance(probability, bool) or not isinstance(probability, (int, float))
                                     or not 0 <= probability <= 1):
         raise FaultError(f"probability: a number from 0 to 1, got {probability!r}")
     if not isinstance(delay_ms, int) or isinstance(delay_ms, bool) or delay_ms < 0:
-        raise FaultError(f"delay: a duration >= 0, got {delay_ms!r} ms")
+        raise FaultError(f"delay: a duration >= 0, got {_shown_number(delay_ms)} ms")
+    if delay_ms > MAX_DELAY_MS:
+        raise FaultError(f"delay: at most {format_duration(MAX_DELAY_MS)} ({MAX_DELAY_MS} ms; a later answer is "
+                         f"a drop to every client), got {_shown_number(delay_ms)} ms")
     if act is Action.DELAY and delay_ms == 0:
         raise FaultError("delay: a delay action needs a duration > 0")
     if act is not Action.DELAY and delay_ms:
@@ -191,10 +219,73 @@ def rule_from(operation, action, *, topic=None, group=None, client=None, dialect
         except (TypeError, ValueError, IndexError):
             raise FaultError(f"window: (start ms, end ms), got {window_ms!r}") from None
         if end <= start:
-            raise FaultError(f"window: its end must come after its start, got {start}..{end}")
+            raise FaultError(f"window: its end must come after its start, got {_shown_number(start)}.."
+                             f"{_shown_number(end)}")
+        if start < 0 or end > _LONG_MAX:
+            raise FaultError(f"window: times from 0 to {_LONG_MAX} ms on the broker's clock, got "
+                             f"{_shown_number(start)}..{_shown_number(end)}")
         window_ms = (start, end)
     return FaultRule(op, act, topic, group, client, dialect, broker, times, probability, window_ms, delay_ms,
                      error, bool(stored))
+
+
+def _shown_number(value) -> str:
+    return printable(repr(value), 40)
+
+
+def _shown(value: str) -> str:
+    """A name as an error line quotes it: escaped, cut when long."""
+    return f"'{printable(value, 60)}'"
+
+
+def _a_name(field: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise FaultError(f"{field}: a name, got {printable(repr(value), 60)}")
+    return value
+
+
+def _plain(field: str, value: str, limit: int, what: str) -> None:
+    """A name that is one printable line of at most ``limit`` characters."""
+    if printable(value, None) != value:
+        raise FaultError(f"{field}: {_shown(value)} has control or format characters; {what}")
+    if len(value) > limit:
+        raise FaultError(f"{field}: {_shown(value)} is longer than {limit} characters; {what}")
+
+
+def _dialects_name(field: str, rocketmq, pulsar, what: str):
+    """A check of a matcher: a name RocketMQ's validator takes (``rocketmq``), or one
+    printable line the Pulsar front's naming takes (``pulsar``): a matcher no client could
+    ever send is a mistake."""
+    def check(value) -> None:
+        try:
+            rocketmq(_a_name(field, value))
+            return
+        except (TopicNameError, GroupNameError):
+            pass
+        _plain(field, value, 300, what)
+        try:
+            pulsar(value)
+        except PulsarNameError:
+            raise FaultError(f"{field}: {_shown(value)} is neither a RocketMQ nor a Pulsar name this broker takes; "
+                             f"{what}") from None
+    return check
+
+
+def _check_plain(field: str):
+    def check(value) -> None:
+        _plain(field, _a_name(field, value), _CLIENT_MAX, f"a {field} is one printable name of at most "
+                                                          f"{_CLIENT_MAX} characters")
+    return check
+
+
+_NAME_CHECKS = {
+    "topic": _dialects_name("topic", validate_topic_name, lambda name: store_topic(parse_topic(name)),
+                            "a topic is a RocketMQ name (^[%|a-zA-Z0-9_-]+$, at most 127) or a Pulsar one "
+                            "(persistent://t/ns/name)"),
+    "group": _dialects_name("group", validate_group_name, store_group,
+                            "a group is a RocketMQ group name (^[%|a-zA-Z0-9_-]+$, at most 120) or a Pulsar "
+                            "subscription"),
+    "client": _check_plain("client"), "broker": _check_plain("broker")}
 
 
 class FaultSet:
@@ -207,6 +298,9 @@ class FaultSet:
         self._events = events
         self._broker = broker
         self._rules: list[FaultRule] = []
+        # rules whose count is used up: no longer asked, still listed (as spent, with what
+        # they did) until removed or cleared, so a user sees that a "times 1" rule fired
+        self._spent: list[FaultRule] = []
         self._ids = 0
         self.active = False
         self.holding = False                # a HOLD rule is installed (asked on held pulls)
@@ -249,30 +343,44 @@ class FaultSet:
         return rule
 
     def remove(self, rule_id: int) -> bool:
-        """Remove a rule; a rule already gone is not an error (False)."""
-        before = len(self._rules)
+        """Remove a rule, live or spent; a rule already gone is not an error (False)."""
+        before = len(self._rules) + len(self._spent)
         self._rules = [r for r in self._rules if r.id != rule_id]
-        if len(self._rules) == before:
+        self._spent = [r for r in self._spent if r.id != rule_id]
+        if len(self._rules) + len(self._spent) == before:
             return False
         self._changed()
         return True
 
     def clear(self) -> int:
-        n = len(self._rules)
-        self._rules = []
+        """Remove every rule, live or spent; how many there were."""
+        n = len(self._rules) + len(self._spent)
+        self._rules, self._spent = [], []
         if n:
             self._changed()
         return n
 
     def rules(self) -> list[FaultRule]:
+        """The live rules (those that can still fire)."""
         return list(self._rules)
+
+    def listed(self) -> list[FaultRule]:
+        """Every rule a user sees: the live ones and the spent ones, by id."""
+        return sorted(self._rules + self._spent, key=lambda r: r.id)
+
+    def _retire(self, rule: FaultRule) -> None:
+        """``rule``'s count is used up: off the rules asked, kept as spent."""
+        if any(r is rule for r in self._rules):
+            self._rules = [r for r in self._rules if r is not rule]
+            self._spent.append(rule)
+            self._changed()
 
     # -- matching -------------------------------------------------------------------------
     def match(self, operation: Operation, *, topic: str | None = None, group: str | None = None,
               client: str | None = None, dialect: str | None = None, actions=None) -> FaultRule | None:
         """The rule that fires for this call, if any (counted, and told as an event).
         Rules are tried in the order they were added; a rule whose count is used up is
-        removed. ``actions``: only rules with one of these actions (a front that asks at
+        spent (listed, never asked again). ``actions``: only rules with one of these actions (a front that asks at
         two points of one operation: Pulsar's FLOW for refuse and drop, each MESSAGE it
         dispatches for delay and duplicate)."""
         now = None
@@ -288,20 +396,39 @@ class FaultSet:
             rule.matched += 1
             if rule.probability is not None and self._rng.random() >= rule.probability:
                 continue
-            rule.hits += 1
-            rule.hits_on[self._broker] = rule.hits_on.get(self._broker, 0) + 1
-            self.applied += 1
-            if rule._left is not None:
-                rule._left -= 1
-                if rule._left <= 0:                 # used up: off every broker it is on
-                    for fs in rule._sets:
-                        fs.remove(rule.id)
-            if self._events is not None and EventKind.FAULT in self._events.wanted:
-                self._events.append(Event(EventKind.FAULT, self._clock.now_ms() if now is None else now,
-                                          topic or "", group=group, msg_id=f"rule {rule.id}: {rule.action.value} "
-                                                                          f"{rule.operation.value}"))
+            self._fired(rule, topic, group, now)
             return rule
         return None
+
+    def hold(self, group: str | None, topic: str | None = None, dialect: str | None = None) -> FaultRule | None:
+        """The HOLD rule that keeps this delivery request back now, counted as matched and
+        fired (what a 4.x pull's ``match`` counts when a hold takes it): asked once per
+        request a front holds — a 5.x receive, a Pulsar dispatch — while ``holds`` is
+        the uncounted look of a request already held. None: no hold applies."""
+        now = self._clock.now_ms()
+        for rule in self._rules:
+            if rule.action is Action.HOLD and rule.about(topic, group, None, dialect, self._broker) \
+                    and rule.in_window(now):
+                rule.matched += 1
+                self._fired(rule, topic, group, now)
+                return rule
+        return None
+
+    def _fired(self, rule: FaultRule, topic: str | None, group: str | None, now: int | None) -> None:
+        """Count a rule that fired here, tell it as an event; a rule whose count is then
+        used up is spent on every broker it is on."""
+        rule.hits += 1
+        rule.hits_on[self._broker] = rule.hits_on.get(self._broker, 0) + 1
+        self.applied += 1
+        if self._events is not None and EventKind.FAULT in self._events.wanted:
+            self._events.append(Event(EventKind.FAULT, self._clock.now_ms() if now is None else now,
+                                      topic or "", group=group, msg_id=f"rule {rule.id}: {rule.action.value} "
+                                                                      f"{rule.operation.value}"))
+        if rule._left is not None:
+            rule._left -= 1
+            if rule._left <= 0:
+                for fs in list(rule._sets):
+                    fs._retire(rule)
 
     def may_match(self, operations, topic: str | None, group: str | None, client: str | None,
                   dialect: str) -> bool:
@@ -345,10 +472,11 @@ def place_rule(fault_sets: list[FaultSet], rule: FaultRule) -> FaultRule:
 
 
 def list_rules(fault_sets: list[FaultSet]) -> list[dict]:
-    """Each rule of these sets once, as JSON, with ``brokers``: the brokers it is on."""
+    """Each rule of these sets once (spent ones too, ``state`` "spent"), as JSON, with
+    ``brokers``: the brokers it is on."""
     listed: dict[int, dict] = {}
     for fs in fault_sets:
-        for rule in fs.rules():
+        for rule in fs.listed():
             entry = listed.get(rule.id)
             if entry is None:
                 listed[rule.id] = entry = dict(rule.to_json(), brokers=[])

@@ -1,19 +1,41 @@
-"""Client-supplied text in log lines: names, remarks, peers. A log line is one line, so a
-topic named ``"T\\n2024-01-01 ERROR ..."`` must not write a second, forged one: control
-characters (and the Unicode line separators) are written as escapes, and very long
-text is cut with its length said."""
+"""Client-supplied text in log lines and on a terminal: names, remarks, peers, command
+line arguments. The one escaper every printer uses (the log's formatter, the CLI's tables
+and error lines, ``fault list``). A log line or an error line is one line, so a topic
+named ``"T\\n2024-01-01 ERROR ..."`` must not write a second, forged one, and a name must
+not drive the terminal: control characters (ESC included), the Unicode line separators,
+the bidirectional overrides and other invisible format characters (U+202E would show a
+name reversed) are written as escapes, and very long text is cut with its length said."""
 from __future__ import annotations
+
+import re
 
 __all__ = ["printable"]
 
-_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
-_ESCAPES.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 0x2028: "\\u2028", 0x2029: "\\u2029"})
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# what str.isprintable() refuses and a terminal would act on or hide: C0/C1 controls and
+# DEL, the soft hyphen, Arabic letter mark, Mongolian vowel separator, zero-width and
+# direction marks, line/paragraph separators, embeddings and overrides, word joiner and
+# invisible operators, isolates, the byte order mark, interlinear annotations, lone
+# surrogates (undecodable bytes) and the tag characters
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
+                     "\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]")
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else
+                             f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
 
 
 def printable(value, limit: int | None = 300) -> str:
-    """``value`` as text for a log line: control characters escaped, at most ``limit``
-    characters of it (None: all)."""
+    """``value`` as text for one line of a log or a terminal: control and format
+    characters escaped, at most ``limit`` characters of it (None: all) with the length
+    said when it is cut."""
     text = value if isinstance(value, str) else str(value)
     if limit is not None and len(text) > limit:
-        return text[:limit].translate(_ESCAPES) + f"...({len(text)} characters)"
-    return text.translate(_ESCAPES)
+        return _safe(text[:limit]) + f"...({len(text)} characters)"
+    return _safe(text)
+
+
+def _safe(text: str) -> str:
+    return text if text.isprintable() else _UNSAFE.sub(_escape, text)

@@ -24,9 +24,11 @@ import zlib
 from dataclasses import dataclass
 
 from .dialects import PULSAR_STORE_PREFIX
+from .log_text import printable
 
 __all__ = ["PulsarNameError", "PulsarTopic", "parse_topic", "store_topic", "pulsar_topic", "store_group",
-           "subscription_of", "STORE_PREFIX", "ledger_id", "message_id_text", "parse_message_id", "shown_topic"]
+           "subscription_of", "STORE_PREFIX", "ledger_id", "message_id_text", "parse_message_id", "shown_topic",
+           "creatable"]
 
 STORE_PREFIX = PULSAR_STORE_PREFIX
 _DOMAINS = ("persistent", "non-persistent")
@@ -35,6 +37,9 @@ _ESCAPED = re.compile(r"%([0-9A-F]{2})")
 _TOPIC_MAX = 127                       # the store's (RocketMQ's) topic name limit
 _GROUP_MAX = 120
 _PARTITION = re.compile(r"^(.*)-partition-(\d+)$")
+# Pulsar's NamedEntity: the characters of a tenant, namespace or (strictly) topic name
+# (Java's \w is ASCII: letters, digits, underscore)
+_NAMED_ENTITY = re.compile(r"[-=:.a-zA-Z0-9_]+")
 
 
 class PulsarNameError(ValueError):
@@ -83,6 +88,18 @@ def parse_topic(name: str) -> PulsarTopic:
     if any(not p for p in parts):
         raise PulsarNameError(f"topic {name!r} has an empty part")
     return PulsarTopic(domain, *parts)
+
+
+def creatable(topic: PulsarTopic) -> PulsarTopic:
+    """``topic``, when the admin API may create it: each part of NamedEntity's characters
+    and none a dot segment (``.`` or ``..``, which a URL path resolves away), as Pulsar's
+    admin checks a name it makes; else a PulsarNameError with Pulsar's reason (a 412).
+    (The binary protocol takes what Pulsar's TopicName takes: any local name.)"""
+    for part in (topic.tenant, topic.namespace, topic.local):
+        if not _NAMED_ENTITY.fullmatch(part) or part in (".", ".."):
+            raise PulsarNameError(f"Topic name is not valid: '{printable(part, 80)}' (a tenant, namespace or topic "
+                                  f"name takes a-z, A-Z, 0-9 and _-=:. and is not . or ..)")
+    return topic
 
 
 def _escape(text: str) -> str:

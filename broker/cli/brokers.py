@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandParser, UsageError, fail, snake_case
+from .common import CommandParser, UsageError, fail, shown, snake_case
 
 __all__ = ["broker_main", "broker_addresses"]
 
@@ -52,11 +52,11 @@ def broker_main(argv: list[str]) -> int:
         else:
             print(f"{'BROKER':<10} {'ADDRESS':<22} {'STATE':<8} {'PERM':<11} TOPICS")
             for b in rows:
-                print(f"{b['broker']:<10} {b['address']:<22} {'up' if b['up'] else 'stopped':<8} "
+                print(f"{shown(b['broker']):<10} {shown(b['address']):<22} {'up' if b['up'] else 'stopped':<8} "
                       f"{_perm_text(b['broker_permission']):<11} {b['topics']}")
         return 0
     done = {"perm": f"write {args.write}" if args.action == "perm" else "", "stop": "stopped", "start": "started"}
-    print(f"{args.name} {done[args.action]}")
+    print(f"{shown(args.name)} {done[args.action]}")
     return 0
 
 

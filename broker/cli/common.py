@@ -2,9 +2,12 @@
 defaults and choices.
 
 A mistake on the command line is one line on stderr, ``rocketmq-emulator <command>:
-error: ...``, and exit code 2 — argparse's own errors included (they would otherwise
-print the whole usage first), and so is input the server refuses (a system topic, an
-illegal group name, a name no broker has, advancing a real clock). A failure while
+error: ...`` (always one: what the line repeats of the arguments or of a name is escaped by
+broker/log_text.printable, as every name a command prints is: ``shown``), and exit code 2 —
+argparse's own errors included (they would otherwise print the whole usage first), and so
+is input the server refuses (a system topic, an illegal group name, a name no broker has,
+advancing a real clock). A number past the field it feeds (a 64-bit offset or time, a
+count) is such a mistake too (``int_in_range``, ``whole_number``). A failure while
 running (a server that cannot be reached, a store that cannot be written) uses the same
 prefix and exit 1. Readable output writes times as ISO 8601 UTC (``iso_utc``); ``--json``
 gives numbers and booleans as JSON numbers and booleans, and names its fields in
@@ -20,10 +23,23 @@ import sys
 import textwrap
 from pathlib import Path
 
+from ..log_text import printable
+
 __all__ = ["CommandParser", "UsageError", "fail", "usage_error", "int_in_range", "positive_float", "missing_extra",
-           "extra_not_installed", "install_command", "version_text", "iso_utc", "snake_case"]
+           "extra_not_installed", "install_command", "version_text", "iso_utc", "snake_case", "shown", "quoted",
+           "whole_number", "LONG_MAX"]
 
 DIST = "rocketmq-emulator"
+LONG_MAX = 2 ** 63 - 1              # a Java long: offsets, timestamps, ids on the wire
+# an error line says what it refused, but a 10,000-character argument does not fill the screen
+_ERROR_LINE_MAX = 2000
+
+
+def shown(name, limit: int | None = 300) -> str:
+    """A name (a topic, a group, a client id, a key...) as a command prints it: one line,
+    control and format characters escaped, a very long one cut with its length said
+    (``limit`` None: never cut, for a message's body)."""
+    return printable("" if name is None else name, limit)
 
 
 class UsageError(Exception):
@@ -58,41 +74,83 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{self.prog}: error: {message}")
 
+    # argparse repeats a refused argument whole ("invalid int value: '999...'", "invalid
+    # choice: ..."): an argument of 5,000 characters is said shortened, as ours are
+    def _get_value(self, action, arg_string):
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            raise _shortened(exc, action, arg_string) from None
+
+    def _check_value(self, action, value):
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            raise _shortened(exc, action, value) from None
+
+
+def _shortened(exc: argparse.ArgumentError, action, value) -> argparse.ArgumentError:
+    whole = repr(value)
+    if not isinstance(value, str) or len(value) <= 40 or whole not in exc.message:
+        return exc
+    return argparse.ArgumentError(action, exc.message.replace(whole, quoted(value)))
+
 
 def fail(command: str, msg: str, code: int = 2) -> int:
     """Print ``rocketmq-emulator <command>: error: msg`` and return ``code``."""
     prog = f"{DIST} {command}" if command else DIST
-    print(f"{prog}: error: {msg}", file=sys.stderr)
+    print(printable(f"{prog}: error: {msg}", _ERROR_LINE_MAX), file=sys.stderr)
     return code
 
 
 def usage_error(exc: UsageError) -> int:
     """A command line argparse refused: its one line (prefixed already), exit 2."""
-    print(exc, file=sys.stderr)
+    print(printable(str(exc), _ERROR_LINE_MAX), file=sys.stderr)
     return 2
 
 
 def int_in_range(lo: int, hi: int, what: str = "a whole number"):
     """An argparse type: an int in [lo, hi]; the error names the range."""
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what} from {lo} to {hi}, got {text!r}") from None
+        value = whole_number(text)
+        if value is None:
+            raise argparse.ArgumentTypeError(f"expected {what} from {lo} to {hi}, got {quoted(text)}")
         if not lo <= value <= hi:
             raise argparse.ArgumentTypeError(f"must be from {lo} to {hi}, got {value}")
         return value
     return parse
 
 
+def whole_number(text: str) -> int | None:
+    """``text`` as an int when it is one of at most 40 ASCII digits (with a sign), else
+    None: no field a command feeds is wider than 64 bits, and Python refuses to read
+    more than 4,300 digits at all."""
+    body = text.strip()
+    digits = body[1:] if body[:1] in "+-" else body
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 40):
+        return None
+    return int(body)
+
+
+def quoted(text: str) -> str:
+    """An argument as an error line repeats it: quoted, escaped, cut after 40 characters."""
+    return f"'{printable(text, 40)}'"
+
+
+# a command's wait (a socket's timeout): a day is past any answer, and within what a
+# socket's timeval takes (1e300 s is an OverflowError there)
+_SECONDS_MAX = 86_400
+
+
 def positive_float(text: str) -> float:
-    """An argparse type: a number of seconds > 0."""
+    """An argparse type: a number of seconds > 0, at most a day."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {quoted(text)}") from None
+    if not 0 < value <= _SECONDS_MAX:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 and at most {_SECONDS_MAX}, got "
+                                         f"{quoted(text)}")
     return value
 
 

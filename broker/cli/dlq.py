@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandParser, UsageError, iso_utc
+from .common import CommandParser, UsageError, iso_utc, shown
 
 __all__ = ["dlq_main"]
 
@@ -56,7 +56,7 @@ def dlq_main(argv: list[str]) -> int:
         return 0
     if args.action == "list":
         if not doc:
-            print(f"no dead letters for {args.group}")
+            print(f"no dead letters for {shown(args.group)}")
             return 0
         # the message id first (what producers, consumers and `message send` show), then its
         # DLQ record's offsetMsgId; a re-drive takes either. Columns as wide as their values.
@@ -66,9 +66,9 @@ def dlq_main(argv: list[str]) -> int:
               f"{'DIED (UTC)':<24} STATE")
         for d in doc:
             state = f"re-driven as {d['redriven_as']}" if d["redriven_as"] else "dead"
-            print(f"{d['msg_id']:<{iw}} {d['offset_msg_id']:<{ow}} {(d['original_topic'] or '?'):<{tw}} "
-                  f"{(d['tags'] or ''):<10} {(d['keys'] or ''):<16} {d['attempts']:>8} {iso_utc(d['died_at_ms']):<24} "
-                  f"{state}")
+            print(shown(f"{d['msg_id']:<{iw}} {d['offset_msg_id']:<{ow}} {(d['original_topic'] or '?'):<{tw}} "
+                        f"{(d['tags'] or ''):<10} {(d['keys'] or ''):<16} {d['attempts']:>8} "
+                        f"{iso_utc(d['died_at_ms']):<24} {state}", None))
         return 0
     verb = "would re-drive" if doc["dry_run"] else "re-drove"
     for s in doc["sent"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandParser, UsageError
+from .common import LONG_MAX, CommandParser, UsageError, int_in_range, shown
 
 __all__ = ["fault_main"]
 
@@ -32,16 +32,17 @@ def fault_main(argv: list[str]) -> int:
     add.add_argument("--client", help="only this client id (default: any)")
     add.add_argument("--dialect", choices=("4.x", "5.x", "pulsar"), help="only this dialect's clients (default: any)")
     add.add_argument("--broker", help="only on this broker of a cluster (default: every broker)")
-    add.add_argument("--times", type=int, help="the next N matches, then the rule is gone (default: every match)")
+    add.add_argument("--times", type=int_in_range(1, LONG_MAX),
+                     help="the next N matches, then the rule is spent (default: every match)")
     add.add_argument("--probability", type=float, help="fire on a match with this chance, 0 to 1 (default: 1)")
     add.add_argument("--window", nargs=2, metavar=("START", "END"),
                      help="only between these durations from now on the broker's clock, e.g. 10s 1m")
     add.add_argument("--delay", help="for delay: how much later, e.g. 5s")
     add.add_argument("--error", help="for refuse: the dialect's code to answer with (default: one per operation)")
     add.add_argument("--stored", action="store_true", help="for a dropped send: store it first (a lost ack)")
-    ls = sub.add_parser("list", help="the rules, with how often each matched and fired")
+    ls = sub.add_parser("list", help="the rules, with how often each matched and fired, and whether it is spent")
     rm = sub.add_parser("remove", help="remove a rule by its id (one already gone is not an error)")
-    rm.add_argument("id", type=int, help="the rule's id, from `fault add` or `fault list`")
+    rm.add_argument("id", type=int_in_range(0, LONG_MAX), help="the rule's id, from `fault add` or `fault list`")
     clear = sub.add_parser("clear", help="remove every rule")
     for q in (add, ls, rm, clear):
         q.add_argument("--json", action="store_true", help="one JSON document instead of lines")
@@ -75,8 +76,8 @@ def fault_main(argv: list[str]) -> int:
         if not doc:
             print("no fault rules")
         for r in doc:
-            print(f"rule {r['id']} on {', '.join(r['brokers'])}: {_describe(r)}; matched {r['matched']}, "
-                  f"fired {r['hits']}")
+            print(f"rule {r['id']} on {shown(', '.join(r['brokers']))}: {_describe(r)}; matched {r['matched']}, "
+                  f"fired {r['hits']}; {r.get('state', 'active')}")
     elif args.action == "remove":
         print(f"rule {args.id} removed" if doc["removed"] else f"rule {args.id} was already gone")
     else:
@@ -88,10 +89,12 @@ def _describe(r: dict) -> str:
     text = f"{r['action']} {r['operation']}"
     if r.get("delay_ms"):
         text += f" by {r['delay_ms']} ms"
-    where = [f"{k} {r[k]}" for k in ("topic", "group", "client", "dialect", "broker") if r.get(k)]
+    where = [f"{k} {shown(r[k])}" for k in ("topic", "group", "client", "dialect", "broker") if r.get(k)]
     if where:
         text += " (" + ", ".join(where) + ")"
-    if r.get("left") is not None:
+    if r.get("state") == "spent":
+        text += f", its {r['times']} time(s) used up"
+    elif r.get("left") is not None:
         text += f", {r['left']} more time(s)"
     if r.get("probability") is not None:
         text += f", with probability {r['probability']}"

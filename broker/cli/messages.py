@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from .common import CommandParser, UsageError, fail, int_in_range, iso_utc
+from .common import CommandParser, UsageError, fail, int_in_range, iso_utc, shown
 
 __all__ = ["message_main", "status_main", "record_view"]
 
@@ -31,12 +31,12 @@ def record_view(rec) -> dict:
 
 def _print_message(view: dict) -> None:
     for k in ("msg_id", "offset_msg_id", "topic", "queue_id", "queue_offset", "tags", "keys", "reconsume_times"):
-        print(f"{k:<16} {view[k]}")
+        print(f"{k:<16} {shown(str(view[k]))}")
     # two clocks: born is the producer's (a real client's wall clock), stored the broker's
     print(f"{'born':<16} {iso_utc(view['born_timestamp'])} (the producer's clock)")
     print(f"{'stored':<16} {iso_utc(view['store_timestamp'])} (the broker's clock)")
-    print(f"{'properties':<16} {json.dumps(view['properties'], sort_keys=True)}")
-    print(f"{'body':<16} {view['body']}" + (" (hex)" if view["body_encoding"] == "hex" else ""))
+    print(f"{'properties':<16} {json.dumps(view['properties'], sort_keys=True)}")     # (JSON escapes controls)
+    print(f"{'body':<16} {shown(view['body'], None)}" + (" (hex)" if view["body_encoding"] == "hex" else ""))
 
 
 def message_main(argv: list[str]) -> int:
@@ -132,7 +132,7 @@ def _print_shown(args, rec, copies: list) -> int:
         return 0
     _print_message(view)
     for c in view["copies"]:
-        print(f"{'copy':<16} {c['offset_msg_id']} in {c['topic']} (reconsume_times {c['reconsume_times']}, "
+        print(f"{'copy':<16} {c['offset_msg_id']} in {shown(c['topic'])} (reconsume_times {c['reconsume_times']}, "
               f"stored {iso_utc(c['store_timestamp'])})")
     return 0
 
@@ -166,10 +166,11 @@ def _find(args) -> int:
         print(json.dumps(views, indent=2))
         return 0
     if not views:
-        print(f"no message of {args.topic} has key {args.key}")
+        print(f"no message of {shown(args.topic)} has key {shown(args.key)}")
     for v in views:
-        print(f"{v['msg_id']}  offset id {v['offset_msg_id']}  {v['topic']}/{v['queue_id']}@{v['queue_offset']}  "
-              f"tags={v['tags']}  keys={v['keys']}  reconsume_times={v['reconsume_times']}")
+        print(f"{shown(v['msg_id'])}  offset id {v['offset_msg_id']}  {shown(v['topic'])}/{v['queue_id']}@"
+              f"{v['queue_offset']}  tags={shown(v['tags'])}  keys={shown(v['keys'])}  "
+              f"reconsume_times={v['reconsume_times']}")
     return 0
 
 
@@ -249,7 +250,7 @@ def status_main(argv: list[str]) -> int:
                 v = f"{v} ({iso_utc(v)})"
             elif isinstance(v, bool):
                 v = str(v).lower()
-            print(f"  {k:<28} {v}")
+            print(f"  {shown(k):<28} {shown(str(v))}")
     return 0
 
 

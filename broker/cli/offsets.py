@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from .common import CommandParser, UsageError
+from .common import LONG_MAX, CommandParser, UsageError, quoted, shown, whole_number
 
 __all__ = ["offset_main"]
 
@@ -20,13 +20,14 @@ def _when(text: str) -> int:
         return 0
     if text == "latest":
         return -1
-    if text.isdigit():
-        return int(text)
+    ms = whole_number(text) if text.isdigit() else None
+    if ms is not None and ms <= LONG_MAX:          # (the request's timestamp is a Java long)
+        return ms
     try:
         t = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(f"rocketmq-emulator offset reset: error: --to takes earliest, latest, an ISO time "
-                         f"(2024-01-01T10:00:00Z) or epoch ms, not {text!r}") from None
+                         f"(2024-01-01T10:00:00Z) or epoch ms from 0 to {LONG_MAX}, not {quoted(text)}") from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=datetime.timezone.utc)
     return int(t.timestamp() * 1000)
@@ -99,7 +100,7 @@ def offset_main(argv: list[str]) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     for r in rows:
-        print(f"{r['broker']} queue {r['queue_id']}: offset {r['offset']} ({r['how']})")
+        print(f"{shown(r['broker'])} queue {r['queue_id']}: offset {r['offset']} ({r['how']})")
     return 0
 
 

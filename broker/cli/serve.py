@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..adapters.connection_guard import DEFAULT_MAX_PENDING_BYTES
-from .common import (CommandParser, UsageError, fail, int_in_range, iso_utc, missing_extra, usage_error)
+from .common import (LONG_MAX, CommandParser, UsageError, fail, int_in_range, iso_utc, missing_extra, quoted,
+                     usage_error, whole_number)
 
 __all__ = ["serve_main", "DEFAULT_DATA_DIR", "DEFAULT_DATA_DIR_TEXT"]
 
@@ -29,14 +30,17 @@ log = logging.getLogger("broker.serve")
 
 
 def _limit(kind):
-    """An argparse type: a number >= 0 of ``kind`` (0 turns the limit off)."""
+    """An argparse type: a number >= 0 of ``kind`` (0 turns the limit off), at most a
+    Java long (a count, bytes or seconds: none is wider)."""
     def parse(text: str):
         try:
-            value = kind(text)
+            value = kind(text) if kind is not int else whole_number(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-        if not value >= 0:
-            raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+            value = None
+        if value is not None and value > LONG_MAX:
+            raise argparse.ArgumentTypeError(f"must be at most {LONG_MAX}, got {quoted(text)}")
+        if value is None or not value >= 0:
+            raise argparse.ArgumentTypeError(f"expected a number >= 0, got {quoted(text)}")
         return value
     return parse
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandParser, UsageError, fail, int_in_range, usage_error
+from .common import CommandParser, UsageError, fail, int_in_range, shown, usage_error
 from .remote import add_server_options, call_server
 
 __all__ = ["topic_main", "group_main"]
@@ -86,14 +86,14 @@ def topic_main(argv: list[str]) -> int:
         return 0
     if args.pulsar:
         what = f"{args.partitions} partitions" if args.partitions else "not partitioned"
-        print(f"Pulsar topic {args.topic} {overall}: {what}, stored as {', '.join(names)}")
+        print(f"Pulsar topic {shown(args.topic)} {overall}: {what}, stored as {shown(', '.join(names))}")
         return 0
     lines: dict[tuple[str, str], list[str]] = {}        # the same words for several brokers: one line
     for broker, each in changes.items():
         lines.setdefault((outcomes[broker], _change_text(*each[0])), []).append(broker)
     for (outcome, said), on in lines.items():
         where = f" on {', '.join(on)}" if len(brokers) > 1 or args.broker else ""
-        print(f"topic {args.topic} {outcome}{where}: {said}")
+        print(f"topic {shown(args.topic)} {outcome}{where}: {said}")
     return 0
 
 
@@ -202,6 +202,6 @@ def group_main(argv: list[str]) -> int:
         reply = call_server("group create", address, req, args.timeout, refused_exit=2)
         if isinstance(reply, int):
             return reply
-    print(f"group {args.group} created: retryMaxTimes {args.retry_max_times}"
+    print(f"group {shown(args.group)} created: retryMaxTimes {args.retry_max_times}"
           + (", orderly (FIFO)" if args.orderly else ""))
     return 0

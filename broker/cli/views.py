@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from ..pulsar_names import shown_topic
+from .common import shown
 
 __all__ = ["add_topic_views", "add_group_views", "run_view"]
 
@@ -65,7 +66,7 @@ def run_view(kind: str, args) -> int:
         if isinstance(reply, int):
             return reply
         topics = json.loads(reply.body)["topicList"]
-        print(json.dumps(topics, indent=2) if args.json else "\n".join(topics))
+        print(json.dumps(topics, indent=2) if args.json else "\n".join(shown(t) for t in topics))
         return 0
     if args.action in ("show", "delete"):
         from .names import check_group, check_topic
@@ -86,7 +87,7 @@ def run_view(kind: str, args) -> int:
             deleted.append(name)
         call(args.server, RQ.DELETE_TOPIC_IN_NAMESRV, {"topic": args.topic})
         print(json.dumps({"topic": args.topic, "deleted_on": deleted}) if args.json
-              else f"topic {args.topic} deleted on {', '.join(deleted)}")
+              else f"topic {shown(args.topic)} deleted on {shown(', '.join(deleted))}")
         return 0
     if kind == "topic":         # show
         rows = []
@@ -109,15 +110,15 @@ def run_view(kind: str, args) -> int:
         print(f"{'BROKER':<10} {'QUEUE':>5} {'MIN':>10} {'MAX':>10} {'HALF':>6}  LAST STORE (UTC)")
         for r in rows:
             last = iso_utc(r["last_update_timestamp"]) if r["last_update_timestamp"] else "-"
-            print(f"{r['broker']:<10} {r['queue_id']:>5} {r['min_offset']:>10} {r['max_offset']:>10} "
+            print(f"{shown(r['broker']):<10} {r['queue_id']:>5} {r['min_offset']:>10} {r['max_offset']:>10} "
                   f"{r['half_messages']:>6}  {last}")
         if state["message_type"]:
-            print(f"message type: {state['message_type']} (5.x routes accept only it)")
+            print(f"message type: {shown(state['message_type'])} (5.x routes accept only it)")
         if half:
             print(f"half messages waiting for their producer's commit or rollback: {len(half)}")
             print(f"  {'TRANSACTION ID':<34} {'PRODUCER GROUP':<20} {'CHECKS':>6}  NEXT CHECK (UTC)")
             for h in half:
-                print(f"  {h['transaction_id']:<34} {h['producer_group']:<20} {h['checks']:>6}  "
+                print(f"  {shown(h['transaction_id']):<34} {shown(h['producer_group']):<20} {h['checks']:>6}  "
                       f"{iso_utc(h['next_check_ms'])}")
         return 0
     if args.action == "list":
@@ -136,10 +137,11 @@ def _group_list(args, command: str) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    width = max([len("GROUP")] + [len(r["group"]) for r in rows])
+    names = [shown(r["group"]) for r in rows]
+    width = max([len("GROUP")] + [len(n) for n in names])
     print(f"{'GROUP':<{width}}  {'DIALECT':<12}  TOPICS")
-    for r in rows:
-        print(f"{r['group']:<{width}}  {','.join(r['dialects']) or '-':<12}  {', '.join(r['topics'])}")
+    for name, r in zip(names, rows):
+        print(f"{name:<{width}}  {','.join(r['dialects']) or '-':<12}  {shown(', '.join(r['topics']), None)}")
     return 0
 
 
@@ -175,7 +177,7 @@ def _group_show(args, brokers: dict, call) -> int:
     half = sum(1 for h in state["half_messages"] if h["topic"] in topics)
     if not rows and not dead and not args.json:
         # a group the brokers know (checked before) that nothing has consumed yet
-        print(f"group {args.group} has no offsets and no dead letters yet")
+        print(f"group {shown(args.group)} has no offsets and no dead letters yet")
         return 0
     doc = {"group": args.group, "queues": business, "lag": sum(r["lag"] for r in business),
            "retry_messages": retries, "dead_letters": dead, "half_messages": half}
@@ -183,13 +185,14 @@ def _group_show(args, brokers: dict, call) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     # columns as wide as their longest value: a long (Pulsar) topic or broker name keeps them straight
-    tw = max([24] + [len(r["topic"]) for r in business])
-    bw = max([10] + [len(r["broker"]) for r in business])
+    cells = [(shown(r["topic"]), shown(r["broker"])) for r in business]
+    tw = max([24] + [len(t) for t, _ in cells])
+    bw = max([10] + [len(b) for _, b in cells])
     print(f"{'TOPIC':<{tw}} {'BROKER':<{bw}} {'QUEUE':>5} {'BROKER OFFSET':>14} {'COMMITTED':>10} {'LAG':>8}")
-    for r in business:
-        print(f"{r['topic']:<{tw}} {r['broker']:<{bw}} {r['queue_id']:>5} {r['broker_offset']:>14} "
+    for (topic, broker), r in zip(cells, business):
+        print(f"{topic:<{tw}} {broker:<{bw}} {r['queue_id']:>5} {r['broker_offset']:>14} "
               f"{r['consumer_offset']:>10} {r['lag']:>8}")
-    print(f"lag {doc['lag']}; messages through %RETRY%{args.group}: {retries}; dead letters: {dead}; "
+    print(f"lag {doc['lag']}; messages through %RETRY%{shown(args.group)}: {retries}; dead letters: {dead}; "
           f"half messages waiting in its topics: {half}")
     return 0
 

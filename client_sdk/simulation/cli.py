@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from rocketmq_emulator.broker.cli.common import CommandParser, UsageError, fail
+from rocketmq_emulator.broker.cli.common import CommandParser, UsageError, fail, shown, usage_error
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from .fault_rules import _Invalid as _BadFault, parse_fault
@@ -249,8 +249,7 @@ def simulate_main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
         scenario = build_scenario(args)
     except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        return usage_error(exc)
     except ScenarioError as exc:
         return _fail(str(exc))
     out = Path(args.out)
@@ -302,10 +301,7 @@ def _print_summary(summary: dict, result) -> None:
     for rule in summary.get("faults", ()):
         where = "" if "applied_by_broker" not in rule else " (" + ", ".join(
             f"{b} {n}" for b, n in rule["applied_by_broker"].items()) + ")"
-        if rule["action"] == "hold":        # (a state the consumers ask about, not counted per request)
-            print(f"  fault rule {rule['rule']} ({rule['describe']}): held deliveries while it lasted")
-            continue
-        print(f"  fault rule {rule['rule']} ({rule['describe']}): applied {rule['applied']} time(s) of "
+        print(f"  fault rule {rule['rule']} ({shown(rule['describe'])}): applied {rule['applied']} time(s) of "
               f"{rule['matched']} match(es){where}")
     if result.violations:
         print(f"  {len(result.violations)} invariant violation(s):")

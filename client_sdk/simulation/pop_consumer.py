@@ -132,7 +132,7 @@ class PopConsumer(InProcessConsumer):
         rule = None
         try:
             if core.faults.active:
-                if core.faults.holds(self.spec.name, self.topic, "5.x"):      # (a state: not counted as a hit)
+                if core.faults.hold(self.spec.name, self.topic, "5.x"):       # (a receive held: counted)
                     self._arm_later(RECEIVE_BACKOFF_MS)
                     return
                 rule = core.faults.match(Operation.PULL, topic=self.topic, group=self.spec.name, dialect="5.x")

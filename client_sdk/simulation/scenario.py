@@ -68,7 +68,9 @@ from . import fault_rules
 from .fault_rules import FaultSpec
 
 __all__ = ["Scenario", "GroupSpec", "ProducerSpec", "TopicSpec", "ConsumerRestart", "WriteOffWindow",
-           "ScenarioError", "w1_scenario", "FaultSpec"]
+           "ScenarioError", "w1_scenario", "FaultSpec", "START_MS"]
+
+START_MS = 1_767_225_600_000          # 2026-01-01T00:00:00Z: every run starts at the same instant
 
 
 PRODUCER_GROUP = "SimProducer"      # the group of the run's producer
@@ -261,8 +263,12 @@ def w1_scenario(seed: int = 0, messages: int = 10_000, duration: str = "6h", *, 
 def _validate(s: Scenario) -> None:
     _int("seed", s.seed, lo=0)
     _int("messages", s.messages, lo=0)
-    _int("duration", s.duration_ms, lo=1)
-    _int("settle", s.settle_ms, lo=0)
+    # the run's time is a virtual clock's, which stops where a broker's does (cluster.CLOCK_MAX_MS)
+    from rocketmq_emulator.broker.cluster import CLOCK_MAX_MS
+
+    span = CLOCK_MAX_MS - START_MS
+    _int("duration", s.duration_ms, lo=1, hi=span)
+    _int("settle", s.settle_ms, lo=0, hi=span - s.duration_ms)
     if not s.topics or not s.producers:
         raise ScenarioError("a scenario needs at least one topic and one producer")
     topic_names = [t.name for t in s.topics]

@@ -54,11 +54,10 @@ from .fault_rules import RuleBook
 from .invariants import EXPIRED_LEVEL, InvariantChecker, Violation
 from .pop_consumer import PopConsumer, retry_interval_ms
 from .pulsar_consumer import PulsarConsumer, dead_letter_topic
-from .scenario import PRODUCER_GROUP, GroupSpec, Scenario, ScenarioError
+from .scenario import PRODUCER_GROUP, START_MS, GroupSpec, Scenario, ScenarioError
 
 __all__ = ["Simulation", "SimulationResult", "START_MS", "run_simulation"]
 
-START_MS = 1_767_225_600_000          # 2026-01-01T00:00:00Z: every run starts at the same instant
 SIM_PID = 4242                        # the simulated process's pid (UNIQ_KEYs and client ids)
 SEND_RETRY_MS = 1000                  # a refused send is tried again this much later
 SETTLE_STEP_MS = 60_000

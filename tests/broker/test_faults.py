@@ -6,7 +6,8 @@ import random
 import pytest
 
 from rocketmq_emulator.broker.events import EventKind, EventLog
-from rocketmq_emulator.broker.faults import Action, FaultError, FaultSet, Operation, rule_from
+from rocketmq_emulator.broker.faults import (MAX_DELAY_MS, Action, FaultError, FaultSet, Operation, list_rules,
+                                             rule_from)
 from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
 
@@ -110,3 +111,78 @@ def test_a_real_clock_broker_refuses_a_window_that_has_started():
         fs.add(rule_from("send", "refuse", window_ms=(now - 5000, now + 60_000)))
     assert fs.add(rule_from("send", "refuse", window_ms=(now + 60_000, now + 120_000))).id == 1
     assert fs.add(rule_from("send", "refuse", window_ms=(now - 20, now + 60_000))).id == 2     # "from now": taken
+
+
+def test_a_spent_rule_stays_listed_as_spent_until_removed():
+    """Issue 47.8: a "times 1" rule that fired is not asked again but stays listed, with
+    what it did, until removed or cleared."""
+    fs, _ = faults()
+    rule = fs.add(rule_from("send", "refuse", topic="Orders", times=1))
+    assert fs.match(Operation.SEND, topic="Orders") is rule
+    assert fs.match(Operation.SEND, topic="Orders") is None and not fs.active       # spent: asked no more
+    assert fs.rules() == [] and fs.listed() == [rule]
+    [row] = list_rules([fs])
+    assert (row["state"], row["matched"], row["hits"], row["left"]) == ("spent", 1, 1, 0)
+    assert fs.remove(rule.id) is True and fs.listed() == []
+    fs.add(rule_from("send", "refuse", times=1))
+    fs.match(Operation.SEND)
+    assert fs.clear() == 1 and list_rules([fs]) == []
+
+
+def test_a_live_rule_is_listed_active():
+    fs, _ = faults()
+    fs.add(rule_from("send", "refuse", times=2))
+    fs.match(Operation.SEND)
+    [row] = list_rules([fs])
+    assert (row["state"], row["left"], row["hits"]) == ("active", 1, 1)
+
+
+def test_a_hold_counts_each_request_it_holds_and_a_counted_hold_can_be_spent():
+    """What a 4.x pull's match counts, FaultSet.hold counts for the fronts that look at a
+    hold as a state (a 5.x receive, a Pulsar dispatch): matched and fired, an event."""
+    fs, events = faults()
+    rule = fs.add(rule_from("pull", "hold", group="billing", times=2))
+    assert fs.hold("audit") is None and rule.matched == 0
+    assert fs.hold("billing", "Orders", "5.x") is rule and fs.holds("billing")
+    assert (rule.matched, rule.hits) == (1, 1) and [e.kind for e in events] == [EventKind.FAULT]
+    assert fs.hold("billing") is rule                                        # its second: spent now
+    assert not fs.holds("billing") and fs.hold("billing") is None and rule.spent
+
+
+@pytest.mark.parametrize("field, value", [
+    ("topic", "Orders"), ("topic", "%RETRY%billing"), ("topic", "persistent://public/default/orders"),
+    ("topic", "persistent://t/ns/a.b:c=d"), ("topic", "my-tenant/my-ns/orders"),
+    ("group", "billing"), ("group", "GID_billing-1"), ("group", "pulsar sub.1"),
+    ("client", "127.0.0.1@4242#1287262"), ("client", "127.0.0.1:51234"), ("client", "host@123@0@abc"),
+])
+def test_name_matchers_take_the_names_clients_use(field, value):
+    assert getattr(rule_from("send", "refuse", **{field: value}), field) == value
+
+
+@pytest.mark.parametrize("field, value", [
+    ("topic", "T\x1b[31m"), ("topic", "T\nforged line"), ("topic", "T" * 10_000), ("topic", "A\u202eB"),
+    ("topic", "persistent://public/default/" + "x" * 200), ("topic", "persistent://public/default/a\rb"),
+    ("group", "g\x07"), ("group", "g\n2024-01-01 INFO forged"), ("group", "g" * 10_000),
+    ("client", "c\x1b]0;title\x07"), ("client", "c" * 10_000), ("client", "c\u2028d"),
+    ("broker", "broker-a\n"),
+])
+def test_name_matchers_refuse_control_characters_and_overlong_names_in_one_line(field, value):
+    with pytest.raises(FaultError, match=f"^{field}: ") as refused:
+        rule_from("send", "refuse", **{field: value})
+    text = str(refused.value)
+    assert "\n" not in text and "\x1b" not in text and "\u202e" not in text and len(text) < 400
+
+
+def test_one_bound_for_a_delay():
+    assert rule_from("send", "delay", delay_ms=MAX_DELAY_MS).delay_ms == MAX_DELAY_MS
+    with pytest.raises(FaultError, match="^delay: at most 1d"):
+        rule_from("send", "delay", delay_ms=MAX_DELAY_MS + 1)
+    with pytest.raises(FaultError, match="^delay: at most"):
+        rule_from("send", "delay", delay_ms=99999999999 * 86_400_000)      # `--delay 99999999999d`
+
+
+def test_times_and_a_window_are_bounded_as_numbers_of_the_clock():
+    with pytest.raises(FaultError, match="^times: "):
+        rule_from("send", "refuse", times=2 ** 63)
+    with pytest.raises(FaultError, match="^window: "):
+        rule_from("send", "refuse", window_ms=(0, 2 ** 63))

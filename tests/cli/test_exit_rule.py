@@ -43,6 +43,47 @@ def test_a_user_mistake_is_one_prefixed_line_and_exit_2(server, argv, command, s
     assert done.stdout == ""
 
 
+MANY_DIGITS = "9" * 5000
+
+
+@pytest.mark.parametrize("argv, command, says", [
+    (["offset", "reset", "billing", "Orders", "--to", MANY_DIGITS], "offset reset", "epoch ms from 0 to"),
+    (["offset", "reset", "billing", "Orders", "--to", "9223372036854775808"], "offset reset", "epoch ms from 0 to"),
+    (["message", "find", "Orders", "k", "--max", MANY_DIGITS], "message find", "from 1 to 1000"),
+    (["fault", "add", "send", "refuse", "--times", MANY_DIGITS], "fault add", "from 1 to 9223372036854775807"),
+    (["fault", "remove", MANY_DIGITS], "fault remove", "from 0 to 9223372036854775807"),
+    (["topic", "show", "Orders", "--timeout", "1e300"], "topic show", "at most 86400"),
+    (["clock", "advance", "106751991167d"], "clock advance", "cannot go past 9999-12-31"),
+    (["clock", "advance", "9" * 19 + "d"], "clock advance", "cannot go past 9999-12-31"),
+], ids=["offset-5000-digits", "offset-past-a-long", "find-max", "fault-times", "fault-remove-id", "timeout",
+        "clock-past-9999", "clock-past-a-long"])
+def test_every_number_has_the_bound_of_its_field_in_one_short_line(server, argv, command, says):
+    """Issue 46.8: a number past its field's bound is a one-line exit 2 (was a ValueError
+    traceback, exit 1, for `offset reset --to` with 5,000 digits), and the line says the
+    argument shortened."""
+    done = run_cli(*argv, "--server", server.address)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    line = one_error_line(done.stderr, command)
+    assert says in line and len(line) < 400 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["topic", "show", "T\nrocketmq-emulator topic show: error: forged"], "topic show"),
+    (["group", "show", "g\x1b[2J\x1b[31mred"], "group show"),
+    (["fault", "list", "extra\nforged line"], "fault"),
+    (["topic", "show", "Orders", "--bogus\nforged"], "topic"),
+    (["offset", "reset", "billing", "Orders", "--to", "soon\u202eforged"], "offset reset"),
+    (["dlq", "list", "A\u202eB\rforged"], "dlq list"),
+], ids=["topic-newline", "group-esc", "argparse-extra", "argparse-option", "offset-rlo", "dlq-cr"])
+def test_an_error_line_escapes_what_it_repeats_of_the_arguments(server, argv, command):
+    """Issue 46.8: newlines, ESC and bidi overrides of an argument are escaped in the error
+    line, so one error is one line that cannot forge another or drive the terminal."""
+    done = run_cli(*argv, "--server", server.address)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    one_error_line(done.stderr, command)
+    assert not any(c in done.stderr.rstrip("\n") for c in "\n\r\x1b\u202e"), done.stderr
+
+
 def test_clock_now_and_advance_speak_json(server, capsys):
     assert main(["clock", "now", "--json", "--server", server.address]) == 0
     now = json.loads(capsys.readouterr().out)

@@ -40,7 +40,13 @@ def test_a_rule_from_the_command_line_refuses_a_send_over_tcp_once(server):
         remote.close()
     assert sent.msg_id
     listed = fault(server, "list", "--json")
-    assert listed.returncode == 0 and json.loads(listed.stdout) == []          # used up: gone
+    [spent] = json.loads(listed.stdout)                     # used up: listed as spent, with what it did
+    assert (spent["state"], spent["matched"], spent["hits"], spent["left"]) == ("spent", 1, 1, 0)
+    text = fault(server, "list").stdout.strip()
+    assert text == ("rule 1 on broker-a: refuse send (topic Orders), its 1 time(s) used up; matched 1, fired 1; "
+                    "spent")
+    assert fault(server, "remove", "1").stdout.strip() == "rule 1 removed"
+    assert json.loads(fault(server, "list", "--json").stdout) == []
 
 
 def test_list_remove_and_clear(server):
@@ -50,7 +56,7 @@ def test_list_remove_and_clear(server):
     assert [(r["operation"], r["action"], r["delay_ms"], r["group"]) for r in rules] == [
         ("pull", "delay", 5000, "billing"), ("ack", "drop", 0, None)]
     text = fault(server, "list").stdout
-    assert "delay pull by 5000 ms (group billing); matched 0, fired 0" in text
+    assert "delay pull by 5000 ms (group billing); matched 0, fired 0; active" in text
     first = rules[0]["id"]
     assert fault(server, "remove", str(first)).stdout.strip() == f"rule {first} removed"
     again = fault(server, "remove", str(first))
@@ -66,12 +72,16 @@ def test_list_remove_and_clear(server):
     (("add", "send", "refuse", "--broker", "broker-z"), "broker: no broker named 'broker-z'"),
     (("add", "heartbeat", "duplicate"), "action: duplicate does not apply to heartbeat"),
     (("add", "send", "explode"), "invalid choice: 'explode'"),
+    (("add", "send", "delay", "--delay", "99999999999d"), "delay: at most 1d"),
+    (("add", "send", "refuse", "--topic", "T\x1b[31m\nrule 9 on broker-a: forged"), "topic: "),
+    (("add", "send", "refuse", "--group", "g" * 10_000), "group: "),
+    (("add", "send", "refuse", "--client", "c\u202eevil"), "client: "),
 ])
 def test_a_bad_rule_is_one_line_and_exit_2(server, args, says):
     done = fault(server, *args)
     assert done.returncode == 2, (done.stdout, done.stderr)
     line = one_error_line(done.stderr, "fault add")
-    assert says in line
+    assert says in line and len(line) < 600 and not any(c in line for c in "\x1b\u202e")
     assert json.loads(fault(server, "list", "--json").stdout) == []
 
 

@@ -27,6 +27,11 @@ from ..support.cli_run import one_error_line, run_cli
     (["--handshake-timeout", "soon"], "argument --handshake-timeout: expected a number >= 0, got 'soon'"),
     (["--pulsar-max-pending-bytes", "-1"], "argument --pulsar-max-pending-bytes: expected a number >= 0, got '-1'"),
     (["--pulsar-max-pending-bytes", "1" * 5000], "argument --pulsar-max-pending-bytes: expected a number >= 0"),
+    # issue 46.8: the bound of the field, the argument shortened
+    (["--max-connections", "9" * 5000], "argument --max-connections: expected a number >= 0, got "
+                                        "'9999999999999999999999999999999999999999...(5000 characters)'"),
+    (["--max-outgoing-buffer", "9" * 20], "argument --max-outgoing-buffer: must be at most 9223372036854775807"),
+    (["--idle-timeout", "1e400"], "argument --idle-timeout: must be at most 9223372036854775807"),
 ])
 def test_bad_serve_input_is_one_line_exit_2_and_creates_nothing(tmp_path, args, says):
     data_dir = tmp_path / "store"

@@ -108,3 +108,26 @@ def test_the_summary_names_what_each_protocol_counts(tmp_path, capsys, protocol,
     assert says in out, out
     if not_said:
         assert not_said not in out, out
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--duration", "999999999999d"], "duration must be <= "),
+    (["--duration", "1h", "--settle", "999999999999d"], "settle must be <= "),
+])
+def test_a_run_longer_than_the_clock_can_go_is_refused(tmp_path, capsys, args, says):
+    """Issue 46.8: the run's time is the virtual clock's, which stops at 9999-12-31 (it
+    ran for ever, and would have crossed what a record's timestamp takes)."""
+    out = tmp_path / "run"
+    assert main(["simulate", "--out", str(out), *SHORT, *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rocketmq-emulator simulate: error: ") and says in err and "\n" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("option", ["--seed", "--messages", "--protocol"])
+def test_an_argument_argparse_refuses_is_repeated_shortened(tmp_path, capsys, option):
+    out = tmp_path / "run"
+    assert main(["simulate", "--out", str(out), *SHORT, option, "9" * 5000]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rocketmq-emulator simulate: error: argument {option}: ") and "\n" not in err
+    assert "'9999999999999999999999999999999999999999...(5000 characters)'" in err and len(err) < 300

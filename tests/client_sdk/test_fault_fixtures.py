@@ -38,7 +38,8 @@ def test_several_markers_several_rules(rocketmq_broker, rocketmq_producer, rocke
     assert producer.send(Message("Orders", b"retried once")).msg_id
     with pytest.raises(MQBrokerError):
         producer.send(Message("Audit", b"never"))
-    assert [(r["topic"], r["hits"]) for r in rocketmq_faults.list()] == [("Audit", 3)]
+    assert [(r["topic"], r["hits"], r["state"]) for r in rocketmq_faults.list()] == [
+        ("Audit", 3, "active"), ("Orders", 1, "spent")]                 # the "times 1" one: listed as spent
     assert len(rocketmq_broker.messages("Orders")) == 1 and rocketmq_broker.messages("Audit") == []
 
 

@@ -153,11 +153,13 @@ def _match(server, about, client_id: str):
     return rule, due
 
 
-def _held(server, request) -> bool:
-    """Whether a hold rule stops deliveries to this receive's group now."""
+def _held(server, request, first_look: bool) -> bool:
+    """Whether a hold rule stops deliveries to this receive's group now; the first look
+    of a call that is held counts on the rule (a receive held, as a 4.x pull is)."""
+    faults = server.core.faults
     with server.lock or contextlib.nullcontext():
-        return server.core.faults.holds(request.group.name or None, request.message_queue.topic.name or None,
-                                        "5.x")
+        about = (request.group.name or None, request.message_queue.topic.name or None, "5.x")
+        return faults.hold(*about) is not None if first_look else faults.holds(*about)
 
 
 _REPLY = {"EndTransaction": spb.EndTransactionResponse,
@@ -210,14 +212,15 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
             until = min(until, time.monotonic() + remaining - _DEADLINE_MARGIN_S)
         faults = self.s.core.faults
         rule = due = None
-        asked = False
+        asked = counted = False
         while True:
             wake = self.s.arrival
             held = False
             if faults.active:
-                held = _held(self.s, request)
+                held = _held(self.s, request, first_look=not counted)
+                counted = counted or held
                 # The other rules are asked once per call, when one is first there and no
-                # hold is (so a hold is never counted as a hit): a poll waiting since before
+                # hold is (a hold counts once per call it holds): a poll waiting since before
                 # a rule was added meets it when it wakes.
                 if not held and not asked:
                     asked = True

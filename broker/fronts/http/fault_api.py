@@ -2,7 +2,9 @@
 does, for a script, a test or the dashboard's panel, on every broker of the server.
 
   GET    /api/faults          the rules, a row per broker (``on``) with ``matched`` and
-                              ``hits`` (how often it fired): what `fault list --json` gives
+                              ``hits`` (how often it fired) and ``state`` ("active", or
+                              "spent": its times used up, listed until removed): what
+                              `fault list --json` gives
   POST   /api/faults          add one: a JSON object with the fields of `fault add`
                               (operation, action, topic, group, client, dialect, broker,
                               times, probability, window: [start, end] from now, delay: ms

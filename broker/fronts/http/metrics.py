@@ -27,7 +27,7 @@ Fault rules (issue 38; FaultCollector, registered beside it by the HTTP front):
   faults_applied_total{rule,operation,action}   faults a rule applied (its FAULT events since
                                          the front started; kept after the rule is gone)
   faults_applied_all_rules_total         faults applied by any rule (core.faults.applied)
-  fault_rules                            rules installed now
+  fault_rules                            rules installed now that can still fire (not spent ones)
 """
 from __future__ import annotations
 

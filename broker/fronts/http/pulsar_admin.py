@@ -40,7 +40,8 @@ from aiohttp import web
 
 from ...pulsar_admin import (EARLIEST, LATEST, compact, create_subscription, delete_subscription, delete_topic,
                              reset_cursor, skip, topic_figures)
-from ...pulsar_names import PulsarNameError, PulsarTopic, ledger_id, parse_topic, store_topic, subscription_of
+from ...pulsar_names import (PulsarNameError, PulsarTopic, creatable, ledger_id, parse_topic, store_topic,
+                             subscription_of)
 from ...pulsar_topics import PulsarAdminError
 from .guard import MAX_BODY
 
@@ -299,7 +300,7 @@ class PulsarAdmin:
 
     async def _create_topic(self, request):
         await _json(request)                # (a properties body may come: it is not kept)
-        self.core().pulsar_topics.create(self._topic(request))
+        self.core().pulsar_topics.create(creatable(self._topic(request)))
         return _no_content()
 
     async def _delete_topic(self, request):
@@ -308,7 +309,7 @@ class PulsarAdmin:
 
     async def _create_partitioned(self, request):
         n = _int(await _json(request), "the number of partitions", bits=32)
-        self.core().pulsar_topics.create_partitioned(self._topic(request), n)
+        self.core().pulsar_topics.create_partitioned(creatable(self._topic(request)), n)
         return _no_content()
 
     async def _update_partitions(self, request):

@@ -605,8 +605,9 @@ class PulsarFront:
             with self._held_lock:
                 self._held.add(topic)
             # asked again once noted: a rule removed before the note is seen here, one
-            # removed after it finds the note (_faults_changed)
-            held = faults.holds(first.subscription, first.topic, "pulsar")
+            # removed after it finds the note (_faults_changed); a dispatch held counts
+            # on its rule
+            held = faults.hold(first.subscription, first.topic, "pulsar") is not None
         if held:
             end = hold_ends(faults, self.core.clock.now_ms())
             if end is not None and end not in self._hold_wakes:

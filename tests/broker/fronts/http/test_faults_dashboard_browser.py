@@ -56,6 +56,14 @@ def test_a_rule_from_the_api_is_seen_firing_in_the_panel_and_the_feed_and_remove
             page.wait_for_selector("#faults >> text=no fault rule")
             assert api(server, "GET", "/api/faults") == []
             assert remote.call(lambda: producer.send(Message("Orders", b"through"))).msg_id
+            # a "times 1" rule that fired stays in the panel as spent (issue 47.8)
+            once = api(server, "POST", "/api/faults", {"operation": "send", "action": "refuse", "topic": "Orders",
+                                                       "times": 1})
+            assert remote.call(lambda: producer.send(Message("Orders", b"refused once"))).msg_id   # then retried
+            spent = page.locator("#faults tr", has=page.locator(f"button[data-id='{once['id']}']"))
+            page.wait_for_selector("#faults >> text=spent (its 1 time(s) used up)")
+            assert [c.strip() for c in spent.locator("td").all_inner_texts()[3:6]] == [
+                "spent (its 1 time(s) used up)", "1", "1"]
             # two more rules, and the clear button
             for op in ("pull", "ack"):
                 api(server, "POST", "/api/faults", {"operation": op, "action": "drop", "group": "billing", "times": 2})

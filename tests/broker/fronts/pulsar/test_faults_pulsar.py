@@ -148,6 +148,7 @@ def test_a_hold_stops_dispatch_to_its_subscription_until_it_is_removed(client, r
     assert other.receive(timeout_millis=5_000).data() == b"wait"      # another subscription is not held
     with pytest.raises(pulsar.Timeout):
         held.receive(timeout_millis=200)
+    assert hold.hits >= 1 and hold.rule.matched == hold.hits     # issue 47.8: a held dispatch counts, as in 4.x
     hold.remove()
     assert held.receive(timeout_millis=5_000).data() == b"wait"
 
