@@ -20,6 +20,7 @@ Names that do not fit get a ``PulsarNameError`` whose message is one readable li
 from __future__ import annotations
 
 import re
+import unicodedata
 import zlib
 from dataclasses import dataclass
 
@@ -91,14 +92,22 @@ def parse_topic(name: str) -> PulsarTopic:
 
 
 def creatable(topic: PulsarTopic) -> PulsarTopic:
-    """``topic``, when the admin API may create it: each part of NamedEntity's characters
-    and none a dot segment (``.`` or ``..``, which a URL path resolves away), as Pulsar's
-    admin checks a name it makes; else a PulsarNameError with Pulsar's reason (a 412).
-    (The binary protocol takes what Pulsar's TopicName takes: any local name.)"""
-    for part in (topic.tenant, topic.namespace, topic.local):
-        if not _NAMED_ENTITY.fullmatch(part) or part in (".", ".."):
-            raise PulsarNameError(f"Topic name is not valid: '{printable(part, 80)}' (a tenant, namespace or topic "
-                                  f"name takes a-z, A-Z, 0-9 and _-=:. and is not . or ..)")
+    """``topic``, when the admin API may create it, else a PulsarNameError with a reason
+    (a 412). The tenant and namespace take NamedEntity's characters, as Pulsar checks
+    them. A local name takes what a default Pulsar broker takes (strictTopicNameEnabled is
+    off by default: quotes, ``<``, spaces are made, apache/pulsar#20231), except a dot
+    segment (``.``, ``..``: a URL path resolves it away, no request can name it) and
+    characters no one can see or type in a name: control characters (a newline, ESC) and
+    format characters (a right-to-left override, a zero-width space), which would forge
+    or hide what an operator reads. (The binary protocol takes any local name.)"""
+    for part in (topic.tenant, topic.namespace):
+        if not _NAMED_ENTITY.fullmatch(part):
+            raise PulsarNameError(f"Namespace name is not valid: '{printable(part, 80)}' (a tenant or namespace "
+                                  f"takes a-z, A-Z, 0-9 and _-=:.)")
+    local = topic.local
+    if local in (".", "..") or any(unicodedata.category(c) in ("Cc", "Cf") for c in local):
+        raise PulsarNameError(f"Topic name is not valid: '{printable(local, 80)}' (not . or .., and no control or "
+                              f"invisible format characters)")
     return topic
 
 
