@@ -23,6 +23,7 @@ __all__ = ["METADATA_PROPERTY", "ledger_id", "metadata_of", "pulsar_properties",
            "keys_of", "batch_items"]
 
 METADATA_PROPERTY = "PULSAR_METADATA"         # the entry's MessageMetadata, base64
+_ROCKETMQ_CLIENT_FIELDS = (Prop.UNIQ_KEY, Prop.KEYS, Prop.TAGS)
 _U32 = struct.Struct(">I")
 
 
@@ -48,6 +49,12 @@ def pulsar_properties(rec, core) -> dict[str, str]:
     entry it names (as stored when it names none here)."""
     props = rec.properties
     out = user_properties(props)
+    # a RocketMQ client's own fields of a message it sent (its message id, keys and tag)
+    # have no place of their own in Pulsar's metadata: a Pulsar consumer of that message
+    # reads them as properties, as it did before any filter (a Pulsar entry has none)
+    for k in _ROCKETMQ_CLIENT_FIELDS:
+        if k in props:
+            out[k] = props[k]
     if props.get(Prop.REAL_TOPIC):
         out[Prop.REAL_TOPIC] = shown_topic(props[Prop.REAL_TOPIC])
     if props.get(Prop.ORIGIN_MESSAGE_ID):
