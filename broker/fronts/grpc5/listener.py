@@ -24,7 +24,9 @@ them to gRPC's own server, so at ``max_connections`` the oldest connection that 
 made a call is closed to admit a new one, as on the other fronts, and one must send the
 HTTP/2 preface within ``handshake_timeout_s``; gRPC's core closes a connection with no
 call for ``idle_timeout_s`` (a 5.x client keeps its Telemetry stream open, so it is
-never idle); HTTP/2 flow control bounds what a client leaves unread. A request that is not the protobuf its method takes is answered
+never idle); HTTP/2 flow control bounds what a client leaves unread. Without a
+connection limit (0) there is no door: gRPC listens on the port itself, and its own
+handshake timeout applies. A request that is not the protobuf its method takes is answered
 INTERNAL "Invalid protobuf byte sequence", as grpc-java's marshaller answers, with one
 WARNING line and no traceback.
 """
@@ -518,34 +520,42 @@ class GrpcServer:
     async def start(self) -> None:
         """Raises OSError (errno and strerror set) when the port cannot be had."""
         _check_free(self.host, self.port)           # a clear error, before gRPC logs its own
-        door = GrpcDoor(self.host, self.port, self.limits, log)
-        server = grpc.aio.server(options=_limit_options(self.limits))
+        # The door costs a relay of every byte through this loop: it is there for the
+        # connection limit, so without one (--max-connections 0) gRPC takes the port itself.
+        door = GrpcDoor(self.host, self.port, self.limits, log) if self.limits.max_connections else None
+        # no SO_REUSEPORT: a second server on the same port must fail, not share it
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0), *_limit_options(self.limits)])
         server.add_generic_rpc_handlers((_handlers(_Servicer(self)),))
+        public = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
         try:
-            bound = server.add_insecure_port(door.inner_address)
+            bound = server.add_insecure_port(door.inner_address if door is not None else public)
         except RuntimeError:            # newer grpcio raises where older returned 0
             bound = 0
         if bound == 0:
-            await door.stop()
-            raise OSError(98, "the gRPC server cannot listen behind its door")
+            if door is not None:
+                await door.stop()
+            raise OSError(98, "address already in use or not available")
         await server.start()
-        try:
-            await door.start()
-        except OSError:
-            await server.stop(grace=None)
-            await door.stop()
-            raise
+        if door is not None:
+            try:
+                await door.start()
+            except OSError:
+                await server.stop(grace=None)
+                await door.stop()
+                raise
+            bound = door.port
         self._server = server
         self.door = door
         self._loop = asyncio.get_running_loop()
-        self.port = door.port
+        self.port = bound
         self._unsubscribe = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
 
     async def stop(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
-        if self._server is not None:
+        if self.door is not None:
             await self.door.stop()
+        if self._server is not None:
             await self._server.stop(grace=0.5)
 
 

@@ -82,3 +82,15 @@ def test_a_socket_that_sends_nothing_is_closed_after_the_handshake_timeout(serve
     finally:
         s.close()
     assert route(server.grpc_port) == pb.OK
+
+
+def test_without_a_connection_limit_grpc_listens_itself_and_serves(serve):
+    """--max-connections 0: no door (its relay costs CPU and it is there for the limit);
+    the front serves as before, 40 silent sockets or not."""
+    server = serve("--max-connections", "0")
+    silent = [socket.create_connection(("127.0.0.1", server.grpc_port), timeout=10) for _ in range(40)]
+    try:
+        assert route(server.grpc_port) == pb.OK
+    finally:
+        for s in silent:
+            s.close()
