@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 
 from rss_bench import Server, tree_of
+from tests.reliability.tmpfs import resize_tmpfs, take_every_block  # (rss_bench puts the repository first)
 
 TOPIC = "persistent://public/default/nearly-full"
 
@@ -38,22 +39,9 @@ def mount_tmpfs(where: Path, size: str) -> None:
                    check=True, capture_output=True)
 
 
-def resize_tmpfs(where: Path, size: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,size={size}", str(where)], check=True, capture_output=True)
-
-
 def used_kib(where: Path) -> int:
     st = os.statvfs(where)
     return (st.f_blocks - st.f_bfree) * st.f_frsize // 1024
-
-
-def take_every_block(path: Path) -> None:
-    with open(path, "ab", buffering=0) as f:
-        try:
-            while True:
-                f.write(bytes(4096))
-        except OSError:
-            pass
 
 
 def healthz(port: int) -> int:

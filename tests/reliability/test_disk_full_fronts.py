@@ -50,16 +50,6 @@ def writable_gauge(port: int) -> float:
     return float(line.split()[-1])
 
 
-def fill(disk) -> None:
-    with open(disk / "ballast", "wb") as f:
-        try:
-            while True:
-                f.write(bytes(256 * 1024))
-                f.flush()
-        except OSError:
-            pass                                    # full: that was the point
-
-
 def message5(body: bytes) -> Message:
     m = Message()
     m.topic, m.body = "Orders", body
@@ -95,7 +85,7 @@ def test_every_front_refuses_on_a_full_disk_and_takes_writes_again_when_space_is
         assert remoting.call(send_request("Orders", b"4.x before")).code == RC.SUCCESS
         assert http(server.http_port, "/healthz")[0] == 200 and writable_gauge(server.http_port) == 1
 
-        fill(small_disk)
+        take_every_block(small_disk / "ballast")
         big = bytes(64 * 1024)                      # (more than the free tail of a page the log already has)
         reply = remoting.call(send_request("Orders", big))
         assert reply.code == RC.SERVICE_NOT_AVAILABLE and "No space left on device" in reply.remark

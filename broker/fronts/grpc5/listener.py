@@ -532,9 +532,10 @@ class GrpcServer:
         except RuntimeError:            # newer grpcio raises where older returned 0
             bound = 0
         if bound == 0:
-            if door is not None:
-                await door.stop()
-            raise OSError(98, "address already in use or not available")
+            if door is None:
+                raise OSError(98, "address already in use or not available")
+            await door.stop()
+            raise OSError(98, f"gRPC cannot listen behind its door on {door.inner_address}")
         await server.start()
         if door is not None:
             try:
