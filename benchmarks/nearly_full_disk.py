@@ -78,7 +78,7 @@ def run(rev: str, args, tmp: Path) -> dict:
     client = None
     try:
         client = pulsar.Client(f"pulsar://127.0.0.1:{server.ports['pulsar']}", operation_timeout_seconds=5,
-                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+                               logger=pulsar.FileLogger(pulsar.LoggerLevel.Error, str(workdir / "client.log")))
         late = client.create_producer(TOPIC, send_timeout_millis=int(args.send_timeout * 1000),
                                       batching_enabled=False)
         filler = client.create_producer(TOPIC, send_timeout_millis=2000, batching_enabled=False)
