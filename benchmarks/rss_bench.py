@@ -29,6 +29,11 @@ and RssFile (pages of the commit log it has mapped, which the kernel can take ba
                   without the bound loops until the kernel kills it) and POST
                   .../partitions of --partitions: the answers, how long each took and
                   a /healthz asked 0.2 s into it, and the RSS
+                  Issue 46: grpc-flood: --flood sockets that never send a byte to the
+                  gRPC port, each reopened once a second after the server closes it, and
+                  max(--wait, 10) good 5.x calls (a QueryRoute on a fresh channel, 2 s
+                  deadline), one a second: how many were served. (The nearly full disk
+                  is benchmarks/nearly_full_disk.py: it needs a tmpfs.)
 
 --rev REV (repeatable) runs the server from that git revision instead of this work
 tree (extracted with `git archive`; WORKTREE names the work tree), one after the
@@ -513,9 +518,60 @@ def http_stalled(server: Server, args) -> dict:
     return _watch_stalled(server, args, base, socks, lambda: _http_get_ok(port))
 
 
+# -- issue 46: the gRPC front's silent sockets --------------------------------------------------------
+def _grpc_route_ok(port: int) -> bool:
+    """A 5.x client arriving now (a fresh channel): its QueryRoute answered within 2 s."""
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as spb, service_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        try:
+            reply = service_pb2_grpc.MessagingServiceStub(channel).QueryRoute(
+                spb.QueryRouteRequest(topic=pb.Resource(name="TBW102")), timeout=2)
+        except grpc.RpcError:
+            return False
+    return reply.status.code == pb.OK
+
+
+def grpc_flood(server: Server, args) -> dict:
+    """--flood sockets that never send a byte to the gRPC port, each reopened as soon as
+    the server closes it (checked every second), and a good 5.x call a second meanwhile."""
+    port = server.ports["grpc"]
+    base = server.rss()
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(args.flood)]
+    calls = max(int(args.wait), 10)
+    good, top, reopened = 0, base, 0
+    for _ in range(calls):
+        started = time.monotonic()
+        good += _grpc_route_ok(port)
+        top = max(top, server.rss())
+        sel = selectors.DefaultSelector()
+        for c in socks:
+            sel.register(c, selectors.EVENT_READ)
+        closed = set()
+        for key, _ in sel.select(0.05):
+            try:
+                if key.fileobj.recv(1 << 16) == b"":
+                    closed.add(key.fileobj)
+            except ConnectionResetError:
+                closed.add(key.fileobj)
+        sel.close()
+        for i, c in enumerate(socks):
+            if c in closed:
+                c.close()
+                socks[i] = socket.create_connection(("127.0.0.1", port), timeout=30)
+                reopened += 1
+        time.sleep(max(0.0, 1 - (time.monotonic() - started)))
+    held = still_open(socks)
+    for c in socks:
+        c.close()
+    return {"base": base, "peak": top, "good 5.x calls served": f"{good} of {calls}",
+            "silent sockets reopened": reopened, "held open at the end": held}
+
+
 ATTACKS = {"unread-pulls": unread_pulls, "half-frames": half_frames, "flood": flood, "pulsar-stalled": pulsar_stalled,
            "pulsar-half-frames": pulsar_half_frames, "pulsar-flood": pulsar_flood, "http-flood": http_flood,
-           "http-stalled": http_stalled, "pulsar-partitions": pulsar_partitions}
+           "http-stalled": http_stalled, "pulsar-partitions": pulsar_partitions, "grpc-flood": grpc_flood}
 
 
 def show(figures: dict) -> str:

@@ -716,6 +716,9 @@ class BrokerCore:
         self._deadline = _STALE
         self.save_configs()
         self.store.set_delay_offsets(self.schedule.scheduler.offsets())
+        # a store refusing writes (a full disk) tries the refused size again: smaller puts
+        # may work meanwhile, and they alone do not end the state (no cost while writes work)
+        self.store.write_refusal()
         try:
             self.store.flush()
             self.schedule.save_timer_progress()

@@ -93,7 +93,8 @@ class SubscriptionGroupConfig:
         """From a SubscriptionGroupConfig body (or the saved table): each field read as
         fastjson reads its Java type; null keeps the default; fields this broker does
         not model (groupRetryPolicy, attributes, ...) are ignored. FieldError (a
-        ValueError) names a field fastjson would refuse."""
+        ValueError) names a field fastjson would refuse, or groupName when it is
+        missing (the Java broker fails on a config without one)."""
         if not isinstance(d, dict):
             raise FieldError("the body", "a JSON object", d)
         fields = {}
@@ -101,6 +102,8 @@ class SubscriptionGroupConfig:
             value = d.get(key)
             if value is not None:
                 fields[attr] = read(value, key)
+        if "group_name" not in fields:
+            raise FieldError("groupName", "the group's name", None)
         return cls(**fields)
 
 

@@ -121,6 +121,7 @@ class CommitLog:
         self.tail: RecordList | None = None
         self.fast_limit = -1
         self.last = b""               # the bytes of the record appended last (what a put wrote)
+        self.refused = 0              # the size of the last append an OSError refused (a full disk)
         if directory is None:
             self._add_segment(0)
 
@@ -134,19 +135,23 @@ class CommitLog:
         """Append one encoded record whose PHYSICALOFFSET field says ``self.end``; returns
         where it went. If it does not fit the active segment, the segment is sealed and
         the record (its offset field patched) goes to the start of the next one.
-        Raises RecordTooLarge, or OSError with the log unchanged."""
+        Raises RecordTooLarge, or OSError with the log unchanged (and ``refused`` set to its size)."""
         seg = self.segments[-1]
         phys = self.end
         n = len(data)
-        if phys + n + BLANK_SIZE - seg.base > self.segment_size:
-            data, phys = self._make_room(seg, data)
-            seg = self.segments[-1]
         try:                    # (try is free in 3.11 until something raises)
-            seg.append(data)
-            if self.sync_each:
-                seg.sync()
+            if phys + n + BLANK_SIZE - seg.base > self.segment_size:
+                data, phys = self._make_room(seg, data)
+                seg = self.segments[-1]
+            try:
+                seg.append(data)
+                if self.sync_each:
+                    seg.sync()
+            except OSError:
+                seg.rollback_to(phys - seg.base)
+                raise
         except OSError:
-            seg.rollback_to(phys - seg.base)
+            self.refused = n
             raise
         self.end = phys + n
         self.last = data
@@ -185,6 +190,7 @@ class CommitLog:
                         file._write_rest(data, done, at)
                 except OSError:
                     file._cut_back(at)          # nothing of it stays in the file
+                    self.refused = total
                     raise
                 file.written = at + total
             tail = self.tail                    # RecordList.append, inlined

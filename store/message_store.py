@@ -44,8 +44,9 @@ _NOT_LISTED = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
 _MIN_FILTER_SCAN = 800
-# write_refusal's probe: a page, so a disk still full fails it even where the log's last
-# page has room left (a write into that page needs no new one)
+# write_refusal's probe is the refused write's size and a page more: a disk still full
+# fails it even where the log's last page has room left (a write into that page needs no
+# new one) or the write would go to a new segment file (whose first page is a new one)
 PROBE_SIZE = 4096
 
 
@@ -70,6 +71,7 @@ class MessageStore:
         self._max_body = config.max_message_size
         self._checkpointed: tuple[int, int] | None = None   # (log end, entries) at the last checkpoint
         self._write_error: OSError | None = None    # the last commit-log write failed (until one works)
+        self._refused_size = 0                      # the largest write refused since then (see write_refusal)
         self._prop_crc = config.prop_crc
         if self._root is None:
             self._log = CommitLog(None, config.segment_size)
@@ -131,9 +133,9 @@ class MessageStore:
                 at = self._log.append_record(rec, 0, now_ms, prop_crc=self._prop_crc)
         except Exception as exc:           # bad input of any kind is a status, not an exception
             return self._put_failed(rec, exc)
-        if self._write_error is not None:
-            self._writes_work_again()
         size = rec.store_size
+        if self._write_error is not None and size >= self._refused_size:
+            self._writes_work_again()
         if listed:
             if cq is None:
                 cq = self._queues[(topic, rec.queue_id)] = self._new_queue(topic, rec.queue_id)
@@ -165,30 +167,39 @@ class MessageStore:
 
     def _write_failed(self, exc: OSError) -> None:
         """A commit-log write failed (disk full, I/O error): nothing of it stays in the
-        log and the put is refused. Logged once until a write works again (``put``
-        checks after every append)."""
+        log and the put is refused. The store refuses writes from now until a write of
+        the largest size refused meanwhile works (a put of at least that size, or
+        write_refusal's probe); logged once each way."""
         if self._write_error is None:
             log.error("store %s: cannot write the commit log (%s); puts are refused with SERVICE_NOT_AVAILABLE "
-                      "until a write succeeds (said once)", self._root, exc.strerror or exc)
+                      "until a write of %d bytes succeeds (said once)", self._root, exc.strerror or exc,
+                      self._log.refused)
         self._write_error = exc
+        self._refused_size = max(self._refused_size, self._log.refused)
 
     def _writes_work_again(self) -> None:
         log.warning("store %s: commit-log writes succeed again (they had failed: %s)", self._root,
                     self._write_error.strerror or self._write_error)
         self._write_error = None
+        self._refused_size = 0
 
     def write_refusal(self) -> str | None:
-        """Why puts are refused now, None when they are taken. After a commit-log write
-        failed, each call tries a write of PROBE_SIZE bytes at the log's end (cut off
-        again): while it fails the reason is returned; once it works the store takes
-        puts again (logged as when a put works again). Cost: nothing while writes work."""
+        """Why the store refuses writes now, None when it takes them. After a commit-log
+        write failed, each call tries a write at the log's end (cut off again) of the
+        largest size refused since, and a page more: while it fails the reason is
+        returned; once it works the store takes writes again (logged as when a put works
+        again). A smaller put that fits meanwhile is stored but does not end the state:
+        with room for a page and not for the message, the old page-sized probe said
+        "writable", and a Pulsar producer was admitted again to the send that fails.
+        Cost: nothing while writes work; one write of that size per call while not."""
         if self._write_error is None or self._closed:
             return None
         try:
-            self._log.probe(PROBE_SIZE)
+            self._log.probe(self._refused_size + PROBE_SIZE)
         except OSError as exc:
             self._write_error = exc
-            return f"the store cannot write its commit log: {exc.strerror or exc}"
+            return (f"the store cannot write its commit log: {exc.strerror or exc} "
+                    f"(a write of {self._refused_size} bytes failed)")
         self._writes_work_again()
         return None
 

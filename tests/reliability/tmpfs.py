@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["small_tmpfs"]
+__all__ = ["small_tmpfs", "resize_tmpfs", "take_every_block"]
 
 
 def small_tmpfs(where: Path, size: str = "2m"):
@@ -25,3 +25,19 @@ def small_tmpfs(where: Path, size: str = "2m"):
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def resize_tmpfs(where: Path, size: str) -> None:
+    """Give the tmpfs at ``where`` a new size (``mount -o remount``): what it holds stays."""
+    subprocess.run(["mount", "-o", f"remount,size={size}", str(where)], check=True, capture_output=True)
+
+
+def take_every_block(path: Path) -> None:
+    """Write ``path`` until the filesystem is full, to the last block (unbuffered 4 KiB
+    writes: a buffered writer may drop the partial one)."""
+    with open(path, "ab", buffering=0) as f:
+        try:
+            while True:
+                f.write(bytes(4096))
+        except OSError:
+            pass                                    # full: that was the point

@@ -67,16 +67,17 @@ def test_a_full_disk_refuses_puts_keeps_reads_and_recovers_without_restart(small
     assert len(lines) == 1 and "cannot write the commit log" in lines[0], lines
     # reads go on
     assert bodies(store, "T", 0) == acked[0::2] and bodies(store, "T", 1) == acked[1::2]
-    # space returns: the next put works, no restart
+    # space returns: the next put (of the size refused) works, no restart
     (small_disk / "ballast").unlink()
-    assert store.put(rec("T", b"after", 0), 2 * 10**6).ok
+    after = b"after-|" + bytes(1000)
+    assert store.put(rec("T", after, 0), 2 * 10**6).ok
     assert "succeed again" in _store_errors(caplog)[-1]
     store.flush()
     store._check()
     store.close()
     with MessageStore(root, CFG) as again:
         assert again.recovery.clean
-        assert bodies(again, "T", 0) == acked[0::2] + [b"after"] and bodies(again, "T", 1) == acked[1::2]
+        assert bodies(again, "T", 0) == acked[0::2] + [after] and bodies(again, "T", 1) == acked[1::2]
 
 
 def test_a_config_write_on_a_full_disk_raises_and_keeps_the_old_document(small_disk):
@@ -209,4 +210,68 @@ def test_write_refusal_says_why_while_the_disk_is_full_and_nothing_once_space_re
     assert store.put(rec("T", b"after", 0), 1).ok
     _segment_files_match_the_log(root, store)
     assert len(acked) + 1 == sum(store.max_offset("T", q) for q in (0, 1))
+    store.close()
+
+
+# -- issue 46, item 2: a disk with room for a page but not for the message -------------------
+_real_pwrite = segment._pwrite
+
+
+def _room_for(limit: int):
+    """A segment writer that fails every write of more than ``limit`` bytes, as a disk with
+    that much room left does."""
+    def write(fd, data, at):
+        if len(data) > limit:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return _real_pwrite(fd, data, at)
+    return write
+
+
+def test_the_store_refuses_until_a_write_of_the_refused_size_fits(tmp_path, monkeypatch, caplog):
+    """With room for a page (the old 4 KiB probe) but not for the 32 KiB message that
+    failed, the store keeps refusing (it said "writable" before, so a Pulsar producer was
+    admitted again into the same failing send); smaller puts that fit are stored but do
+    not end the state; once the refused size fits it ends, said once each way."""
+    store = MessageStore(tmp_path, CFG)
+    assert store.put(rec("T", b"first"), 1).ok
+    monkeypatch.setattr(segment, "_pwrite", _room_for(20 * 1024))
+    assert store.put(rec("T", bytes(32 * 1024)), 2).status is PutStatus.SERVICE_NOT_AVAILABLE
+    for _ in range(3):
+        assert "No space left on device" in store.write_refusal()
+    assert store.put(rec("T", b"small"), 3).ok
+    assert "No space left on device" in store.write_refusal()
+    monkeypatch.setattr(segment, "_pwrite", _room_for(40 * 1024))
+    assert store.write_refusal() is None
+    monkeypatch.undo()
+    assert store.put(rec("T", bytes(32 * 1024)), 4).ok
+    assert bodies(store, "T", 0) == [b"first", b"small", bytes(32 * 1024)]
+    lines = _store_errors(caplog)
+    assert len(lines) == 2 and "cannot write" in lines[0] and "succeed again" in lines[1], lines
+    store._check()
+    store.close()
+
+
+def test_a_put_of_the_refused_size_that_works_ends_the_refusal(tmp_path, monkeypatch):
+    store = MessageStore(tmp_path, CFG)
+    monkeypatch.setattr(segment, "_pwrite", _room_for(20 * 1024))
+    assert store.put(rec("T", bytes(32 * 1024)), 1).status is PutStatus.SERVICE_NOT_AVAILABLE
+    monkeypatch.undo()
+    assert store.put(rec("T", bytes(32 * 1024)), 2).ok
+    assert store.write_refusal() is None
+    store.close()
+
+
+def test_write_refusal_on_a_tmpfs_with_a_page_free_but_not_the_message(small_disk):
+    root = small_disk / "store"
+    store = MessageStore(root, CFG)
+    (small_disk / "ballast").write_bytes(bytes(BALLAST))
+    _fill_until_refused(store, body_size=60 * 1024)
+    (small_disk / "ballast").unlink()
+    spare = small_disk / "spare"
+    with open(spare, "wb", buffering=0) as f:        # take all but about 12 KiB again
+        f.write(bytes(BALLAST - 12 * 1024))
+    assert "No space left on device" in store.write_refusal()
+    _segment_files_match_the_log(root, store)
+    spare.unlink()
+    assert store.write_refusal() is None
     store.close()

@@ -19,11 +19,14 @@ check-backs (RecoverOrphanedTransactionCommand) are queued for the client's stre
 (``GrpcServer.push``, from whichever thread ticked the core) and written in order with
 the answers to its Settings.
 
-Limits (connection_guard.py's, given to gRPC's own core as channel arguments): at most
-``max_connections`` connections, the HTTP/2 handshake within ``handshake_timeout_s``,
-a connection with no call for ``idle_timeout_s`` closed (a 5.x client keeps its
-Telemetry stream open, so it is never idle); HTTP/2 flow control bounds what a client
-leaves unread. A request that is not the protobuf its method takes is answered
+Limits (connection_guard.py's): the door (door.py) accepts the connections and relays
+them to gRPC's own server, so at ``max_connections`` the oldest connection that never
+made a call is closed to admit a new one, as on the other fronts, and one must send the
+HTTP/2 preface within ``handshake_timeout_s``; gRPC's core closes a connection with no
+call for ``idle_timeout_s`` (a 5.x client keeps its Telemetry stream open, so it is
+never idle); HTTP/2 flow control bounds what a client leaves unread. Without a
+connection limit (0) there is no door: gRPC listens on the port itself, and its own
+handshake timeout applies. A request that is not the protobuf its method takes is answered
 INTERNAL "Invalid protobuf byte sequence", as grpc-java's marshaller answers, with one
 WARNING line and no traceback.
 """
@@ -47,6 +50,7 @@ from .fault_answers import (HOLD_RECHECK_S, clock_timer, operation_of, refusal, 
 from .front import DEFAULT_LONG_POLL_MS, MAX_LONG_POLL_MS, Rocketmq5Front
 from .stubs import service_grpc as service_pb2_grpc
 from .stubs import spb
+from .door import GrpcDoor
 from ...adapters.connection_guard import ConnectionLimits
 from ...adapters.listener_thread import ListenerThread
 
@@ -85,8 +89,8 @@ def _tolerant(parse):
 
 
 async def _refuse_malformed(method: str, request: _Malformed, context) -> None:
-    log.warning("5.x %s from %s: a malformed request (%s); answered INTERNAL", method,
-                printable(context.peer()), printable(request.error, 200))
+    log.warning("5.x %s from client %s: a malformed request (%s); answered INTERNAL", method,
+                printable(_client_id(context) or "?", 100), printable(request.error, 200))
     await context.abort(grpc.StatusCode.INTERNAL, "Invalid protobuf byte sequence")
 
 
@@ -412,9 +416,8 @@ for _name in ("QueryOffset", "GetOffset", "UpdateOffset", "RecallMessage"):
 
 
 def _limit_options(limits: ConnectionLimits) -> list[tuple[str, int]]:
+    """gRPC's own share of the limits (the door keeps the count of connections)."""
     options = []
-    if limits.max_connections:
-        options.append(("grpc.max_allowed_incoming_connections", limits.max_connections))
     if limits.handshake_timeout_s:
         options.append(("grpc.server_handshake_timeout_ms", int(limits.handshake_timeout_s * 1000)))
     if limits.idle_timeout_s:
@@ -466,6 +469,7 @@ class GrpcServer:
         self._streams: dict[str, asyncio.Queue] = {}     # client id -> its Telemetry stream's outbox
         self.arrival = asyncio.Event()
         self._server = None
+        self.door: GrpcDoor | None = None
         self._unsubscribe = None
         self._loop = None
 
@@ -519,18 +523,33 @@ class GrpcServer:
     async def start(self) -> None:
         """Raises OSError (errno and strerror set) when the port cannot be had."""
         _check_free(self.host, self.port)           # a clear error, before gRPC logs its own
+        # The door costs a relay of every byte through this loop: it is there for the
+        # connection limit, so without one (--max-connections 0) gRPC takes the port itself.
+        door = GrpcDoor(self.host, self.port, self.limits, log) if self.limits.max_connections else None
         # no SO_REUSEPORT: a second server on the same port must fail, not share it
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0), *_limit_options(self.limits)])
         server.add_generic_rpc_handlers((_handlers(_Servicer(self)),))
-        address = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        public = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
         try:
-            bound = server.add_insecure_port(address)
+            bound = server.add_insecure_port(door.inner_address if door is not None else public)
         except RuntimeError:            # newer grpcio raises where older returned 0
             bound = 0
         if bound == 0:
-            raise OSError(98, "address already in use or not available")
+            if door is None:
+                raise OSError(98, "address already in use or not available")
+            await door.stop()
+            raise OSError(98, f"gRPC cannot listen behind its door on {door.inner_address}")
         await server.start()
+        if door is not None:
+            try:
+                await door.start()
+            except OSError:
+                await server.stop(grace=None)
+                await door.stop()
+                raise
+            bound = door.port
         self._server = server
+        self.door = door
         self._loop = asyncio.get_running_loop()
         self.port = bound
         self._unsubscribe = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
@@ -538,6 +557,8 @@ class GrpcServer:
     async def stop(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
+        if self.door is not None:
+            await self.door.stop()
         if self._server is not None:
             await self._server.stop(grace=0.5)
 

@@ -112,9 +112,13 @@ def update_broker_config(front, request, channel):
     by name rather than silently kept."""
     core = front.core
     from ....config import parse_properties
+    from ....errors import ConfigError
     from ..protocol import RequestRefused
 
-    props = parse_properties((request.body or b"").decode("utf-8", "replace"))
+    try:
+        props = parse_properties((request.body or b"").decode("utf-8", "replace"))
+    except ConfigError as exc:          # (SYSTEM_ERROR, as the Java broker's string2Properties failing)
+        raise RequestRefused(f"the body is not broker config properties text: {exc}") from None
     unknown = sorted(k for k in props if k != "brokerPermission")
     if unknown or not props:
         raise RequestRefused(f"this broker changes only brokerPermission at run time, not "
