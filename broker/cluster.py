@@ -23,6 +23,8 @@ from typing import Callable
 from .config import PERM_READ, PERM_WRITE
 from .errors import ClockError
 from .operations import BrokerRoute, QueueRoute, TopicRoute
+from .retry_lifecycle import DLQ_PREFIX, RETRY_PREFIX
+from .topics import is_system_topic
 
 __all__ = ["Cluster", "BrokerState", "ClusterError", "broker_names", "advance_together", "live_members", "next_due_ms",
            "MAX_BROKERS"]
@@ -242,9 +244,9 @@ def advance_together(clock, cores: list, ms: int) -> int:
 
 
 def _internal(topic: str) -> bool:
-    """Topics every broker makes for itself (retry, DLQ, schedule, the default topic)."""
-    return topic.startswith(("%RETRY%", "%DLQ%", "rmq_sys_")) or topic in ("SCHEDULE_TOPIC_XXXX", "TBW102",
-                                                                            "RMQ_SYS_TRANS_HALF_TOPIC")
+    """Topics every broker makes for itself: the system topics and the groups' retry
+    and dead-letter topics."""
+    return is_system_topic(topic) or topic.startswith((RETRY_PREFIX, DLQ_PREFIX))
 
 
 def _perm_text(perm: int) -> str:

@@ -7,7 +7,6 @@ retries; UNIQ_KEY message ids from the runtime's generator (checklist 48).
 """
 from __future__ import annotations
 
-import enum
 import logging
 import zlib
 from typing import Callable
@@ -23,6 +22,7 @@ from .client_instance import ClientInstance
 from .errors import MQBrokerError, MQClientError, RemotingError
 from .message import Message, MessageQueue, SendResult, SendStatus
 from .route import TopicRoute
+from .service import ClientService, ServiceState
 from .transport.remote import own_remote_broker
 from .validators import MAX_MESSAGE_SIZE, check_group, check_message
 
@@ -44,14 +44,7 @@ _STORED_STATUS = {ResponseCode.SUCCESS: SendStatus.SEND_OK,
                   ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE}
 
 
-class ServiceState(enum.Enum):
-    CREATE_JUST = "CREATE_JUST"
-    RUNNING = "RUNNING"
-    SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
-    START_FAILED = "START_FAILED"
-
-
-class Producer:
+class Producer(ClientService):
     """``Producer(group, broker)``; ``start()``; ``send(Message(...)) -> SendResult``.
 
     ``broker`` is an ``EmbeddedBroker`` / ``InProcessBroker`` / ``RemoteBroker`` /
@@ -101,51 +94,23 @@ class Producer:
         self._send_which_queue = 0
         self._valid_topics: set[str] = set()   # topics that passed check_topic (checked once)
 
-    # -- lifecycle -----------------------------------------------------------------------
-    def start(self) -> "Producer":
-        if self.state is not ServiceState.CREATE_JUST:
-            raise MQClientError(f"The producer service state is {self.state.value}, not CREATE_JUST; "
-                                f"a producer starts once")
-        try:
-            if self._instance is None:
-                self._instance = ClientInstance(self._broker, instance_name=self._instance_name)
-            self._instance.register_producer(self.group, self)
-            if self._own_instance:
-                self._instance.start()
-                self._instance.send_heartbeat()
-        except (MQClientError, RemotingError):
-            self.state = ServiceState.START_FAILED
-            if self._remote is not None:
-                self._remote.close()
-            raise
-        self.state = ServiceState.RUNNING
-        if self._remote is not None:
-            self._remote.run_in_background()
-        return self
+    # -- lifecycle (start, shutdown, close, with: service.ClientService) ----------------
+    _kind = "producer"
+    _start_errors = (MQClientError, RemotingError)
 
-    def shutdown(self) -> None:
-        if self.state is not ServiceState.RUNNING:
-            self.state = ServiceState.SHUTDOWN_ALREADY
-            return
-        self.state = ServiceState.SHUTDOWN_ALREADY
-        if self._remote is not None:
-            self._remote.stop()
+    def _start(self) -> None:
+        if self._instance is None:
+            self._instance = ClientInstance(self._broker, instance_name=self._instance_name)
+        self._instance.register_producer(self.group, self)
+        if self._own_instance:
+            self._instance.start()
+            self._instance.send_heartbeat()
+
+    def _shutdown(self) -> None:
         inst = self._instance
         if inst is not None and self._own_instance:
             inst.unregister(producer_group=self.group)
             inst.shutdown()
-        if self._remote is not None:
-            self._remote.close()
-
-    close = shutdown
-
-    def __enter__(self) -> "Producer":
-        if self.state is ServiceState.CREATE_JUST:
-            self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.shutdown()
 
     @property
     def client_id(self) -> str | None:

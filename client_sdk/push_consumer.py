@@ -17,7 +17,8 @@ from dataclasses import dataclass, fields
 from typing import Callable
 
 from rocketmq_emulator.broker.operations import PullRequest
-from rocketmq_emulator.broker.retry_lifecycle import RETRY_PREFIX, rocketmq4_client_fallback, retry_topic
+from rocketmq_emulator.broker.retry_lifecycle import (DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX,
+                                                      rocketmq4_client_fallback, retry_topic)
 from rocketmq_emulator.store.records import Prop
 
 from .api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PullStatus
@@ -33,7 +34,8 @@ from .pull_body import DecodedBody, copy_stored, decode_pull_body
 
 # what a pull is, to the broker's fault rules: a pull, and the offset commit it carries
 _PULL_AND_COMMIT = ("pull", "ack")
-from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer, ServiceState
+from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer
+from .service import ClientService, ServiceState
 from .rebalance import Rebalancer
 from .subscription import SubscriptionData
 from .transport.remote import own_remote_broker
@@ -103,7 +105,7 @@ class _PullRequest:
         self.opaque = 0           # of the PULL_MESSAGE in flight
 
 
-class PushConsumer:
+class PushConsumer(ClientService):
     """``PushConsumer(group, broker)``; ``subscribe(topic, "*")``;
     ``register_message_listener(fn)``; ``start()``.
 
@@ -255,29 +257,19 @@ class PushConsumer:
     def register_message_listener_orderly(self, listener) -> None:
         self.register_message_listener(listener, orderly=True)
 
-    # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "PushConsumer":
-        if self.state is not ServiceState.CREATE_JUST:
-            raise MQClientError(f"The PushConsumer service state is {self.state.value}, not CREATE_JUST; "
-                                f"a consumer starts once")
+    # -- lifecycle (start, shutdown, close, with: service.ClientService) ----------------------
+    _kind = "PushConsumer"
+
+    def _check_startable(self) -> None:
         if self._listener is None:
             raise MQClientError("messageListener is null: call register_message_listener(...) before start()")
         if not self.subscriptions:
             raise MQClientError(f"consumer group {self.group} has no subscription: call subscribe(topic, '*') "
                                 f"before start()")
-        try:
-            self._start()
-        except Exception:
-            self.state = ServiceState.START_FAILED
-            if self.instance is not None:
-                self.instance.shutdown()
-            if self._remote is not None:
-                self._remote.close()
-            raise
-        self.state = ServiceState.RUNNING
-        if self._remote is not None:
-            self._remote.run_in_background()
-        return self
+
+    def _start_failed(self) -> None:
+        if self.instance is not None:
+            self.instance.shutdown()
 
     def _start(self) -> None:
         inst = self.instance = ClientInstance(
@@ -315,13 +307,7 @@ class PushConsumer:
                                               quiet=("clean", self)))
         rt.call_soon(self.do_rebalance)   # rebalanceImmediately
 
-    def shutdown(self) -> None:
-        if self.state is not ServiceState.RUNNING:
-            self.state = ServiceState.SHUTDOWN_ALREADY
-            return
-        self.state = ServiceState.SHUTDOWN_ALREADY
-        if self._remote is not None:
-            self._remote.stop()
+    def _shutdown(self) -> None:
         for t in self._timers:
             t.cancel()
         inst = self.instance
@@ -334,18 +320,6 @@ class PushConsumer:
         self.rebalancer.drop_all()
         inst.unregister(producer_group=CLIENT_INNER_PRODUCER_GROUP, consumer_group=self.group)
         inst.shutdown()
-        if self._remote is not None:
-            self._remote.close()
-
-    close = shutdown
-
-    def __enter__(self) -> "PushConsumer":
-        if self.state is ServiceState.CREATE_JUST:
-            self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.shutdown()
 
     def _guarded(self, fn) -> None:
         if self.state is not ServiceState.RUNNING:
@@ -636,7 +610,8 @@ class PushConsumer:
             self.instance.api.consumer_send_msg_back(
                 commit_log_offset=msg.commit_log_offset, group=self.group, delay_level=delay_level,
                 origin_msg_id=msg_id, origin_topic=msg.topic,
-                max_reconsume_times=16 if self.max_reconsume_times == -1 else self.max_reconsume_times,
+                max_reconsume_times=(DEFAULT_MAX_RECONSUME_TIMES if self.max_reconsume_times == -1
+                                     else self.max_reconsume_times),
                 broker_name=broker_name)         # (max_reconsume_times_concurrently, inlined)
             self.stats.send_back_ok += 1
             return True

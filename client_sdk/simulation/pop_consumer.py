@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.broker.faults import Action, Operation
 from rocketmq_emulator.broker.operations import AckOutcome, InvisibleOutcome, PopOutcome, PopRequest
-from rocketmq_emulator.broker.retry_lifecycle import ROCKETMQ5_UNORDERED_INTERVALS_MS
+from rocketmq_emulator.broker.retry_lifecycle import rocketmq5_retry_interval_ms
 from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX
 
 from .in_process import InProcessConsumer, StoredDelivery
@@ -41,18 +41,11 @@ from .in_process import InProcessConsumer, StoredDelivery
 if TYPE_CHECKING:
     from .scenario import GroupSpec
 
-__all__ = ["PopConsumer", "retry_interval_ms"]
+__all__ = ["PopConsumer"]
 
 _WAKE_KINDS = (EventKind.STORED, EventKind.REDELIVERED)
 RECEIVE_BACKOFF_MS = 1000           # the clients' back-off after a failed receive
 RECEIVE_DEADLINE_MS = 20_000        # a receive's long-polling timeout: a dropped one ends then
-
-
-def retry_interval_ms(delivery_attempt: int) -> int:
-    """The invisible time a failed delivery gets: the n-th value of seed 002's table for
-    delivery n, the last one reused (the Python client's customized backoff)."""
-    table = ROCKETMQ5_UNORDERED_INTERVALS_MS
-    return table[min(delivery_attempt, len(table)) - 1]
 
 
 _NOT_RECEIVED = (Action.REFUSE, Action.DROP, Action.HOLD)
@@ -195,7 +188,7 @@ class PopConsumer(InProcessConsumer):
                     raise AssertionError(f"ack of a delivery in flight: {outcome}")
             else:
                 res = core.change_invisible_time(self.spec.name, self.topic, d.receipt_handle,
-                                                 retry_interval_ms(d.delivery_attempt))
+                                                 rocketmq5_retry_interval_ms(d.delivery_attempt))
                 if res.outcome is not InvisibleOutcome.CHANGED and not d.faulted:
                     raise AssertionError(f"change of invisible time of a delivery in flight: {res.outcome}")
         finally:

@@ -39,6 +39,7 @@ from rocketmq_emulator.broker.cluster import broker_names
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, rocketmq5_retry_interval_ms
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.accounting import Ledger
 from rocketmq_emulator.store.records import TRANS_CHECK_MAX_TIME_TOPIC, create_offset_msg_id
@@ -52,7 +53,7 @@ from ..transaction import LocalTransactionState
 from . import fault_rules
 from .fault_rules import RuleBook
 from .invariants import EXPIRED_LEVEL, InvariantChecker, Violation
-from .pop_consumer import PopConsumer, retry_interval_ms
+from .pop_consumer import PopConsumer
 from .pulsar_consumer import PulsarConsumer, dead_letter_topic
 from .scenario import PRODUCER_GROUP, START_MS, GroupSpec, Scenario, ScenarioError
 
@@ -643,7 +644,7 @@ class Simulation:
         clock = self.clock
 
         def retry_delay(d, hangs: bool) -> int:
-            delay = invisible_ms if hangs else retry_interval_ms(d.delivery_attempt)
+            delay = invisible_ms if hangs else rocketmq5_retry_interval_ms(d.delivery_attempt)
             if d.faulted:       # handed over late or twice: it is back when its invisible time ends, if not sooner
                 delay = min(delay, max(0, d.visible_again_ms - clock.now_ms()))
             return delay
@@ -810,7 +811,7 @@ class Simulation:
         if e.kind == EventKind.OFFSET_COMMITTED:
             self.checker.offset_committed(e.group, e.topic, e.queue_id, e.queue_offset, e.time_ms, broker)
         elif e.kind == EventKind.DEAD_LETTERED:
-            group = e.group or e.topic[len("%DLQ%"):]
+            group = e.group or e.topic[len(DLQ_PREFIX):]
             self.checker.dead_lettered(group, e.msg_id, e.time_ms)
         elif e.kind == EventKind.FAULT:
             self._fault_applied(e, broker)

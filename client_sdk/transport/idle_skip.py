@@ -53,7 +53,7 @@ from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 from ..api import BrokerAPI
 from ..message import MessageQueue
 from ..offset_store import RemoteBrokerOffsetStore
-from ..producer import ServiceState
+from ..service import ServiceState
 from ..rebalance import allocate_averagely
 from ..route import TopicRoute
 from ..runtime import Timer

@@ -86,7 +86,7 @@ def test_4x_and_5x_groups_on_one_topic_each_keep_their_books(store_dir):
 
 def test_a_redelivery_before_its_invisible_time_is_caught(store_dir, monkeypatch):
     # planted bug: the consumer asks for 1 s where the retry table says 10 s, 30 s, ...
-    monkeypatch.setattr(pop_consumer, "retry_interval_ms", lambda attempt: 1000)
+    monkeypatch.setattr(pop_consumer, "rocketmq5_retry_interval_ms", lambda attempt: 1000)
     result = Simulation(small(groups=(five(),)), store_dir).run()
     delays = [v for v in result.violations if v.invariant == "retry_delay"]
     assert delays and "it is due after 10000 ms" in delays[0].message
