@@ -137,7 +137,7 @@ class RemoteBroker(AdminOperations, Connector):
             fields["ids"] = ",".join(ids)
         doc = json.loads(self._admin_request(EMULATOR_DLQ, fields, "dlq redrive").body)
         return RedriveResult(tuple((s["id"], s["new_id"]) for s in doc["sent"]), tuple(doc["already"]),
-                             doc["dry_run"])
+                             doc["dry_run"], doc.get("msg_ids", {}))
 
     # -- fault rules -----------------------------------------------------------------------------------
     @property
