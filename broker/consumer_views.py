@@ -55,7 +55,9 @@ def consumer_rows(cores, dialect: str, index_of, query: str = "", start: int = 0
         for s in page:
             s["dead_letters"] = dead.get(s["group"], 0)
         return page, len(subs)
-    groups = [g for g in known_groups(live) if dialect in g["dialects"] and _matches(query, g["group"], *g["topics"])]
+    groups = [dict(g, topics=[shown_topic(t) for t in g["topics"]]) for g in known_groups(live)
+              if dialect in g["dialects"]]
+    groups = [g for g in groups if _matches(query, g["group"], *g["topics"])]
     page = groups[start:start + limit]
     if not page:
         return [], len(groups)
@@ -64,7 +66,7 @@ def consumer_rows(cores, dialect: str, index_of, query: str = "", start: int = 0
     rows = []
     for g in page:
         name = g["group"]
-        row = {"group": name, "topics": [shown_topic(t) for t in g["topics"]], "dialects": g["dialects"],
+        row = {"group": name, "topics": g["topics"], "dialects": g["dialects"],
                "dead_letters": dead.get(name, 0),
                **_lag(progress.get(name, []))}
         if dialect == "4.x":

@@ -61,36 +61,3 @@ def test_the_dashboard_state_lists_transactions_waiting_with_their_next_check():
     assert row["checks"] == 1 and row["next_check_ms"] == start + 66_000
     broker.close()
 
-
-def test_a_pulsar_topic_is_named_by_its_pulsar_name_in_the_feed_the_transactions_and_the_5x_flight():
-    """Issue 47, item 6: a 4.x consumer's retries of a Pulsar topic, a half message of one
-    and a 5.x receive of one show `persistent://...`, never the store's `pulsar|...`."""
-    from rocketmq_emulator.broker.fronts.http.dashboard import DashboardViews
-    from rocketmq_emulator.broker.groups import SubscriptionGroupConfig
-    from rocketmq_emulator.broker.operations import PopRequest
-    from rocketmq_emulator.client_sdk import LocalTransactionState
-
-    full, stored = "persistent://public/default/payments", "pulsar|public|default|payments"
-    broker = EmbeddedBroker()
-    feed = EventFeed([broker.core])
-    broker.core.ensure_pulsar_topic(stored)
-    broker.push_consumer("billing", stored, listener=lambda msgs, ctx: RECONSUME_LATER, max_reconsume_times=1)
-    broker.producer("pg").send(Message(stored, b"poison", keys="order-17"))
-    broker.advance("1m")
-    events = feed.after(0)
-    named = {e.get("real_topic") or e["topic"] for e in events}     # what the page's topic column shows
-    assert full in named and not any("pulsar|" in t for t in named), named
-    producer = broker.producer("tx-app", transaction_checker=lambda msg: LocalTransactionState.UNKNOW)
-    producer.send_message_in_transaction(Message(stored, b"undecided"), lambda m, a: LocalTransactionState.UNKNOW)
-    [row] = dashboard_state([broker.core])["half_messages"]
-    assert row["topic"] == full
-    [popped] = broker.core.pop(PopRequest("g5", stored, 1, 60_000, client="client-5")).messages
-    [flight] = DashboardViews(lambda: [broker.core]).group("g5", "5.x")["in_flight"]
-    assert (flight["topic"], flight["queue_offset"]) == (full, popped.queue_offset)
-    broker.core.update_group(SubscriptionGroupConfig("fifo", consume_message_orderly=True))
-    broker.core.pop(PopRequest("fifo", stored, 1, 10_000, fifo=True))
-    broker.advance("10s")                             # its first message failed in place: the queue waits
-    [blocked] = DashboardViews(lambda: [broker.core]).group("fifo", "5.x")["blocked"]
-    assert blocked["topic"] == full
-    feed.close()
-    broker.close()
