@@ -77,8 +77,11 @@ class RedriveResult:
     msg_ids: dict[str, str] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
-        return {"sent": [{"id": d, "new_id": n} for d, n in self.sent], "already": list(self.already),
-                "dry_run": self.dry_run, "msg_ids": dict(self.msg_ids)}
+        """Each dead letter by its offsetMsgId (``id``) and its message id (``msg_id``); a
+        sent one with its new message's offsetMsgId (``new_id``; "" in a dry run)."""
+        return {"sent": [{"msg_id": self.msg_ids.get(d, d), "id": d, "new_id": n} for d, n in self.sent],
+                "already": [{"msg_id": self.msg_ids.get(d, d), "id": d} for d in self.already],
+                "dry_run": self.dry_run}
 
 
 def _not_dead_letters(group: str, ids: list[str], where: str = "") -> DeadLetterError:

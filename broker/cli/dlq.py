@@ -71,13 +71,11 @@ def dlq_main(argv: list[str]) -> int:
                   f"{state}")
         return 0
     verb = "would re-drive" if doc["dry_run"] else "re-drove"
-    msg_ids = doc.get("msg_ids", {})
 
-    def named(offset_id: str) -> str:           # the message id first, as `dlq list` shows them
-        msg_id = msg_ids.get(offset_id, offset_id)
-        return offset_id if msg_id == offset_id else f"{msg_id} (offset id {offset_id})"
+    def named(d: dict) -> str:                  # the message id first, as `dlq list` shows them
+        return d["id"] if d["msg_id"] == d["id"] else f"{d['msg_id']} (offset id {d['id']})"
     for s in doc["sent"]:
-        print(f"{verb} {named(s['id'])}" + (f" as offset id {s['new_id']}" if s["new_id"] else ""))
+        print(f"{verb} {named(s)}" + (f" as offset id {s['new_id']}" if s["new_id"] else ""))
     for a in doc["already"]:
         print(f"skipped {named(a)}: re-driven before")
     print(f"{len(doc['sent'])} {'to send' if doc['dry_run'] else 'sent'}, {len(doc['already'])} re-driven before")

@@ -105,7 +105,7 @@ def test_redrive_says_the_message_id_first_then_the_offset_ids(dead, capsys):
     assert said == f"re-drove {msg_id} (offset id {offset_id}) as offset id {new_id}"
     assert dlq(dead, "redrive", "billing", "--ids", offset_id, "--json") == 0
     doc = json.loads(capsys.readouterr().out)
-    assert (doc["sent"], doc["already"], doc["msg_ids"]) == ([], [offset_id], {offset_id: msg_id})
+    assert (doc["sent"], doc["already"]) == ([], [{"msg_id": msg_id, "id": offset_id}])
     assert dlq(dead, "redrive", "billing", "--ids", offset_id) == 0
     assert capsys.readouterr().out.splitlines()[0] == f"skipped {msg_id} (offset id {offset_id}): re-driven before"
     assert dead.remote.redrive("billing", [msg_id]).msg_ids == {offset_id: msg_id}
