@@ -23,7 +23,7 @@ from rocketmq_emulator.store.records import RETRY_PREFIX
 from .dead_letters import dead_letter_counts
 from .group_views import known_groups
 from .invisible_time import SHARDING_KEY
-from .pulsar_names import pulsar_topic, shown_topic, subscription_of
+from .pulsar_names import shown_topic, subscription_of
 from .retry_ladders import ladder, record_at
 
 __all__ = ["consumer_rows", "group_detail", "merge_ladders", "DIALECTS"]
@@ -55,7 +55,9 @@ def consumer_rows(cores, dialect: str, index_of, query: str = "", start: int = 0
         for s in page:
             s["dead_letters"] = dead.get(s["group"], 0)
         return page, len(subs)
-    groups = [g for g in known_groups(live) if dialect in g["dialects"] and _matches(query, g["group"], *g["topics"])]
+    groups = [dict(g, topics=[shown_topic(t) for t in g["topics"]]) for g in known_groups(live)
+              if dialect in g["dialects"]]
+    groups = [g for g in groups if _matches(query, g["group"], *g["topics"])]
     page = groups[start:start + limit]
     if not page:
         return [], len(groups)
@@ -64,7 +66,7 @@ def consumer_rows(cores, dialect: str, index_of, query: str = "", start: int = 0
     rows = []
     for g in page:
         name = g["group"]
-        row = {"group": name, "topics": [shown_topic(t) for t in g["topics"]], "dialects": g["dialects"],
+        row = {"group": name, "topics": g["topics"], "dialects": g["dialects"],
                "dead_letters": dead.get(name, 0),
                **_lag(progress.get(name, []))}
         if dialect == "4.x":
@@ -153,7 +155,7 @@ def _blocked(core, s: dict) -> list[dict]:
         if rec is None:
             continue
         out.append({"message_group": rec.properties.get(SHARDING_KEY, ""), "broker": core.config.broker_name,
-                    "topic": s["topic"], "queue_id": s["queue_id"], "queue_offset": off, "deliveries": n,
+                    "topic": shown_topic(s["topic"]), "queue_id": s["queue_id"], "queue_offset": off, "deliveries": n,
                     "msg_id": rec.properties.get("UNIQ_KEY") or rec.offset_msg_id,
                     "visible_at_ms": flight[0] if flight else None})
     return out
@@ -162,11 +164,10 @@ def _blocked(core, s: dict) -> list[dict]:
 def _subscriptions(core) -> list[dict]:
     out = []
     for s in core.subscriptions.describe():
-        pt = pulsar_topic(s["topic"])
         counts = Counter(n for off, n in s["redeliveries"].items()
                          if off >= s["mark_delete"] and off not in s["acked"])
         out.append({"group": s["group"], "subscription": subscription_of(s["group"]),
-                    "topic": pt.full if pt else s["topic"], "store_topic": s["topic"],
+                    "topic": shown_topic(s["topic"]), "store_topic": s["topic"],
                     "broker": core.config.broker_name, "type": s["type"], "consumers": s["consumers"],
                     "backlog": s["backlog"], "unacked": s["unacked"], "delayed": s["delayed"],
                     "redelivery_counts": {str(k): v for k, v in sorted(counts.items())},
@@ -222,7 +223,8 @@ def group_detail(cores, group: str, dialect: str, index_of) -> dict | None:
                     rec = record_at(core.store, s["topic"], s["queue_id"], off)
                     if rec is not None:
                         flight.append({"msg_id": rec.properties.get("UNIQ_KEY") or rec.offset_msg_id,
-                                       "topic": s["topic"], "queue_id": s["queue_id"], "queue_offset": off,
+                                       "topic": shown_topic(s["topic"]), "queue_id": s["queue_id"],
+                                       "queue_offset": off,
                                        "visible_at_ms": visible_at, "renewed": renewed,
                                        "broker": core.config.broker_name})
         out["in_flight"] = flight[:_FLIGHT_SHOWN]

@@ -26,7 +26,7 @@ re-drives at once cannot both send one dead letter.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import DLQ_PREFIX, Prop, decode_record
@@ -70,12 +70,17 @@ class DeadLetter:
 
 @dataclass(frozen=True)
 class RedriveResult:
-    sent: tuple[tuple[str, str], ...]        # (dead letter id, new message id)
+    sent: tuple[tuple[str, str], ...]        # (dead letter's offsetMsgId, the new message's offsetMsgId)
     already: tuple[str, ...]                 # re-driven before: nothing sent
     dry_run: bool = False
+    # each dead letter's message id (sent or already), by its offsetMsgId: what `dlq list` shows first
+    msg_ids: dict[str, str] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
-        return {"sent": [{"id": d, "new_id": n} for d, n in self.sent], "already": list(self.already),
+        """Each dead letter by its offsetMsgId (``id``) and its message id (``msg_id``); a
+        sent one with its new message's offsetMsgId (``new_id``; "" in a dry run)."""
+        return {"sent": [{"msg_id": self.msg_ids.get(d, d), "id": d, "new_id": n} for d, n in self.sent],
+                "already": [{"msg_id": self.msg_ids.get(d, d), "id": d} for d in self.already],
                 "dry_run": self.dry_run}
 
 
@@ -251,7 +256,8 @@ def redrive(core, group: str, ids: list[str] | None = None, *, dry_run: bool = F
         sent.append((msg_id, new_id))
     if sent and not dry_run:
         _save(core, doc)
-    return RedriveResult(tuple(sent), tuple(already), dry_run)
+    return RedriveResult(tuple(sent), tuple(already), dry_run,
+                         {key: records[key].msg_id for key in (*(d for d, _ in sent), *already)})
 
 
 def _save(core, doc: dict) -> None:
@@ -278,4 +284,4 @@ def redrive_on(cores: list, group: str, ids: list[str] | None = None, *, dry_run
             raise _not_dead_letters(group, stray, " on a running broker")
         parts = [redrive(c, group, mine[id(c)], dry_run=dry_run) for c in cores if mine[id(c)]]
     return RedriveResult(tuple(x for r in parts for x in r.sent), tuple(x for r in parts for x in r.already),
-                         dry_run)
+                         dry_run, {k: v for r in parts for k, v in r.msg_ids.items()})

@@ -29,7 +29,7 @@ from .log_text import printable
 
 __all__ = ["PulsarNameError", "PulsarTopic", "parse_topic", "store_topic", "pulsar_topic", "store_group",
            "subscription_of", "STORE_PREFIX", "ledger_id", "message_id_text", "parse_message_id", "shown_topic",
-           "creatable"]
+           "creatable", "named_topic"]
 
 STORE_PREFIX = PULSAR_STORE_PREFIX
 _DOMAINS = ("persistent", "non-persistent")
@@ -145,6 +145,21 @@ def shown_topic(stored: str) -> str:
     """A store topic as its users name it: a Pulsar topic's full name, any other as it is."""
     t = pulsar_topic(stored)
     return t.full if t is not None else stored
+
+
+def named_topic(name: str, known) -> str | None:
+    """The store topic of ``known`` (store names) that a user's ``name`` names: the topic of
+    that name (a RocketMQ topic, or a Pulsar one by its store name), else the Pulsar topic
+    it names in any form a Pulsar client takes (``persistent://t/ns/x``, ``t/ns/x``, ``x``:
+    so a short name is the Pulsar topic only where no RocketMQ topic has it); None when
+    it names none of them."""
+    if name in known:
+        return name
+    try:
+        stored = store_topic(name)
+    except PulsarNameError:
+        return None
+    return stored if stored in known else None
 
 
 def store_group(subscription: str) -> str:

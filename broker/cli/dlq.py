@@ -71,9 +71,12 @@ def dlq_main(argv: list[str]) -> int:
                         f"{iso_utc(d['died_at_ms']):<24} {state}", None))
         return 0
     verb = "would re-drive" if doc["dry_run"] else "re-drove"
+
+    def named(d: dict) -> str:                  # the message id first, as `dlq list` shows them
+        return d["id"] if d["msg_id"] == d["id"] else f"{d['msg_id']} (offset id {d['id']})"
     for s in doc["sent"]:
-        print(f"{verb} {s['id']}" + (f" as {s['new_id']}" if s["new_id"] else ""))
+        print(f"{verb} {named(s)}" + (f" as offset id {s['new_id']}" if s["new_id"] else ""))
     for a in doc["already"]:
-        print(f"skipped {a}: re-driven before")
+        print(f"skipped {named(a)}: re-driven before")
     print(f"{len(doc['sent'])} {'to send' if doc['dry_run'] else 'sent'}, {len(doc['already'])} re-driven before")
     return 0

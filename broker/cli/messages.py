@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 
+from ..pulsar_names import shown_topic
 from .common import CommandParser, UsageError, fail, int_in_range, iso_utc, shown
 
 __all__ = ["message_main", "status_main", "record_view"]
@@ -16,16 +17,18 @@ _SEND = itertools.count()
 
 
 def record_view(rec) -> dict:
-    """One stored message as the CLI shows it."""
+    """One stored message as the CLI shows it (its topic as its users name it: a Pulsar
+    topic by its Pulsar name)."""
     body = rec.body
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         text = None
     return {"msg_id": rec.properties.get("UNIQ_KEY") or rec.offset_msg_id, "offset_msg_id": rec.offset_msg_id,
-            "topic": rec.topic, "queue_id": rec.queue_id, "queue_offset": rec.queue_offset, "tags": rec.tags,
-            "keys": rec.keys, "reconsume_times": rec.reconsume_times, "store_timestamp": rec.store_timestamp,
-            "born_timestamp": rec.born_timestamp, "properties": dict(rec.properties), "body_size": len(body),
+            "topic": shown_topic(rec.topic), "queue_id": rec.queue_id, "queue_offset": rec.queue_offset,
+            "tags": rec.tags, "keys": rec.keys, "reconsume_times": rec.reconsume_times,
+            "store_timestamp": rec.store_timestamp, "born_timestamp": rec.born_timestamp,
+            "properties": dict(rec.properties), "body_size": len(body),
             "body": text if text is not None else body.hex(), "body_encoding": "utf-8" if text is not None else "hex"}
 
 
@@ -52,7 +55,8 @@ def message_main(argv: list[str]) -> int:
     show.add_argument("--topic", default=None, help="look the message id up in this topic only (default: every "
                                                     "topic)")
     find = sub.add_parser("find", help="messages of TOPIC with KEY in KEYS or as UNIQ_KEY (mqadmin queryMsgByKey)")
-    find.add_argument("--topic", required=True, help="the topic to look in")
+    find.add_argument("--topic", required=True,
+                      help="the topic to look in (a Pulsar topic by its Pulsar name too)")
     find.add_argument("--key", required=True, help="a word of the messages' KEYS, or a message id (UNIQ_KEY)")
     find.add_argument("--max", type=int_in_range(1, 1000), default=64, help="at most this many (default 64)")
     send = sub.add_parser("send", help="send BODY to TOPIC (mqadmin sendMessage)")
@@ -82,14 +86,12 @@ def _show(args) -> int:
     from .brokers import broker_addresses
     from ..fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
     from ..fronts.remoting.protocol.message_ids import not_found_text, offset_id_target, original_and_copies, unique_key_query
+    from .names import known_topics, resolve_topic
 
     command, msg_id = "message show", args.id.strip()
-    if args.topic:
-        from .names import check_topic
-
-        missing = check_topic(command, args.server, args.timeout, args.topic)
-        if missing is not None:
-            return missing
+    topic = resolve_topic(command, args.server, args.timeout, args.topic) if args.topic else None
+    if isinstance(topic, int):
+        return topic
     brokers = broker_addresses(command, args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
@@ -102,14 +104,9 @@ def _show(args) -> int:
             return reply
         if reply.code == RC.SUCCESS:
             return _print_shown(args, decode_record(reply.body, check_crc=False), [])
-    if args.topic:
-        topics = [args.topic]
-    else:
-        listed = call_server(command, args.server, RemotingCommand.request(RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),
-                              args.timeout)
-        if isinstance(listed, int):
-            return listed
-        topics = json.loads(listed.body)["topicList"]
+    topics = [topic] if topic else known_topics(command, args.server, args.timeout)
+    if isinstance(topics, int):
+        return topics
     found = []
     for address in brokers.values():
         replies = call_server_many(command, address, [unique_key_query(t, msg_id) for t in topics], args.timeout,
@@ -125,8 +122,8 @@ def _show(args) -> int:
 
 def _print_shown(args, rec, copies: list) -> int:
     view = record_view(rec)
-    view["copies"] = [{"topic": c.topic, "offset_msg_id": c.offset_msg_id, "reconsume_times": c.reconsume_times,
-                       "store_timestamp": c.store_timestamp} for c in copies]
+    view["copies"] = [{"topic": shown_topic(c.topic), "offset_msg_id": c.offset_msg_id,
+                       "reconsume_times": c.reconsume_times, "store_timestamp": c.store_timestamp} for c in copies]
     if args.json:
         print(json.dumps(view, indent=2))
         return 0
@@ -142,18 +139,18 @@ def _find(args) -> int:
 
     from .remote import call_server
     from .brokers import broker_addresses
-    from .names import check_topic
+    from .names import resolve_topic
     from ..fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
 
-    missing = check_topic("message find", args.server, args.timeout, args.topic)
-    if missing is not None:
-        return missing
+    topic = resolve_topic("message find", args.server, args.timeout, args.topic)
+    if isinstance(topic, int):
+        return topic
     brokers = broker_addresses("message find", args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
     views = []
     for address in brokers.values():
-        req = RemotingCommand.request(RQ.QUERY_MESSAGE, {"topic": args.topic, "key": args.key, "maxNum": args.max,
+        req = RemotingCommand.request(RQ.QUERY_MESSAGE, {"topic": topic, "key": args.key, "maxNum": args.max,
                                                          "beginTimestamp": 0, "endTimestamp": 2 ** 62})
         reply = call_server("message find", address, req, args.timeout, refused_exit=2,
                              accept=(RC.QUERY_NOT_FOUND,))
@@ -166,7 +163,7 @@ def _find(args) -> int:
         print(json.dumps(views, indent=2))
         return 0
     if not views:
-        print(f"no message of {shown(args.topic)} has key {shown(args.key)}")
+        print(f"no message of {shown(shown_topic(topic))} has key {shown(args.key)}")
     for v in views:
         print(f"{shown(v['msg_id'])}  offset id {v['offset_msg_id']}  {shown(v['topic'])}/{v['queue_id']}@"
               f"{v['queue_offset']}  tags={shown(v['tags'])}  keys={shown(v['keys'])}  "
@@ -180,18 +177,25 @@ def _send(args) -> int:
 
     from rocketmq_emulator.store.records import Prop, properties_to_string
 
+    from .names import known_topics
     from .remote import call_server
     from ..fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
+    from ..pulsar_names import named_topic
 
+    known = known_topics("message send", args.server, args.timeout)
+    if isinstance(known, int):
+        return known
+    # a topic no broker has yet is sent to as it is named (the broker makes it, as from a producer)
+    topic = named_topic(args.topic, set(known)) or args.topic
     reply = call_server("message send", args.server, RemotingCommand.request(
-        RQ.GET_ROUTEINFO_BY_TOPIC, {"topic": args.topic}), args.timeout, refused_exit=2)
+        RQ.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), args.timeout, refused_exit=2)
     if isinstance(reply, int):
         return reply
     route = json.loads(reply.body)
     addresses = {b["brokerName"]: b["brokerAddrs"]["0"] for b in route["brokerDatas"]}
     queues = [(q["brokerName"], i) for q in route["queueDatas"] if q["perm"] & 2 for i in range(q["writeQueueNums"])]
     if not queues:
-        return fail("message send", f"topic {args.topic} has no writable queue (every broker read-only?)")
+        return fail("message send", f"topic {shown_topic(topic)} has no writable queue (every broker read-only?)")
     broker, qid = queues[(os.getpid() + next(_SEND)) % len(queues)]
     props = {Prop.WAIT: "true", Prop.UNIQ_KEY: f"{os.getpid():08X}{time.time_ns():024X}"[:32]}
     if args.tag:
@@ -201,7 +205,7 @@ def _send(args) -> int:
     if args.delay_level:
         props[Prop.DELAY] = str(args.delay_level)
     req = RemotingCommand.request(RQ.SEND_MESSAGE, {
-        "producerGroup": "rocketmq-emulator-cli", "topic": args.topic, "defaultTopic": "TBW102",
+        "producerGroup": "rocketmq-emulator-cli", "topic": topic, "defaultTopic": "TBW102",
         "defaultTopicQueueNums": 4, "queueId": qid, "sysFlag": 0, "bornTimestamp": int(time.time() * 1000),
         "flag": 0, "properties": properties_to_string(props), "reconsumeTimes": 0}, args.body.encode())
     sent = call_server("message send", addresses[broker], req, args.timeout, refused_exit=2)
@@ -211,7 +215,7 @@ def _send(args) -> int:
            "queue_id": qid, "queue_offset": int(sent.header("queueOffset")), "status": "SEND_OK"
            if sent.code == RC.SUCCESS else sent.code}
     print(json.dumps(doc) if args.json else f"sent {doc['msg_id']} (offset id {doc['offset_msg_id']}) to "
-                                            f"{args.topic} ({broker} queue {qid} offset {doc['queue_offset']})")
+                                            f"{shown_topic(topic)} ({broker} queue {qid} offset {doc['queue_offset']})")
     return 0
 
 

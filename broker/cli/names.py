@@ -1,7 +1,8 @@
 """A topic or group a command names that no broker has: one line, exit 2, with the
 closest name they do have (difflib), instead of an empty answer. Topics come from the
-name server's topic list; groups from EMULATOR_GROUPS (every dialect's: configs, offsets,
-consumers, Pulsar subscriptions)."""
+name server's topic list (a Pulsar topic is named, and suggested, by its Pulsar name
+too); groups from EMULATOR_GROUPS (every dialect's: configs, offsets, consumers, Pulsar
+subscriptions)."""
 from __future__ import annotations
 
 import difflib
@@ -9,24 +10,35 @@ import json
 
 from .common import fail
 
-__all__ = ["check_topic", "check_group", "known_group_rows"]
+__all__ = ["resolve_topic", "known_topics", "check_group", "known_group_rows"]
 
 
-def check_topic(command: str, server: str, timeout: float, topic: str) -> int | None:
-    """None when a broker behind ``server`` has ``topic``, else the exit code after the
-    one line. A system topic (TBW102, SCHEDULE_TOPIC_XXXX ...) is left to the server,
-    which refuses what it refuses in its own words."""
+def known_topics(command: str, server: str, timeout: float) -> list[str] | int:
+    """Every topic the name server knows, by the store's names, or the exit code."""
     from .remote import call_server
     from ..fronts.remoting.protocol import RemotingCommand, RequestCode as RQ
+
+    reply = call_server(command, server, RemotingCommand.request(RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),
+                         timeout)
+    return reply if isinstance(reply, int) else json.loads(reply.body)["topicList"]
+
+
+def resolve_topic(command: str, server: str, timeout: float, topic: str) -> str | int:
+    """The store's name of the topic ``topic`` names on a broker behind ``server`` (a
+    Pulsar topic also by its Pulsar name: pulsar_names.named_topic), else the exit code
+    after the one line, whose suggestion is a name as `topic list` shows it. A system
+    topic (TBW102, SCHEDULE_TOPIC_XXXX ...) is left to the server, which refuses what it
+    refuses in its own words."""
+    from ..pulsar_names import named_topic, shown_topic
     from ..topics import is_system_topic
 
     if is_system_topic(topic):
-        return None
-    reply = call_server(command, server, RemotingCommand.request(RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),
-                         timeout)
-    if isinstance(reply, int):
-        return reply
-    return _missing(command, "topic", topic, json.loads(reply.body)["topicList"])
+        return topic
+    known = known_topics(command, server, timeout)
+    if isinstance(known, int):
+        return known
+    found = named_topic(topic, set(known))
+    return found if found is not None else _missing(command, "topic", topic, [shown_topic(t) for t in known])
 
 
 def known_group_rows(command: str, server: str, timeout: float) -> list[dict] | int:
@@ -62,12 +74,11 @@ def check_group(command: str, server: str, timeout: float, group: str) -> int | 
     rows = known_group_rows(command, server, timeout)
     if isinstance(rows, int):
         return rows
-    return _missing(command, "group", group, [r["group"] for r in rows])
+    known = [r["group"] for r in rows]
+    return None if group in known else _missing(command, "group", group, known)
 
 
-def _missing(command: str, kind: str, name: str, known: list[str]) -> int | None:
-    if name in known:
-        return None
+def _missing(command: str, kind: str, name: str, known: list[str]) -> int:
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}?" if close else f"`rocketmq-emulator {kind} list` lists them"
     return fail(command, f"no {kind} named {name!r} on any broker; {hint}")

@@ -44,7 +44,7 @@ def offset_main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="action", required=True, metavar="{reset}")
     reset = sub.add_parser("reset", help="move GROUP's offsets of TOPIC to a time (mqadmin resetOffsetByTime)")
     reset.add_argument("group", help="the consumer group whose offsets move")
-    reset.add_argument("topic", help="the topic whose queues' offsets move")
+    reset.add_argument("topic", help="the topic whose queues' offsets move (a Pulsar topic by its Pulsar name too)")
     reset.add_argument("--to", required=True, metavar="earliest|latest|TIME",
                        help="earliest, latest, an ISO 8601 time (UTC unless it says: 2024-01-01T10:00:00Z) or "
                             "epoch milliseconds")
@@ -56,26 +56,28 @@ def offset_main(argv: list[str]) -> int:
     except UsageError as exc:
         return usage_error(exc)
     command = "offset reset"
-    from .names import check_group, check_topic
+    from .names import check_group, resolve_topic
 
-    for check, name in ((check_group, args.group), (check_topic, args.topic)):
-        missing = check(command, args.server, args.timeout, name)
-        if missing is not None:
-            return missing
+    missing = check_group(command, args.server, args.timeout, args.group)
+    if missing is not None:
+        return missing
+    topic = resolve_topic(command, args.server, args.timeout, args.topic)     # the store's name
+    if isinstance(topic, int):
+        return topic
     brokers = broker_addresses(command, args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
     rows = []
     for name, address in brokers.items():
         ask = RemotingCommand.request(RQ.INVOKE_BROKER_TO_RESET_OFFSET, {
-            "topic": args.topic, "group": args.group, "timestamp": timestamp, "isForce": True})
+            "topic": topic, "group": args.group, "timestamp": timestamp, "isForce": True})
         reply = call_server(command, address, ask, args.timeout, refused_exit=2, accept=(RC.CONSUMER_NOT_ONLINE,))
         if isinstance(reply, int):
             return reply
         if reply.code == RC.SUCCESS:
             rows += [dict(r, broker=name, how="consumers told") for r in _offset_rows(reply.body)]
             continue
-        stats = call_server(command, address, RemotingCommand.request(RQ.GET_TOPIC_STATS_INFO, {"topic": args.topic}),
+        stats = call_server(command, address, RemotingCommand.request(RQ.GET_TOPIC_STATS_INFO, {"topic": topic}),
                              args.timeout, refused_exit=2)
         if isinstance(stats, int):
             return stats
@@ -86,12 +88,12 @@ def offset_main(argv: list[str]) -> int:
                 offset = q["max_offset"]
             else:
                 found = call_server(command, address, RemotingCommand.request(RQ.SEARCH_OFFSET_BY_TIMESTAMP, {
-                    "topic": args.topic, "queueId": q["queue_id"], "timestamp": timestamp}), args.timeout)
+                    "topic": topic, "queueId": q["queue_id"], "timestamp": timestamp}), args.timeout)
                 if isinstance(found, int):
                     return found
                 offset = int(found.header("offset"))
             done = call_server(command, address, RemotingCommand.request(RQ.UPDATE_CONSUMER_OFFSET, {
-                "consumerGroup": args.group, "topic": args.topic, "queueId": q["queue_id"], "commitOffset": offset}),
+                "consumerGroup": args.group, "topic": topic, "queueId": q["queue_id"], "commitOffset": offset}),
                 args.timeout, refused_exit=2)
             if isinstance(done, int):
                 return done

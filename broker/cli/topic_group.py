@@ -14,12 +14,15 @@ def topic_main(argv: list[str]) -> int:
     """``topic create``: UPDATE_AND_CREATE_TOPIC, what ``mqadmin updateTopic`` sends.
     Clients without the Java client's TBW102 fallback (ali-ons) need their topics made
     before they send."""
+    from ..pulsar_topics import MAX_PARTITIONS
+    from ..topics import QUEUE_NUMS_MAX
+
     p = CommandParser(prog="rocketmq-emulator topic", description="Create, list, show or delete topics on a server.")
     sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show,delete}")
     create = sub.add_parser("create", help="create (or update) TOPIC, as mqadmin updateTopic",
                             description="Create (or update) TOPIC on a server, as mqadmin updateTopic does.")
     create.add_argument("topic", help="the topic's name (with --pulsar: persistent://tenant/ns/name or a short name)")
-    create.add_argument("--queues", type=int_in_range(1, 1024), default=None,
+    create.add_argument("--queues", type=int_in_range(1, QUEUE_NUMS_MAX), default=None,
                         help="read and write queue count (default 8)")
     create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
     create.add_argument("--order", action="store_true", help="an ordered topic")
@@ -30,7 +33,7 @@ def topic_main(argv: list[str]) -> int:
                              "every type accepted)")
     create.add_argument("--pulsar", action="store_true",
                         help="TOPIC is a Pulsar topic (persistent://tenant/ns/name or a short name): one queue")
-    create.add_argument("--partitions", type=int_in_range(1, 1024), default=None,
+    create.add_argument("--partitions", type=int_in_range(1, MAX_PARTITIONS), default=None,
                         help="with --pulsar: a partitioned topic of N partitions (<name>-partition-<i>)")
     create.add_argument("--broker", default=None, metavar="NAME",
                         help="create it on this broker only (default: on every broker that is up)")

@@ -15,9 +15,9 @@ def add_topic_views(sub, add_server_options) -> None:
     ls = sub.add_parser("list", help="every topic the name server knows (mqadmin topicList)")
     show = sub.add_parser("show", help="TOPIC's queues on each broker: min, max, last store (mqadmin topicStatus); "
                                        "its 5.x message type and the half messages of transactions waiting")
-    show.add_argument("topic", help="the topic to show")
+    show.add_argument("topic", help="the topic to show (a Pulsar topic by its Pulsar name too)")
     delete = sub.add_parser("delete", help="delete TOPIC from every broker (mqadmin deleteTopic)")
-    delete.add_argument("topic", help="the topic to delete")
+    delete.add_argument("topic", help="the topic to delete (a Pulsar topic by its Pulsar name too)")
     for q in (ls, show, delete):
         q.add_argument("--json", action="store_true", help="one JSON document instead of the table")
         add_server_options(q, 10.0)
@@ -65,16 +65,20 @@ def run_view(kind: str, args) -> int:
         reply = call(args.server, RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         if isinstance(reply, int):
             return reply
-        topics = json.loads(reply.body)["topicList"]
+        topics = [shown_topic(t) for t in json.loads(reply.body)["topicList"]]
         print(json.dumps(topics, indent=2) if args.json else "\n".join(shown(t) for t in topics))
         return 0
     if args.action in ("show", "delete"):
-        from .names import check_group, check_topic
+        from .names import check_group, resolve_topic
 
-        check = check_topic if kind == "topic" else check_group
-        missing = check(command, args.server, args.timeout, args.topic if kind == "topic" else args.group)
+        missing = check_group(command, args.server, args.timeout, args.group) if kind == "group" else None
         if missing is not None:
             return missing
+        if args.topic is not None:      # TOPIC, or group show's --topic: the store's name from here on
+            topic = resolve_topic(command, args.server, args.timeout, args.topic)
+            if isinstance(topic, int):
+                return topic
+            args.topic = topic
     brokers = broker_addresses(command, args.server, args.timeout)
     if isinstance(brokers, int):
         return brokers
@@ -86,8 +90,9 @@ def run_view(kind: str, args) -> int:
                 return reply
             deleted.append(name)
         call(args.server, RQ.DELETE_TOPIC_IN_NAMESRV, {"topic": args.topic})
-        print(json.dumps({"topic": args.topic, "deleted_on": deleted}) if args.json
-              else f"topic {shown(args.topic)} deleted on {shown(', '.join(deleted))}")
+        name = shown_topic(args.topic)
+        print(json.dumps({"topic": name, "deleted_on": deleted}) if args.json
+              else f"topic {shown(name)} deleted on {shown(', '.join(deleted))}")
         return 0
     if kind == "topic":         # show
         rows = []
@@ -95,7 +100,7 @@ def run_view(kind: str, args) -> int:
             reply = call(address, RQ.GET_TOPIC_STATS_INFO, {"topic": args.topic}, refused=2)
             if isinstance(reply, int):
                 return reply
-            rows += queue_rows(reply.body)
+            rows += [dict(r, topic=shown_topic(r["topic"])) for r in queue_rows(reply.body)]
         state = _transactions(args.server, call, args.topic)
         if isinstance(state, int):
             return state

@@ -136,8 +136,9 @@ class RemoteBroker(AdminOperations, Connector):
         if ids is not None:
             fields["ids"] = ",".join(ids)
         doc = json.loads(self._admin_request(EMULATOR_DLQ, fields, "dlq redrive").body)
-        return RedriveResult(tuple((s["id"], s["new_id"]) for s in doc["sent"]), tuple(doc["already"]),
-                             doc["dry_run"])
+        named = doc["sent"] + doc["already"]
+        return RedriveResult(tuple((s["id"], s["new_id"]) for s in doc["sent"]), tuple(a["id"] for a in doc["already"]),
+                             doc["dry_run"], {d["id"]: d["msg_id"] for d in named})
 
     # -- fault rules -----------------------------------------------------------------------------------
     @property

@@ -60,3 +60,4 @@ def test_the_dashboard_state_lists_transactions_waiting_with_their_next_check():
     [row] = dashboard_state([broker.core])["half_messages"]
     assert row["checks"] == 1 and row["next_check_ms"] == start + 66_000
     broker.close()
+

@@ -90,6 +90,27 @@ def test_redrive_takes_either_id_of_a_dead_letter(dead, capsys):
     assert "0 sent, 2 re-driven before" in capsys.readouterr().out
 
 
+def test_redrive_says_the_message_id_first_then_the_offset_ids(dead, capsys):
+    """As `dlq list` does: the message id (what `message send` printed), the dead letter's
+    offsetMsgId, and the offsetMsgId of the new message it became."""
+    assert dlq(dead, "list", "billing", "--json") == 0
+    letter = {d["keys"]: d for d in json.loads(capsys.readouterr().out)}["order-0"]
+    msg_id, offset_id = dead.sent[0].msg_id, letter["offset_msg_id"]
+    assert dlq(dead, "redrive", "billing", "--ids", msg_id, "--dry-run") == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"would re-drive {msg_id} (offset id {offset_id})"
+    assert dlq(dead, "redrive", "billing", "--ids", msg_id) == 0
+    said = capsys.readouterr().out.splitlines()[0]
+    assert dlq(dead, "list", "billing", "--json") == 0
+    new_id = {d["keys"]: d for d in json.loads(capsys.readouterr().out)}["order-0"]["redriven_as"]
+    assert said == f"re-drove {msg_id} (offset id {offset_id}) as offset id {new_id}"
+    assert dlq(dead, "redrive", "billing", "--ids", offset_id, "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["sent"], doc["already"]) == ([], [{"msg_id": msg_id, "id": offset_id}])
+    assert dlq(dead, "redrive", "billing", "--ids", offset_id) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"skipped {msg_id} (offset id {offset_id}): re-driven before"
+    assert dead.remote.redrive("billing", [msg_id]).msg_ids == {offset_id: msg_id}
+
+
 @pytest.mark.parametrize("argv, message", [
     (["redrive", "nobody", "--all"], "no group named 'nobody' on any broker"),
     (["redrive", "billing", "--ids", "not-an-id"], "not a dead letter of billing"),

@@ -131,7 +131,8 @@ class DashboardViews:
 
     def _half_messages(self, live) -> list[dict]:
         """Transactions waiting for their producer's commit or rollback, oldest first."""
-        half = [dict(m.to_json(), broker=core.config.broker_name) for core in live for m in core.transactions.waiting()]
+        half = [dict(m.to_json(), topic=shown_topic(m.topic), broker=core.config.broker_name)
+                for core in live for m in core.transactions.waiting()]
         return sorted(half, key=lambda m: (m["stored_ms"], m["transaction_id"]))[:WAITING_SHOWN]
 
     def _groups(self, live, index_of, levels) -> dict[str, dict]:
@@ -405,6 +406,9 @@ class EventFeed:
         def take(event) -> None:
             self._seq += 1
             doc = {"seq": self._seq, "broker": broker, **event.to_json()}
+            for key in ("topic", "real_topic"):         # as its users name it (persistent://...)
+                if key in doc:
+                    doc[key] = shown_topic(doc[key])
             if event.kind == EventKind.FAULT:           # its rule, not a message id: {"rule", "action", "operation"}
                 doc.pop("msg_id", None)
                 doc.update(fault_of(event) or {})

@@ -3,7 +3,7 @@
 A ``prometheus_client`` collector: nothing is counted on the hot path; each scrape reads
 what the store and the core already keep (queue offsets, committed offsets, the delay
 scheduler's pending entries, held pulls). Labels: ``broker`` everywhere, then ``topic``
-and ``group``. Metric names start with ``rocketmq_emulator_``:
+(a Pulsar topic by its Pulsar name, persistent://...) and ``group``. Metric names start with ``rocketmq_emulator_``:
 
   topic_messages_total{topic}            messages stored in a business topic's queues
   group_consumed_total{group,topic}      committed offsets summed over the topic's queues
@@ -39,6 +39,7 @@ from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_T
 
 from ...events import EventKind
 from ...fault_placement import fault_of
+from ...pulsar_names import shown_topic
 from ...rates import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
 from ...store_views import group_progress, stored_messages
 
@@ -110,12 +111,12 @@ class BrokerCollector:
             elif topic.startswith(DLQ_PREFIX):
                 m["dead"].add_metric([b, topic[len(DLQ_PREFIX):]], stored(topic))
             elif topic != SCHEDULE_TOPIC and _business(topic):
-                m["topic"].add_metric([b, topic], stored(topic))
+                m["topic"].add_metric([b, shown_topic(topic)], stored(topic))
         for group, topic, committed, lag in group_progress(store):
             if not _business(topic) or topic == SCHEDULE_TOPIC:
                 continue
-            m["consumed"].add_metric([b, group, topic], committed)
-            m["lag"].add_metric([b, group, topic], lag)
+            m["consumed"].add_metric([b, group, shown_topic(topic)], committed)
+            m["lag"].add_metric([b, group, shown_topic(topic)], lag)
         scheduler = core.schedule.scheduler
         for level in range(1, len(core.levels.delays_ms) + 1):
             m["delay"].add_metric([b, str(level)], scheduler.pending_count(level))
@@ -129,7 +130,7 @@ class BrokerCollector:
             m["writable"].add_metric([b], 0 if core.store.write_refusal() is not None else 1)
             _, series = core.rates.window(core.clock.now_ms(), RATE_WINDOW_S)
             for (kind, group, topic), counts in sorted(series.items()):
-                labels = [b, topic] if kind == PRODUCED else [b, group, topic]
+                labels = [b, shown_topic(topic)] if kind == PRODUCED else [b, group, shown_topic(topic)]
                 m[kind].add_metric(labels, sum(counts) / RATE_WINDOW_S)
 
 
