@@ -215,7 +215,7 @@ def _send(args) -> int:
            "queue_id": qid, "queue_offset": int(sent.header("queueOffset")), "status": "SEND_OK"
            if sent.code == RC.SUCCESS else sent.code}
     print(json.dumps(doc) if args.json else f"sent {doc['msg_id']} (offset id {doc['offset_msg_id']}) to "
-                                            f"{shown_topic(topic)} ({broker} queue {qid} offset {doc['queue_offset']})")
+                                            f"{shown(shown_topic(topic))} ({broker} queue {qid} offset {doc['queue_offset']})")
     return 0
 
 

@@ -9,7 +9,7 @@ scheduler's pending entries, held pulls). Labels: ``broker`` everywhere, then ``
   group_consumed_total{group,topic}      committed offsets summed over the topic's queues
   group_lag{group,topic}                 messages stored and not committed yet
   group_retry_messages_total{group}      messages that reached %RETRY%<group> (retries due)
-  group_dead_letters_total{group}        messages in %DLQ%<group>
+  group_dead_letters_total{group}        a group's dead letters (%DLQ%<group>, its Pulsar DLQ topics)
   delay_queue_depth{level}               messages waiting for a delay level (SCHEDULE_TOPIC_XXXX)
   held_pulls                             long-poll pulls waiting for a message
   connections                            client connections (remoting)
@@ -37,6 +37,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
+from ...dead_letters import dead_letter_counts
 from ...events import EventKind
 from ...fault_placement import fault_of
 from ...pulsar_names import shown_topic
@@ -74,7 +75,7 @@ class BrokerCollector:
                                      labels=["broker", "group", "topic"]),
             "retry": CounterMetricFamily(PREFIX + "group_retry_messages", "Messages that reached %RETRY%<group>",
                                          labels=["broker", "group"]),
-            "dead": CounterMetricFamily(PREFIX + "group_dead_letters", "Messages in %DLQ%<group>",
+            "dead": CounterMetricFamily(PREFIX + "group_dead_letters", "A group's dead letters (%DLQ%<group> and its Pulsar dead-letter topics)",
                                         labels=["broker", "group"]),
             "delay": GaugeMetricFamily(PREFIX + "delay_queue_depth", "Messages waiting for a delay level",
                                        labels=["broker", "level"]),
@@ -108,10 +109,12 @@ class BrokerCollector:
         for topic in sorted(queues):
             if topic.startswith(RETRY_PREFIX):
                 m["retry"].add_metric([b, topic[len(RETRY_PREFIX):]], stored(topic))
-            elif topic.startswith(DLQ_PREFIX):
-                m["dead"].add_metric([b, topic[len(DLQ_PREFIX):]], stored(topic))
             elif topic != SCHEDULE_TOPIC and _business(topic):
                 m["topic"].add_metric([b, shown_topic(topic)], stored(topic))
+        # one count of a group's dead letters, as group show and dlq list have it:
+        # %DLQ%<group> and its Pulsar dead-letter topics
+        for group, n in sorted(dead_letter_counts(core).items()):
+            m["dead"].add_metric([b, group], n)
         for group, topic, committed, lag in group_progress(store):
             if not _business(topic) or topic == SCHEDULE_TOPIC:
                 continue

@@ -81,3 +81,13 @@ def test_a_redriven_dead_letter_reaches_the_pulsar_consumer_as_a_pulsar_broker_s
     assert origin == (server.original.ledger_id(), server.original.entry_id())   # the original, as Pulsar names it
     assert set(props) == {"order", "REDRIVEN_FROM"} and props["order"] == "17"
     server.consumer.acknowledge(again)
+
+
+def test_metrics_count_the_dead_letters_dlq_list_lists(server):
+    """/metrics' group_dead_letters_total is the same count as group show and dlq list
+    (it read only %DLQ%<group>, so a Pulsar subscription's dead letters were 0 there)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.http_port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    counted = re.findall(r'^rocketmq_emulator_group_dead_letters_total\{broker="broker-a",group="ledger"\} (\S+)$',
+                         text, re.M)
+    assert counted == ["1.0"], [line for line in text.splitlines() if "dead_letters" in line]
