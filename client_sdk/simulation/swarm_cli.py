@@ -24,7 +24,7 @@ from rocketmq_emulator.broker.cli.common import fail
 from .scenario import Scenario, ScenarioError
 from .swarm import ROW_COLUMNS, SeedRunner, parse_seeds, seed_scenario, shrink, swarm_summary
 
-__all__ = ["swarm_main", "SwarmProgress", "ENGINE_GROUP", "ANALYTICS_HINT"]
+__all__ = ["swarm_main", "SwarmProgress", "shrink_failures", "ENGINE_GROUP", "ANALYTICS_HINT"]
 
 ENGINE_GROUP = "rocketmq_emulator.swarm_engines"
 ANALYTICS_HINT = ("simulate --seeds runs its seeds as Spark tasks and needs the analytics extra: "
@@ -120,7 +120,7 @@ def swarm_main(args, base: Scenario, spark=None) -> int:
     summary = swarm_summary(run.rows, len(seeds), time.monotonic() - started)
     summary.update(interrupted=run.interrupted, partitions=run.partitions, table=run.table, repros=[])
     if args.shrink and not run.interrupted:
-        summary["repros"] = _shrink_failures(runner, run.rows, out)
+        summary["repros"] = shrink_failures(runner, run.rows, out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if args.json:
         print(json.dumps(summary, sort_keys=True))
@@ -131,7 +131,7 @@ def swarm_main(args, base: Scenario, spark=None) -> int:
     return 1 if summary["failing_seeds"] or summary["errors"] else 0
 
 
-def _shrink_failures(runner: SeedRunner, rows: list[dict], out: Path) -> list[dict]:
+def shrink_failures(runner: SeedRunner, rows: list[dict], out: Path) -> list[dict]:
     """For each invariant broken, its first failing seed shrunk: the file and the command."""
     repros, done = [], {}
     firsts: dict[str, dict] = {}

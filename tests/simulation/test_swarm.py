@@ -110,3 +110,22 @@ def test_a_seed_whose_run_raises_is_a_row_naming_the_error(monkeypatch):
     monkeypatch.setattr(simulator.Simulation, "run", broken)
     row = SeedRunner(BASE)(3)
     assert row["seed"] == 3 and row["error"] == "RuntimeError: planted defect" and row["produced"] is None
+
+
+def test_progress_says_seeds_done_of_all_violations_so_far_and_an_eta():
+    import io
+
+    now, stream = [0.0], io.StringIO()
+    progress = swarm_cli.SwarmProgress(10, every=2.0, clock=lambda: now[0], stream=stream)
+
+    def rows(*seeds, kinds=()):
+        return [{"seed": s, "violation_kinds": list(kinds), "error": None} for s in seeds]
+
+    now[0] = 1.0
+    progress(rows(1) + rows(2, kinds=["lost"]))          # within 2 s of the start: no line yet
+    now[0] = 4.0
+    progress(rows(3, 4))
+    now[0] = 5.0
+    progress(rows(5, 6, 7, 8, 9, 10))                     # the last: always a line
+    assert stream.getvalue().splitlines() == ["simulate: 4/10 seeds, 1 with violations, ETA 6 s",
+                                              "simulate: 10/10 seeds, 1 with violations, done"]
