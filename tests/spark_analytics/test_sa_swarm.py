@@ -89,6 +89,17 @@ def test_a_planted_bug_is_found_shrunk_and_its_repro_replays_alone(spark, tmp_pa
     replayed = json.loads(capsys.readouterr().out)
     assert {v["invariant"] for v in replayed["violations"]} >= {"lost"}
     assert replayed["messages"] == repro["messages"]
+    # analyze reads the swarm's table: violations by invariant and fault action, CPU per seed, with pictures
+    assert main(["analyze", str(out), "--out", str(tmp_path / "report"), "--quiet"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {"seeds": 4, "failing_seeds": 4, "errors": 0, "violations": {"lost": 4}}
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "Violations by invariant" in page and "Seeds by fault action" in page and "CPU time per seed" in page
+    assert page.count("<img ") == 2 and (tmp_path / "report" / "aggregates" / "by_fault_action.parquet").is_dir()
+    actions = {r["fault_action"] for r in spark.read.parquet(str(tmp_path / "report" / "aggregates" /
+                                                                  "by_fault_action.parquet")).collect()}
+    rows = read_table(out / "seeds.parquet", ROW_COLUMNS)
+    assert actions == {a for r in rows for a in r["fault_actions"]}
 
 
 def test_ctrl_c_stops_the_swarm_and_keeps_the_finished_rows(spark, tmp_path, capsys, monkeypatch):
