@@ -136,3 +136,20 @@ def test_a_killed_worker_s_seeds_are_retried_and_every_row_is_there(tmp_path):
     assert summary["seeds_run"] == 6 and not summary["interrupted"]
     assert [r["seed"] for r in read_table(out / "seeds.parquet", ROW_COLUMNS)] == list(range(1, 7))
     assert os.environ.get(KILL_ONCE_ENV) is None
+
+
+def test_the_readme_guide_as_written(spark, tmp_path, capsys):
+    from tests.support.readme import README
+
+    section = README.read_text().split("## Guide: simulation swarms", 1)[1].split("\n## ", 1)[0]
+    line = next(ln for ln in section.splitlines() if ln.startswith(".venv/bin/rocketmq-emulator simulate --seeds"))
+    args = [a.replace("/tmp/swarm", str(tmp_path / "swarm")) for a in line.split()[1:]]
+    rc = main(args + ["--quiet"])
+    text = capsys.readouterr().out
+    summary = json.loads((tmp_path / "swarm" / "summary.json").read_text())
+    assert summary["seeds_run"] == summary["seeds_total"] == 40 and rc == (1 if summary["failing_seeds"] else 0)
+    assert text.startswith("swarm: 40 of 40 seeds in ")
+    for repro in summary["repros"]:                   # each printed replay line breaks its invariant alone
+        assert f"replay it: {repro['command']}" in text
+        assert main(repro["command"].split()[1:] + ["--json", "--quiet"]) == 1
+        assert repro["invariant"] in {v["invariant"] for v in json.loads(capsys.readouterr().out)["violations"]}
