@@ -153,3 +153,17 @@ def test_the_readme_guide_as_written(spark, tmp_path, capsys):
         assert f"replay it: {repro['command']}" in text
         assert main(repro["command"].split()[1:] + ["--json", "--quiet"]) == 1
         assert repro["invariant"] in {v["invariant"] for v in json.loads(capsys.readouterr().out)["violations"]}
+
+
+def test_a_swarm_through_spark_connect_gives_the_same_rows(tmp_path):
+    from tests.support.spark_standalone import SparkConnectServer
+
+    out = tmp_path / "swarm"
+    with SparkConnectServer(tmp_path / "connect") as server:
+        done = run_cli("simulate", "--seeds", "1..4", "--remote", server.url, *SMALL, "--draw-faults",
+                       "--out", str(out), "--json", timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    assert json.loads(done.stdout)["seeds_run"] == 4
+    base = Scenario(messages=20, duration_ms=300_000, groups=(GroupSpec(**W1),))
+    assert same_rows(read_table(out / "seeds.parquet", ROW_COLUMNS)) == \
+        same_rows(run_locally(SeedRunner(base, draw_faults=True), [1, 2, 3, 4]))
