@@ -3,7 +3,7 @@ seeds in one Python process, by CPU time and by wall clock; a two-worker standal
 cluster against local[2]; and the README's W1 scenario at 200 messages a seed.
 
     .venv/bin/python benchmarks/swarm_bench.py [--seeds 200] [--messages 50] [--duration 10m]
-        [--no-cluster] [--w1-seeds 0]
+        [--no-cluster] [--w1-seeds 0] [--w1-only]
 
 Each side runs in a child process, watched from here (analyze_scale.PeakWatch: the CPU
 time of its whole process tree — driver, JVM, Python workers — and peak RSS per kind).
@@ -102,6 +102,7 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=50)
     ap.add_argument("--duration", default="10m")
     ap.add_argument("--no-cluster", action="store_true")
+    ap.add_argument("--w1-only", action="store_true", help="only the W1 run (--w1-seeds)")
     ap.add_argument("--w1-seeds", type=int, default=0, help="seeds of the W1 scenario at 200 messages (0: skip)")
     args = ap.parse_args()
     from rocketmq_emulator.delay_scheduler import parse_duration
@@ -109,6 +110,18 @@ def main() -> None:
     args.duration_ms = parse_duration(args.duration)
     n, msgs = args.seeds, str(args.messages)
     print(f"host: {host_speed()}; {n} seeds of {args.messages} messages, {args.duration}, W1 pattern, drawn faults")
+    if not args.w1_only:
+        compare(args, n, msgs)
+    if args.w1_seeds:
+        w1 = side("swarm", "local[2]", args, args.w1_seeds, "w1")
+        print(f"\nW1 at 200 messages, {args.w1_seeds} seeds on local[2]: {w1['wall']:.1f} s wall "
+              f"({args.w1_seeds / w1['wall']:.2f} seeds/s, {w1['cpu_tree'] / args.w1_seeds:.3f} CPU-s per seed; "
+              f"10,000 seeds at this rate: {10_000 / (args.w1_seeds / w1['wall']) / 60:.0f} min); peak RSS of a "
+              f"Python worker {w1['worker_peak'] / 1024:.0f} MiB, of the driver's JVM "
+              f"{w1['peaks']['driver JVM'] / 1024:.0f} MiB")
+
+
+def compare(args, n: int, msgs: str) -> None:
     loop = side("loop", "-", args, n, msgs)
     swarm = side("swarm", "local[2]", args, n, msgs)
     print("\n| run | seeds | Spark start s | wall s | CPU s (tree) | seeds/CPU-s | seeds/wall-s | per core |")
@@ -126,13 +139,6 @@ def main() -> None:
                           extra_watch=[p.pid for p in cluster.procs])
         print(row("swarm standalone, 2 workers x 1 core", remote, n, 2))
         print(f"standalone/local[2]: wall-clock rate {swarm['wall'] / remote['wall']:.2f}x")
-    if args.w1_seeds:
-        w1 = side("swarm", "local[2]", args, args.w1_seeds, "w1")
-        print(f"\nW1 at 200 messages, {args.w1_seeds} seeds on local[2]: {w1['wall']:.1f} s wall "
-              f"({args.w1_seeds / w1['wall']:.2f} seeds/s, {w1['cpu_tree'] / args.w1_seeds:.3f} CPU-s per seed; "
-              f"10,000 seeds at this rate: {10_000 / (args.w1_seeds / w1['wall']) / 60:.0f} min); peak RSS of a "
-              f"Python worker {w1['worker_peak'] / 1024:.0f} MiB, of the driver's JVM "
-              f"{w1['peaks']['driver JVM'] / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":
