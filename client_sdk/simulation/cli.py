@@ -1,7 +1,8 @@
 """``rocketmq-emulator simulate``: run a scenario from a seed, print what happened.
 
 Exit codes: 0 every invariant held; 1 an invariant broke (each violation is printed);
-2 bad usage or a bad scenario (one line on stderr).
+2 bad usage or a bad scenario (one line on stderr). ``--seeds`` runs a swarm instead
+(swarm_cli.py; 130 when Ctrl-C stopped it).
 """
 from __future__ import annotations
 

@@ -235,7 +235,11 @@ def shrink(scenario: Scenario, invariant: str, kinds: Callable[[Scenario], set[s
             if runs >= budget:
                 break
             runs += 1
-            if invariant in kinds(candidate):
+            try:
+                broke = invariant in kinds(candidate)
+            except Exception:                # a candidate whose run raises is not the same failure
+                broke = False
+            if broke:
                 current, progressed = candidate, True
                 break
     return current, runs

@@ -120,7 +120,10 @@ def swarm_main(args, base: Scenario, spark=None) -> int:
     summary = swarm_summary(run.rows, len(seeds), time.monotonic() - started)
     summary.update(interrupted=run.interrupted, partitions=run.partitions, table=run.table, repros=[])
     if args.shrink and not run.interrupted:
-        summary["repros"] = shrink_failures(runner, run.rows, out)
+        try:
+            summary["repros"] = shrink_failures(runner, run.rows, out)
+        except KeyboardInterrupt:                    # Ctrl-C while shrinking: the table is whole
+            run.interrupted = summary["interrupted"] = True
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if args.json:
         print(json.dumps(summary, sort_keys=True))

@@ -129,3 +129,23 @@ def test_progress_says_seeds_done_of_all_violations_so_far_and_an_eta():
     progress(rows(5, 6, 7, 8, 9, 10))                     # the last: always a line
     assert stream.getvalue().splitlines() == ["simulate: 4/10 seeds, 1 with violations, ETA 6 s",
                                               "simulate: 10/10 seeds, 1 with violations, done"]
+
+
+def test_shrinking_keeps_what_the_failure_needs_and_drops_the_rest():
+    from rocketmq_emulator.client_sdk.simulation.swarm import shrink
+
+    big = Scenario(seed=4, messages=200, duration_ms=30 * MINUTE, crashes_ms=(60_000, 120_000),
+                   write_off=(WriteOffWindow(10_000, 70_000),), consumer_restarts=(ConsumerRestart("SimGroup", 1, 40_000),),
+                   faults=(fault_spec("pull", "delay", delay="5s"), fault_spec("send", "refuse", window=(0, 64_000)),
+                           fault_spec("ack", "drop")))
+
+    def kinds(s):             # "lost" needs 3 messages and the send rule; fewer than 3 messages raise
+        if s.messages < 3:
+            raise RuntimeError("a run that raises is not the failure")
+        return {"lost"} if any(f.operation == "send" for f in s.faults) else {"commit"}
+
+    small, runs = shrink(big, "lost", kinds)
+    assert small.messages == 3 and small.seed == 4 and [f.operation for f in small.faults] == ["send"]
+    assert small.crashes_ms == () and small.write_off == () and small.consumer_restarts == ()
+    assert small.faults[0].window_ms == (0, 1)                  # halved while it still broke
+    assert runs <= 150
