@@ -199,15 +199,16 @@ def _run(spark, run_seed, seeds, out: Path, columns, partitions, progress) -> Sw
 
     result = SwarmRun(partitions=len(chunks), table=str(table))
     pool = futures.ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="swarm-partition")
-    pending = {pool.submit(run_partition, i) for i in range(len(chunks))}
+    jobs = {pool.submit(run_partition, i): i for i in range(len(chunks))}
+    finished: dict[int, list[dict]] = {}        # by partition: kept whole wherever Ctrl-C lands
+    pending = set(jobs)
     try:
         while pending:
             done, pending = futures.wait(pending, timeout=0.5, return_when=futures.FIRST_COMPLETED)
             for f in done:
-                rows = f.result()
-                result.rows.extend(rows)
-                if progress is not None and rows:
-                    progress(rows)
+                finished[jobs[f]] = f.result()
+                if progress is not None and finished[jobs[f]]:
+                    progress(finished[jobs[f]])
     except KeyboardInterrupt:
         result.interrupted = True
     except BaseException:
@@ -217,15 +218,16 @@ def _run(spark, run_seed, seeds, out: Path, columns, partitions, progress) -> Sw
         raise
     if result.interrupted:
         stop.set()
-        for f in pending:
+        for f in jobs:
             f.cancel()
         _cancel(spark)
         deadline = time.monotonic() + 30
-        for f in pending:               # the jobs that were running end as cancelled; any that finished count
-            try:
-                result.rows.extend(f.result(timeout=max(0.0, deadline - time.monotonic())))
-            except BaseException:
-                pass
+        for f, index in jobs.items():   # running jobs end cancelled; every one that finished (its part written) counts
+            if index not in finished:
+                try:
+                    finished[index] = f.result(timeout=max(0.0, deadline - time.monotonic()))
+                except BaseException:
+                    pass
     pool.shutdown(wait=not result.interrupted, cancel_futures=True)
-    result.rows.sort(key=lambda r: r["seed"])
+    result.rows = sorted((r for rows in finished.values() for r in rows), key=lambda r: r["seed"])
     return result
