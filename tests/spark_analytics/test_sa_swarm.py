@@ -153,6 +153,12 @@ def test_the_readme_guide_as_written(spark, tmp_path, capsys):
         assert f"replay it: {repro['command']}" in text
         assert main(repro["command"].split()[1:] + ["--json", "--quiet"]) == 1
         assert repro["invariant"] in {v["invariant"] for v in json.loads(capsys.readouterr().out)["violations"]}
+    # the guide's analyze of the swarm's table, as written (its line broken in two in the text)
+    words = " ".join(section.split()).split("`rocketmq-emulator analyze ", 1)[1].split("`", 1)[0].split()
+    words = [w.replace("/tmp/swarm", str(tmp_path / "swarm")) for w in words]
+    assert main(["analyze", *words, "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["seeds"] == 40
+    assert (tmp_path / "swarm-report" / "report.html").is_file()
 
 
 def test_a_swarm_through_spark_connect_gives_the_same_rows(tmp_path):
