@@ -17,7 +17,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import LogLocator, MaxNLocator, ScalarFormatter  # noqa: E402
 
-__all__ = ["outcomes_chart", "funnel_chart", "lateness_chart", "lag_chart", "retried_chart", "Chart"]
+__all__ = ["outcomes_chart", "funnel_chart", "lateness_chart", "lag_chart", "retried_chart", "violations_chart",
+           "cpu_histogram_chart", "Chart"]
 
 Chart = bytes | str | None          # PNG, a sentence instead of a chart, or nothing
 
@@ -163,6 +164,35 @@ def retried_chart(retried: list[dict]) -> Chart:
     ax.set_ylim(0, max(r["messages"] for r in retried) * 1.15)
     ax.set_title("Messages by number of retries")
     ax.legend(frameon=False, fontsize=8)
+    return _png(fig)
+
+
+def violations_chart(by_kind: list[dict]) -> Chart:
+    """A swarm's failing seeds per invariant."""
+    if not by_kind:
+        return "Every invariant held in every seed: nothing to chart."
+    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(by_kind) + 2), 3.6))
+    ax.bar([r["invariant"] for r in by_kind], [r["seeds"] for r in by_kind], color=_COLORS["dead_lettered"])
+    ax.set_xlabel("invariant")
+    ax.set_ylabel("failing seeds")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, max(r["seeds"] for r in by_kind) * 1.15)
+    ax.set_title("Seeds that broke each invariant")
+    return _png(fig)
+
+
+def cpu_histogram_chart(bins: list[dict]) -> Chart:
+    """A swarm's CPU seconds per seed: seeds per bin (``low``, ``high``, ``seeds``)."""
+    if not bins:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ax.bar([r["low"] for r in bins], [r["seeds"] for r in bins], width=[r["high"] - r["low"] for r in bins],
+           align="edge", color=_COLORS["p50"], edgecolor="white")
+    ax.set_xlabel("CPU seconds per seed")
+    ax.set_ylabel("seeds")
+    ax.set_xlim(0, max(r["high"] for r in bins) * 1.05)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("CPU time per seed")
     return _png(fig)
 
 

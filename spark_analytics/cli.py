@@ -119,6 +119,10 @@ def analyze_main(argv: list[str]) -> int:
     if missing_module is not None:
         # the command line (broker/cli/main.py) says which extra and how to install it
         raise ImportError(f"No module named {missing_module!r}", name=missing_module)
+    from .swarm_report import analyze_swarm_main, is_swarm_dir
+
+    if is_swarm_dir(args.snapshot):             # a swarm's --out (simulate --seeds): its table's report
+        return analyze_swarm_main(p.prog, args)
     return _analyze(p, args)
 
 
@@ -126,7 +130,8 @@ def _analyze_parser() -> _Parser:
     p = _Parser(prog="rocketmq-emulator analyze",
                 description="Spark analysis of a snapshot: report.html, summary.json, aggregates/*.parquet. "
                             "Needs the analytics extra and Java 17+.")
-    p.add_argument("snapshot", nargs="?", help="a snapshot directory (or a store directory)")
+    p.add_argument("snapshot", nargs="?", help="a snapshot directory (or a store directory, or a swarm's --out "
+                                               "from simulate --seeds)")
     p.add_argument("--out", help="the report directory (created if missing)")
     p.add_argument("--master", default=None,
                    help="Spark master URL: local[N], local[*], spark://HOST:PORT, yarn, k8s://... (default local[*])")

@@ -1,13 +1,13 @@
 """``rocketmq-emulator simulate``: run a scenario from a seed, print what happened.
 
 Exit codes: 0 every invariant held; 1 an invariant broke (each violation is printed);
-2 bad usage or a bad scenario (one line on stderr).
+2 bad usage or a bad scenario (one line on stderr). ``--seeds`` runs a swarm instead
+(swarm_cli.py; 130 when Ctrl-C stopped it).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 from dataclasses import replace
@@ -17,6 +17,8 @@ from rocketmq_emulator.broker.cli.common import CommandParser, UsageError, fail,
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from .fault_rules import _Invalid as _BadFault, parse_fault
+from .swarm import quiet_run_logs
+from .swarm_cli import check_swarm_options
 from .scenario import (PROTOCOL_NAMES, Scenario, ScenarioError, TopicSpec, parse_broker_window,
                        parse_restart, parse_window)
 
@@ -27,7 +29,19 @@ def _parser() -> argparse.ArgumentParser:
     # Options left out take the scenario's value (its file's, or the default named here).
     p = CommandParser(prog="rocketmq-emulator simulate",
                       description="Run a deterministic simulation on a virtual clock and check its invariants.")
-    p.add_argument("--seed", type=int, default=0, help="the seed: same seed, same run, same bytes")
+    p.add_argument("--seed", type=int, help="the seed: same seed, same run, same bytes (default: 0)")
+    # a swarm (swarm_cli.py): many seeds as Spark tasks, a Parquet row each
+    p.add_argument("--seeds", help="a swarm: N (seeds 1..N), A..B or a list like 3,7,100..120, run as Spark tasks "
+                                   "(needs the analytics extra); rows in --out/seeds.parquet, a summary printed")
+    p.add_argument("--draw-faults", action="store_true", help="swarm: each seed draws its crashes, write-off "
+                   "windows, consumer restarts and fault rules (replacing the scenario's)")
+    p.add_argument("--shrink", action="store_true", help="swarm: shrink each invariant's first failing seed to a "
+                                                         "small scenario file and print the command replaying it")
+    p.add_argument("--master", help="swarm: Spark master URL, as analyze takes it (default: local[*,4], local[*] "
+                                    "retrying a task up to 4 times)")
+    p.add_argument("--remote", metavar="sc://HOST:PORT", help="swarm: run on a Spark Connect server instead")
+    p.add_argument("--partitions", type=int, help="swarm: partitions of the seeds (default: a few per core, at most "
+                                                  "50 seeds each)")
     p.add_argument("--messages", type=int, help="messages to produce (default: 1000)")
     p.add_argument("--duration", help="virtual time to run, like 6h or 90m; faults must start within it "
                                       "(default: 6h)")
@@ -144,7 +158,7 @@ def _transaction_mix(text: str) -> dict:
 def build_scenario(args) -> Scenario:
     base = Scenario.load(args.scenario) if args.scenario else Scenario()
     _check_protocol_options(args, base)
-    top: dict = {"seed": args.seed}
+    top: dict = {"seed": args.seed or 0}
     if args.messages is not None:
         top["messages"] = args.messages
     for name in ("duration", "settle"):
@@ -247,6 +261,7 @@ def build_scenario(args) -> Scenario:
 def simulate_main(argv: list[str]) -> int:
     try:
         args = _parser().parse_args(argv)
+        check_swarm_options(args)
         scenario = build_scenario(args)
     except UsageError as exc:
         return usage_error(exc)
@@ -255,23 +270,17 @@ def simulate_main(argv: list[str]) -> int:
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         return _fail(f"--out {str(out)!r} already exists and is not an empty directory; choose a new one")
+    if args.seeds is not None:
+        from .swarm_cli import swarm_main
+        return swarm_main(args, scenario)
     from .simulator import run_simulation
 
-    # The run provokes refusals, failed send-backs and crash recoveries on purpose; the
-    # clients' and store's warnings about them would bury the summary. (Put back after
-    # the run: a caller's own logging stays as it was.)
-    quieted = {name: logging.getLogger(name) for name in ("client_sdk", "broker", "store")}
-    levels = {name: logger.level for name, logger in quieted.items()}
-    for logger in quieted.values():
-        logger.setLevel(logging.ERROR)
     progress = None if args.quiet else _Progress(scenario)
     try:
-        result = run_simulation(scenario, out, progress=progress, skip_idle=not args.no_idle_skip)
+        with quiet_run_logs():
+            result = run_simulation(scenario, out, progress=progress, skip_idle=not args.no_idle_skip)
     except OSError as exc:
         return _fail(f"cannot write the store in {str(out)!r}: {exc.strerror or exc}", 1)
-    finally:
-        for name, logger in quieted.items():
-            logger.setLevel(levels[name])
     if progress:
         progress.done()
     summary = result.summary()

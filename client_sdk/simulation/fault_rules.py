@@ -116,6 +116,11 @@ class FaultSpec:
                 out[f.name] = list(value) if f.name == "window_ms" else value
         return out
 
+    def to_entry(self) -> dict:
+        """The rule as a scenario file's entry (``from_data`` reads it back as it was)."""
+        names = {"window_ms": "window", "delay_ms": "delay"}
+        return {names.get(key, key): value for key, value in self.to_dict().items()}
+
 
 _KEYS = ("operation", "action", "topic", "group", "client", "dialect", "broker", "times", "probability", "window",
          "delay", "error", "stored")

@@ -245,6 +245,28 @@ class Scenario:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def to_file_data(self) -> dict:
+        """The scenario as a scenario file holds it (what ``from_dict`` and ``load`` read
+        back equal), fields at their defaults left out: a shrunk failing case is short."""
+        def changed(spec) -> dict:
+            return {f.name: getattr(spec, f.name) for f in fields(spec) if getattr(spec, f.name) != f.default}
+
+        def window(w: BrokerWindow) -> dict:
+            return {"broker": w.broker, "start": w.start_ms, "end": w.end_ms}
+
+        forms = {"topics": lambda v: [changed(t) for t in v], "producers": lambda v: [changed(p) for p in v],
+                 "groups": lambda v: [changed(g) for g in v], "crashes_ms": list,
+                 "write_off": lambda v: [[w.start_ms, w.end_ms] for w in v],
+                 "consumer_restarts": lambda v: [{"group": r.group, "at": r.at_ms, "down": r.down_ms} for r in v],
+                 "broker_write_off": lambda v: [window(w) for w in v], "broker_down": lambda v: [window(w) for w in v],
+                 "faults": lambda v: [f.to_entry() for f in v]}
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != f.default or f.name == "seed":
+                out[f.name.removesuffix("_ms")] = forms.get(f.name, lambda v: v)(value)
+        return out
+
     def group(self, name: str) -> GroupSpec:
         return next(g for g in self.groups if g.name == name)
 
