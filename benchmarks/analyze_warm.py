@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from analyze_small import wait_warmed  # noqa: E402
 from helpers.bench_host import cpu_seconds, host_speed, other_tree, revision, tree_env, REPO  # noqa: E402
 
 CLI = "import sys\nfrom rocketmq_emulator.broker.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
@@ -74,19 +75,6 @@ def analyze(snap: Path, out: Path, env: dict, state: Path) -> dict:
         raise SystemExit(f"analyze failed: {done.stderr}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall": wall, "cpu": cpu, "server_cpu": server_cpu(state) - server_before, "stderr": done.stderr}
-
-
-def wait_warmed(state: Path, timeout: float = 600.0) -> float:
-    t = time.perf_counter()
-    while time.perf_counter() - t < timeout:
-        try:
-            doc = json.loads((state / "server.json").read_text())
-        except (OSError, ValueError):
-            doc = {}
-        if doc.get("status") == "ready" and doc.get("warmed"):
-            return time.perf_counter() - t
-        time.sleep(0.2)
-    raise SystemExit(f"the Spark server did not warm up within {timeout:g} s")
 
 
 def tables(out: Path) -> list:
