@@ -17,7 +17,8 @@ the server starts is taken at once and waits for the JVM. One that comes during 
 warm-up, for the same snapshot with the same options (``analyze`` run again, the usual
 case), waits for the warm-up and gets its report, copied: the same analysis is not run
 twice side by side on a cold JVM. One for anything else cancels the warm-up (it warms
-the JVM just as well) rather than share the cores with it.
+the JVM just as well) rather than share the cores with it. A command that goes away
+(Ctrl-C) cancels its analysis: no report appears after it.
 
 Messages are JSON, one per line. Request: ``token``, ``snapshot`` and ``out`` (absolute
 paths), ``delay_levels``, ``driver_read_max``. Answers: ``{"progress": line}`` any
@@ -27,6 +28,7 @@ number of times, then one of ``{"summary": ...}``, ``{"error": line, "exit_code"
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -60,26 +62,45 @@ class _Request:
         return self.snapshot, self.delay_levels, self.driver_read_max
 
 
+class _Cancelled(Exception):
+    """An analysis stops between its steps when it was cancelled (``interruptAll``
+    stops only the Spark operation running at that moment)."""
+
+
 @dataclass
-class _WarmUp:
-    request: _Request
-    done: threading.Event = field(default_factory=threading.Event)
+class _Job:
+    """One analysis the supervisor runs, which can be cancelled: by its command going
+    away (Ctrl-C: no report appears after it), or, the warm-up, by another request."""
     lock: threading.Lock = field(default_factory=threading.Lock)
-    summary: dict | None = None
     session: object = None
     cancelled: bool = False
+    over: bool = False                         # its session is stopped (or about to be)
+
+    def cancel(self, why: str) -> None:
+        with self.lock:
+            if self.cancelled or self.over:
+                return
+            self.cancelled = True
+            print(f"{self.what} is cancelled: {why}", file=sys.stderr, flush=True)
+            if self.session is not None:
+                self.session.interruptAll()
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise _Cancelled
+
+    what = "an analysis"
+
+
+@dataclass
+class _WarmUp(_Job):
+    request: _Request = None
+    done: threading.Event = field(default_factory=threading.Event)
+    summary: dict | None = None
     finished: bool = False
     attached: int = 0                          # requests waiting for its report, or copying it
 
-
-class _Cancelled(Exception):
-    """The warm-up stops between its steps when it was cancelled (``interruptAll``
-    stops only the Spark operation running at that moment)."""
-
-    @staticmethod
-    def check(warm: _WarmUp) -> None:
-        if warm.cancelled:
-            raise _Cancelled
+    what = "the warm-up analysis"
 
 
 class AnalysisService:
@@ -115,7 +136,7 @@ class AnalysisService:
         the JVM meets the warm-up, never runs beside it unknowingly)."""
         self._url = url
         if warm_up:
-            warm = _WarmUp(_Request(warm_up, str(self.d / "warm-up")))
+            warm = _WarmUp(request=_Request(warm_up, str(self.d / "warm-up")))
             self._warm = warm
             threading.Thread(target=self._run_warm_up, args=(warm,), name="warm-up", daemon=True).start()
         self._started.set()
@@ -152,14 +173,21 @@ class AnalysisService:
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 return
             send = _sender(conn)
+            job = _Job()
+            threading.Thread(target=_watch_hangup, args=(conn, job), name="analysis-hangup", daemon=True).start()
             try:
-                send(self._answer(request, send))
+                answer = self._answer(request, send, job)
             except Exception:                  # a defect: in the log, and to the command
                 traceback.print_exc()
                 sys.stderr.flush()
-                send({"defect": traceback.format_exc()})
+                answer = {"defect": traceback.format_exc()}
+            with job.lock:                     # (before the answer: the command then ends)
+                job.over = True
+            send(answer)
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)    # (wakes the hangup watcher's recv)
 
-    def _answer(self, request: _Request, send) -> dict:
+    def _answer(self, request: _Request, send, job: _Job) -> dict:
         if not self._started.wait(self._start_timeout_s) or self._unavailable is not None:
             return {"unavailable": self._unavailable or f"it did not answer within {self._start_timeout_s:g} s"}
         with self._busy(self.d):
@@ -167,14 +195,16 @@ class AnalysisService:
                 _check(request)
                 if self._attach(request, send):
                     return {"summary": self._warm.summary}
-                return {"summary": self._analyze(request, lambda msg: send({"progress": msg}))}
+                return {"summary": self._analyze(request, lambda msg: (job.check(), send({"progress": msg})), job)}
+            except _Cancelled:
+                return {"error": "cancelled", "exit_code": 1}    # (nobody reads it)
             except (AnalyticsError, SnapshotError) as exc:
                 return {"error": str(exc), "exit_code": exc.exit_code}
             except Exception as exc:
                 line = spark_failure_line(exc)
-                if line is None:
+                if line is None and not job.cancelled:
                     raise
-                return {"error": line, "exit_code": 1}
+                return {"error": line or "cancelled", "exit_code": 1}
 
     # the warm-up and the requests that meet it
 
@@ -187,15 +217,11 @@ class AnalysisService:
         with warm.lock:
             if warm.finished:
                 return False
-            if warm.request.key != request.key:
-                if not warm.cancelled:
-                    print("the warm-up analysis is cancelled: an analysis of another snapshot (or with other "
-                          "options) came", file=sys.stderr, flush=True)
-                warm.cancelled = True
-                if warm.session is not None:
-                    warm.session.interruptAll()
-                return False
-            warm.attached += 1
+            if warm.request.key == request.key:
+                warm.attached += 1
+        if warm.request.key != request.key:
+            warm.cancel("an analysis of another snapshot (or with other options) came")
+            return False
         try:
             send({"progress": "the Spark server is warming up with an analysis of this snapshot: taking its report"})
             warm.done.wait()
@@ -217,7 +243,7 @@ class AnalysisService:
     def _run_warm_up(self, warm: _WarmUp) -> None:
         try:
             with self._busy(self.d):
-                warm.summary = self._analyze(warm.request, lambda msg: _Cancelled.check(warm), warm)
+                warm.summary = self._analyze(warm.request, lambda msg: warm.check(), warm)
         except _Cancelled:
             pass
         except Exception as exc:
@@ -233,22 +259,22 @@ class AnalysisService:
             if nobody:
                 shutil.rmtree(warm.request.out, ignore_errors=True)
 
-    def _analyze(self, request: _Request, progress, warm: _WarmUp | None = None) -> dict:
+    def _analyze(self, request: _Request, progress, job: _Job) -> dict:
         from .report import analyze_snapshot
         from .session import build_remote_session
 
         with self._session_lock:               # (pyspark's session builder is one shared object)
             spark = build_remote_session(self._url, register_source=False)
         try:
-            if warm is not None:
-                with warm.lock:
-                    if warm.cancelled:
-                        raise _Cancelled
-                    warm.session = spark
+            with job.lock:
+                job.check()
+                job.session = spark
             return analyze_snapshot(request.snapshot, request.out, spark=spark, delay_levels=request.delay_levels,
                                     driver_read_max=request.driver_read_max, progress=progress,
                                     ends_with_session=True)
         finally:
+            with job.lock:
+                job.over = True
             spark.stop()
 
 
@@ -260,6 +286,17 @@ def _check(request: _Request) -> None:
         check_inputs(request.snapshot, request.out, delay_levels=request.delay_levels)
     except ValueError as exc:
         raise AnalyticsError(str(exc)) from None
+
+
+def _watch_hangup(conn: socket.socket, job: _Job) -> None:
+    """Cancel ``job`` when its command goes away (it sends nothing after its request: an
+    end of the stream is the command's end; after the answer, the job is over)."""
+    try:
+        while conn.recv(1024):
+            pass
+    except OSError:                            # (closed here, after the answer)
+        pass
+    job.cancel("its command went away")
 
 
 def _sender(conn: socket.socket):

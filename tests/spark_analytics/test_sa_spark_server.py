@@ -230,7 +230,10 @@ def test_an_analysis_of_the_same_snapshot_during_the_warm_up_takes_its_report_an
     assert _read_state(spark_server) == state
 
 
-def test_an_analysis_of_something_else_during_the_warm_up_cancels_it(spark_server, scenario, local_tables, tmp_path):
+def test_an_analysis_of_something_else_during_the_warm_up_cancels_it_and_a_command_gone_cancels_its_own(
+        spark_server, scenario, local_tables, tmp_path):
+    from rocketmq_emulator.spark_analytics.spark_server import _idle
+
     start_warming_server(scenario.snap)
     # other options: another report, so the warm-up's is no use to it
     levels = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -241,3 +244,18 @@ def test_an_analysis_of_something_else_during_the_warm_up_cancels_it(spark_serve
     log = (spark_server / "supervisor.log").read_text()
     assert "the warm-up analysis is cancelled: an analysis of another snapshot (or with other options) came" in log
     assert "Traceback" not in log and not (spark_server / "warm-up").exists()
+    # a command killed while the server computes its tables: its analysis stops, no report
+    # appears after it, and the server goes on serving
+    killed = analyze_child(scenario.snap, tmp_path / "killed")
+    for line in killed.stderr:
+        if "computing the" in line:
+            break
+    killed.kill()
+    killed.communicate(timeout=30)
+    wait_for(lambda: "an analysis is cancelled: its command went away" in (spark_server / "supervisor.log").read_text(),
+             timeout=60, interval=0.1)
+    wait_for(lambda: _idle(spark_server), timeout=120, interval=0.2)
+    assert not (tmp_path / "killed" / "report.html").exists() and not (tmp_path / "killed" / "summary.json").exists()
+    out, _ = finish(analyze_child(scenario.snap, tmp_path / "after"))
+    assert json.loads(out) == {k: local_tables[k] for k in COUNTS}
+    assert "Traceback" not in (spark_server / "supervisor.log").read_text()
