@@ -157,41 +157,37 @@ def _analyze_parser() -> _Parser:
 
 
 def _analyze(p: _Parser, args) -> int:
-    from .preflight import check_master, check_out_dir, check_remote, find_java, probe_master, probe_remote
+    from .progress import Progress
 
+    progress = Progress(enabled=not args.quiet)
+    warm = _use_spark_server(args)
+    if warm:
+        # The server's supervisor checks and runs it: this process imports none of Spark's,
+        # Arrow's or matplotlib's modules (a second of a warm analysis' few)
+        from .spark_server import analyze_on_server
+
+        try:
+            summary = analyze_on_server(args.snapshot, args.out, delay_levels=args.delay_levels,
+                                        driver_read_max=args.driver_read_max, progress=progress)
+        except (AnalyticsError, SnapshotError) as exc:
+            return _fail(p.prog, str(exc), exc.exit_code)
+        if summary is not None:
+            return _print_counts(summary)
     # (an ImportError here, an extra installed but broken, is said by the command line)
-    from .datasource import check_complete
-    from .jobs import parse_delay_levels
-    from rocketmq_emulator.store.store_dir import cluster_members, resolve_store
-    from .report import Progress, analyze_snapshot
+    from .checks import check_inputs
+    from .report import analyze_snapshot
     try:
-        # Everything that can be checked is checked before Spark starts (seconds of JVM).
-        if args.remote is not None and args.master is not None:
-            raise AnalyticsError("give --master or --remote, not both")
-        check_master(args.master)
-        if args.remote is not None:
-            check_remote(args.remote)
-        resolve_store(args.snapshot, "snapshot")
-        for _, where in cluster_members(args.snapshot):
-            check_complete(where)
-        check_out_dir(args.out)
-        if args.delay_levels:
-            parse_delay_levels(args.delay_levels)
-        if args.remote is None:
-            find_java()
-            probe_master(args.master)
-        else:
-            probe_remote(args.remote)
+        check_inputs(args.snapshot, args.out, master=args.master, remote=args.remote,
+                     delay_levels=args.delay_levels)
     except ValueError as exc:
         return _fail(p.prog, str(exc))
     except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
-    warm = _use_spark_server(args)
     try:
         summary = analyze_snapshot(args.snapshot, args.out, master=args.master, delay_levels=args.delay_levels,
-                                   progress=Progress(enabled=not args.quiet), driver_read_max=args.driver_read_max,
-                                   remote=args.remote, warm_server=warm, idle_timeout_s=args.spark_idle_timeout,
-                                   say=(lambda line: None) if args.quiet else _say(p.prog))
+                                   progress=progress, driver_read_max=args.driver_read_max, remote=args.remote)
+        if warm:                                 # (none runs) a server for the next analysis
+            _start_spark_server(p, args)
     except (AnalyticsError, SnapshotError) as exc:
         return _fail(p.prog, str(exc), exc.exit_code)
     except Exception as exc:
@@ -199,6 +195,28 @@ def _analyze(p: _Parser, args) -> int:
         if line is None:                         # not Spark's: a defect of ours, with its traceback
             raise
         return _fail(p.prog, line, 1)
+    return _print_counts(summary)
+
+
+def _start_spark_server(p: _Parser, args) -> None:
+    """Start the warm server in the background, warming up with this snapshot, and say
+    so in one line."""
+    from .spark_server import DEFAULT_IDLE_TIMEOUT_S, start_in_background
+
+    started = start_in_background(args.spark_idle_timeout or DEFAULT_IDLE_TIMEOUT_S,
+                                  warm_up=str(Path(args.snapshot).resolve()))
+    if started is not None and not args.quiet:
+        _say(p.prog)(
+            f"started a Spark server for later analyses (127.0.0.1:{started.port}, pid {started.supervisor_pid}; it "
+            f"stops after {_minutes(started.idle_timeout_s)} unused; to stop it now: rocketmq-emulator analyze "
+            "--stop-spark)")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g} s"
+
+
+def _print_counts(summary: dict) -> int:
     print(json.dumps({k: summary[k] for k in ("produced", "succeeded", "dead_lettered", "send_backs")}))
     return 0
 

@@ -13,33 +13,20 @@ import html
 import json
 import os
 import re
-import sys
-import time
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from .errors import AnalyticsError
-from .jobs import DEFAULT_DELAY_LEVELS, BrokerInput, analyze, decode_inputs, parse_delay_levels
+from .jobs import DEFAULT_DELAY_LEVELS, BrokerInput, analyze, parse_delay_levels
 from rocketmq_emulator.store.store_dir import cluster_members, read_json, resolve_store
 from .commitlog import list_segments, scan_segment
 from . import datasource
+from .progress import Progress
 from .watchdog import ExecutorWatchdog
 
-__all__ = ["analyze_snapshot", "write_report", "Progress"]
-
-
-class Progress:
-    """Progress lines on stderr while Spark works: elapsed seconds and the step."""
-
-    def __init__(self, stream=None, enabled: bool = True) -> None:
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.t0 = time.perf_counter()
-
-    def __call__(self, msg: str) -> None:
-        if self.enabled:
-            print(f"[analyze {time.perf_counter() - self.t0:6.1f}s] {msg}", file=self.stream, flush=True)
+__all__ = ["analyze_snapshot", "write_report", "copy_report", "Progress"]
 
 
 def _source_info(path: str) -> dict:
@@ -79,16 +66,15 @@ def _virtual_clock_ms(root: Path) -> int | None:
 
 def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spark=None,
                      delay_levels: str | None = None, progress=None, driver_read_max: int | None = None,
-                     remote: str | None = None, warm_server: bool = False,
-                     idle_timeout_s: float | None = None, say=None) -> dict:
+                     remote: str | None = None, ends_with_session: bool = False) -> dict:
     """The ``analyze`` command: Spark analysis of ``path`` written to ``out_dir``
     (a cluster's snapshot: broker-a's at ``path``, the others' in ``path/brokers/NAME``).
     ``driver_read_max``: commit logs up to this many bytes are decoded in the driver
     (default ``datasource.LOCAL_READ_MAX_BYTES``), larger ones by the data source's
     tasks. ``remote``: a Spark Connect URL (sc://HOST:PORT) to run on instead of
-    ``master``. ``warm_server``: run on this environment's warm Spark server
-    (``spark_server``), started if none runs (``say`` is told so, in one line), with
-    ``idle_timeout_s``. Returns the summary (what summary.json holds)."""
+    ``master``. ``ends_with_session``: ``spark`` is stopped
+    after this analysis (which then leaves its views and checkpoints to it). Returns
+    the summary (what summary.json holds)."""
     progress = progress or Progress()
     members = cluster_members(path)
     for _, where in members:                   # before Spark starts: a cut-short snapshot is refused
@@ -131,39 +117,16 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
     small = sum(datasource.log_bytes(where) for _, where in members) <= limit
     small_conf = SMALL_INPUT_SQL_CONF if small else {}
 
-    def run(spark, decoded=None, ours: bool = False) -> dict:
-        if decoded is not None:                # (on the warm server: while it computes)
-            _import_charts_meanwhile()
+    def run(spark, ours: bool = False) -> dict:
         first = inputs[0]
         _clear_report(out_dir)
-        with ExecutorWatchdog(spark, master), session_conf(spark, {} if decoded is not None else small_conf):
+        with ExecutorWatchdog(spark, master), session_conf(spark, small_conf):
             analysis = analyze(spark, first.path, first.offset_table, delay_levels_ms=delays,
                                queue_max_offsets=first.queue_max_offsets, progress=progress, damage_reported=True,
                                subscriptions_doc=subscriptions, brokers=inputs if len(inputs) > 1 else None,
-                               local_max_bytes=limit, decoded=decoded, ends_with_session=ours)
+                               local_max_bytes=limit, ends_with_session=ours)
             return write_report(analysis, info, out_dir, progress)
 
-    if spark is None and remote is None and warm_server:
-        from .spark_server import DEFAULT_IDLE_TIMEOUT_S, WARM_UP_ENV, find_server, server_session, start_in_background
-
-        state = find_server(progress)
-        if state is not None:
-            progress("reading the commit log" + (f"s of {len(inputs)} brokers" if len(inputs) > 1 else ""))
-            decoded = decode_inputs(inputs, limit)
-            with server_session(state, progress, conf=small_conf) as spark:
-                return run(spark, decoded, ours=True)
-        if os.environ.get(WARM_UP_ENV):
-            raise AnalyticsError("no Spark server to warm up")
-        # None runs: this analysis runs Spark in its own process (a server's start would be
-        # slower), then leaves a server for the next one, started in the background
-        summary = analyze_snapshot(path, out_dir, master=master, delay_levels=delay_levels, progress=progress,
-                                   driver_read_max=driver_read_max)
-        started = start_in_background(idle_timeout_s or DEFAULT_IDLE_TIMEOUT_S, warm_up=str(Path(path).resolve()))
-        if started is not None:
-            (say or progress)(f"started a Spark server for later analyses (127.0.0.1:{started.port}, pid "
-                              f"{started.supervisor_pid}; it stops after {_minutes(started.idle_timeout_s)} unused; "
-                              "to stop it now: rocketmq-emulator analyze --stop-spark)")
-        return summary
     ours = None                                # a Connect session this call opens, closed at its end
     if spark is None and remote is not None:
         progress(f"connecting to the Spark Connect server {remote}")
@@ -176,14 +139,10 @@ def analyze_snapshot(path: str, out_dir: str, *, master: str | None = None, spar
                               else None)
         progress("Spark started")
     try:
-        return run(spark, ours=ours is not None)
+        return run(spark, ours=ours is not None or ends_with_session)
     finally:
         if ours is not None:                   # the server releases what the session held
             ours.stop()
-
-
-def _minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g} s"
 
 
 def _import_charts_meanwhile() -> None:
@@ -205,6 +164,20 @@ def _clear_report(out_dir: str) -> None:
     fails must not leave a report that looks like its result."""
     for name in _REPORT_FILES:
         (Path(out_dir) / name).unlink(missing_ok=True)
+
+
+def copy_report(src_dir: str, out_dir: str) -> None:
+    """The report written in ``src_dir`` (by an analysis of the same snapshot with the
+    same options), copied to ``out_dir`` the way write_report writes one: the
+    aggregates first, summary.json and report.html together at the end."""
+    src, out = Path(src_dir), Path(out_dir)
+    _clear_report(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(src / "aggregates", out / "aggregates", dirs_exist_ok=True)
+    for name in _REPORT_FILES:
+        shutil.copyfile(src / name, out / f".{name}.tmp")
+    for name in _REPORT_FILES[::-1]:
+        os.replace(out / f".{name}.tmp", out / name)
 
 
 def _write_aggregates(arrow: dict, out: Path) -> dict[str, list[dict]]:

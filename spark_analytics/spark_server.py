@@ -2,23 +2,25 @@
 running on 127.0.0.1, as Gradle leaves its daemon, so that later analyses skip Spark's
 start and run on a JVM that has already compiled its planner.
 
-    state = find_server(progress)              # a running server (waits for one starting)
-    if state is not None:
-        with server_session(state) as spark: ...
-    else:
+    summary = analyze_on_server(snapshot, out, progress=progress)   # run by a server running or starting
+    if summary is None:                        # none runs
         ...                                    # Spark in this process, as fast as it goes
         start_in_background(warm_up=snapshot)  # the server, for the next analysis
     stop_server()                              # analyze --stop-spark
 
 The analysis that finds no server runs Spark in its own process and then starts the
-server in the background, which warms itself up with an analysis of the same snapshot
-(its report thrown away): the next analysis finds a JVM that has run one already. An
-analysis that comes while the server starts waits for it.
+server in the background, which warms itself up with an analysis of the same snapshot:
+the next analysis finds a JVM that has run one already. Later analyses are run by the
+supervisor, a Python process that stays (``server_analysis``): the command sends it
+its request and prints what comes back. An analysis that comes while the server starts
+or warms up sends its request all the same, and the supervisor runs it as soon as it
+can (see ``server_analysis`` for how it meets the warm-up).
 
 One server per user and Python environment (it runs this environment's Python for the
 data source), found through a state directory (``state_dir``): ``server.json`` (its
-port, token, processes and status: starting, then ready), ``lock`` (taken to find,
-start, replace or stop it), ``busy`` (held shared by every analysis using it),
+port, its supervisor's analysis port, token, processes and status: starting, then
+ready), ``lock`` (taken to find, start, replace or stop it), ``busy`` (held shared by
+every analysis running on it),
 ``last_used`` (touched at each analysis' start and end), and the logs.
 
 The server is a supervisor process (this module, ``python -m ...spark_server serve``),
@@ -46,14 +48,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import SparkStartError
+from .errors import AnalyticsError, SparkStartError
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "ServerState", "state_dir", "find_server", "server_session",
-           "start_in_background", "stop_server", "running_server", "STATE_DIR_ENV", "WARM_UP_ENV"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "ServerState", "state_dir", "find_server", "analyze_on_server", "busy",
+           "start_in_background", "stop_server", "running_server", "STATE_DIR_ENV"]
 
 DEFAULT_IDLE_TIMEOUT_S = 15 * 60
 STATE_DIR_ENV = "ROCKETMQ_EMULATOR_SPARK_SERVER_DIR"     # where the state lives (tests: a temp dir)
-WARM_UP_ENV = "ROCKETMQ_EMULATOR_SPARK_WARM_UP"          # set for the warm-up analysis: it never starts one
 START_TIMEOUT_S = 180.0       # a cold JVM on a busy 2-core host answers in 10-30 s
 STOP_TIMEOUT_S = 20.0
 APP_NAME = "rocketmq-emulator-spark-server"
@@ -77,6 +78,7 @@ class ServerState:
     started_at: float
     status: str = "ready"      # "starting" until it answers (jvm_pid 0 until then)
     warmed: bool = False       # its warm-up analysis is done
+    service_port: int = 0      # where its supervisor takes analyses (server_analysis)
 
     @property
     def url(self) -> str:
@@ -227,9 +229,10 @@ def _directory(d: Path | None = None) -> Path:
     return d
 
 
-def find_server(progress=lambda msg: None, d: Path | None = None) -> ServerState | None:
-    """This environment's server, ready (after waiting for one that is starting), or None
-    when none runs; a stale one is stopped and forgotten, in one progress line."""
+def find_server(progress=lambda msg: None, d: Path | None = None, starting_too: bool = False) -> ServerState | None:
+    """This environment's server, ready (after waiting for one that is starting, unless
+    ``starting_too``: then at once), or None when none runs; a stale one is stopped and
+    forgotten, in one progress line."""
     d = _directory(d)
     waited = False
     while True:
@@ -241,7 +244,7 @@ def find_server(progress=lambda msg: None, d: Path | None = None) -> ServerState
                 _kill(state, d)
                 _remove_state(d)
                 return None
-            if state is None or state.status == "ready":
+            if state is None or state.status == "ready" or starting_too:
                 return state
         if not waited:                         # (_healthy bounds the wait: START_TIMEOUT_S)
             progress("waiting for the Spark server, which is starting")
@@ -250,30 +253,81 @@ def find_server(progress=lambda msg: None, d: Path | None = None) -> ServerState
 
 
 @contextlib.contextmanager
-def server_session(state: ServerState, progress=lambda msg: None, conf: dict[str, str] | None = None,
-                   d: Path | None = None):
-    """A Spark Connect session on ``state``'s server (``conf``: the session's settings),
-    counted busy (the server is not idle) until the block ends."""
+def busy(d: Path):
+    """Count an analysis running on the server (it is not idle) until the block ends."""
     import fcntl
 
-    from .session import build_remote_session
-
-    d = _directory(d)
-    busy = os.open(d / "busy", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(d / "busy", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         with _locked(d / "lock"):              # the supervisor decides idleness under this lock
-            fcntl.flock(busy, fcntl.LOCK_SH)
+            fcntl.flock(fd, fcntl.LOCK_SH)
         _touch(d / "last_used")
-        progress(f"connecting to the Spark server on 127.0.0.1:{state.port}")
-        spark = build_remote_session(state.url, register_source=False, conf=conf)
-        try:
-            yield spark
-        finally:
-            with contextlib.suppress(Exception):   # the server ends the session's state
-                spark.stop()
-            _touch(d / "last_used")
+        yield
     finally:
-        os.close(busy)
+        _touch(d / "last_used")
+        os.close(fd)
+
+
+def analyze_on_server(snapshot: str, out: str, *, delay_levels: str | None = None,
+                      driver_read_max: int | None = None, progress=lambda msg: None,
+                      d: Path | None = None) -> dict | None:
+    """Have this environment's warm server (ready, starting or warming up) analyse
+    ``snapshot`` into ``out``; its summary, or None when no server runs or it could not
+    start (the caller then runs Spark itself). Raises AnalyticsError or SnapshotError
+    (one line, with the exit code the server gave) for what the analysis refused."""
+    d = _directory(d)
+    state = find_server(progress, d, starting_too=True)
+    if state is None or not state.service_port:
+        return None
+    conn = _connect(state, d)
+    if conn is None:
+        return None
+    if state.status == "starting":
+        progress("waiting for the Spark server, which is starting")
+    else:
+        progress(f"connecting to the Spark server on 127.0.0.1:{state.port}")
+    request = {"token": state.token, "snapshot": str(Path(snapshot).resolve()), "out": os.path.abspath(out),
+               "delay_levels": delay_levels, "driver_read_max": driver_read_max}
+    with conn, conn.makefile("rb") as answers:
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        for line in answers:
+            msg = json.loads(line)
+            if "progress" in msg:
+                progress(msg["progress"])
+            elif "summary" in msg:
+                return msg["summary"]
+            elif "error" in msg:
+                raise _refusal(msg["error"], msg["exit_code"])
+            elif "unavailable" in msg:
+                progress(f"the Spark server did not start ({msg['unavailable']})")
+                return None
+            elif "defect" in msg:
+                raise RuntimeError(f"the Spark server's analysis failed:\n{msg['defect']}")
+    raise SparkStartError(f"the Spark server (pid {state.supervisor_pid}) ended during the analysis; its log: "
+                          f"{d / 'supervisor.log'}")
+
+
+def _connect(state, d: Path) -> socket.socket | None:
+    """A connection to the supervisor's analysis port; None when the supervisor is gone
+    before it listens. (A supervisor just started binds it within a second.)"""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", state.service_port), timeout=None)
+        except OSError:
+            if _healthy(state, d) is not None or time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+
+
+class _Refused(AnalyticsError):
+    """An error line the server sent, with its exit code."""
+
+
+def _refusal(line: str, exit_code: int) -> AnalyticsError:
+    exc = _Refused(line)
+    exc.exit_code = exit_code
+    return exc
 
 
 _TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"   # the server reads its token from there
@@ -293,14 +347,15 @@ def start_in_background(idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, warm_up:
         if state is not None:
             _kill(state, d)
         (d / "start-error").unlink(missing_ok=True)
-        port, token = _free_port(), secrets.token_hex(16)
+        port, service_port, token = _free_port(), _free_port(), secrets.token_hex(16)
         cmd = [sys.executable, "-m", __name__, "serve", str(d), "--idle-timeout", str(idle_timeout_s),
-               "--port", str(port)] + (["--warm-up", warm_up] if warm_up else [])
+               "--port", str(port), "--service-port", str(service_port)] + (["--warm-up", warm_up] if warm_up else [])
         with open(d / "supervisor.log", "wb") as log:
             # (the token travels in the environment: a command line is anyone's to read)
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, close_fds=True, env={**os.environ, _TOKEN_ENV: token})
-        state = ServerState(proc.pid, 0, port, token, code_fingerprint(), idle_timeout_s, time.time(), "starting")
+        state = ServerState(proc.pid, 0, port, token, code_fingerprint(), idle_timeout_s, time.time(), "starting",
+                            service_port=service_port)
         _write_state(d, state)
         return state
 
@@ -343,9 +398,11 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGTERM)              # PR_SET_PDEATHSIG
 
 
-def serve(d: Path, idle_timeout_s: float, port: int, warm_up: str | None = None) -> int:
-    """The supervisor: start the JVM, mark server.json ready once it answers, warm it up
-    with an analysis of ``warm_up``, and stop it when idle, told to, or when it died."""
+def serve(d: Path, idle_timeout_s: float, port: int, service_port: int, warm_up: str | None = None) -> int:
+    """The supervisor: take analyses on ``service_port`` from the start (they wait for the
+    JVM), start the JVM, mark server.json ready once it answers, warm it up with an
+    analysis of ``warm_up``, and stop it when idle, told to, or when it died."""
+    from .server_analysis import AnalysisService
     from .session import quiet_conf_dir
 
     stop = {"now": False}
@@ -359,42 +416,46 @@ def serve(d: Path, idle_timeout_s: float, port: int, warm_up: str | None = None)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONF_DIR": quiet_conf_dir(),
            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, _TOKEN_ENV: token}
     env.pop("SPARK_REMOTE", None)
+    service = AnalysisService(d, service_port, token, busy, START_TIMEOUT_S)
     jvm = _launch_jvm(d, port, env)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not _answers(port, timeout=0.5) and jvm.poll() is None and not stop["now"] \
-            and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if stop["now"] or jvm.poll() is not None or not _answers(port, timeout=0.5):
-        if stop["now"]:
-            why = "told to stop while starting"
-        elif jvm.poll() is not None:
-            why = f"its JVM exited with code {jvm.returncode} ({_tail(d / 'server.log') or 'no output'})"
-        else:
-            why = f"it did not answer within {START_TIMEOUT_S:g} s"
-        (d / "start-error").write_text(why + "\n")
-        _end(jvm)
-        with _locked(d / "lock"):
-            _forget(d, os.getpid())
-        return 1
-    with _locked(d / "lock"):
-        current = _read_state(d)
-        if current is None or current.supervisor_pid != os.getpid():     # stopped meanwhile
-            _end(jvm)
-            return 1
-        state = ServerState(os.getpid(), jvm.pid, port, token, current.code, idle_timeout_s, current.started_at)
-        _write_state(d, state)
-        _touch(d / "last_used")
-    warming = _warm_up(d, warm_up) if warm_up else None
     try:
+        service.preload()                      # the analysis' Python modules, while the JVM starts
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _answers(port, timeout=0.5) and jvm.poll() is None and not stop["now"] \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if stop["now"] or jvm.poll() is not None or not _answers(port, timeout=0.5):
+            if stop["now"]:
+                why = "told to stop while starting"
+            elif jvm.poll() is not None:
+                why = f"its JVM exited with code {jvm.returncode} ({_tail(d / 'server.log') or 'no output'})"
+            else:
+                why = f"it did not answer within {START_TIMEOUT_S:g} s"
+            (d / "start-error").write_text(why + "\n")
+            service.unavailable(why)
+            _end(jvm)
+            with _locked(d / "lock"):
+                _forget(d, os.getpid())
+            return 1
+        with _locked(d / "lock"):
+            current = _read_state(d)
+            if current is None or current.supervisor_pid != os.getpid():     # stopped meanwhile
+                service.unavailable("it was stopped while starting")
+                _end(jvm)
+                return 1
+            state = ServerState(**{**asdict(current), "jvm_pid": jvm.pid, "status": "ready"})
+            _write_state(d, state)
+            _touch(d / "last_used")
+        service.ready(state.url, warm_up)
+        warming = bool(warm_up)
         while not stop["now"] and jvm.poll() is None:
             time.sleep(0.5)
-            if warming is not None and warming.poll() is not None:
-                warming = None
+            if warming and service.warm_up_done():
+                warming = False
                 with _locked(d / "lock"):
                     current = _read_state(d)
                     if current is not None and current.supervisor_pid == os.getpid():
-                        state = ServerState(**{**asdict(current), "warmed": True})
-                        _write_state(d, state)
+                        _write_state(d, ServerState(**{**asdict(current), "warmed": True}))
             if time.time() - (d / "last_used").stat().st_mtime < idle_timeout_s:
                 continue
             with _locked(d / "lock"):          # no analysis is finding or starting us now
@@ -404,8 +465,7 @@ def serve(d: Path, idle_timeout_s: float, port: int, warm_up: str | None = None)
                     _forget(d, os.getpid())
                     break
     finally:
-        if warming is not None and warming.poll() is None:
-            warming.kill()
+        service.close()
         _end(jvm)
         with _locked(d / "lock"):
             _forget(d, os.getpid())
@@ -424,21 +484,6 @@ def _idle(d: Path) -> bool:
         return False
     finally:
         os.close(busy)
-
-
-def _warm_up(d: Path, snapshot: str) -> subprocess.Popen:
-    """An analysis of ``snapshot`` on this server (a client like any other), its report
-    in a directory of the state's that it removes: the JVM compiles its planner and the
-    analysis' operators now, not during the user's next analysis."""
-    out = d / "warm-up"
-    code = ("import shutil, sys\nfrom rocketmq_emulator.broker.cli import main\n"
-            "try:\n    rc = main(sys.argv[1:])\nfinally:\n    shutil.rmtree(sys.argv[4], ignore_errors=True)\n"
-            "sys.exit(rc)\n")
-    with open(d / "warm-up.log", "wb") as log:
-        return subprocess.Popen([sys.executable, "-c", code, "analyze", snapshot, "--out", str(out), "--quiet"],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, close_fds=True,
-                                env={**os.environ, STATE_DIR_ENV: str(d), "ROCKETMQ_EMULATOR_SPARK_SERVER": "on",
-                                     WARM_UP_ENV: "1"})
 
 
 def _launch_jvm(d: Path, port: int, env: dict) -> subprocess.Popen:
@@ -483,9 +528,10 @@ def main(argv: list[str]) -> int:
     serve_p.add_argument("state_dir", type=Path)
     serve_p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
     serve_p.add_argument("--port", type=int, required=True)
+    serve_p.add_argument("--service-port", type=int, required=True)
     serve_p.add_argument("--warm-up", default=None, metavar="SNAPSHOT")
     args = p.parse_args(argv)
-    return serve(args.state_dir, args.idle_timeout, args.port, args.warm_up)
+    return serve(args.state_dir, args.idle_timeout, args.port, args.service_port, args.warm_up)
 
 
 if __name__ == "__main__":

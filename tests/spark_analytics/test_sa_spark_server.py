@@ -186,3 +186,76 @@ def test_a_server_directory_it_cannot_use_is_one_line(tmp_path, monkeypatch, cap
     err = capsys.readouterr().err.strip()
     assert err == (f"rocketmq-emulator analyze: error: cannot use the Spark server's directory {tmp_path}/file/server: "
                    "Not a directory (or run with --no-spark-server)")
+
+
+def start_warming_server(snap) -> ServerState:
+    """A server started as the first analysis starts it (warming up with ``snap``),
+    without that analysis' own Spark run."""
+    from rocketmq_emulator.spark_analytics.spark_server import start_in_background
+
+    return start_in_background(warm_up=str(snap))
+
+
+def test_an_analysis_of_the_same_snapshot_during_the_warm_up_takes_its_report_and_errors_stay_one_line(
+        spark_server, scenario, local_tables, tmp_path):
+    start_warming_server(scenario.snap)
+    # sent while the server starts: it waits for the warm-up's analysis, not beside it
+    out, err = finish(analyze_child(scenario.snap, tmp_path / "during"))
+    assert "the Spark server is warming up with an analysis of this snapshot: taking its report" in err
+    assert json.loads(out) == {k: local_tables[k] for k in COUNTS}
+    state = wait_for(lambda: ready(spark_server), timeout=300, interval=0.2)
+    assert not (spark_server / "warm-up").exists()
+    # on the warm server: the same report as Spark in this process computes
+    out, err = finish(analyze_child(scenario.snap, tmp_path / "warm"))
+    assert f"connecting to the Spark server on 127.0.0.1:{state.port}" in err and "warming up" not in err
+    for name in ("during", "warm"):
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        assert summary["tables"] == local_tables["tables"]
+        assert {k: summary[k] for k in COUNTS} == {k: local_tables[k] for k in COUNTS}
+        assert (tmp_path / name / "report.html").is_file() and (tmp_path / name / "aggregates" / "lag.parquet").is_file()
+    # what the supervisor refuses is one line and its exit code, as without a server
+    (tmp_path / "a-file").write_text("")
+    for args, line in [
+        ([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")], f"{tmp_path / 'nowhere'}"),
+        ([str(scenario.snap), "--out", str(tmp_path / "a-file")], "is a file; give a directory for the report"),
+        ([str(scenario.snap), "--out", str(tmp_path / "o"), "--delay-levels", "1s soon"], "soon"),
+    ]:
+        done = subprocess.run([sys.executable, "-c", CLI_MAIN, "analyze", *args], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 2, done.stderr
+        [shown] = done.stderr.strip().splitlines()[-1:]
+        assert shown.startswith("rocketmq-emulator analyze: error: ") and line in shown, done.stderr
+        assert "Traceback" not in done.stderr
+    assert "Traceback" not in (spark_server / "supervisor.log").read_text()
+    assert _read_state(spark_server) == state
+
+
+def test_an_analysis_of_something_else_during_the_warm_up_cancels_it_and_a_command_gone_cancels_its_own(
+        spark_server, scenario, local_tables, tmp_path):
+    from rocketmq_emulator.spark_analytics.spark_server import _idle
+
+    start_warming_server(scenario.snap)
+    # other options: another report, so the warm-up's is no use to it
+    levels = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    out, err = finish(analyze_child(scenario.snap, tmp_path / "other", "--delay-levels", levels))
+    assert "warming up" not in err
+    assert json.loads(out) == {k: local_tables[k] for k in COUNTS}
+    wait_for(lambda: ready(spark_server), timeout=300, interval=0.2)
+    log = (spark_server / "supervisor.log").read_text()
+    assert "the warm-up analysis is cancelled: an analysis of another snapshot (or with other options) came" in log
+    assert "Traceback" not in log and not (spark_server / "warm-up").exists()
+    # a command killed while the server computes its tables: its analysis stops, no report
+    # appears after it, and the server goes on serving
+    killed = analyze_child(scenario.snap, tmp_path / "killed")
+    for line in killed.stderr:
+        if "computing the" in line:
+            break
+    killed.kill()
+    killed.communicate(timeout=30)
+    wait_for(lambda: "an analysis is cancelled: its command went away" in (spark_server / "supervisor.log").read_text(),
+             timeout=60, interval=0.1)
+    wait_for(lambda: _idle(spark_server), timeout=120, interval=0.2)
+    assert not (tmp_path / "killed" / "report.html").exists() and not (tmp_path / "killed" / "summary.json").exists()
+    out, _ = finish(analyze_child(scenario.snap, tmp_path / "after"))
+    assert json.loads(out) == {k: local_tables[k] for k in COUNTS}
+    assert "Traceback" not in (spark_server / "supervisor.log").read_text()
