@@ -6,7 +6,7 @@ seeds found it, and the first one shrunk (messages and faults of the repro).
     .venv/bin/python benchmarks/swarm_planted.py [--seeds 500] [--master local[2]]
 
 The planted consumers are tests/simulation's; the early retry is that test's patch of
-pop_consumer.retry_interval_ms, applied inside each seed's run (so in Spark's workers).
+pop_consumer.rocketmq5_retry_interval_ms, applied inside each seed's run (so in Spark's workers).
 """
 from __future__ import annotations
 
@@ -31,12 +31,12 @@ from tests.simulation.test_swarm_planted import PLANTED, planted_base  # noqa: E
 
 @contextmanager
 def early_retry():
-    real = pop_consumer.retry_interval_ms
-    pop_consumer.retry_interval_ms = lambda attempt: 1000
+    real = pop_consumer.rocketmq5_retry_interval_ms
+    pop_consumer.rocketmq5_retry_interval_ms = lambda attempt: 1000
     try:
         yield
     finally:
-        pop_consumer.retry_interval_ms = real
+        pop_consumer.rocketmq5_retry_interval_ms = real
 
 
 @dataclass(frozen=True)

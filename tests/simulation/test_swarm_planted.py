@@ -24,7 +24,7 @@ SEEDS = range(1, 31)
 
 def early_retry(monkeypatch):
     # the planted bug of test_rocketmq5_groups: the consumer asks for 1 s where the table says 10 s, 30 s, ...
-    monkeypatch.setattr(pop_consumer, "retry_interval_ms", lambda attempt: 1000)
+    monkeypatch.setattr(pop_consumer, "rocketmq5_retry_interval_ms", lambda attempt: 1000)
 
 
 # (invariant, consumer class or patch, protocol of the group)
