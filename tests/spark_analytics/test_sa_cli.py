@@ -203,3 +203,17 @@ def test_a_failure_out_of_spark_is_one_line_of_its_message():
     assert spark_failure_line(rpc) == ("Spark failed while running the analysis: the Spark Connect server answered "
                                        "StatusCode.UNAVAILABLE: failed to connect to all addresses")
     assert spark_failure_line(ValueError("ours")) is None
+
+
+def test_an_argument_with_a_newline_or_an_escape_stays_in_one_escaped_error_line(tmp_path, capsys, no_spark):
+    """issue 46.8: a path or value a user pasted with a newline or an ESC sequence does
+    not split the error line or drive the terminal."""
+    hostile = str(tmp_path / "snap\n2024-01-01 ERROR forged\x1b[31m")
+    for argv in ([hostile, "--out", str(tmp_path / "o")], ["--delay-levels", "1s\x1b[2J", "x", "--out", "y"],
+                 ["x", "--out", "y", "--driver-read-max", "1\nforged"]):
+        assert analyze_main(argv) == 2
+        line = one_line(capsys.readouterr().err)
+        assert "\x1b" not in line and "\n" not in line, line
+    assert cli.snapshot_main(["--data-dir", hostile, "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err, err
