@@ -17,7 +17,7 @@ from rocketmq_emulator.broker.fronts.pulsar import schema as ps
 from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder as PulsarDecoder, encode_simple
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode
 
-from tests.support.processes import read_listening
+from tests.support.processes import read_listening, stop_process
 from tests.support.remoting import RawClient
 
 __all__ = ["FuzzedServer"]
@@ -105,13 +105,7 @@ class FuzzedServer:
     def stop(self) -> dict:
         summary = {"inputs": dict(self.inputs), "rss_mb_start": round(self.start_rss_mb, 1),
                    "rss_mb_end": round(self.rss_mb(), 1) if self.proc.poll() is None else None}
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self._log.close()
         return summary
 

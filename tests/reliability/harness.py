@@ -32,7 +32,7 @@ from pathlib import Path
 
 from rocketmq_emulator.client_sdk import (CONSUME_SUCCESS, RECONSUME_LATER, Message, MQClientError, Producer,
                                           PushConsumer, RemotingError)
-from tests.support.processes import free_port, wait_for, wait_port
+from tests.support.processes import free_port, stop_process, wait_for, wait_port
 
 __all__ = ["KillRun", "run_once", "serve_command"]
 
@@ -93,13 +93,7 @@ class _Broker:
         self.proc.wait(10)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc, grace=20)
 
 
 def _fails(uniq: str, attempt: int) -> bool:

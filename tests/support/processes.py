@@ -164,6 +164,18 @@ class EmulatorProcess:
             self.proc.wait(15)
 
 
+def stop_process(proc: subprocess.Popen | None, grace: float = 15.0) -> None:
+    """Ask a process to stop (SIGTERM) and kill it if it is still there after ``grace``
+    seconds: a test's server never outlives the test, even one that ignores SIGTERM."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02):
     """Bounded polling for a condition another process or thread brings about: the
     predicate's first truthy value, or AssertionError once ``timeout`` seconds pass."""

@@ -14,7 +14,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from tests.support.processes import free_port, wait_for, wait_port
+from tests.support.processes import free_port, stop_process, wait_for, wait_port
 
 
 def spark_class() -> str:
@@ -162,13 +162,7 @@ class SparkConnectServer:
         return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.proc = None
 
     def __enter__(self) -> "SparkConnectServer":
