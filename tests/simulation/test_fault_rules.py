@@ -407,3 +407,54 @@ def test_the_readme_fault_simulation_line_runs_as_written(tmp_path):
     sends, pulls = printed["faults"]
     assert (sends["operation"], sends["action"], pulls["operation"], pulls["action"]) == ("send", "drop", "pull", "delay")
     assert sends["applied"] > 0 and pulls["applied"] > 0
+
+
+# Found by a swarm (simulate --seeds 1..40 --pattern w1 --draw-faults --shrink), each shrunk
+# to 1 message and 2 faults: seed 6 (send-backs delayed past the client's wait while the
+# broker's writes are off: local retries up to reconsumeTimes 16), seed 31 (send-backs
+# dropped, writes off: local retries 4..6, then the client's copy at 7 and the broker's
+# ladder on from there).
+LOCAL_RETRY_SCENARIOS = {
+    6: {"write_off": [[164735, 276488]],
+        "faults": [{"operation": "send_back", "action": "delay", "group": "SimGroup", "window": [41711, 295339],
+                    "delay": 40000}]},
+    31: {"write_off": [[66168, 113441]],
+         "faults": [{"operation": "send_back", "action": "drop", "group": "SimGroup", "window": [88236, 121259]}]},
+}
+
+
+@pytest.mark.parametrize("seed", sorted(LOCAL_RETRY_SCENARIOS))
+def test_a_dead_letter_after_local_retries_counts_the_clients_reconsume_times(store_dir, tmp_path, seed):
+    """When a send-back and the client's own retry copy both fail, the client retries the
+    same copy locally every 5 s, each time with reconsumeTimes + 1, as upstream's
+    processConsumeResult does, and the copy it publishes next carries that count (one at
+    maxReconsumeTimes is dead-lettered at once: handleRetryAndDLQ). Every reconsumeTimes
+    is reached once, by a stored copy or a local retry: upstream's count, not a lost
+    attempt, and the checker takes it (it reported 0..4 or 0..3, 7..16 as missing levels)."""
+    path = tmp_path / f"seed{seed}.json"
+    path.write_text(json.dumps({"seed": seed, "messages": 1, "duration": 300000,
+                                "groups": [{"poison_every": 100, "fail_once_every": 10, "fail_once_remainder": 5}],
+                                **LOCAL_RETRY_SCENARIOS[seed]}))
+    result = Simulation(Scenario.load(path, seed=seed), store_dir).run()
+    assert result.ok, [str(v) for v in result.violations]
+    assert result.summary()["dead_lettered"] == 1
+
+
+def test_a_level_skipped_by_a_local_retry_is_still_caught(store_dir, tmp_path, monkeypatch):
+    """The client's count does not hide a level no copy and no local retry reached:
+    planted, a local retry that adds 2 to reconsumeTimes is reported."""
+    path = tmp_path / "seed31.json"
+    path.write_text(json.dumps({"seed": 31, "messages": 1, "duration": 300000,
+                                "groups": [{"poison_every": 100, "fail_once_every": 10, "fail_once_remainder": 5}],
+                                **LOCAL_RETRY_SCENARIOS[31]}))
+    send_back = PushConsumer.send_message_back
+
+    def skipping(self, msg, *args, **kwargs):
+        sent = send_back(self, msg, *args, **kwargs)
+        if not sent:
+            msg.reconsume_times += 1         # planted: the local retry's own + 1 comes on top
+        return sent
+
+    monkeypatch.setattr(PushConsumer, "send_message_back", skipping)
+    result = Simulation(Scenario.load(path, seed=31), store_dir).run()
+    assert any(v.invariant == "attempts" for v in result.violations), [str(v) for v in result.violations]
