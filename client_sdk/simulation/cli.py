@@ -32,14 +32,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="the seed: same seed, same run, same bytes (default: 0)")
     # a swarm (swarm_cli.py): many seeds as Spark tasks, a Parquet row each
     p.add_argument("--seeds", help="a swarm: N (seeds 1..N), A..B or a list like 3,7,100..120, run as Spark tasks "
-                                   "(needs the analytics extra); rows in --out/seeds.parquet, a summary printed")
+                                   "(needs the analytics extra); rows in --out/seeds.parquet, a summary printed (default: one "
+                                   "seed, --seed, no Spark)")
     p.add_argument("--draw-faults", action="store_true", help="swarm: each seed draws its crashes, write-off "
                    "windows, consumer restarts and fault rules (replacing the scenario's)")
     p.add_argument("--shrink", action="store_true", help="swarm: shrink each invariant's first failing seed to a "
                                                          "small scenario file and print the command replaying it")
     p.add_argument("--master", help="swarm: Spark master URL, as analyze takes it (default: local[*,4], local[*] "
                                     "retrying a task up to 4 times)")
-    p.add_argument("--remote", metavar="sc://HOST:PORT", help="swarm: run on a Spark Connect server instead")
+    p.add_argument("--remote", metavar="sc://HOST:PORT", help="swarm: run on a Spark Connect server instead (default: none; "
+                                                                  "Spark runs where --master says)")
     p.add_argument("--partitions", type=int, help="swarm: partitions of the seeds (default: a few per core, at most "
                                                   "50 seeds each)")
     p.add_argument("--messages", type=int, help="messages to produce (default: 1000)")
