@@ -91,7 +91,12 @@ def test_readers_of_a_partitioned_topic_from_the_start_and_from_the_end(client):
 
 
 def test_unsubscribing_a_partitioned_consumer_deletes_the_subscription_on_every_partition(server, client):
-    consumer = client.subscribe("events", "temporary", initial_position=pulsar.InitialPosition.Earliest)
+    # (from the latest position: nothing is dispatched to it while it unsubscribes. From the
+    # earliest, the partitions' messages arrive during the unsubscribe, and pulsar-client
+    # 3.13.0 crashed the test process with SIGSEGV inside unsubscribe() about once in 30
+    # runs here, also on a branch whose Pulsar code for this test is 05e806b's: the client's
+    # race, not what this test is about; 0 in 45 runs from the latest position)
+    consumer = client.subscribe("events", "temporary", initial_position=pulsar.InitialPosition.Latest)
     assert all("temporary" in http(server.http_port, "GET", f"{NS}/events-partition-{i}/subscriptions")[1]
                for i in range(3))
     consumer.unsubscribe()
