@@ -24,7 +24,7 @@ from .config import PERM_READ, PERM_WRITE
 from .errors import ClockError
 from .operations import BrokerRoute, QueueRoute, TopicRoute
 from .retry_lifecycle import DLQ_PREFIX, RETRY_PREFIX
-from .topics import is_system_topic
+from .rocketmq_model.topics import is_system_topic
 
 __all__ = ["Cluster", "BrokerState", "ClusterError", "broker_names", "advance_together", "live_members", "next_due_ms",
            "MAX_BROKERS"]

@@ -23,32 +23,32 @@ from rocketmq_emulator.store.records import PROP_CRC
 from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
-from .config_writer import ConfigWriter
+from .rocketmq_model.config_writer import ConfigWriter
 from .core_types import Channel, ConsumeMessageContext
-from .delivery_log import DeliveryLog
+from .views.delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
-from .groups import ConsumerManager, GroupManager, LockManager
-from . import pulling, sending
+from .rocketmq_model.groups import ConsumerManager, GroupManager, LockManager
+from .rocketmq_model import pulling, sending
 from .kept_records import KeptRecords
-from .long_polling import HeldPull, PullHoldService
-from .offset_book import OffsetBook
-from .rates import RateRing
-from .invisible_time import PopService
-from .pulsar_compaction import Compaction
-from .pulsar_cursors import SubscriptionService
-from .pulsar_producers import PulsarProducers
-from .pulsar_topics import PulsarTopics
+from .rocketmq_model.long_polling import HeldPull, PullHoldService
+from .rocketmq_model.offset_book import OffsetBook
+from .views.rates import RateRing
+from .rocketmq_model.invisible_time import PopService
+from .pulsar_model.compaction import Compaction
+from .pulsar_model.cursors import SubscriptionService
+from .pulsar_model.producers import PulsarProducers
+from .pulsar_model.topics import PulsarTopics
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
                          EndTransaction, EndTransactionResult, OffsetCommit, PopRequest, PopResult, PullOutcome,
                          PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
-from .faults import FaultSet
+from .faults.rules import FaultSet
 from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
-from .delay_queue import ScheduleService
-from .transactions import TransactionService
-from .topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicConfig, TopicManager, retry_topic
+from .rocketmq_model.delay_queue import ScheduleService
+from .rocketmq_model.transactions import TransactionService
+from .rocketmq_model.topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicConfig, TopicManager, retry_topic
 
 __all__ = ["BrokerCore", "Channel", "ConsumeMessageContext"]
 
@@ -113,10 +113,10 @@ class BrokerCore:
             store, lambda t: bool(self.pulsar_topics.effective(t, "deduplicationEnabled")), first,
             lambda t: self._compaction_threshold(t) > 0)
         self.pulsar_topics.policy_changed.append(self.pulsar_producers.refresh)
-        # half messages and their check-back ladder (broker/transactions.py)
+        # half messages and their check-back ladder (broker/rocketmq_model/transactions.py)
         self.transactions = TransactionService(store, clock, self.config, self.topics, self.put_message, self.notify,
                                                self.producers, self.store_host)
-        # faults on demand (broker/faults.py): rules the fronts ask at their one call into
+        # faults on demand (broker/faults/rules.py): rules the fronts ask at their one call into
         # the core; their random draws come from a source of their own, so a run without
         # rules draws nothing and gives the same bytes
         self.faults = FaultSet(clock, random.Random(0), self.events, self.config.broker_name)
@@ -219,7 +219,7 @@ class BrokerCore:
                     delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0,
                     stored_map: bool = False, body_crc: int | None = None, now: int | None = None):
         """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
-        DELAY / TIMER_* properties when both are None (broker/delay_queue.py); a
+        DELAY / TIMER_* properties when both are None (broker/rocketmq_model/delay_queue.py); a
         ``delay_level`` of 0 stores it as it is without looking — record the events,
         wake held pulls, keep the record (broker/kept_records.py). Returns the store's
         PutResult; ``rec`` is updated in place. ``kind`` SENT_BACK (a send-back's retry
@@ -284,36 +284,36 @@ class BrokerCore:
 
     # -- typed operations (broker/operations.py) ---------------------------------------
     def send(self, request: SendRequest, channel: Channel) -> SendResult:
-        """Store one message (broker/sending.py)."""
+        """Store one message (broker/rocketmq_model/sending.py)."""
         return sending.send(self, request, channel)
 
     def send_batch(self, request: BatchSendRequest, channel: Channel) -> SendResult:
-        """Store a batch of one topic and queue (broker/sending.py)."""
+        """Store a batch of one topic and queue (broker/rocketmq_model/sending.py)."""
         return sending.send_batch(self, request, channel)
 
     def send_back(self, request: SendBack) -> SendBackResult:
         """A consumer gives a stored message back: retried later or dead-lettered, as
-        the retry lifecycle decides (broker/sending.py)."""
+        the retry lifecycle decides (broker/rocketmq_model/sending.py)."""
         return sending.send_back(self, request)
 
     def end_transaction(self, request: EndTransaction) -> EndTransactionResult:
         """A producer commits or rolls back a half message, or does not know yet
-        (broker/transactions.py)."""
+        (broker/rocketmq_model/transactions.py)."""
         return self.transactions.end(request)
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
-        """Read a queue for a group (broker/pulling.py); commits ``commit_offset``."""
+        """Read a queue for a group (broker/rocketmq_model/pulling.py); commits ``commit_offset``."""
         return pulling.pull(self, request, channel)
 
     def pop(self, request: PopRequest) -> PopResult:
         """5.x receive: visible messages of a topic (and the group's pop retry topic),
-        invisible for the request's time after (broker/invisible_time.py)."""
+        invisible for the request's time after (broker/rocketmq_model/invisible_time.py)."""
         self._deadline = _STALE
         return self.pops.pop(request)
 
     def release_client(self, client_id: str) -> int:
         """A 5.x client went away: its auto-renewed deliveries are visible again after 1 s
-        (broker/invisible_time.py). Returns how many it held."""
+        (broker/rocketmq_model/invisible_time.py). Returns how many it held."""
         self._deadline = _STALE
         return self.pops.release(client_id)
 
@@ -447,7 +447,7 @@ class BrokerCore:
 
     def _held_by_fault(self, held) -> PullResult | None:
         """"No new message" for a long poll whose group a fault rule's hold keeps back
-        (broker/faults.py): the client pulls again, and its front holds that pull."""
+        (broker/faults/rules.py): the client pulls again, and its front holds that pull."""
         request = held.request
         if not self.faults.holds(request.group, request.topic, "4.x"):
             return None
@@ -755,7 +755,7 @@ class BrokerCore:
 
     # -- topics clients name ---------------------------------------------------------------
     # (A 5.x client's route names only topics that exist, as a proxy answers it; a 4.x
-    # send creates its topic from TBW102 in broker/sending.py.)
+    # send creates its topic from TBW102 in broker/rocketmq_model/sending.py.)
     def ensure_pulsar_topic(self, stored: str) -> TopicConfig:
         """The store topic a Pulsar producer or consumer names (pulsar_names.store_topic),
         created with its one queue when it does not exist yet, as a Pulsar broker's
@@ -775,8 +775,8 @@ class BrokerCore:
                      order: bool = False, message_type: str | None = None):
         """UPDATE_AND_CREATE_TOPIC from Python; ``message_type``: a 5.x topic's type
         (normal, fifo, delay, transaction; ValueError for another)."""
-        from .message_types import MESSAGE_TYPE_ATTRIBUTE, parse_message_type
-        from .topics import check_topic_settings, validate_topic_name
+        from .rocketmq_model.message_types import MESSAGE_TYPE_ATTRIBUTE, parse_message_type
+        from .rocketmq_model.topics import check_topic_settings, validate_topic_name
 
         validate_topic_name(topic)
         check_topic_settings(queue_nums, queue_nums, perm)
@@ -806,7 +806,7 @@ class BrokerCore:
         RequestRefused with upstream's remark, nothing changed); the change is written
         before this returns. Returns why it could not be written (the old config is
         then back in place), None when it was."""
-        from .topics import check_topic_settings, validate_topic_name
+        from .rocketmq_model.topics import check_topic_settings, validate_topic_name
 
         validate_topic_name(tc.topic_name)
         if self.topics.is_system(tc.topic_name):

@@ -24,7 +24,7 @@ class EventKind:
     SENT_BACK = "sent_back"
     DEAD_LETTERED = "dead_lettered"
     OFFSET_COMMITTED = "offset_committed"
-    FAULT = "fault"                     # a fault rule was applied (broker/faults.py)
+    FAULT = "fault"                     # a fault rule was applied (broker/faults/rules.py)
 
 
 @dataclass(slots=True, unsafe_hash=True)

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from .groups import SubscriptionData        # (a consumer's subscription: part of a Registration)
+from .rocketmq_model.groups import SubscriptionData
 
 __all__ = ["PullOutcome", "PullRequest", "PullResult", "OffsetCommit", "CommitOutcome", "ConsumerRegistration",
            "Registration", "QueueRoute", "BrokerRoute", "TopicRoute", "SendRequest", "SendOutcome", "SendResult",
@@ -263,7 +263,7 @@ class SendBackResult:
     delay_level: int = 0
 
 
-# -- 5.x pop model (broker/invisible_time.py) ------------------------------------------------------------
+# -- 5.x pop model (broker/rocketmq_model/invisible_time.py) ------------------------------------------------------------
 @dataclass(slots=True)
 class PopRequest:
     """Receive up to ``max_msgs`` (1..32) visible messages of ``topic`` for ``group``,
@@ -335,7 +335,7 @@ class ChangeInvisibleResult:
     remark: str | None = None
 
 
-# -- transactions (broker/transactions.py) ---------------------------------------------------------------
+# -- transactions (broker/rocketmq_model/transactions.py) ---------------------------------------------------------------
 class Resolution(enum.Enum):
     """A producer's answer for a half message (4.x commitOrRollback, 5.x TransactionResolution)."""
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY
 from rocketmq_emulator.store.records import SYSTEM_PROPERTY_KEYS, Prop
 
-from .pulsar_cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
-from .pulsar_producers import PRODUCER_PROPERTY, SEQUENCE_PROPERTY
+from .pulsar_model.cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
+from .pulsar_model.producers import PRODUCER_PROPERTY, SEQUENCE_PROPERTY
 
 __all__ = ["NOT_USER_PROPERTIES", "user_properties"]
 

@@ -20,7 +20,12 @@ from typing import Callable
 from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.dead_letters import DeadLetter, RedriveResult, dead_letters, redrive_on
+from rocketmq_emulator.broker.rocketmq_model.dead_letters import (
+    DeadLetter,
+    RedriveResult,
+    dead_letters,
+    redrive_on,
+)
 from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, RETRY_PREFIX
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
@@ -200,13 +205,13 @@ class EmbeddedBroker(AdminOperations, Connector):
         self.runtime.run_until_idle()
 
     def dead_letters(self, group: str) -> list[DeadLetter]:
-        """``group``'s dead letters on every broker (broker/dead_letters.py): id, keys,
+        """``group``'s dead letters on every broker (broker/rocketmq_model/dead_letters.py): id, keys,
         tags, original topic, attempts, when it died, and what it was re-driven as."""
         return [d for core in self._cores(None) for d in dead_letters(core, group)]
 
     def redrive(self, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:
         """Send ``group``'s dead letters (``ids``, or every one) back to their topic as new
-        messages, each once (the rule: broker/dead_letters.py). DeadLetterError (a
+        messages, each once (the rule: broker/rocketmq_model/dead_letters.py). DeadLetterError (a
         ValueError) for an empty DLQ or an id that is not one of its dead letters."""
         result = redrive_on(self._cores(None), group, ids, dry_run=dry_run)
         self.runtime.run_until_idle()
@@ -227,7 +232,7 @@ class EmbeddedBroker(AdminOperations, Connector):
     @property
     def faults(self) -> Faults:
         """Fault rules on the broker(s): ``faults.add("send", "refuse", times=1)`` and
-        friends (client_sdk/faults.py, broker/faults.py)."""
+        friends (client_sdk/faults.py, broker/faults/rules.py)."""
         return Faults(lambda: self._cores(None))
 
     @property

@@ -11,12 +11,12 @@ the same API over the wire (EMULATOR_FAULTS, what `rocketmq-emulator fault` send
 A rule goes to every broker of a cluster as one rule (``broker=NAME``: it only matches
 there): "times=1" is the next match anywhere in the cluster; its handle's hits are the
 cluster's, and remove() takes it off every broker. The rules are
-the broker's (broker/faults.py): the same for every client, every dialect and every
+the broker's (broker/faults/rules.py): the same for every client, every dialect and every
 transport, each applied fault a FAULT event.
 """
 from __future__ import annotations
 
-from rocketmq_emulator.broker.faults import FaultError, list_rules, place_rule, rule_from
+from rocketmq_emulator.broker.faults.rules.rules import FaultError, list_rules, place_rule, rule_from
 from rocketmq_emulator.delay_scheduler.levels import parse_duration
 
 __all__ = ["Faults", "FaultHandle", "RemoteFaults", "RemoteFaultHandle", "FaultError"]

@@ -1,5 +1,5 @@
 """``rocketmq-emulator dlq list|redrive GROUP``: a group's dead letters over the wire
-(EMULATOR_DLQ), and re-driving them to their topic (broker/dead_letters.py's rule)."""
+(EMULATOR_DLQ), and re-driving them to their topic (broker/rocketmq_model/dead_letters.py's rule)."""
 from __future__ import annotations
 
 import json

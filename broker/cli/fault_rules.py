@@ -1,5 +1,5 @@
 """``rocketmq-emulator fault add|list|remove|clear``: a broker's fault rules over the wire
-(EMULATOR_FAULTS; broker/faults.py), so a test run against `serve` — with any client,
+(EMULATOR_FAULTS; broker/faults/rules.py), so a test run against `serve` — with any client,
 in any language — can make the broker refuse, drop, delay or duplicate on purpose."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from ..pulsar_names import shown_topic
+from ..pulsar_model.names import shown_topic
 from .common import CommandParser, UsageError, fail, int_in_range, iso_utc, shown
 
 __all__ = ["message_main", "status_main", "record_view"]
@@ -180,7 +180,7 @@ def _send(args) -> int:
     from .names import known_topics
     from .remote import call_server
     from ..fronts.remoting.protocol import RemotingCommand, RequestCode as RQ, ResponseCode as RC
-    from ..pulsar_names import named_topic
+    from ..pulsar_model.names import named_topic
 
     known = known_topics("message send", args.server, args.timeout)
     if isinstance(known, int):

@@ -29,8 +29,8 @@ def resolve_topic(command: str, server: str, timeout: float, topic: str) -> str 
     after the one line, whose suggestion is a name as `topic list` shows it. A system
     topic (TBW102, SCHEDULE_TOPIC_XXXX ...) is left to the server, which refuses what it
     refuses in its own words."""
-    from ..pulsar_names import named_topic, shown_topic
-    from ..topics import is_system_topic
+    from ..pulsar_model.names import named_topic, shown_topic
+    from ..rocketmq_model.topics import is_system_topic
 
     if is_system_topic(topic):
         return topic

@@ -14,8 +14,8 @@ def topic_main(argv: list[str]) -> int:
     """``topic create``: UPDATE_AND_CREATE_TOPIC, what ``mqadmin updateTopic`` sends.
     Clients without the Java client's TBW102 fallback (ali-ons) need their topics made
     before they send."""
-    from ..pulsar_topics import MAX_PARTITIONS
-    from ..topics import QUEUE_NUMS_MAX
+    from ..pulsar_model.topics import MAX_PARTITIONS
+    from ..rocketmq_model.topics import QUEUE_NUMS_MAX
 
     p = CommandParser(prog="rocketmq-emulator topic", description="Create, list, show or delete topics on a server.")
     sub = p.add_subparsers(dest="action", required=True, metavar="{create,list,show,delete}")
@@ -124,7 +124,7 @@ def _shown(config: dict | None) -> dict | None:
     """A topic's config as `topic create --json` shows it."""
     if config is None:
         return None
-    from ..topics import TopicConfig
+    from ..rocketmq_model.topics import TopicConfig
 
     tc = TopicConfig.from_json(config)
     return {"read_queues": tc.read_queue_nums, "write_queues": tc.write_queue_nums, "perm": tc.perm,
@@ -155,7 +155,7 @@ def _change_text(before: dict | None, after: dict | None) -> str:
 
 def _pulsar_store_topics(args) -> list[str] | str:
     """The store topics a Pulsar topic (or each of its partitions) is kept in, or why not."""
-    from ..pulsar_names import PulsarNameError, parse_topic, store_topic
+    from ..pulsar_model.names import PulsarNameError, parse_topic, store_topic
 
     if args.queues is not None:
         return "--queues is not for Pulsar topics: each Pulsar topic (or partition) is one queue"

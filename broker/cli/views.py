@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..pulsar_names import shown_topic
+from ..pulsar_model.names import shown_topic
 from .common import shown
 
 __all__ = ["add_topic_views", "add_group_views", "run_view"]

@@ -1,4 +1,4 @@
-"""Fault rules in a scenario (issue 38): the broker's own rules (broker/faults.py), given
+"""Fault rules in a scenario (issue 38): the broker's own rules (broker/faults/rules.py), given
 as data, installed on the simulated broker(s) and applied by the fronts the simulated
 clients use.
 
@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rocketmq_emulator.broker.faults import Action, FaultError, Operation, place_rule, rule_from
+from rocketmq_emulator.broker.faults.rules.rules import Action, FaultError, Operation, place_rule, rule_from
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 from ..producer import CLIENT_INNER_PRODUCER_GROUP
@@ -355,7 +355,7 @@ class RuleBook:
         self.live[i] = []
 
     def _install(self, i: int) -> None:
-        """The spec's rule on every broker as one rule (broker/faults.place_rule: "times"
+        """The spec's rule on every broker as one rule (broker/faults/rules.place_rule: "times"
         counts across the cluster, as on a running broker), with what is left of its
         count after earlier boots."""
         spec = self.specs[i]

@@ -1,6 +1,6 @@
 """A Pulsar-style consumer for the simulator: what the Pulsar C++ client (inside the
 Python pulsar-client) does with a DeadLetterPolicy on a Shared subscription, on the
-core's subscriptions (broker/pulsar_cursors.py), in process, on the run's virtual clock.
+core's subscriptions (broker/pulsar_model/cursors.py), in process, on the run's virtual clock.
 
 As the real client does (reference pulsar-protocol.md §5–§7): it subscribes at the
 earliest position and gives the broker permits (a receiver queue of 1000, one permit back
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.broker.operations import SendOutcome, SendRequest
-from rocketmq_emulator.broker.pulsar_cursors import SubscribeOutcome, SubType
+from rocketmq_emulator.broker.pulsar_model.cursors import SubscribeOutcome, SubType
 from rocketmq_emulator.broker.retry_lifecycle import (pulsar_dead_letter, pulsar_dead_letter_topic,
                                                        pulsar_delivered_dead, pulsar_redelivery)
 from rocketmq_emulator.store.records import Prop

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-import rocketmq_emulator.broker.pulsar_names as names
+import rocketmq_emulator.broker.pulsar_model.names as names
 from rocketmq_emulator.broker.retry_lifecycle import pulsar_dead_letter_topic
 from rocketmq_emulator.store.records import Prop
 

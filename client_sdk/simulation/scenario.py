@@ -61,7 +61,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rocketmq_emulator.broker.pulsar_names import STORE_PREFIX
+from rocketmq_emulator.broker.pulsar_model.names import STORE_PREFIX
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 from . import fault_rules
@@ -486,7 +486,7 @@ def _int(what: str, v, lo: int | None = None, hi: int | None = None) -> None:
 
 
 def _name(what: str, name) -> None:
-    from rocketmq_emulator.broker.topics import TopicNameError, validate_topic_name
+    from rocketmq_emulator.broker.rocketmq_model.topics import TopicNameError, validate_topic_name
     if not isinstance(name, str):
         raise ScenarioError(f"{what} name must be a string, got {name!r}")
     try:

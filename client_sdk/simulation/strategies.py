@@ -64,7 +64,7 @@ def fault_timelines(draw, duration_ms: int, groups: tuple[str, ...]) -> dict:
     return {"crashes_ms": crashes, "write_off": tuple(windows), "consumer_restarts": restarts}
 
 
-# what each operation may do (broker/faults.py), and the delays drawn for "delay"
+# what each operation may do (broker/faults/rules.py), and the delays drawn for "delay"
 _ACTIONS = {"send": ("refuse", "drop", "delay"), "pull": ("refuse", "drop", "delay", "duplicate", "hold"),
             "send_back": ("refuse", "drop", "delay"), "ack": ("refuse", "drop", "delay"),
             "heartbeat": ("refuse", "drop", "delay"), "route": ("refuse", "drop", "delay")}

@@ -43,11 +43,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rocketmq_emulator.broker.long_polling import HeldPull
+from rocketmq_emulator.broker.rocketmq_model.long_polling import HeldPull
 from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_COMMIT_OFFSET, pull_request_of, route_data
 from rocketmq_emulator.broker.operations import PullOutcome, PullRequest
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
-from rocketmq_emulator.broker.topics import retry_topic
+from rocketmq_emulator.broker.rocketmq_model.topics import retry_topic
 from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 
 from ..api import BrokerAPI

@@ -1,4 +1,4 @@
-"""The fault rules (broker/faults.py): what a rule matches, how often it fires (the next
+"""The fault rules (broker/faults/rules.py): what a rule matches, how often it fires (the next
 N, a seeded probability, a window of the broker's clock), bad input named by field, and
 every applied fault told as an event."""
 import random
@@ -6,8 +6,15 @@ import random
 import pytest
 
 from rocketmq_emulator.broker.events import EventKind, EventLog
-from rocketmq_emulator.broker.faults import (MAX_DELAY_MS, Action, FaultError, FaultSet, Operation, list_rules,
-                                             rule_from)
+from rocketmq_emulator.broker.faults.rules.rules import (
+    MAX_DELAY_MS,
+    Action,
+    FaultError,
+    FaultSet,
+    Operation,
+    list_rules,
+    rule_from,
+)
 from rocketmq_emulator.delay_scheduler import SystemClock, VirtualClock
 
 

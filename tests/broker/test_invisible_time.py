@@ -4,10 +4,10 @@ retry topic with the attempt + 1, the DLQ after the group's maximum deliveries."
 import pytest
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.groups import SubscriptionGroupConfig
+from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig
 from rocketmq_emulator.broker.operations import (AckOutcome, InvisibleOutcome, PopOutcome, PopRequest, SendOutcome,
                                                  SendRequest)
-from rocketmq_emulator.broker.invisible_time import pop_retry_topic
+from rocketmq_emulator.broker.rocketmq_model.invisible_time import pop_retry_topic
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.records import Prop
 

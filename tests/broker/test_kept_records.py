@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.delay_queue import ScheduleService
+from rocketmq_emulator.broker.rocketmq_model.delay_queue import ScheduleService
 from rocketmq_emulator.broker.kept_records import KeptRecords
 from rocketmq_emulator.broker.notifications import PullReady
 from rocketmq_emulator.broker.operations import PullOutcome, PullRequest, SendBack, SendRequest

@@ -1,4 +1,4 @@
-"""One message's life (broker/message_life.py, issue 39 item 1), on cores in this process:
+"""One message's life (broker/views/message_life.py, issue 39 item 1), on cores in this process:
 found by its message id, offset id, key or Pulsar message id; its timeline built from the
 store (each copy, kept across a restart) and the core's delivery log (each delivery with
 its client and attempt, marked as known from the event log only); the same after a
@@ -6,13 +6,13 @@ restart, where the store's part is unchanged and the event log's is gone and sai
 from __future__ import annotations
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.dead_letters import redrive_on
-from rocketmq_emulator.broker.delivery_log import DeliveryLog
-from rocketmq_emulator.broker.groups import SubscriptionGroupConfig
-from rocketmq_emulator.broker.message_life import find, fold_repeats, life
+from rocketmq_emulator.broker.rocketmq_model.dead_letters import redrive_on
+from rocketmq_emulator.broker.views.delivery_log import DeliveryLog
+from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig
+from rocketmq_emulator.broker.views.message_life import find, fold_repeats, life
 from rocketmq_emulator.broker.operations import PopRequest, SendRequest
-from rocketmq_emulator.broker.pulsar_cursors import SubType
-from rocketmq_emulator.broker.pulsar_names import ledger_id, message_id_text
+from rocketmq_emulator.broker.pulsar_model.cursors import SubType
+from rocketmq_emulator.broker.pulsar_model.names import ledger_id, message_id_text
 from rocketmq_emulator.client_sdk import RECONSUME_LATER, EmbeddedBroker, Message
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
@@ -176,7 +176,7 @@ def test_now_says_where_a_message_waits_and_until_when():
 
 def kept_index(core):
     """index_of as the dashboard keeps it: one index, refreshed at each call."""
-    from rocketmq_emulator.broker.retry_ladders import RetryIndex
+    from rocketmq_emulator.broker.views.retry_ladders import RetryIndex
 
     index = RetryIndex(core)
     return lambda c: (index.refresh(), index)[1]

@@ -1,4 +1,4 @@
-"""Topic message types (broker/message_types.py, issue 42): the message.type attribute as
+"""Topic message types (broker/rocketmq_model/message_types.py, issue 42): the message.type attribute as
 upstream's AttributeParser / AttributeUtil take it, a message's type from its properties
 (TopicMessageType.parseFromMessageProperty), the core's refusal of another type on a typed
 topic, and the attribute kept in topics.json across a restart."""
@@ -8,8 +8,13 @@ import pytest
 
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode as RC
-from rocketmq_emulator.broker.message_types import (TopicAttributeError, accepted_types, apply_attribute_changes,
-                                                    message_type_of, mismatch)
+from rocketmq_emulator.broker.rocketmq_model.message_types import (
+    TopicAttributeError,
+    accepted_types,
+    apply_attribute_changes,
+    message_type_of,
+    mismatch,
+)
 from rocketmq_emulator.delay_scheduler import VirtualClock
 
 from .wire import WireClient

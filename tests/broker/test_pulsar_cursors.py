@@ -1,4 +1,4 @@
-"""Pulsar-style subscriptions on the core (broker/pulsar_cursors.py; reference
+"""Pulsar-style subscriptions on the core (broker/pulsar_model/cursors.py; reference
 pulsar-protocol.md §5): permits, dispatch by subscription type, the cursor's mark-delete
 position as the group's committed offset, redelivery counts."""
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.notifications import DispatchReady
 from rocketmq_emulator.broker.operations import SendOutcome, SendRequest
-from rocketmq_emulator.broker.pulsar_cursors import SubscribeOutcome, SubType
+from rocketmq_emulator.broker.pulsar_model.cursors import SubscribeOutcome, SubType
 
 T, G = "pulsar|public|default|t", "sub"
 
@@ -130,7 +130,7 @@ def test_after_a_restart_acks_and_redelivery_counts_are_kept_unless_pulsars_beha
 
 
 def test_delayed_messages_wait_for_shared_subscriptions_only_on_the_cores_clock():
-    from rocketmq_emulator.broker.pulsar_cursors import DELIVER_AT_PROPERTY
+    from rocketmq_emulator.broker.pulsar_model.cursors import DELIVER_AT_PROPERTY
 
     core = broker()
     now = core.clock.now_ms()
@@ -161,7 +161,7 @@ def test_delayed_messages_wait_for_shared_subscriptions_only_on_the_cores_clock(
 
 
 def test_key_shared_sends_one_keys_messages_to_one_consumer_in_order_waiting_for_its_permits():
-    from rocketmq_emulator.broker.pulsar_cursors import KEY_PROPERTY
+    from rocketmq_emulator.broker.pulsar_model.cursors import KEY_PROPERTY
 
     core = broker()
     keys = ["k0", "k1", "k2", "k3", "k4", "k5"]
@@ -210,7 +210,7 @@ def test_seek_resets_the_cursor_and_detaches_its_consumers():
 
 def test_pulsars_delivery_tick_lets_short_delays_through_and_releases_a_tick_early():
     from rocketmq_emulator.broker.config import BrokerConfig, ConfigError
-    from rocketmq_emulator.broker.pulsar_cursors import DELIVER_AT_PROPERTY
+    from rocketmq_emulator.broker.pulsar_model.cursors import DELIVER_AT_PROPERTY
 
     core = BrokerCore.in_memory(config=BrokerConfig.from_properties({"delayedDeliveryTickTimeMillis": "1000"}))
     core.topics.create_system(T, 1, 6)

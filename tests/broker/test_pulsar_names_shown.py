@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rocketmq_emulator.broker.fronts.http.dashboard import DashboardViews, EventFeed, dashboard_state
 from rocketmq_emulator.broker.fronts.http.metrics import BrokerCollector
-from rocketmq_emulator.broker.groups import SubscriptionGroupConfig
+from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig
 from rocketmq_emulator.broker.operations import CommitOutcome, OffsetCommit, PopRequest
 from rocketmq_emulator.client_sdk import RECONSUME_LATER, EmbeddedBroker, LocalTransactionState, Message
 

@@ -1,4 +1,4 @@
-"""The core's rates over time (broker/rates.py, issue 39 item 3): per second of the
+"""The core's rates over time (broker/views/rates.py, issue 39 item 3): per second of the
 broker's clock, per topic and group, in a ring of fixed size — produced, consumed,
 retried and dead-lettered counted where the core stores and commits, a virtual clock's
 seconds on the x axis, and memory bounded whatever the traffic."""
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
-from rocketmq_emulator.broker.rates import OTHER, RateRing, classify_topic
+from rocketmq_emulator.broker.views.rates import OTHER, RateRing, classify_topic
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
 
 T0 = 1_704_067_200_000          # the virtual clock's start (2024-01-01T00:00:00Z)

@@ -4,13 +4,13 @@ retry_ladders.py and consumer_views.py, issue 39 items 2 and 4): per 4.x delay l
 dead-lettered — the messages behind a bar a page at a time, and each record read once."""
 from __future__ import annotations
 
-from rocketmq_emulator.broker.consumer_views import consumer_rows, group_detail
+from rocketmq_emulator.broker.views.consumer_views import consumer_rows, group_detail
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.groups import SubscriptionGroupConfig
-from rocketmq_emulator.broker.invisible_time import SHARDING_KEY
+from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig
+from rocketmq_emulator.broker.rocketmq_model.invisible_time import SHARDING_KEY
 from rocketmq_emulator.broker.operations import PopRequest, SendBack, SendRequest
-from rocketmq_emulator.broker.pulsar_cursors import SubType
-from rocketmq_emulator.broker.retry_ladders import RetryIndex, bar_messages, ladder
+from rocketmq_emulator.broker.pulsar_model.cursors import SubType
+from rocketmq_emulator.broker.views.retry_ladders import RetryIndex, bar_messages, ladder
 from rocketmq_emulator.client_sdk import RECONSUME_LATER, EmbeddedBroker, Message
 from rocketmq_emulator.delay_scheduler import VirtualClock
 

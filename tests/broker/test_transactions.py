@@ -1,4 +1,4 @@
-"""Transactional messages on the core and the 4.x wire (broker/transactions.py, issue 42):
+"""Transactional messages on the core and the 4.x wire (broker/rocketmq_model/transactions.py, issue 42):
 a half message waits in RMQ_SYS_TRANS_HALF_TOPIC, END_TRANSACTION commits or rolls it
 back, and one left unresolved is checked back with its producer (CHECK_TRANSACTION_STATE)
 transactionTimeOut after it was stored, then every transactionCheckInterval, up to

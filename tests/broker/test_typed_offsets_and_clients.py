@@ -26,7 +26,7 @@ def test_commit_and_resume(core):
 
 def test_registration_without_a_heartbeat_body(core):
     """register / consumer_ids / unregister / locks, called as typed operations."""
-    from rocketmq_emulator.broker.groups import SubscriptionData
+    from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionData
     from rocketmq_emulator.broker.operations import ConsumerRegistration, Registration
 
     a, b = core.connect("10.0.0.1:1"), core.connect("10.0.0.2:2")
@@ -71,7 +71,7 @@ def test_topic_updates_without_a_header(core):
     import pytest
 
     from rocketmq_emulator.broker.fronts.remoting.protocol import RequestRefused
-    from rocketmq_emulator.broker.topics import TopicConfig
+    from rocketmq_emulator.broker.rocketmq_model.topics import TopicConfig
 
     assert core.update_topic(TopicConfig("Orders", 2, 2, 6)) is None
     assert core.route("Orders").queues[0].read_queue_nums == 2

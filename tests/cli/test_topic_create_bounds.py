@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import rocketmq_emulator.broker.pulsar_topics as pulsar_topics
-import rocketmq_emulator.broker.topics as topics
+import rocketmq_emulator.broker.pulsar_model.topics as pulsar_topics
+import rocketmq_emulator.broker.rocketmq_model.topics as topics
 from rocketmq_emulator.broker.cli.main import main
 
 NOWHERE = "127.0.0.1:1"         # nothing is sent: a refused bound stops the command first

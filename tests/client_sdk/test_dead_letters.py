@@ -1,5 +1,5 @@
 """A group's dead letters from Python (EmbeddedBroker) and the re-drive rule
-(broker/dead_letters.py): a new message in the original topic with the body, tags, keys
+(broker/rocketmq_model/dead_letters.py): a new message in the original topic with the body, tags, keys
 and user properties, ORIGIN_MESSAGE_ID kept, reconsume count 0; each dead letter once,
 also after a restart."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.dead_letters import REDRIVEN_FROM, DeadLetterError
+from rocketmq_emulator.broker.rocketmq_model.dead_letters import REDRIVEN_FROM, DeadLetterError
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
 from rocketmq_emulator.delay_scheduler import VirtualClock
 

@@ -104,7 +104,7 @@ def test_a_dead_letter_one_redelivery_early_is_caught(store_dir, monkeypatch):
 def test_a_broker_that_forgets_to_count_is_caught(store_dir, monkeypatch):
     # planted bug: redeliveries not counted, so the client never sees the maximum: the
     # poison messages never end (they are reported lost when the run stops)
-    from rocketmq_emulator.broker.pulsar_cursors import SubscriptionService
+    from rocketmq_emulator.broker.pulsar_model.cursors import SubscriptionService
     back = SubscriptionService._back
     monkeypatch.setattr(SubscriptionService, "_back", lambda self, cursor, offsets, count=True:
                         back(self, cursor, offsets, count=False))

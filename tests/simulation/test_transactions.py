@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from rocketmq_emulator.broker.transactions import TransactionService
+from rocketmq_emulator.broker.rocketmq_model.transactions import TransactionService
 from rocketmq_emulator.client_sdk.simulation import GroupSpec, ProducerSpec, Scenario, ScenarioError, run_simulation
 
 from .conftest import W1, commit_log_bytes, small
@@ -79,7 +79,7 @@ def test_a_broker_that_commits_a_rollback_is_caught(tmp_path, monkeypatch):
 
 def test_a_broker_that_never_discards_is_caught(tmp_path, monkeypatch):
     """A broker that checks back forever (its transactionCheckMax ignored)."""
-    from rocketmq_emulator.broker import transactions
+    from rocketmq_emulator.broker.rocketmq_model import transactions
 
     real_check = transactions.transaction_check
     monkeypatch.setattr(transactions, "transaction_check",

@@ -13,7 +13,7 @@ pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test 
 from rocketmq_emulator.broker.config import BrokerConfig  # noqa: E402
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
-from rocketmq_emulator.broker.pulsar_names import ledger_id  # noqa: E402
+from rocketmq_emulator.broker.pulsar_model.names import ledger_id
 from rocketmq_emulator.delay_scheduler import VirtualClock  # noqa: E402
 from rocketmq_emulator.spark_analytics import datasource  # noqa: E402
 from rocketmq_emulator.spark_analytics.report import analyze_snapshot  # noqa: E402

@@ -18,7 +18,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag
 
-from ...message_types import SHARDING_KEY
+from ...rocketmq_model.message_types import SHARDING_KEY
 from ...user_properties import user_properties
 
 from .stubs import pb

@@ -27,7 +27,7 @@ import asyncio
 
 import grpc
 
-from ...faults import Operation, register_error_codes
+from ...faults.rules import Operation, register_error_codes
 from .convert import pb, status
 
 __all__ = ["operation_of", "settings_about", "refusal", "clock_timer", "wait_for_timer", "wait_out_deadline",

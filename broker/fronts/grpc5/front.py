@@ -16,12 +16,12 @@ from rocketmq_emulator.store.records import Prop, SysFlag
 
 from ...operations import (AckOutcome, EndOutcome, EndTransaction, InvisibleOutcome, PopOutcome, PopRequest,
                            Registration, Resolution, SendOutcome, SendRequest)
-from ...invisible_time import MAX_INVISIBLE_MS
+from ...rocketmq_model.invisible_time import MAX_INVISIBLE_MS
 from ...dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
-from ...message_types import accepted_types
+from ...rocketmq_model.message_types import accepted_types
 from ...notifications import TransactionCheck
 from ...retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, FIFO_RETRY_INTERVAL_MS, ROCKETMQ5_UNORDERED_INTERVALS_MS
-from ...topics import TopicNameError, validate_topic_name
+from ...rocketmq_model.topics import TopicNameError, validate_topic_name
 from .convert import SHARDING_KEY, duration, duration_ms, pb, status, timestamp_ms, to_proto_message
 from .stubs import spb
 

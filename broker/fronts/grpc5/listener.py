@@ -42,7 +42,7 @@ from typing import Callable
 import grpc
 
 from ...events import EventKind
-from ...faults import Action, Operation
+from ...faults.rules import Action, Operation
 from ...log_text import printable
 from .convert import pb, status
 from .fault_answers import (HOLD_RECHECK_S, clock_timer, operation_of, refusal, settings_about, wait_for_timer,

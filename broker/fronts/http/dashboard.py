@@ -31,16 +31,16 @@ from collections import Counter, deque
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, Prop
 
-from ...consumer_views import DIALECTS, consumer_rows, group_detail
-from ...dead_letters import dead_letter_counts, dead_letter_page
+from ...views.consumer_views import DIALECTS, consumer_rows, group_detail
+from ...rocketmq_model.dead_letters import dead_letter_counts, dead_letter_page
 from ...events import EventKind
-from ...fault_placement import fault_of
-from ...group_views import known_groups
-from ...message_life import find, life
-from ...pulsar_names import shown_topic
-from ...rates import KINDS
-from ...retry_ladders import RetryIndex, bar_messages, record_at
-from ...store_views import group_progress, stored_messages
+from ...faults.placement import fault_of
+from ...views.group_views import known_groups
+from ...views.message_life import find, life
+from ...pulsar_model.names import shown_topic
+from ...views.rates import KINDS
+from ...views.retry_ladders import RetryIndex, bar_messages, record_at
+from ...views.store_views import group_progress, stored_messages
 
 # The retry lifecycle's events, not every store (that would cost each put an event), and
 # the faults fault rules applied (so a user sees why a message came back).

@@ -6,7 +6,7 @@ token, limits) stands before every one of them, as before every route.
   /api/clock                            the broker's clock: {"virtual", "now_ms"}
   /api/search?q=TEXT                    messages a message id, offset id, key or Pulsar
                                         message id names, in every topic of every broker
-  /api/message?id=ID                    one message's life (broker/message_life.py)
+  /api/message?id=ID                    one message's life (broker/views/message_life.py)
   /api/consumers?dialect=D&q=&start=&limit=    4.x groups, 5.x groups or Pulsar subscriptions
   /api/group?name=G[&dialect=D]         one group: its retry ladder, queues, clients (default: its
                                         own dialect)

@@ -16,15 +16,15 @@ does, for a script, a test or the dashboard's panel, on every broker of the serv
 A bad rule is a 400 with one line naming the field (broker/faults.FaultError). Like every
 change, a POST or DELETE passes the HTTP guard (guard.py): ``Content-Type:
 application/json`` (a DELETE too, with no body), the dashboard's own origin, the token
-when there is one. The cluster's placement is broker/fault_placement.py's, shared with
+when there is one. The cluster's placement is broker/faults/placement.py's, shared with
 the wire request the CLI sends.
 """
 from __future__ import annotations
 
 from aiohttp import web
 
-from ...fault_placement import add_everywhere, clear_everywhere, listed, remove_everywhere
-from ...faults import FaultError
+from ...faults.placement import add_everywhere, clear_everywhere, listed, remove_everywhere
+from ...faults.rules import FaultError
 from .dashboard_api import timed
 from .guard import json_body
 

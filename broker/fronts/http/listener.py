@@ -27,7 +27,7 @@ from ...cluster import next_due_ms
 from . import dashboard_api, fault_api
 from .dashboard import DashboardViews, EventFeed
 from .dashboard_page import PAGE
-from ...dead_letters import DeadLetterError, redrive_on
+from ...rocketmq_model.dead_letters import DeadLetterError, redrive_on
 from ...errors import ClockError
 from ...log_text import printable
 from .metrics import BrokerCollector, FaultCollector

@@ -17,7 +17,7 @@ scheduler's pending entries, held pulls). Labels: ``broker`` everywhere, then ``
   up                                     1 while the broker runs, 0 while stopped
   store_writable                         1 while a running broker's store takes writes, 0 while it
                                          refuses them (a full disk; store.write_refusal)
-  produced_per_second{topic}             the core's rates (broker/rates.py), each the mean over the
+  produced_per_second{topic}             the core's rates (broker/views/rates.py), each the mean over the
   consumed_per_second{group,topic}       last RATE_WINDOW_S seconds of the broker's clock: messages
   retried_per_second{group,topic}        stored, committed offsets moved, failed deliveries given
   dead_lettered_per_second{group,topic}  another try, dead letters stored
@@ -37,12 +37,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
-from ...dead_letters import dead_letter_counts
+from ...rocketmq_model.dead_letters import dead_letter_counts
 from ...events import EventKind
-from ...fault_placement import fault_of
-from ...pulsar_names import shown_topic
-from ...rates import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
-from ...store_views import group_progress, stored_messages
+from ...faults.placement import fault_of
+from ...pulsar_model.names import shown_topic
+from ...views.rates import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
+from ...views.store_views import group_progress, stored_messages
 
 __all__ = ["BrokerCollector", "FaultCollector", "PREFIX", "RATE_WINDOW_S"]
 

@@ -1,6 +1,6 @@
 """Pulsar's admin REST API and HTTP lookups on the HTTP front (issue 41, items 1 and 2): what
 a Pulsar standalone serves on its web port 8080, the part Pulsar users' test setups and
-clients use. Requests are read into the core's calls (broker/pulsar_admin.py,
+clients use. Requests are read into the core's calls (broker/pulsar_model/admin.py,
 pulsar_topics.py); answers are Pulsar's JSON and status codes: 204 for a change,
 200 with JSON for a read, errors as ``{"reason": "..."}`` with 404 (no such topic,
 subscription, namespace, tenant), 409 (it exists already), 412 (refused: clients
@@ -38,11 +38,27 @@ from typing import Callable
 
 from aiohttp import web
 
-from ...pulsar_admin import (EARLIEST, LATEST, compact, create_subscription, delete_subscription, delete_topic,
-                             reset_cursor, skip, topic_figures)
-from ...pulsar_names import (PulsarNameError, PulsarTopic, creatable, ledger_id, parse_topic, store_topic,
-                             subscription_of)
-from ...pulsar_topics import PulsarAdminError
+from ...pulsar_model.admin import (
+    EARLIEST,
+    LATEST,
+    compact,
+    create_subscription,
+    delete_subscription,
+    delete_topic,
+    reset_cursor,
+    skip,
+    topic_figures,
+)
+from ...pulsar_model.names import (
+    PulsarNameError,
+    PulsarTopic,
+    creatable,
+    ledger_id,
+    parse_topic,
+    store_topic,
+    subscription_of,
+)
+from ...pulsar_model.topics import PulsarAdminError
 from .guard import MAX_BODY
 
 __all__ = ["PulsarAdmin", "ADMIN_PREFIXES"]

@@ -25,10 +25,10 @@ from urllib.parse import unquote, urlparse
 
 from ...core import BrokerCore
 from ...events import Event, EventKind
-from ...groups import SubscriptionData
+from ...rocketmq_model.groups import SubscriptionData
 from ...operations import (ConsumerRegistration, PullRequest, Registration, SendBack, SendBackOutcome, SendOutcome,
                           SendRequest)
-from ...topics import RETRY_PREFIX, TopicNameError, validate_topic_name
+from ...rocketmq_model.topics import RETRY_PREFIX, TopicNameError, validate_topic_name
 
 __all__ = ["MqttSettings", "MqttBridge", "PubackWatcher", "parse_mqtt_url"]
 

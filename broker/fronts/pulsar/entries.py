@@ -15,7 +15,7 @@ import struct
 
 from rocketmq_emulator.store.records import Prop, decode_offset_msg_id, decode_record
 
-from ...pulsar_names import ledger_id, message_id_text, pulsar_topic, shown_topic
+from ...pulsar_model.names import ledger_id, message_id_text, pulsar_topic, shown_topic
 from ...user_properties import user_properties
 from . import schema as s
 
@@ -104,7 +104,7 @@ def batch_items(payload: bytes, n: int) -> list[tuple[object, bytes]]:
 
 
 def keys_of(rec) -> list[tuple[str | None, bool]] | None:
-    """What compaction reads of an entry (broker/pulsar_compaction.py): per message, its
+    """What compaction reads of an entry (broker/pulsar_model/compaction.py): per message, its
     partition key (None: none) and whether it removes that key (an empty payload, or
     null_value); None for a compressed batch, which it keeps whole."""
     meta = _meta(rec)

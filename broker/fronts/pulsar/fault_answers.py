@@ -64,8 +64,8 @@ connection's "host:port".
 """
 from __future__ import annotations
 
-from ...faults import Action, Operation, register_error_codes
-from ...pulsar_names import PulsarNameError, parse_topic
+from ...faults.rules import Action, Operation, register_error_codes
+from ...pulsar_model.names import PulsarNameError, parse_topic
 from . import schema as s
 from .replies import ack_response, error, frame
 

@@ -6,7 +6,7 @@ The handshake (CONNECT → CONNECTED, PING ⇄ PONG; a client's credentials are 
 as on a broker without authentication), lookups answered in band (PARTITIONED_METADATA:
 the topic's partitions; LOOKUP: Connect to this broker's own service URL, or to the
 named advertised listener the client asks for), producers and SEND (producing.py),
-consumers on the core's subscriptions (broker/pulsar_cursors.py): SUBSCRIBE, FLOW,
+consumers on the core's subscriptions (broker/pulsar_model/cursors.py): SUBSCRIBE, FLOW,
 MESSAGE pushed while permits last, ACK (individual, cumulative, batch-index),
 REDELIVER_UNACKNOWLEDGED_MESSAGES with the redelivery count, SEEK, CLOSE_CONSUMER; a
 closed connection's consumers give back what they held. Regex subscriptions' topic lists
@@ -24,10 +24,10 @@ import itertools
 import threading
 from dataclasses import dataclass, field
 
-from ...faults import Action, Operation
+from ...faults.rules import Action, Operation
 from ...java_fields import as_uint64
 from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopicsChanged
-from ...pulsar_cursors import SubscribeOutcome, SubType
+from ...pulsar_model.cursors import SubscribeOutcome, SubType
 from . import producing
 from . import schema as s
 from .entries import METADATA_PROPERTY, is_batch, keys_of, ledger_id, metadata_of, permits_of
@@ -35,7 +35,7 @@ from .fault_answers import DISPATCH_ACTIONS, FLOW_ACTIONS, guarded, hold_ends, r
 from .frames import Frame, FrameError, ack_set_of_mask, encode_payload, mask_of_ack_set, signed_id
 from .replies import ack_response, error, frame, request_id_of, success
 from .topic_lists import TopicWatchers, topics_of_namespace
-from ...pulsar_names import PulsarNameError, parse_topic, store_group, store_topic
+from ...pulsar_model.names import PulsarNameError, parse_topic, store_group, store_topic
 
 __all__ = ["PulsarFront", "Connection", "PendingBytes", "METADATA_PROPERTY", "ledger_id"]
 

@@ -25,12 +25,12 @@ import struct
 from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY, PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import Prop
 
-from ...faults import Action, Operation
+from ...faults.rules import Action, Operation
 from ...java_fields import as_uint64
 from ...operations import SendOutcome, SendRequest
-from ...pulsar_cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
-from ...pulsar_names import PulsarNameError, parse_topic, store_group, store_topic
-from ...pulsar_producers import PRODUCER_PROPERTY, SEQUENCE_PROPERTY, AccessMode
+from ...pulsar_model.cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
+from ...pulsar_model.names import PulsarNameError, parse_topic, store_group, store_topic
+from ...pulsar_model.producers import PRODUCER_PROPERTY, SEQUENCE_PROPERTY, AccessMode
 from ...retry_lifecycle import pulsar_dead_letter
 from . import schema as s
 from .entries import METADATA_PROPERTY, ledger_id

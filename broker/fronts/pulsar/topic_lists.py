@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ...pulsar_names import PulsarNameError, parse_topic, pulsar_topic
+from ...pulsar_model.names import PulsarNameError, parse_topic, pulsar_topic
 from . import schema as s
 from .frames import crc32c
 from .replies import error, frame, success

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ...faults import Action, Operation, register_error_codes
+from ...faults.rules import Action, Operation, register_error_codes
 from .protocol import RemotingCommand, RequestCode, ResponseCode
 from .protocol.typed import FLAG_COMMIT_OFFSET, FLAG_SUSPEND
 

@@ -14,7 +14,7 @@ import logging
 
 from ...core_types import Channel
 from ...errors import RequestRefused
-from ...faults import Operation
+from ...faults.rules import Operation
 from ...log_text import printable
 from ...notifications import ConsumerIdsChanged, PullReady, TransactionCheck
 from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, RemotingCommand,

@@ -8,9 +8,9 @@ import json
 from rocketmq_emulator.delay_scheduler import DelayLevelError, parse_duration
 
 from ....errors import ClockError
-from ....message_types import apply_attribute_changes
+from ....rocketmq_model.message_types import apply_attribute_changes
 from ..protocol import ResponseCode as RC
-from ....topics import TopicConfig, validate_topic_name
+from ....rocketmq_model.topics import TopicConfig, validate_topic_name
 
 __all__ = ["update_and_create_topic", "update_and_create_subscription_group", "clock_advance",
            "update_broker_config", "broker_control"]
@@ -47,7 +47,7 @@ def update_and_create_subscription_group(front, request, channel):
     fastjson reads it (numbers and booleans also as strings, unknown fields ignored);
     written before the reply, as a topic is."""
     core = front.core
-    from ....groups import SubscriptionGroupConfig, validate_group_name
+    from ....rocketmq_model.groups import SubscriptionGroupConfig, validate_group_name
     from ..protocol import RequestRefused
     from ..protocol.fastjson import loads_fastjson
 

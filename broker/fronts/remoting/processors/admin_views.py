@@ -46,7 +46,7 @@ import json
 
 from ..protocol import RequestRefused, ResponseCode as RC
 from ..protocol.fastjson import dumps_queue_map
-from ....topics import RETRY_PREFIX
+from ....rocketmq_model.topics import RETRY_PREFIX
 
 __all__ = ["known_groups_request", "consumer_connections", "producer_connections", "delete_subscription_group", "reset_offset", "get_broker_runtime_info", "get_all_subscription_group_config", "get_all_topic_list", "get_topic_stats_info", "get_consume_stats", "delete_topic_in_broker",
            "delete_topic_in_namesrv"]
@@ -230,6 +230,6 @@ def delete_subscription_group(front, request, channel):
 def known_groups_request(front, request, channel):
     core = front.core
     from ....cluster import live_members
-    from ....group_views import known_groups
+    from ....views.group_views import known_groups
 
     return request.response(RC.SUCCESS, body=json.dumps(known_groups(live_members(core))).encode())

@@ -4,7 +4,7 @@ the 4.x front of the core's offset operations (BrokerCore.committed_offset,
 commit_offset, queue_bounds, offset_at_time, earliest_store_time)."""
 from __future__ import annotations
 
-from ....groups import validate_group_name
+from ....rocketmq_model.groups import validate_group_name
 from ....operations import CommitOutcome, OffsetCommit
 from ..protocol import ResponseCode as RC
 

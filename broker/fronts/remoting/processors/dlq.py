@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from ....cluster import live_members
-from ....dead_letters import DeadLetterError, dead_letter_counts, dead_letters, redrive_on
+from ....rocketmq_model.dead_letters import DeadLetterError, dead_letter_counts, dead_letters, redrive_on
 from ..protocol import RequestRefused, ResponseCode as RC
 
 __all__ = ["dead_letter_request"]

@@ -1,16 +1,16 @@
 """EMULATOR_FAULTS: a broker's fault rules over the wire (``rocketmq-emulator fault``,
 RemoteBroker.faults). Header ``action``: add (the rule as a JSON body: operation,
-action and the optional fields of broker/faults.rule_from; ``window`` as two durations
+action and the optional fields of broker/faults/rules.rule_from; ``window`` as two durations
 from now on the broker's clock, ``delay`` a duration), list, remove (header ``id``),
 clear. The reply's body is JSON. In a cluster every broker gets the rule, so a rule has
-one id everywhere (its ``broker`` matcher decides where it fires): broker/fault_placement.py,
+one id everywhere (its ``broker`` matcher decides where it fires): broker/faults/placement.py,
 which the HTTP API's /api/faults shares."""
 from __future__ import annotations
 
 import json
 
-from ....fault_placement import add_everywhere, clear_everywhere, listed, members, remove_everywhere
-from ....faults import FaultError
+from ....faults.placement import add_everywhere, clear_everywhere, listed, members, remove_everywhere
+from ....faults.rules import FaultError
 from ..protocol import RequestRefused, ResponseCode as RC
 
 __all__ = ["fault_rules_request"]

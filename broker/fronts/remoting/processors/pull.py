@@ -1,4 +1,4 @@
-"""PULL_MESSAGE (11), the 4.x front of the core's pull (broker/pulling.py): the header
+"""PULL_MESSAGE (11), the 4.x front of the core's pull (broker/rocketmq_model/pulling.py): the header
 read into a PullRequest, the outcome mapped to 4.x codes, long polling (the reply of a
 held pull comes later)."""
 from __future__ import annotations

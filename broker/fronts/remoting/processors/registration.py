@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from ....groups import SubscriptionData, validate_group_name
+from ....rocketmq_model.groups import SubscriptionData, validate_group_name
 from ....operations import ConsumerRegistration, Registration
 from ..protocol import RequestRefused, ResponseCode as RC
 from ..protocol.fastjson import loads_fastjson

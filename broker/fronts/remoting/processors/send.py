@@ -1,5 +1,5 @@
 """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320): the 4.x front of
-the core's send operations (broker/sending.py: 4.9.8's msgCheck, handleRetryAndDLQ, the
+the core's send operations (broker/rocketmq_model/sending.py: 4.9.8's msgCheck, handleRetryAndDLQ, the
 one put path). Here: the header (V1 long names or V2 short ones) and the batch body
 read into requests, outcomes mapped to 4.x codes.
 """

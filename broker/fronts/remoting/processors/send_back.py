@@ -1,5 +1,5 @@
 """CONSUMER_SEND_MSG_BACK (36), exactly as 4.9.8's asyncConsumerSendMsgBack: the 4.x
-front of BrokerCore.send_back (broker/sending.py).
+front of BrokerCore.send_back (broker/rocketmq_model/sending.py).
 
 Order of checks: group (auto-created by default) → broker writeable → retryQueueNums
 <= 0 means success with nothing stored → %RETRY%<group> created/fetched → message

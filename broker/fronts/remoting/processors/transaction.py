@@ -1,6 +1,6 @@
 """END_TRANSACTION (37): a 4.x producer commits or rolls back a half message, or answers a
 check-back (CHECK_TRANSACTION_STATE, which RemotingFront sends from the core's
-TransactionCheck); the core decides (broker/transactions.py). And EMULATOR_TRANSACTIONS:
+TransactionCheck); the core decides (broker/rocketmq_model/transactions.py). And EMULATOR_TRANSACTIONS:
 the half messages waiting, for `topic show`, `group show` and scripts."""
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ EMULATOR_DLQ = 91_003
 EMULATOR_GROUPS = 91_004
 # The half messages waiting for their producers (and a topic's 5.x message type).
 EMULATOR_TRANSACTIONS = 91_005
-# Fault rules (broker/faults.py): add one, list them with their hits, remove one, clear.
+# Fault rules (broker/faults/rules.py): add one, list them with their hits, remove one, clear.
 EMULATOR_FAULTS = 91_006
 
 

@@ -9,7 +9,7 @@ from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 
 from rocketmq_emulator.broker.config import BrokerConfig  # noqa: E402
 from rocketmq_emulator.broker.core import BrokerCore  # noqa: E402
-from rocketmq_emulator.broker.groups import SubscriptionGroupConfig  # noqa: E402
+from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig
 from rocketmq_emulator.broker.fronts.grpc5.convert import duration, pb  # noqa: E402
 from rocketmq_emulator.broker.fronts.grpc5.front import Rocketmq5Front  # noqa: E402
 from rocketmq_emulator.delay_scheduler import VirtualClock  # noqa: E402

@@ -16,7 +16,7 @@ from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExp
                       Producer, PushConsumer, SimpleConsumer, TransactionChecker, TransactionResolution)
 from rocketmq.v5.consumer.push.message_listener import MessageListener  # noqa: E402
 
-from rocketmq_emulator.broker.groups import SubscriptionGroupConfig  # noqa: E402
+from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig
 from rocketmq_emulator.store.records import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC  # noqa: E402
 from tests.support.processes import wait_for  # noqa: E402
 

@@ -90,7 +90,7 @@ def test_after_a_restart_a_pulsar_bar_says_which_of_its_messages_it_cannot_list(
     after a restart the bar still counts them and its list says why they are not listed."""
     from rocketmq_emulator.broker.core import BrokerCore
     from rocketmq_emulator.broker.operations import SendRequest
-    from rocketmq_emulator.broker.pulsar_cursors import SubType
+    from rocketmq_emulator.broker.pulsar_model.cursors import SubType
     from rocketmq_emulator.delay_scheduler import VirtualClock
 
     core = BrokerCore.open(tmp_path / "store", VirtualClock())

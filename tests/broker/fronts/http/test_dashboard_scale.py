@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.groups import SubscriptionGroupConfig
+from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig
 from rocketmq_emulator.broker.operations import SendBack, SendOutcome, SendRequest
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from tests.broker.fronts.http.browser import chromium_page, shot

@@ -15,7 +15,7 @@ from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.fronts.pulsar import schema as s
 from rocketmq_emulator.broker.fronts.pulsar.entries import METADATA_PROPERTY
-from rocketmq_emulator.broker.pulsar_names import ledger_id
+from rocketmq_emulator.broker.pulsar_model.names import ledger_id
 from rocketmq_emulator.store import MessageStore
 from rocketmq_emulator.store.accounting import account_message_store
 from tests.broker.fronts.pulsar.raw import call, command, connected, producer, send

@@ -5,10 +5,16 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from rocketmq_emulator.broker.pulsar_names import (PulsarNameError, parse_topic, pulsar_topic, store_group,
-                                                         store_topic, subscription_of)
-from rocketmq_emulator.broker.topics import validate_topic_name
-from rocketmq_emulator.broker.groups import validate_group_name
+from rocketmq_emulator.broker.pulsar_model.names import (
+    PulsarNameError,
+    parse_topic,
+    pulsar_topic,
+    store_group,
+    store_topic,
+    subscription_of,
+)
+from rocketmq_emulator.broker.rocketmq_model.topics import validate_topic_name
+from rocketmq_emulator.broker.rocketmq_model.groups import validate_group_name
 from rocketmq_emulator.store.accounting import is_business_topic
 
 

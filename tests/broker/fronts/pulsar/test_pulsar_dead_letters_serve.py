@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from rocketmq_emulator.broker.pulsar_names import parse_message_id
+from rocketmq_emulator.broker.pulsar_model.names import parse_message_id
 from tests.support.cli_run import run_cli
 from tests.support.processes import EmulatorProcess, wait_for
 

@@ -10,7 +10,7 @@ pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test 
 
 from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder, encode_payload  # noqa: E402
-from rocketmq_emulator.broker.pulsar_names import ledger_id  # noqa: E402
+from rocketmq_emulator.broker.pulsar_model.names import ledger_id
 from tests.broker.fronts.pulsar.raw import command, connected, producer  # noqa: E402
 
 

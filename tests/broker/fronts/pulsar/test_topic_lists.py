@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from rocketmq_emulator.broker import pulsar_admin
+from rocketmq_emulator.broker.pulsar_model import admin as pulsar_admin
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.fronts.pulsar import schema as s
 from rocketmq_emulator.broker.fronts.pulsar.topic_lists import topics_hash
-from rocketmq_emulator.broker.pulsar_names import parse_topic
+from rocketmq_emulator.broker.pulsar_model.names import parse_topic
 from tests.broker.fronts.pulsar.raw import call, command, connected, producer, pushed
 
 NS = "persistent://public/default/"

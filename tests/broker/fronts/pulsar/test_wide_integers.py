@@ -18,8 +18,8 @@ from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.fronts.pulsar import schema as s
 from rocketmq_emulator.broker.fronts.pulsar.frames import FrameDecoder, encode_payload, encode_simple
 from rocketmq_emulator.broker.fronts.pulsar.front import PulsarFront
-from rocketmq_emulator.broker.pulsar_names import store_topic
-from rocketmq_emulator.broker.pulsar_producers import PRODUCERS_CONFIG
+from rocketmq_emulator.broker.pulsar_model.names import store_topic
+from rocketmq_emulator.broker.pulsar_model.producers import PRODUCERS_CONFIG
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from tests.broker.fronts.pulsar.raw import call, command, connected, producer, pushed, send
 from tests.support.pulsar_http import client_of, serve_pulsar

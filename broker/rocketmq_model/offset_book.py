@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .events import Event, EventKind, EventLog
-from .rates import CONSUMED
+from ..events import Event, EventKind, EventLog
+from ..views.rates import CONSUMED
 
 __all__ = ["OffsetBook"]
 

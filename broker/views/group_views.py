@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX
 
-from .pulsar_names import STORE_PREFIX
+from ..pulsar_model.names import STORE_PREFIX
 
 __all__ = ["known_groups", "DIALECTS"]
 

@@ -36,13 +36,25 @@ from dataclasses import dataclass, field
 from rocketmq_emulator.store import PutStatus
 from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop
 
-from .config import PERM_READ, PERM_WRITE
-from .delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
-from .events import EventKind
+from ..config import PERM_READ, PERM_WRITE
+from ..views.delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
+from ..events import EventKind
 from .message_types import SHARDING_KEY
-from .operations import (AckOutcome, ChangeInvisibleResult, InvisibleOutcome, PopOutcome, PopRequest, PopResult,
-                         PoppedMessage)
-from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, RetryDecision, pop_retry_topic, rocketmq5_after_failure
+from ..operations import (
+    AckOutcome,
+    ChangeInvisibleResult,
+    InvisibleOutcome,
+    PopOutcome,
+    PopRequest,
+    PopResult,
+    PoppedMessage,
+)
+from ..retry_lifecycle import (
+    DEFAULT_MAX_RECONSUME_TIMES,
+    RetryDecision,
+    pop_retry_topic,
+    rocketmq5_after_failure,
+)
 
 __all__ = ["PopService", "pop_retry_topic", "MAX_INVISIBLE_MS", "SHARDING_KEY", "POP_RETRY_SEPARATOR"]
 

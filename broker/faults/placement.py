@@ -2,12 +2,12 @@
 wire request of `rocketmq-emulator fault` (EMULATOR_FAULTS) and the HTTP API
 (``/api/faults``) both do, written once.
 
-A rule document has the fields of broker/faults.rule_from: ``operation`` and ``action``,
+A rule document has the fields of broker/faults/rules.rule_from: ``operation`` and ``action``,
 then any of ``topic``, ``group``, ``client``, ``dialect``, ``broker``, ``times``,
 ``probability``, ``window`` (two durations from now on the broker's clock: ms or a text
 such as "10s"), ``delay`` (ms or a duration text), ``error``, ``stored``. Every member of
 the cluster gets the rule, up or stopped (a stopped broker's fires once it is back), as
-one object (broker/faults.place_rule): one id, "times" counted across the cluster, one
+one object (broker/faults/rules.place_rule): one id, "times" counted across the cluster, one
 hit count. The ``broker`` matcher decides where a rule fires. Bad input is a FaultError
 whose message names the field.
 
@@ -20,8 +20,8 @@ import re
 
 from rocketmq_emulator.delay_scheduler.levels import parse_duration
 
-from .cluster import Cluster
-from .faults import FaultError, list_rules, place_rule, rule_from
+from ..cluster import Cluster
+from .rules import FaultError, list_rules, place_rule, rule_from
 
 __all__ = ["RULE_FIELDS", "members", "rule_fields", "add_everywhere", "listed", "remove_everywhere",
            "clear_everywhere", "fault_of"]

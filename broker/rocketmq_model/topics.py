@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from rocketmq_emulator.store.records import (AUTO_CREATE_TOPIC_KEY, DLQ_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_PREFIX,
                                              SCHEDULE_TOPIC, SYSTEM_PREFIXES, SYSTEM_TOPICS, TIMER_TOPIC)
 
-from .config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
+from ..config import PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, BrokerConfig
 from .config_table import ConfigTable
-from .errors import RequestRefused
+from ..errors import RequestRefused
 from .message_types import MESSAGE_TYPE_ATTRIBUTE, parse_message_type
-from .retry_lifecycle import dlq_topic, retry_topic
+from ..retry_lifecycle import dlq_topic, retry_topic
 
 __all__ = [
     "TopicConfig",

@@ -30,10 +30,10 @@ from rocketmq_emulator.store.record_view import head, prop_value
 from rocketmq_emulator.store.records import (DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, SCHEDULE_TOPIC, Prop,
                                              RecordError, decode_record)
 
-from .dead_letters import dead_letter_counts, dead_letters
+from ..rocketmq_model.dead_letters import dead_letter_counts, dead_letters
 from .delivery_log import PULSAR_NACK
-from .pulsar_names import STORE_PREFIX, shown_topic
-from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, rocketmq5_retry_interval_ms
+from ..pulsar_model.names import STORE_PREFIX, shown_topic
+from ..retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, rocketmq5_retry_interval_ms
 
 __all__ = ["RetryIndex", "ladder", "bar_messages", "record_at", "message_row", "DIALECT_STEPS", "is_copy_topic",
            "fresh_indexes"]

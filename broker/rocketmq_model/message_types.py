@@ -17,7 +17,7 @@ without enableMixedMessageType; values are read in any case ("fifo").
 """
 from __future__ import annotations
 
-from .errors import RequestRefused
+from ..errors import RequestRefused
 
 __all__ = ["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED", "MESSAGE_TYPES", "MESSAGE_TYPE_ATTRIBUTE",
            "SHARDING_KEY", "UNTYPED_ACCEPTS", "TopicAttributeError", "parse_message_type", "message_type_of",

@@ -50,10 +50,10 @@ from dataclasses import dataclass, field
 
 from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY
 
-from .delivery_log import DISPATCH, PULSAR_ACK, PULSAR_NACK
-from .notifications import DispatchReady
-from .rates import RETRIED
-from .retry_lifecycle import pulsar_redelivery
+from ..views.delivery_log import DISPATCH, PULSAR_ACK, PULSAR_NACK
+from ..notifications import DispatchReady
+from ..views.rates import RETRIED
+from ..retry_lifecycle import pulsar_redelivery
 
 __all__ = ["SubscriptionService", "SubType", "Dispatch", "SubscribeOutcome", "DELIVER_AT_PROPERTY",
            "KEY_PROPERTY", "CHUNK_OFFSETS_PROPERTY", "PULSAR_CHUNK_PROPERTY"]

@@ -18,11 +18,11 @@ from typing import Any
 
 from rocketmq_emulator.store.records import tags_code
 
-from .config import BrokerConfig
+from ..config import BrokerConfig
 from .config_table import ConfigTable
-from .errors import RequestRefused
-from .java_fields import FieldError, java_bool, java_int, java_long, java_string
-from .retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
+from ..errors import RequestRefused
+from ..java_fields import FieldError, java_bool, java_int, java_long, java_string
+from ..retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
 
 __all__ = ["SubscriptionGroupConfig", "GroupManager", "SubscriptionData", "ConsumerGroupInfo",
            "ConsumerManager", "LockManager", "parse_tag_expression", "GroupNameError", "validate_group_name",

@@ -35,10 +35,10 @@ from rocketmq_emulator.store import PutStatus
 from rocketmq_emulator.store.records import (TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, MessageRecord, Prop, SysFlag,
                                              create_offset_msg_id, properties_to_string)
 
-from .config import PERM_READ, PERM_WRITE
-from .notifications import TransactionCheck
-from .operations import EndOutcome, EndTransaction, EndTransactionResult, HalfMessage, Resolution
-from .retry_lifecycle import transaction_check, transaction_first_check_ms
+from ..config import PERM_READ, PERM_WRITE
+from ..notifications import TransactionCheck
+from ..operations import EndOutcome, EndTransaction, EndTransactionResult, HalfMessage, Resolution
+from ..retry_lifecycle import transaction_check, transaction_first_check_ms
 
 __all__ = ["TransactionService", "OP_REMOVE_TAG"]
 

@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 
 from rocketmq_emulator.delay_scheduler.levels import format_duration
 
-from .events import Event, EventKind, EventLog
-from .groups import GroupNameError, validate_group_name
-from .log_text import printable
-from .pulsar_names import PulsarNameError, parse_topic, store_group, store_topic
-from .topics import TopicNameError, validate_topic_name
+from ..events import Event, EventKind, EventLog
+from ..rocketmq_model.groups import GroupNameError, validate_group_name
+from ..log_text import printable
+from ..pulsar_model.names import PulsarNameError, parse_topic, store_group, store_topic
+from ..rocketmq_model.topics import TopicNameError, validate_topic_name
 
 __all__ = ["Operation", "Action", "FaultRule", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules",
            "register_error_codes", "ERROR_CODES", "MAX_DELAY_MS"]

@@ -24,8 +24,8 @@ import unicodedata
 import zlib
 from dataclasses import dataclass
 
-from .dialects import PULSAR_STORE_PREFIX
-from .log_text import printable
+from ..dialects import PULSAR_STORE_PREFIX
+from ..log_text import printable
 
 __all__ = ["PulsarNameError", "PulsarTopic", "parse_topic", "store_topic", "pulsar_topic", "store_group",
            "subscription_of", "STORE_PREFIX", "ledger_id", "message_id_text", "parse_message_id", "shown_topic",

@@ -10,10 +10,10 @@ notification: it tells them to reconnect, as Pulsar disconnects them.
 """
 from __future__ import annotations
 
-from .notifications import PulsarConsumersDetached
-from .pulsar_compaction import COMPACTION_SUBSCRIPTION
-from .pulsar_names import PulsarTopic, store_group, store_topic
-from .pulsar_topics import PulsarAdminError
+from ..notifications import PulsarConsumersDetached
+from .compaction import COMPACTION_SUBSCRIPTION
+from .names import PulsarTopic, store_group, store_topic
+from .topics import PulsarAdminError
 
 __all__ = ["delete_topic", "create_subscription", "delete_subscription", "skip", "reset_cursor", "compact",
            "topic_figures", "subscription_group", "LATEST", "EARLIEST"]

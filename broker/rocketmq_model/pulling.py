@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from rocketmq_emulator.store import GetStatus
 
-from .config import PERM_READ
+from ..config import PERM_READ
 from .groups import parse_tag_expression
-from .operations import PullOutcome as O, PullRequest, PullResult
+from ..operations import PullOutcome as O, PullRequest, PullResult
 
 __all__ = ["pull", "check"]
 

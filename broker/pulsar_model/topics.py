@@ -26,11 +26,11 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from .config import PERM_READ, PERM_WRITE
-from .dialects import is_pulsar_store_topic
-from .notifications import PulsarTopicsChanged
-from .pulsar_names import PulsarNameError, PulsarTopic, parse_topic, pulsar_topic, store_topic
-from .topics import QUEUE_NUMS_MAX
+from ..config import PERM_READ, PERM_WRITE
+from ..dialects import is_pulsar_store_topic
+from ..notifications import PulsarTopicsChanged
+from .names import PulsarNameError, PulsarTopic, parse_topic, pulsar_topic, store_topic
+from ..rocketmq_model.topics import QUEUE_NUMS_MAX
 
 __all__ = ["PulsarTopics", "PulsarAdminError", "ADMIN_CONFIG", "DEFAULT_NAMESPACE", "POLICIES", "MAX_PARTITIONS"]
 

@@ -7,15 +7,22 @@ from __future__ import annotations
 from rocketmq_emulator.store import PutStatus
 from rocketmq_emulator.store.records import PROP_CRC, MessageRecord, Prop, properties_to_string
 
-from .config import PERM_READ, PERM_WRITE
-from .core_types import ConsumeMessageContext
-from .dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
-from .events import EventKind
+from ..config import PERM_READ, PERM_WRITE
+from ..core_types import ConsumeMessageContext
+from ..dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
+from ..events import EventKind
 from .message_types import mismatch
-from .operations import (BatchSendRequest, SendBack, SendBackOutcome as B, SendBackResult, SendOutcome as O,
-                         SendRequest, SendResult)
-from .retry_lifecycle import rocketmq4_retry_send, rocketmq4_send_back
-from .topics import (DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, validate_topic_name)
+from ..operations import (
+    BatchSendRequest,
+    SendBack,
+    SendBackOutcome as B,
+    SendBackResult,
+    SendOutcome as O,
+    SendRequest,
+    SendResult,
+)
+from ..retry_lifecycle import rocketmq4_retry_send, rocketmq4_send_back
+from .topics import DLQ_PREFIX, NOT_ALLOWED_SEND, RETRY_PREFIX, TopicNameError, validate_topic_name
 
 __all__ = ["send", "send_batch", "send_back"]
 
@@ -91,7 +98,7 @@ def send(core, req: SendRequest, channel) -> SendResult:
     if deliver_at is not None and deliver_at - core.clock.now_ms() > core.config.timer_max_delay_sec * 1000:
         return SendResult(O.TIMER_ILLEGAL, remark=f"delivery time {deliver_at} is more than timerMaxDelaySec="
                                                   f"{core.config.timer_max_delay_sec} s ahead")
-    if tc.message_type is not None:          # a 5.x topic's message type (broker/message_types.py)
+    if tc.message_type is not None:          # a 5.x topic's message type (broker/rocketmq_model/message_types.py)
         why = mismatch(tc.message_type, props, deliver_at)
         if why is not None:
             return SendResult(O.MESSAGE_TYPE_MISMATCH, remark=why)
@@ -118,7 +125,7 @@ def send(core, req: SendRequest, channel) -> SendResult:
     rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
     if Prop.TRAN_MSG in props and dlq_group is None and props[Prop.TRAN_MSG].lower() == "true" \
             and not topic.startswith(RETRY_PREFIX):
-        # a transaction's half message: stored aside until its producer ends it (broker/transactions.py)
+        # a transaction's half message: stored aside until its producer ends it (broker/rocketmq_model/transactions.py)
         return _stored(core.transactions.prepare(rec), qid)
     res = core.put_message(rec, kind=EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED, group=dlq_group,
                            deliver_at_ms=None if dlq_group else deliver_at)

@@ -41,8 +41,8 @@ from typing import Callable
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, Prop
 
-from .events import EventKind
-from .pulsar_names import STORE_PREFIX
+from ..events import EventKind
+from ..pulsar_model.names import STORE_PREFIX
 
 __all__ = ["RateRing", "KINDS", "PRODUCED", "CONSUMED", "RETRIED", "DEAD_LETTERED", "OTHER", "classify_topic"]
 

@@ -37,9 +37,9 @@ from rocketmq_emulator.store.records import (DLQ_PREFIX, POP_RETRY_SEPARATOR, RE
                                              decode_record, tags_code)
 
 from . import delivery_log as L
-from .dead_letters import REDRIVEN_FROM, redriven_marks
-from .pulsar_names import STORE_PREFIX, ledger_id, message_id_text, parse_message_id, pulsar_topic
-from .pulsar_names import shown_topic as _shown_topic
+from ..rocketmq_model.dead_letters import REDRIVEN_FROM, redriven_marks
+from ..pulsar_model.names import STORE_PREFIX, ledger_id, message_id_text, parse_message_id, pulsar_topic
+from ..pulsar_model.names import shown_topic as _shown_topic
 from .retry_ladders import fresh_indexes, is_copy_topic, record_at
 
 __all__ = ["find", "life", "fold_repeats", "FIND_LIMIT", "HISTORY_SHOWN", "NOW_SHOWN", "COPIES_SHOWN"]

@@ -20,10 +20,10 @@ from collections import Counter
 
 from rocketmq_emulator.store.records import RETRY_PREFIX
 
-from .dead_letters import dead_letter_counts
+from ..rocketmq_model.dead_letters import dead_letter_counts
 from .group_views import known_groups
-from .invisible_time import SHARDING_KEY
-from .pulsar_names import shown_topic, subscription_of
+from ..rocketmq_model.invisible_time import SHARDING_KEY
+from ..pulsar_model.names import shown_topic, subscription_of
 from .retry_ladders import ladder, record_at
 
 __all__ = ["consumer_rows", "group_detail", "merge_ladders", "DIALECTS"]

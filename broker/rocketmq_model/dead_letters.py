@@ -31,9 +31,9 @@ from dataclasses import asdict, dataclass, field
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import DLQ_PREFIX, Prop, decode_record
 
-from .operations import SendOutcome, SendRequest
-from .pulsar_names import shown_topic
-from .user_properties import user_properties
+from ..operations import SendOutcome, SendRequest
+from ..pulsar_model.names import shown_topic
+from ..user_properties import user_properties
 
 __all__ = ["DeadLetter", "RedriveResult", "DeadLetterError", "dead_letters", "dead_letter_counts", "dead_letter_page",
            "redrive",

@@ -30,7 +30,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .java_fields import as_java_long
+from ..java_fields import as_java_long
 
 __all__ = ["PulsarProducers", "TopicProducers", "AccessMode", "Admission", "PRODUCER_PROPERTY",
            "SEQUENCE_PROPERTY", "PRODUCERS_CONFIG"]
