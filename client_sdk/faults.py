@@ -16,7 +16,7 @@ transport, each applied fault a FAULT event.
 """
 from __future__ import annotations
 
-from rocketmq_emulator.broker.faults.rules.rules import FaultError, list_rules, place_rule, rule_from
+from rocketmq_emulator.broker.faults.rules import FaultError, list_rules, place_rule, rule_from
 from rocketmq_emulator.delay_scheduler.levels import parse_duration
 
 __all__ = ["Faults", "FaultHandle", "RemoteFaults", "RemoteFaultHandle", "FaultError"]

@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rocketmq_emulator.broker.faults.rules.rules import Action, FaultError, Operation, place_rule, rule_from
+from rocketmq_emulator.broker.faults.rules import Action, FaultError, Operation, place_rule, rule_from
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 from ..producer import CLIENT_INNER_PRODUCER_GROUP

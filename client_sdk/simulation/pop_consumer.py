@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.broker.events import EventKind
-from rocketmq_emulator.broker.faults.rules.rules import Action, Operation
+from rocketmq_emulator.broker.faults.rules import Action, Operation
 from rocketmq_emulator.broker.operations import AckOutcome, InvisibleOutcome, PopOutcome, PopRequest
 from rocketmq_emulator.broker.retry_lifecycle import rocketmq5_retry_interval_ms
 from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX

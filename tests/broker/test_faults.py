@@ -6,7 +6,7 @@ import random
 import pytest
 
 from rocketmq_emulator.broker.events import EventKind, EventLog
-from rocketmq_emulator.broker.faults.rules.rules import (
+from rocketmq_emulator.broker.faults.rules import (
     MAX_DELAY_MS,
     Action,
     FaultError,

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
-from rocketmq_emulator.broker.faults.rules.rules import Action, Operation, rule_from
+from rocketmq_emulator.broker.faults.rules import Action, Operation, rule_from
 from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar.fault_answers import refusal_code  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar.front import Connection  # noqa: E402

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_emulator.broker.events import EventKind
-from rocketmq_emulator.broker.faults.rules.rules import rule_from
+from rocketmq_emulator.broker.faults.rules import rule_from
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
 from rocketmq_emulator.client_sdk.errors import MQBrokerError
 from rocketmq_emulator.client_sdk.faults import FaultError
