@@ -365,45 +365,25 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
                                    idle_timeout_s=idle, frame_timeout_s=args.frame_timeout,
                                    max_outgoing_buffer=args.max_outgoing_buffer)
     server = RemotingServer(core, args.host, args.port, max_frame_size=args.max_frame_size, **asdict(args.limits))
+    started = _Started(core, store_dir)
     grpc_server = None
     if args.grpc is not None:           # first: a port it cannot have stops the start early
         from ..fronts.grpc5.listener import GrpcServer
 
         grpc_server = GrpcServer(core, args.host, args.grpc, server.after_activity, limits=args.limits)
-        try:
-            await grpc_server.start()
-        except OSError as exc:
-            core.close()
-            if store_dir is not None:
-                store_dir.take_back()
-            return fail("serve", _listen_error(args, args.grpc, "grpc", exc))
+        if (failed := await started.start(grpc_server, lambda exc: _listen_error(args, args.grpc, "grpc", exc))):
+            return failed
     pulsar_server = None
     if args.pulsar is not None:
         from ..fronts.pulsar.listener import PulsarServer
 
         pulsar_server = PulsarServer(core, args.host, args.pulsar, server.after_activity, limits=args.limits,
                                      max_pending_bytes=args.pulsar_max_pending_bytes)
-        try:
-            await pulsar_server.start()
-        except OSError as exc:
-            if grpc_server is not None:
-                await grpc_server.stop()
-            core.close()
-            if store_dir is not None:
-                store_dir.take_back()
-            return fail("serve", _listen_error(args, args.pulsar, "pulsar", exc))
+        if (failed := await started.start(pulsar_server, lambda exc: _listen_error(args, args.pulsar, "pulsar", exc))):
+            return failed
     before = asyncio.all_tasks()
-    try:
-        await server.start()
-    except OSError as exc:
-        if pulsar_server is not None:
-            await pulsar_server.stop()
-        if grpc_server is not None:
-            await grpc_server.stop()
-        core.close()
-        if store_dir is not None:
-            store_dir.take_back()
-        return fail("serve", _listen_error(args, args.port, None, exc))
+    if (failed := await started.start(server, lambda exc: _listen_error(args, args.port, None, exc))):
+        return failed
     for task in asyncio.all_tasks() - before:
         supervisor.watch(task, f"the remoting server's {task.get_coro().__qualname__}")
     core.config.listen_port = server.port
@@ -411,29 +391,17 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     try:
         listeners = await _start_cluster(core, server, cfg, data_dir, clock, args, supervisor)
     except _StartError as exc:
-        for srv in (pulsar_server, grpc_server, server):
-            if srv is not None:
-                await srv.stop()
-        core.close()
-        return fail("serve", str(exc))
+        return await started.give_up(str(exc))
+    for srv in listeners.servers.values():
+        started.started(srv, srv.core)
+        for task in srv.background_tasks():     # stopped on purpose if the start gives up: not a failure
+            started.on_give_up(lambda task=task: supervisor.release(task))
     cores = [srv.core for srv in listeners.servers.values()]
     http_server = None
     if args.http is not None:
         http_server = _http_front(args, listeners, grpc_server, pulsar_server)
-        try:
-            await http_server.start()
-        except OSError as exc:
-            for srv in listeners.servers.values():
-                for task in srv.background_tasks():
-                    supervisor.release(task)        # stopped on purpose: not a failure
-            for srv in [pulsar_server, grpc_server, *listeners.servers.values()]:
-                if srv is not None:
-                    await srv.stop()
-            for member in cores:
-                member.close()
-            if store_dir is not None:
-                store_dir.take_back()
-            return fail("serve", _listen_error(args, args.http, "http", exc))
+        if (failed := await started.start(http_server, lambda exc: _listen_error(args, args.http, "http", exc))):
+            return failed
     bridge = None
     if args.mqtt_settings is not None:
         from ..fronts.mqtt.bridge import MqttBridge
@@ -529,6 +497,49 @@ def _http_front(args, listeners, grpc_server, pulsar_server):
     return HttpServer(args.host, args.http, BrokerCollector(lambda: [srv.core for srv in servers.values()],
                                                             connections), state, access=access, limits=args.limits,
                       pulsar_url=pulsar_url)
+
+
+class _Started:
+    """What one start of `serve` has started so far — listeners, the cores behind them,
+    the store directory it made — and the one way to give up: each listener stopped in
+    the reverse order of its start, every core closed, what the start created on disk
+    taken back (_StoreDir), and the one error line."""
+
+    def __init__(self, core, store_dir: _StoreDir | None) -> None:
+        self.servers: list = []
+        self.cores = [core]
+        self.store_dir = store_dir
+        self.first: list = []          # done before the listeners stop (tasks released)
+
+    def started(self, server, core=None) -> None:
+        if server not in self.servers:
+            self.servers.append(server)
+        if core is not None and core not in self.cores:
+            self.cores.append(core)
+
+    def on_give_up(self, fn) -> None:
+        self.first.append(fn)
+
+    async def start(self, server, error_line) -> int | None:
+        """Start ``server``; None when it listens, else the exit status of giving up
+        with ``error_line(exc)``."""
+        try:
+            await server.start()
+        except OSError as exc:
+            return await self.give_up(error_line(exc))
+        self.started(server)
+        return None
+
+    async def give_up(self, line: str) -> int:
+        for fn in self.first:
+            fn()
+        for server in reversed(self.servers):
+            await server.stop()
+        for core in self.cores:
+            core.close()
+        if self.store_dir is not None:
+            self.store_dir.take_back()
+        return fail("serve", line)
 
 
 class _StartError(Exception):

@@ -585,21 +585,6 @@ class Simulation:
             now = clock.now_ms()
             mq = ctx.message_queue
             pulled = mq.topic
-            if not orderly and len(msgs) == 1:
-                # one message (consumeMessageBatchMaxSize 1): the loop below, unrolled
-                m = msgs[0]
-                n = int(m.body[:NUMBER_WIDTH])
-                fate = delivered(spec, n, m, pulled, now)
-                failing = fails(spec, n, m.reconsume_times)
-                if slow and rng.random() < slow:
-                    return self._overrun(spec, msgs, [n], [fate], ctx, now, 0 if failing else None)
-                if fate is not None:
-                    if failing:
-                        failed(spec, fate, m, now)
-                    elif not fate.succeeded:
-                        checker.succeeded(spec, n, fate)
-                finished(group, pulled, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
-                return _LATER if failing else _OK
             if orderly:
                 first = msgs[0].queue_offset
                 if [m.queue_offset for m in msgs] != list(range(first, first + len(msgs))):
@@ -608,18 +593,14 @@ class Simulation:
                 checker.check_order(spec.name, pulled, mq.queue_id, first, now, mq.broker_name)
             # every delivery is checked first, then the listener decides (in order, up
             # to the first failure: the seed's random draws come in that order)
-            numbers = []
-            fates = []
-            for m in msgs:
-                n = int(m.body[:NUMBER_WIDTH])
-                numbers.append(n)
-                fates.append(delivered(spec, n, m, pulled, now))
+            numbers = [int(m.body[:NUMBER_WIDTH]) for m in msgs]
+            fates = [delivered(spec, n, m, pulled, now) for n, m in zip(numbers, msgs)]
             first_fail = None
             for j, m in enumerate(msgs):
                 if fails(spec, numbers[j], m.reconsume_times):
                     first_fail = j
                     break
-            if not orderly and spec.slow_probability and self.rng.random() < spec.slow_probability:
+            if not orderly and slow and rng.random() < slow:
                 return self._overrun(spec, msgs, numbers, fates, ctx, now, first_fail)
             if orderly:
                 return self._settle_orderly(spec, msgs, fates, mq, now, first_fail is None, max_orderly)
@@ -627,11 +608,11 @@ class Simulation:
             for j, m in enumerate(msgs):
                 fate = fates[j]
                 if fate is not None:
-                    if j < ok_upto:
+                    if j >= ok_upto:
+                        failed(spec, fate, m, now)
+                    elif not fate.succeeded:
                         checker.succeeded(spec, numbers[j], fate)
-                    else:
-                        checker.failed(spec, fate, m, now)
-                checker.finished(spec.name, pulled, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
+                finished(group, pulled, mq.queue_id, m.queue_offset, now, False, mq.broker_name)
             return _verdict(ctx, first_fail)
 
         return on_messages
