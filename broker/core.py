@@ -766,6 +766,10 @@ class BrokerCore:
         return self.topics.get(stored) or self.pulsar_topics.make(stored)
 
     # -- Pulsar non-persistent topics (broker/pulsar_model/non_persistent.py) ----------------
+    def check_pulsar_namespace(self, tenant: str, namespace: str) -> None:
+        """PulsarAdminError("not_found") when the namespace does not exist."""
+        self.pulsar_topics.check_namespace(tenant, namespace)
+
     def non_persistent_partitions(self, topic: PulsarTopic) -> int:
         return self._non_persistent.partitions(topic)
 
