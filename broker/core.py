@@ -33,7 +33,7 @@ from .rocketmq_model import pulling, sending
 from .kept_records import KeptRecords
 from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
-from .views.rates import RateRing
+from .views.rates import CONSUMED, PRODUCED, RateRing
 from .rocketmq_model.invisible_time import PopService
 from .pulsar_model.compaction import Compaction
 from .pulsar_model.cursors import SubscriptionService
@@ -807,8 +807,15 @@ class BrokerCore:
         self._non_persistent.flow(key, permits)
 
     def publish_non_persistent(self, topic: str, messages: int, size: int, sticky_key: bytes, ready) -> list:
-        """The consumers a message published now goes to (nothing is stored)."""
-        return self._non_persistent.publish(topic, messages, size, sticky_key, ready)
+        """The consumers a message published now goes to (nothing is stored); counted in the
+        rates (/metrics, the dashboard) as produced, and as consumed by each subscription
+        that got it."""
+        delivered = self._non_persistent.publish(topic, messages, size, sticky_key, ready)
+        now = self.clock.now_ms()
+        self.rates.add(now, PRODUCED, "", topic, messages)
+        for _, subscription in delivered:
+            self.rates.add(now, CONSUMED, subscription, topic, messages)
+        return [key for key, _ in delivered]
 
     def non_persistent_stats(self, topic: str) -> dict | None:
         return self._non_persistent.stats(topic)

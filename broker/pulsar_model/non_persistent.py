@@ -197,10 +197,10 @@ class NonPersistentTopics:
 
     # -- publishing -------------------------------------------------------------------------------
     def publish(self, topic: str, messages: int, size: int, sticky_key: bytes,
-                ready: Callable[[object], bool]) -> list[object]:
+                ready: Callable[[object], bool]) -> list[tuple[object, str]]:
         """A message (``messages``: a batch's count) published now: the consumers to give it
-        to, one per subscription that has one able to take it (permits left, and
-        ``ready``: room on its connection); the other subscriptions drop it."""
+        to, with their subscriptions' names, one per subscription that has one able to take
+        it (permits left, and ``ready``: room on its connection); the others drop it."""
         t = self._topics.get(topic)
         if t is None:
             return []
@@ -217,7 +217,7 @@ class NonPersistentTopics:
             member.bytes_out += size
             sub.msg_out += messages
             sub.bytes_out += size
-            out.append(member.key)
+            out.append((member.key, sub.name))
         return out
 
     @staticmethod

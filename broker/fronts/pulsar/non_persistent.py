@@ -18,7 +18,7 @@ and ``routed`` sends each consumer command to the side its consumer is on.
 from __future__ import annotations
 
 from ...pulsar_model.cursors import SubscribeOutcome, SubType
-from ...pulsar_model.names import PulsarNameError, checked_topic
+from ...pulsar_model.names import PulsarNameError, checked_topic, store_group
 from ...pulsar_model.non_persistent import NON_PERSISTENT, UNSUPPORTED_LAST_MESSAGE_ID
 from . import schema as s
 from .frames import encode_payload
@@ -108,6 +108,7 @@ def subscribe(front, conn, req, consumer) -> list[bytes]:
         return [error(req.request_id, s.ServerError.NotAllowedError, "readCompacted only valid on persistent topics")]
     try:
         topic = checked_topic(req.topic)
+        store_group(req.subscription)           # (held to the names a persistent subscription takes)
     except PulsarNameError as exc:
         return [error(req.request_id, s.ServerError.InvalidTopicName, str(exc))]
     if req.consumer_id in conn.transient_consumers:          # (the same SUBSCRIBE again: its consumer is there)

@@ -41,6 +41,10 @@ def test_each_subscription_gets_a_message_once_and_nothing_is_stored():
     assert [m.type for m in pushed(b)] == [s.Type.MESSAGE] * 4
     assert front.core.store.max_offset("pulsar|public|default|live", 0) == 0 and \
         not [t for t in front.core.topics.table if "live" in t]
+    core = front.core
+    _, series = core.rates.window(core.clock.now_ms(), 10)         # the rates /metrics and the dashboard read
+    assert sum(series[("produced", "", LIVE)]) == 4
+    assert sum(series[("consumed", "a", LIVE)]) == 4 and sum(series[("consumed", "b", LIVE)]) == 4
 
 
 def test_a_consumer_without_permits_or_room_misses_what_is_sent_and_nothing_waits_for_it():
@@ -98,6 +102,8 @@ def test_refusals_are_pulsars():
     assert named.error.error == s.ServerError.ProducerBusy and "'p' is already connected" in named.error.message
     [long_name] = producer(front, conn, LIVE + "x" * 200, producer_id=2, request_id=3)
     assert long_name.error.error == s.ServerError.InvalidTopicName
+    _, blank = consumer_of(front, subscription="")
+    assert (blank.error.error, blank.error.message) == (s.ServerError.InvalidTopicName, "the subscription name is blank")
 
 
 def test_unsubscribe_closing_and_disconnecting_unload_an_idle_topic():
