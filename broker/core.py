@@ -777,10 +777,6 @@ class BrokerCore:
         """PUT /admin/v2/non-persistent/t/ns/x/partitions (PulsarAdminError when refused)."""
         self._non_persistent.create_partitioned(topic, partitions)
 
-    def delete_non_persistent_partitioned(self, topic: PulsarTopic, force: bool) -> list:
-        """The partitioned topic forgotten; returns the consumers it detached."""
-        return self._non_persistent.delete_partitioned(topic, force)
-
     def non_persistent_topics_of(self, tenant: str, namespace: str, *, partitioned: bool = False) -> list[str]:
         """A namespace's loaded non-persistent topics (or its partitioned ones), sorted."""
         nps = self._non_persistent

@@ -90,25 +90,6 @@ class NonPersistentTopics:
             raise PulsarAdminError("conflict", "This topic already exists")
         self._partitioned[topic.full] = partitions
 
-    def delete_partitioned(self, topic: PulsarTopic, force: bool) -> list[object]:
-        """Forget a partitioned topic; its partitions' consumers (returned: the front closes
-        them) are detached when ``force``, else a topic with clients is refused (412)."""
-        if topic.full not in self._partitioned:
-            raise PulsarAdminError("not_found", "Partitioned topic does not exist")
-        parts = [self._topics[p] for p in (f"{topic.full}-partition-{i}" for i in range(self._partitioned[topic.full]))
-                 if p in self._topics]
-        if not force and any(t.producers or any(s.members for s in t.subscriptions.values()) for t in parts):
-            raise PulsarAdminError("precondition", "Topic has active producers/subscriptions")
-        del self._partitioned[topic.full]
-        keys = []
-        for t in parts:
-            for sub in t.subscriptions.values():
-                keys += [m.key for m in sub.members]
-                for m in sub.members:
-                    self._where.pop(id(m.key), None)
-            del self._topics[t.name]
-        return keys
-
     def topics_of(self, tenant: str, namespace: str) -> list[str]:
         """The loaded topics of a namespace (partitions one by one), sorted."""
         prefix = f"{NON_PERSISTENT}{tenant}/{namespace}/"
