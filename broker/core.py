@@ -33,10 +33,12 @@ from .rocketmq_model import pulling, sending
 from .kept_records import KeptRecords
 from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
-from .views.rates import RateRing
+from .views.rates import CONSUMED, PRODUCED, RateRing
 from .rocketmq_model.invisible_time import PopService
 from .pulsar_model.compaction import Compaction
 from .pulsar_model.cursors import SubscriptionService
+from .pulsar_model.names import PulsarTopic
+from .pulsar_model.non_persistent import NonPersistentTopics
 from .pulsar_model.producers import PulsarProducers
 from .pulsar_model.topics import PulsarTopics
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
@@ -104,6 +106,7 @@ class BrokerCore:
                                self.deliveries)
         # Pulsar: topics and policies, compaction, cursors, producers (broker/pulsar_*.py)
         self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
+        self._non_persistent = NonPersistentTopics()         # nothing stored: see its module
         first = self.pulsar_topics.first_offset
         self.compaction = Compaction(store, first, self._compaction_threshold)
         self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify,
@@ -761,6 +764,60 @@ class BrokerCore:
         created with its one queue when it does not exist yet, as a Pulsar broker's
         allowAutoTopicCreation does."""
         return self.topics.get(stored) or self.pulsar_topics.make(stored)
+
+    # -- Pulsar non-persistent topics (broker/pulsar_model/non_persistent.py) ----------------
+    def check_pulsar_namespace(self, tenant: str, namespace: str) -> None:
+        """PulsarAdminError("not_found") when the namespace does not exist."""
+        self.pulsar_topics.check_namespace(tenant, namespace)
+
+    def non_persistent_partitions(self, topic: PulsarTopic) -> int:
+        return self._non_persistent.partitions(topic)
+
+    def create_non_persistent_partitioned(self, topic: PulsarTopic, partitions: int) -> None:
+        """PUT /admin/v2/non-persistent/t/ns/x/partitions (PulsarAdminError when refused)."""
+        self._non_persistent.create_partitioned(topic, partitions)
+
+    def non_persistent_topics_of(self, tenant: str, namespace: str, *, partitioned: bool = False) -> list[str]:
+        """A namespace's loaded non-persistent topics (or its partitioned ones), sorted."""
+        nps = self._non_persistent
+        return nps.partitioned_topics_of(tenant, namespace) if partitioned else nps.topics_of(tenant, namespace)
+
+    def attach_non_persistent_producer(self, topic: PulsarTopic, name: str) -> bool:
+        return self._non_persistent.attach_producer(topic, name)
+
+    def detach_non_persistent_producer(self, topic: str, name: str) -> None:
+        self._non_persistent.detach_producer(topic, name)
+
+    def subscribe_non_persistent(self, topic: PulsarTopic, subscription: str, key, sub_type, *, durable: bool = True,
+                                 priority: int = 0, name: str = ""):
+        return self._non_persistent.subscribe(topic, subscription, key, sub_type, durable=durable, priority=priority,
+                                              name=name)
+
+    def leave_non_persistent(self, key) -> None:
+        self._non_persistent.leave(key)
+
+    def unsubscribe_non_persistent(self, key):
+        return self._non_persistent.unsubscribe(key)
+
+    def flow_non_persistent(self, key, permits: int) -> None:
+        self._non_persistent.flow(key, permits)
+
+    def publish_non_persistent(self, topic: str, messages: int, size: int, sticky_key: bytes, ready) -> list:
+        """The consumers a message published now goes to (nothing is stored); counted in the
+        rates (/metrics, the dashboard) as produced, and as consumed by each subscription
+        that got it."""
+        delivered = self._non_persistent.publish(topic, messages, size, sticky_key, ready)
+        now = self.clock.now_ms()
+        self.rates.add(now, PRODUCED, "", topic, messages)
+        for _, subscription in delivered:
+            self.rates.add(now, CONSUMED, subscription, topic, messages)
+        return [key for key, _ in delivered]
+
+    def non_persistent_stats(self, topic: str) -> dict | None:
+        return self._non_persistent.stats(topic)
+
+    def non_persistent_consumer_stats(self, key) -> dict | None:
+        return self._non_persistent.consumer_stats(key)
 
     def _pulsar_defaults(self) -> dict:
         """The broker-wide values of Pulsar's policies (broker.conf)."""

@@ -29,7 +29,7 @@ from ..log_text import printable
 
 __all__ = ["PulsarNameError", "PulsarTopic", "parse_topic", "store_topic", "pulsar_topic", "store_group",
            "subscription_of", "STORE_PREFIX", "ledger_id", "message_id_text", "parse_message_id", "shown_topic",
-           "creatable", "named_topic"]
+           "creatable", "named_topic", "checked_topic"]
 
 STORE_PREFIX = PULSAR_STORE_PREFIX
 _DOMAINS = ("persistent", "non-persistent")
@@ -129,6 +129,15 @@ def store_topic(name: str | PulsarTopic) -> str:
         raise PulsarNameError(f"topic {t.full!r} is too long for the store ({len(out)} characters once mapped, "
                               f"at most {_TOPIC_MAX})")
     return out
+
+
+def checked_topic(name: str | PulsarTopic) -> PulsarTopic:
+    """A topic of either domain, held to the names the store takes (a non-persistent
+    topic is never stored, but is named as its persistent twin would be, so every view
+    and command can show and take it alike)."""
+    t = name if isinstance(name, PulsarTopic) else parse_topic(name)
+    store_topic(PulsarTopic("persistent", t.tenant, t.namespace, t.local) if t.domain != "persistent" else t)
+    return t
 
 
 def pulsar_topic(stored: str) -> PulsarTopic | None:

@@ -32,7 +32,8 @@ from ..notifications import PulsarTopicsChanged
 from .names import PulsarNameError, PulsarTopic, parse_topic, pulsar_topic, store_topic
 from ..rocketmq_model.topics import QUEUE_NUMS_MAX
 
-__all__ = ["PulsarTopics", "PulsarAdminError", "ADMIN_CONFIG", "DEFAULT_NAMESPACE", "POLICIES", "MAX_PARTITIONS"]
+__all__ = ["PulsarTopics", "PulsarAdminError", "ADMIN_CONFIG", "DEFAULT_NAMESPACE", "POLICIES", "MAX_PARTITIONS",
+           "check_partition_count"]
 
 ADMIN_CONFIG = "pulsarAdmin"                    # config/pulsarAdmin.json
 DEFAULT_NAMESPACE = "public/default"
@@ -110,7 +111,7 @@ class PulsarTopics:
     def create_partitioned(self, topic: PulsarTopic, partitions: int) -> list[str]:
         """PUT .../partitions with N: N store topics, made in order."""
         stored = self._persistent(topic)
-        _check_partition_count(partitions)
+        check_partition_count(partitions)
         if topic.partition >= 0:
             raise PulsarAdminError("precondition", f"{topic.full} is the name of a partition: a partitioned topic's "
                                                    f"name may not end with -partition-<i>")
@@ -125,7 +126,7 @@ class PulsarTopics:
         """POST .../partitions with N: the partitions a partitioned topic lacks up to N,
         made in order; its store topics."""
         stored = self._persistent(topic)
-        _check_partition_count(partitions)
+        check_partition_count(partitions)
         have = self.partitions(topic)
         if not have:
             raise PulsarAdminError("not_found", "Partitioned topic does not exist")
@@ -283,7 +284,7 @@ class PulsarTopics:
                                               "topics": self.topic_policies, "floors": self.floors})
 
 
-def _check_partition_count(n: int) -> None:
+def check_partition_count(n: int) -> None:
     """Pulsar's refusals of a partition count, before anything is made."""
     if n <= 0:
         raise PulsarAdminError("not_acceptable", "Number of partitions should be more than 0")

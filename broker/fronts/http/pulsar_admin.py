@@ -28,7 +28,14 @@ broker-a):
   POST   .../subscription/{sub}/skip/{n} | skip_all | resetcursor/{timestamp} | resetcursor (a message id)
   PUT/GET .../{topic}/compaction       POST/GET/DELETE .../deduplicationEnabled | compactionThreshold
   GET    /lookup/v2/topic/persistent/{t}/{ns}/{topic}  the broker's pulsar:// URL (?listenerName=, or
-                                                       the X-Pulsar-ListenerName header)
+                                                       the X-Pulsar-ListenerName header); non-persistent/ too
+
+Non-persistent topics (issue 51; nothing stored, so no backlog, cursors or compaction):
+  GET    /admin/v2/non-persistent/{t}/{ns}             the loaded topics, partitions one by one
+  GET    /admin/v2/non-persistent/{t}/{ns}/partitioned partitioned topics
+  PUT    /admin/v2/non-persistent/{t}/{ns}/{topic}/partitions (N)   GET
+  GET    .../{topic}/stats | partitioned-stats         counters in and out, drops, publishers, subscriptions
+  GET    /admin/v2/namespaces/{t}/{ns}/topics?mode=NON_PERSISTENT | ALL
 """
 from __future__ import annotations
 
@@ -52,6 +59,7 @@ from ...pulsar_model.admin import (
 from ...pulsar_model.names import (
     PulsarNameError,
     PulsarTopic,
+    checked_topic,
     creatable,
     ledger_id,
     parse_topic,
@@ -69,6 +77,7 @@ _LONG_MAX = (1 << 63) - 1
 _JAVA_TYPE = {32: "int", 64: "long"}
 _T = "{tenant}/{namespace}"
 _TOPIC = "/admin/v2/persistent/{tenant}/{namespace}/{topic}"
+_LIVE = "/admin/v2/non-persistent/{tenant}/{namespace}"
 
 
 def _reason(status: int, message: str) -> web.Response:
@@ -204,6 +213,12 @@ class PulsarAdmin:
             *self._policy_routes(_TOPIC + "/deduplicationEnabled", "deduplicationEnabled", _bool, "post"),
             *self._policy_routes(_TOPIC + "/compactionThreshold", "compactionThreshold", _threshold, "post"),
             web.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", r(self._lookup)),
+            web.get(_LIVE, r(self._live_topics)),
+            web.get(_LIVE + "/partitioned", r(self._live_partitioned_topics)),
+            web.put(_LIVE + "/{topic}/partitions", r(self._create_live_partitioned)),
+            web.get(_LIVE + "/{topic}/partitions", r(self._live_partitions)),
+            web.get(_LIVE + "/{topic}/stats", r(self._live_stats)),
+            web.get(_LIVE + "/{topic}/partitioned-stats", r(self._live_partitioned_stats)),
         ]
 
     def _route(self, handler):
@@ -265,7 +280,10 @@ class PulsarAdmin:
         pt = self.core().pulsar_topics
         pt.check_namespace(m["tenant"], m["namespace"])
         mode = request.query.get("mode", "PERSISTENT").upper()
-        return web.json_response([] if mode == "NON_PERSISTENT" else pt.topics_of(m["tenant"], m["namespace"]))
+        topics = [] if mode == "NON_PERSISTENT" else pt.topics_of(m["tenant"], m["namespace"])
+        if mode in ("NON_PERSISTENT", "ALL"):
+            topics += self.core().non_persistent_topics_of(m["tenant"], m["namespace"])
+        return web.json_response(topics)
 
     def _policy_routes(self, path: str, key: str, read, set_method: str) -> list:
         """GET, set (POST or PUT, as Pulsar's path takes it) and DELETE of one policy, on a
@@ -513,11 +531,89 @@ class PulsarAdmin:
         return web.json_response({"status": status, "lastError": last_error})
 
     # -- lookup -----------------------------------------------------------------------------------
+    # -- non-persistent topics --------------------------------------------------------------------
+    def _live_topic(self, request) -> PulsarTopic:
+        m = request.match_info
+        return checked_topic(f"non-persistent://{m['tenant']}/{m['namespace']}/{m['topic']}")
+
+    async def _live_topics(self, request):
+        m = request.match_info
+        self.core().check_pulsar_namespace(m["tenant"], m["namespace"])
+        return web.json_response(self.core().non_persistent_topics_of(m["tenant"], m["namespace"]))
+
+    async def _live_partitioned_topics(self, request):
+        m = request.match_info
+        self.core().check_pulsar_namespace(m["tenant"], m["namespace"])
+        return web.json_response(self.core().non_persistent_topics_of(m["tenant"], m["namespace"], partitioned=True))
+
+    async def _create_live_partitioned(self, request):
+        n = _int(await _json(request), "the number of partitions", bits=32)
+        self.core().create_non_persistent_partitioned(creatable(self._live_topic(request)), n)
+        return _no_content()
+
+    async def _live_partitions(self, request):
+        return web.json_response({"partitions": self.core().non_persistent_partitions(self._live_topic(request))})
+
+    async def _live_stats(self, request):
+        topic = self._live_topic(request)
+        stats = self._live_topic_stats(topic.full)
+        if stats is None:
+            raise PulsarAdminError("not_found", "Topic not found")
+        return web.json_response(stats)
+
+    async def _live_partitioned_stats(self, request):
+        topic = self._live_topic(request)
+        n = self.core().non_persistent_partitions(topic)
+        if not n:
+            raise PulsarAdminError("not_found", "Partitioned topic does not exist")
+        names = [f"{topic.full}-partition-{i}" for i in range(n)]
+        parts = {name: stats for name in names if (stats := self._live_topic_stats(name)) is not None}
+        total = _sum_stats(list(parts.values()))
+        total["msgDropRate"] = sum(p["msgDropRate"] for p in parts.values())
+        total["metadata"] = {"partitions": n}
+        total["partitions"] = parts if _flag(request, "perPartition") or "perPartition" not in request.query \
+            else {}
+        return web.json_response(total)
+
+    def _live_topic_stats(self, name: str) -> dict | None:
+        """Pulsar's NonPersistentTopicStats of a loaded topic (None: not loaded): no
+        backlog and no storage, and what each subscription dropped (msgDropRate)."""
+        f = self.core().non_persistent_stats(name)
+        if f is None:
+            return None
+        out = sum(sub["msg_out"] for sub in f["subscriptions"].values())
+        rate_in, rate_out = self._rates_of(name, f["msg_in"], out)
+        avg = f["bytes_in"] / f["msg_in"] if f["msg_in"] else 0.0
+        subs = {}
+        for sub_name, sub in f["subscriptions"].items():
+            drop_rate, _ = self._rates_of(f"{name} {sub_name} dropped", sub["dropped"], 0)
+            subs[sub_name] = {
+                "msgRateOut": 0.0, "msgThroughputOut": 0.0, "bytesOutCounter": sub["bytes_out"],
+                "msgOutCounter": sub["msg_out"], "msgRateRedeliver": 0.0, "messageAckRate": 0.0, "msgBacklog": 0,
+                "backlogSize": 0, "msgBacklogNoDelayed": 0, "msgDelayed": 0, "unackedMessages": 0,
+                "type": sub["type"], "msgDropRate": drop_rate, "isDurable": sub["durable"], "isReplicated": False,
+                "consumers": [{"consumerName": cname, "availablePermits": permits, "msgOutCounter": n_out,
+                               "bytesOutCounter": b_out, "unackedMessages": 0, "msgRateOut": 0.0,
+                               "msgThroughputOut": 0.0, "msgRateRedeliver": 0.0, "metadata": {}}
+                              for cname, permits, n_out, b_out in sub["consumers"]]}
+        return {"msgRateIn": rate_in, "msgThroughputIn": rate_in * avg, "msgRateOut": rate_out,
+                "msgThroughputOut": rate_out * avg, "msgInCounter": f["msg_in"], "bytesInCounter": f["bytes_in"],
+                "msgOutCounter": out, "bytesOutCounter": sum(sub["bytes_out"] for sub in f["subscriptions"].values()),
+                "averageMsgSize": avg, "storageSize": 0, "backlogSize": 0,
+                "msgDropRate": sum(sub["msgDropRate"] for sub in subs.values()),
+                "publishers": [{"producerName": p, "msgRateIn": 0.0, "msgThroughputIn": 0.0, "averageMsgSize": 0.0,
+                                "msgDropRate": 0.0, "metadata": {}} for p in f["producers"]],
+                "waitingPublishers": 0, "subscriptions": subs, "replication": {},
+                "deduplicationStatus": "Disabled"}
+
     async def _lookup(self, request):
         m = request.match_info
-        if m["domain"] != "persistent":
-            raise _Refused(412, f"{m['domain']} topics are not supported; use persistent://")
-        self._topic(request)
+        if m["domain"] == "non-persistent":
+            self._live_topic(request)
+        elif m["domain"] != "persistent":
+            raise _Refused(412, f"Invalid topic domain: {m['domain']} (persistent or non-persistent)")
+        else:
+            self._topic(request)
         own = self.pulsar_url()
         if own is None:
             raise _Refused(503, "this server has no Pulsar front (serve --no-pulsar)")

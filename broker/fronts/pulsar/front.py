@@ -28,14 +28,14 @@ from ...faults.rules import Action, Operation
 from ...java_fields import as_uint64
 from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopicsChanged
 from ...pulsar_model.cursors import SubscribeOutcome, SubType
-from . import producing
+from . import non_persistent, producing
 from . import schema as s
 from .entries import METADATA_PROPERTY, is_batch, keys_of, ledger_id, metadata_of, permits_of
 from .fault_answers import DISPATCH_ACTIONS, FLOW_ACTIONS, guarded, hold_ends, refused_ack
 from .frames import Frame, FrameError, ack_set_of_mask, encode_payload, mask_of_ack_set, signed_id
 from .replies import ack_response, error, frame, request_id_of, success
 from .topic_lists import TopicWatchers, topics_of_namespace
-from ...pulsar_model.names import PulsarNameError, parse_topic, store_group, store_topic
+from ...pulsar_model.names import PulsarNameError, checked_topic, parse_topic, store_group, store_topic
 
 __all__ = ["PulsarFront", "Connection", "PendingBytes", "METADATA_PROPERTY", "ledger_id"]
 
@@ -83,6 +83,9 @@ class Connection:
     unsent: int = 0
     starved: bool = False
     pending: PendingBytes | None = None     # the total over the listener's connections (None: none kept)
+    # producers and consumers of non-persistent topics (fronts/pulsar/non_persistent.py), by their ids
+    transient_producers: dict = field(default_factory=dict)
+    transient_consumers: dict = field(default_factory=dict)
 
     def holds(self, n: int) -> None:
         """``n`` bytes wait unsent for this connection now (its listener's count)."""
@@ -192,7 +195,9 @@ class PulsarFront:
         r = reply.partitionMetadataResponse
         r.request_id = req.request_id
         if _bad_topic(r, req.topic, s.PartitionedLookupType.Failed) is None:
-            r.response, r.partitions = s.PartitionedLookupType.Success, self.core.pulsar_topics.partitions(req.topic)
+            r.response = s.PartitionedLookupType.Success
+            r.partitions = self.core.non_persistent_partitions(parse_topic(req.topic)) \
+                if req.topic.startswith(non_persistent.NON_PERSISTENT) else self.core.pulsar_topics.partitions(req.topic)
         return [frame(reply)]
 
     def _lookup(self, conn: Connection, cmd, frame_) -> list[bytes]:
@@ -218,6 +223,11 @@ class PulsarFront:
     # -- consumers ---------------------------------------------------------------------------
     def _subscribe(self, conn: Connection, cmd, frame_) -> list[bytes]:
         req = cmd.subscribe
+        if req.topic.startswith(non_persistent.NON_PERSISTENT):
+            name = parse_topic(req.topic)
+            return non_persistent.subscribe(self, conn, req, _Consumer(
+                conn, req.consumer_id, req.subscription, name.full, req.consumer_name, name.partition, name.full,
+                req.subscription))
         try:
             stored = store_topic(req.topic)
             group = store_group(req.subscription)
@@ -519,7 +529,7 @@ class PulsarFront:
         reconnect (it retries the service URL until the broker is back)."""
         out = [producing.close_frame(p) for p in conn.producers.values()]
         out += [_close_consumer_frame(consumer_id) for consumer_id in conn.consumers]
-        return out
+        return out + non_persistent.closing_frames(conn, producing.close_frame, _close_consumer_frame)
 
     def disconnect(self, conn: Connection) -> None:
         """The connection is gone: its consumers give back what they held, its producers
@@ -532,6 +542,7 @@ class PulsarFront:
         conn.producers.clear()
         for p in producers:
             producing.release(self, p)
+        non_persistent.disconnect(self, conn)
         self.watchers.drop(conn)
 
     def _topics_changed(self, n: PulsarTopicsChanged) -> None:
@@ -564,6 +575,11 @@ class PulsarFront:
         conn.outgoing.extend(frames)
         if self.on_dirty is not None:
             self.on_dirty()
+
+    @staticmethod
+    def has_room(consumer: "_Consumer") -> bool:
+        """Whether a MESSAGE may go to ``consumer``'s connection now (its bounds)."""
+        return _has_room(consumer)
 
     def _mark(self, stored: str) -> None:
         if not self._dirty and self.on_dirty is not None:
@@ -674,12 +690,13 @@ _HANDLERS = {
     # (producing.py's handlers take the front as their first argument, as a method would)
     s.Type.PRODUCER: guarded(s.Type.PRODUCER, producing.producer), s.Type.CLOSE_PRODUCER: producing.close_producer,
     s.Type.SEND: producing.send, s.Type.SUBSCRIBE: guarded(s.Type.SUBSCRIBE, PulsarFront._subscribe),
-    s.Type.FLOW: PulsarFront._flow,
-    s.Type.ACK: PulsarFront._ack, s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES: PulsarFront._redeliver,
-    s.Type.CLOSE_CONSUMER: PulsarFront._close_consumer, s.Type.SEEK: PulsarFront._seek,
-    s.Type.UNSUBSCRIBE: PulsarFront._unsubscribe,
-    s.Type.GET_LAST_MESSAGE_ID: PulsarFront._get_last_message_id,
-    s.Type.CONSUMER_STATS: PulsarFront._consumer_stats,
+    # (a consumer command goes to fronts/pulsar/non_persistent.py when its consumer is there)
+    **{kind: non_persistent.routed(kind, handler) for kind, handler in (
+        (s.Type.FLOW, PulsarFront._flow), (s.Type.ACK, PulsarFront._ack),
+        (s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES, PulsarFront._redeliver),
+        (s.Type.CLOSE_CONSUMER, PulsarFront._close_consumer), (s.Type.SEEK, PulsarFront._seek),
+        (s.Type.UNSUBSCRIBE, PulsarFront._unsubscribe), (s.Type.GET_LAST_MESSAGE_ID, PulsarFront._get_last_message_id),
+        (s.Type.CONSUMER_STATS, PulsarFront._consumer_stats))},
     s.Type.GET_TOPICS_OF_NAMESPACE: PulsarFront._topics_of_namespace,
     s.Type.WATCH_TOPIC_LIST: PulsarFront._watch_topic_list,
     s.Type.WATCH_TOPIC_LIST_CLOSE: PulsarFront._watch_topic_list_close,
@@ -718,7 +735,7 @@ def _bad_topic(response, topic: str, failed: int) -> str | None:
     """A lookup response for a topic this broker cannot take: Failed, InvalidTopicName and
     why (in band: the client drops an ERROR sent to a lookup). None when the name is good."""
     try:
-        store_topic(topic)
+        checked_topic(topic)
     except PulsarNameError as exc:
         response.response, response.error, response.message = failed, s.ServerError.InvalidTopicName, str(exc)
         return str(exc)

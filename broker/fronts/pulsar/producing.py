@@ -32,6 +32,7 @@ from ...pulsar_model.cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY,
 from ...pulsar_model.names import PulsarNameError, parse_topic, store_group, store_topic
 from ...pulsar_model.producers import PRODUCER_PROPERTY, SEQUENCE_PROPERTY, AccessMode
 from ...retry_lifecycle import pulsar_dead_letter
+from . import non_persistent
 from . import schema as s
 from .entries import METADATA_PROPERTY, ledger_id
 from .frames import signed_id
@@ -90,6 +91,8 @@ def close_frame(p: Producer) -> bytes:
 
 def producer(front, conn, cmd, frame_) -> list[bytes]:
     req = cmd.producer
+    if req.topic.startswith(non_persistent.NON_PERSISTENT):
+        return non_persistent.producer(front, conn, req)
     try:
         topic = parse_topic(req.topic)
         stored = store_topic(topic)
@@ -149,6 +152,8 @@ def close_producer(front, conn, cmd, frame_) -> list[bytes]:
     p = conn.producers.pop(cmd.close_producer.producer_id, None)
     if p is not None:
         release(front, p)
+    elif conn.transient_producers:
+        non_persistent.close_producer(front, conn, cmd.close_producer.producer_id)
     return [success(cmd.close_producer.request_id)]
 
 
@@ -179,6 +184,8 @@ def send(front, conn, cmd, frame_) -> list[bytes]:
     try:
         p = conn.producers[req.producer_id]
     except KeyError:
+        if req.producer_id in conn.transient_producers:
+            return non_persistent.send(front, conn, cmd, frame_)
         p = None
     if p is None or not p.ready:
         return [send_error(req, s.ServerError.UnknownError, f"producer {req.producer_id} is not open on this "

@@ -58,14 +58,17 @@ def matching(topics: list[str], pattern: str) -> list[str]:
 
 
 def topics_of_namespace(front, conn, cmd, frame_) -> list[bytes]:
-    """GET_TOPICS_OF_NAMESPACE: the namespace's topics (every topic here is persistent),
-    filtered by the pattern when one is sent, with their hash."""
+    """GET_TOPICS_OF_NAMESPACE: the namespace's topics of the mode asked (PERSISTENT, the
+    default; NON_PERSISTENT: the loaded non-persistent ones; ALL: both), filtered by the
+    pattern when one is sent, with their hash."""
     req = cmd.getTopicsOfNamespace
     tenant, _, namespace = req.namespace.partition("/")
     reply = s.BaseCommand(type=s.Type.GET_TOPICS_OF_NAMESPACE_RESPONSE)
     r = reply.getTopicsOfNamespaceResponse
     r.request_id = req.request_id
     topics = front.core.pulsar_topics.topics_of(tenant, namespace) if req.mode != s.TopicsMode.NON_PERSISTENT else []
+    if req.mode != s.TopicsMode.PERSISTENT:
+        topics += front.core.non_persistent_topics_of(tenant, namespace)
     if req.topics_pattern and len(req.topics_pattern) <= MAX_PATTERN_LENGTH:
         try:
             topics = matching(topics, req.topics_pattern)

@@ -48,11 +48,14 @@ def test_ping_pong_and_lookups_answer_in_band():
                                                                             "request_id": 2}))
     r = lk.lookupTopicResponse
     assert (r.response, r.brokerServiceUrl, r.request_id) == (s.LookupType.Connect, "pulsar://127.0.0.1:6650", 2)
-    [bad] = call(front, conn, s.BaseCommand(type=s.Type.LOOKUP, lookupTopic={
+    [live] = call(front, conn, s.BaseCommand(type=s.Type.LOOKUP, lookupTopic={
         "topic": "non-persistent://public/default/x", "request_id": 3}))
+    assert live.lookupTopicResponse.response == s.LookupType.Connect      # served too (issue 51)
+    [bad] = call(front, conn, s.BaseCommand(type=s.Type.LOOKUP, lookupTopic={
+        "topic": "non-persistent://public/default/" + "x" * 200, "request_id": 4}))
     r = bad.lookupTopicResponse
     assert r.response == s.LookupType.Failed and r.error == s.ServerError.InvalidTopicName
-    assert "non-persistent" in r.message
+    assert "too long" in r.message
 
 
 def test_sends_need_an_open_producer_and_a_good_checksum():

@@ -28,7 +28,8 @@ def test_the_lookup_answers_as_pulsars_web_service(server):
     assert data == {"brokerUrl": f"pulsar://127.0.0.1:{server.pulsar_port}",
                     "httpUrl": f"http://127.0.0.1:{server.http_port}",
                     "nativeUrl": f"pulsar://127.0.0.1:{server.pulsar_port}", "brokerUrlSsl": ""}
-    assert http(server.http_port, "GET", "/lookup/v2/topic/non-persistent/public/default/x")[0] == 412
+    assert http(server.http_port, "GET", "/lookup/v2/topic/non-persistent/public/default/x") == (200, data)
+    assert http(server.http_port, "GET", "/lookup/v2/topic/transient/public/default/x")[0] == 412
 
 
 def test_a_client_given_the_http_url_produces_and_consumes_on_plain_and_partitioned_topics(server):

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.interop
 def test_the_readme_pulsar_example_runs(tmp_path):
     pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
     section = README.read_text().split("## Guide: Pulsar clients", 1)[1].split("\n## ", 1)[0]
-    [block] = python_blocks(section)
+    block = python_blocks(section)[0]
     assert "127.0.0.1:6650" in block
     server = EmulatorProcess(tmp_path / "store", pulsar=True).start()
     try:
@@ -21,5 +21,18 @@ def test_the_readme_pulsar_example_runs(tmp_path):
         again = ns["consumer"].receive(timeout_millis=5000)
         assert (ns["msg"].data(), again.data(), again.redelivery_count()) == (b"hello", b"hello", 1)
         ns["client"].close()
+    finally:
+        server.stop()
+
+
+def test_the_readme_non_persistent_example_runs(tmp_path):
+    """The non-persistent topics' example (issue 51): its asserts are the check."""
+    pytest.importorskip("pulsar", reason="needs pulsar-client: ./dev test installs it")
+    section = README.read_text().split("### Non-persistent topics", 1)[1].split("\n## ", 1)[0]
+    [block] = python_blocks(section)
+    assert "non-persistent://" in block and "RegexSubscriptionMode" in block
+    server = EmulatorProcess(tmp_path / "store", pulsar=True).start()
+    try:
+        exec(compile(for_server(block, server), "README", "exec"), {})
     finally:
         server.stop()
