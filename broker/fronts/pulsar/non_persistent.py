@@ -22,7 +22,7 @@ from ...pulsar_model.names import PulsarNameError, checked_topic, store_group
 from ...pulsar_model.non_persistent import NON_PERSISTENT, UNSUPPORTED_LAST_MESSAGE_ID
 from . import schema as s
 from .frames import encode_payload
-from .replies import error, frame, send_error, success
+from .replies import error, frame, send_error, sent_message, success
 
 __all__ = ["NON_PERSISTENT", "Producer", "producer", "send", "subscribe", "routed", "disconnect", "closing_frames"]
 
@@ -72,14 +72,9 @@ def send(front, conn, cmd, frame_) -> list[bytes]:
     if p is None:
         return [send_error(req, s.ServerError.UnknownError, f"producer {req.producer_id} is not open on this "
                                                             f"connection")]
-    try:
-        parts = frame_.metadata_and_payload(checked=True)
-        if parts is None:
-            return [send_error(req, s.ServerError.ChecksumError, "checksum failed on the broker")]
-        raw_meta, payload = parts
-        meta = s.MessageMetadata.FromString(raw_meta)
-    except Exception as exc:
-        return [send_error(req, s.ServerError.UnknownError, f"bad message metadata: {exc}")]
+    raw_meta, payload, meta, refused = sent_message(req, frame_)
+    if refused is not None:
+        return [refused]
     messages = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
     sticky = meta.ordering_key or meta.partition_key.encode()
     receipt = s.BaseCommand(type=s.Type.SEND_RECEIPT)

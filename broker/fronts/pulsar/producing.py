@@ -37,7 +37,7 @@ from . import schema as s
 from .entries import METADATA_PROPERTY, ledger_id
 from .frames import signed_id
 from .fault_answers import reason, refusal_code
-from .replies import error, frame, send_error, success
+from .replies import error, frame, send_error, sent_message, success
 
 __all__ = ["Producer", "producer", "close_producer", "send", "release", "close_frame"]
 
@@ -252,14 +252,9 @@ def fence(front, stored: str, name: str) -> tuple[int, str] | None:
 
 def _store(front, conn, req, p, frame_) -> list[bytes]:
     """Store one SEND's message (or chunk): its receipt, or the SEND_ERROR saying why not."""
-    try:
-        parts = frame_.metadata_and_payload(checked=True)
-        if parts is None:
-            return [send_error(req, s.ServerError.ChecksumError, "checksum failed on the broker")]
-        raw_meta, payload = parts
-        meta = s.MessageMetadata.FromString(raw_meta)
-    except Exception as exc:
-        return [send_error(req, s.ServerError.UnknownError, f"bad message metadata: {exc}")]
+    raw_meta, payload, meta, refused = sent_message(req, frame_)
+    if refused is not None:
+        return [refused]
     state = p.state
     seq = signed_id(req.sequence_id)        # (longs, as Pulsar's broker compares them; the receipt echoes the uint64s)
     highest = signed_id(req.highest_sequence_id)

@@ -31,6 +31,20 @@ def send_error(req, code: int, message: str) -> bytes:
     return frame(cmd)
 
 
+def sent_message(req, frame_):
+    """A SEND's message as the broker reads it, persistent or not: (metadata bytes,
+    payload, MessageMetadata, None), or (None, None, None, the SEND_ERROR saying why not:
+    a checksum that does not match, metadata that does not parse)."""
+    try:
+        parts = frame_.metadata_and_payload(checked=True)
+        if parts is None:
+            return None, None, None, send_error(req, s.ServerError.ChecksumError, "checksum failed on the broker")
+        raw_meta, payload = parts
+        return raw_meta, payload, s.MessageMetadata.FromString(raw_meta), None
+    except Exception as exc:
+        return None, None, None, send_error(req, s.ServerError.UnknownError, f"bad message metadata: {exc}")
+
+
 def ack_response(req, code: int | None = None, message: str = "") -> bytes:
     cmd = s.BaseCommand(type=s.Type.ACK_RESPONSE)
     r = cmd.ackResponse
