@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 
 from ....rocketmq_model.groups import SubscriptionData, validate_group_name
-from ....operations import ConsumerRegistration, FilterCheck, Registration
+from ....operations import ConsumerRegistration, Registration
 from ..protocol import RequestRefused, ResponseCode as RC
+from ..protocol.typed import FILTER_CHECK_CODES
 from ..protocol.fastjson import loads_fastjson
 from ....java_fields import (CONSUME_FROM_WHERE, CONSUME_TYPES, MESSAGE_MODELS, FieldError, java_enum,
                                     java_int, java_string)
@@ -146,9 +147,6 @@ def unlock_batch_mq(front, request, channel):
     return request.response(RC.SUCCESS)
 
 
-_FILTER_CHECK_CODES = {FilterCheck.UNSUPPORTED: RC.SYSTEM_ERROR, FilterCheck.ILLEGAL: RC.SUBSCRIPTION_PARSE_FAILED}
-
-
 def check_client_config(front, request, channel):
     """CheckClientRequestBody {clientId, group, subscriptionData}: a 4.x consumer that
     subscribes by SQL92 asks at its start whether the broker takes the subscription
@@ -162,6 +160,4 @@ def check_client_config(front, request, channel):
         return request.response(RC.SUCCESS)
     sub = body.object(sub, "subscriptionData")
     outcome, remark = front.core.check_filter(body.string(sub, "expressionType"), body.string(sub, "subString"))
-    if outcome is FilterCheck.ACCEPTED:
-        return request.response(RC.SUCCESS)
-    return request.response(_FILTER_CHECK_CODES[outcome], remark)
+    return request.response(FILTER_CHECK_CODES[outcome], remark)
