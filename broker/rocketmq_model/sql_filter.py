@@ -420,32 +420,28 @@ def _shown(node: _Node) -> str:
     return "'" + v.replace("'", "''") + "'" if v.__class__ is str else str(int(v) if v.__class__ is JavaLong else v)
 
 
-def _or(left: _Node, right: _Node) -> _Node:
+def _logic(decides: bool, left: _Node, right: _Node) -> _Node:
+    """OR (``decides`` True) and AND (False), Kleene's: a side equal to ``decides``
+    decides (the right one is not evaluated then); else unknown if a side is unknown."""
     lf, rf = left.ev, right.ev
 
     def ev(p):
         lv = lf(p)
-        if lv is True:
-            return True
+        if lv is decides:
+            return decides
         rv = rf(p)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
+        if rv is decides:
+            return decides
+        return None if lv is None or rv is None else not decides
     return _Node(ev, "bool", left, right)
+
+
+def _or(left: _Node, right: _Node) -> _Node:
+    return _logic(True, left, right)
 
 
 def _and(left: _Node, right: _Node) -> _Node:
-    lf, rf = left.ev, right.ev
-
-    def ev(p):
-        lv = lf(p)
-        if lv is False:
-            return False
-        rv = rf(p)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
-    return _Node(ev, "bool", left, right)
+    return _logic(False, left, right)
 
 
 def _not(node: _Node) -> _Node:
