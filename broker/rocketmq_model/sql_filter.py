@@ -39,6 +39,8 @@ import struct
 from collections import OrderedDict
 from typing import Callable, Mapping
 
+from ..log_text import printable
+
 __all__ = ["SqlFilter", "SqlFilterError", "compile_sql", "SQL92", "is_tag_type"]
 
 SQL92 = "SQL92"
@@ -417,7 +419,9 @@ def _shown(node: _Node) -> str:
     v = node.const
     if v is None or v.__class__ is bool:
         return {None: "NULL", True: "TRUE", False: "FALSE"}[v]
-    return "'" + v.replace("'", "''") + "'" if v.__class__ is str else str(int(v) if v.__class__ is JavaLong else v)
+    if v.__class__ is str:          # (the client's text: escaped, cut, one line)
+        return "'" + printable(v.replace("'", "''"), 60) + "'"
+    return str(int(v) if v.__class__ is JavaLong else v)
 
 
 def _logic(decides: bool, left: _Node, right: _Node) -> _Node:

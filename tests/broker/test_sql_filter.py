@@ -2,7 +2,7 @@
 independent reference (tests/broker/sql_reference.py) on every drawn message; upstream's
 compile-time refusals; the conversions and quirks of upstream's evaluation."""
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, settings, strategies as st
 
 from rocketmq_emulator.broker.rocketmq_model.sql_filter import SqlFilterError, compile_sql
 
@@ -62,6 +62,7 @@ def test_upstream_semantics(selector, props, delivered):
     ("", "Expression can't be null! SQL92"),
     ("a >", "expected a property, a literal or (, found the end at column 4"),
     ("a > 'x'", "'x' cannot be compared by <, >, <=, >= or BETWEEN"),
+    ("a > 'x\ny'", "'x\\ny' cannot be compared"),                  # the client's text escaped: one line
     ("a > TRUE", "TRUE cannot be compared"),
     ("a = NULL", "NULL cannot be compared with =; write IS NULL"),
     ("TRUE = 1", "TRUE cannot be compared with 1"),
@@ -99,3 +100,19 @@ def test_compiled_once_per_text():
         compile_sql("a = ")
     with pytest.raises(SqlFilterError):            # a cached refusal is raised again
         compile_sql("a = ")
+
+
+_SQL_ALPHABET = st.sampled_from(list("ab01 .'()=<>,+-eELl$_\n*/") + ["AND", "OR", "NOT", "IN", "IS", "NULL",
+                                                                  "BETWEEN", "TRUE", "CONTAINS", "--"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=40), st.lists(_SQL_ALPHABET, max_size=25).map(" ".join)),
+       st.dictionaries(st.sampled_from(["a", "b"]), st.text(max_size=6)))
+def test_any_text_compiles_or_is_refused_and_never_raises_when_evaluated(text, props):
+    try:
+        selector = compile_sql(text)
+    except SqlFilterError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert selector.matches(props) in (True, False)
