@@ -57,6 +57,7 @@ _KEYS = {
     "transactionTimeOut": "transaction_timeout",
     "transactionCheckInterval": "transaction_check_interval",
     "transactionCheckMax": "transaction_check_max",
+    "enablePropertyFilter": "enable_property_filter",
     # (the emulator's own: Pulsar's in-memory redelivery counts, for fidelity tests)
     "pulsarRedeliveryCountInMemory": "redelivery_count_in_memory",
     "delayedDeliveryTickTimeMillis": "delayed_delivery_tick_time_millis",
@@ -103,6 +104,10 @@ class BrokerConfig:
     transaction_timeout: int = TRANSACTION_TIMEOUT_MS
     transaction_check_interval: int = TRANSACTION_CHECK_INTERVAL_MS
     transaction_check_max: int = TRANSACTION_CHECK_MAX
+    # SQL92 subscriptions of 4.x consumers (MessageSelector.bySql): off by default, as
+    # upstream's broker has it (its refusal is what a 4.x consumer then meets); 5.x
+    # receives filter by SQL either way, as upstream's pop does
+    enable_property_filter: bool = False
     record_events: bool = True
     fsync: bool = True       # StoreConfig.fsync: False = flushes survive a process crash, not a power loss
     # Pulsar subscriptions: keep redelivery counts and individual acks in memory only, as

@@ -387,6 +387,11 @@ class BrokerCore:
         if consumer_group and self.consumers.unregister(consumer_group, channel):
             self.notify_consumer_ids_changed(consumer_group)
 
+    def check_filter(self, expression_type: str | None, expression: str | None):
+        """(FilterCheck, remark) of a 4.x consumer's subscription at its start
+        (CHECK_CLIENT_CONFIG; broker/rocketmq_model/pulling.py)."""
+        return pulling.check_filter(expression_type, expression, self.config.enable_property_filter)
+
     def consumer_ids(self, group: str) -> list[str] | None:
         """The client ids of a consumer group's live members; None when it has none."""
         info = self.consumers.get(group)

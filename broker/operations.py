@@ -39,6 +39,7 @@ class PullOutcome(enum.Enum):
     SUBSCRIPTION_NOT_EXIST = "no subscription"
     BROADCAST_FORBIDDEN = "broadcast consumption not allowed"
     SUBSCRIPTION_NOT_LATEST = "subscription not latest"
+    FILTER_DATA_NOT_EXIST = "the subscription's SQL92 expression did not compile"
     FILTER_UNSUPPORTED = "filter type not supported"
 
     @property
@@ -267,7 +268,8 @@ class SendBackResult:
 @dataclass(slots=True)
 class PopRequest:
     """Receive up to ``max_msgs`` (1..32) visible messages of ``topic`` for ``group``,
-    invisible for ``invisible_ms`` after (0..12 h); ``tags`` None takes every tag.
+    invisible for ``invisible_ms`` after (0..12 h); ``tags`` None takes every tag, ``sql``
+    (a SQL92 selector, sql_filter.py) the messages whose properties it matches.
     A FIFO group's failed message comes back in place (not via the retry topic)."""
 
     group: str
@@ -281,6 +283,15 @@ class PopRequest:
     # client is connected, up to 3 h (PopService.release(client) ends it); "": no renewal
     renew_for: str = ""
     client: str = ""        # who receives (the dashboard's message page names it)
+    sql: str | None = None  # a SQL92 selector (FilterType.SQL): only the messages it takes; with ``tags`` None
+
+
+class FilterCheck(enum.Enum):
+    """A 4.x consumer's subscription as CHECK_CLIENT_CONFIG checks it (``core.check_filter``)."""
+
+    ACCEPTED = "accepted"
+    UNSUPPORTED = "the broker does not filter by this type"     # SQL92 with enablePropertyFilter off
+    ILLEGAL = "the expression does not compile"
 
 
 class PopOutcome(enum.Enum):
@@ -290,6 +301,7 @@ class PopOutcome(enum.Enum):
     GROUP_NOT_EXIST = "group does not exist"
     ILLEGAL_INVISIBLE_TIME = "invisible time out of range"
     ILLEGAL_ARGUMENT = "batch size out of range"
+    ILLEGAL_FILTER_EXPRESSION = "the SQL92 expression does not compile"
 
 
 @dataclass(slots=True)

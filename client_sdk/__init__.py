@@ -40,6 +40,7 @@ _EXPORTS = {
     "ProcessQueue": "process_queue",
     "UniqKeyGenerator": "uniq_key",
     "decode_uniq_key": "uniq_key",
+    "MessageSelector": "subscription",
     "MQClientError": "errors",
     "MQBrokerError": "errors",
     "ServerClockError": "errors",

@@ -14,7 +14,8 @@ from typing import Callable
 
 from rocketmq_emulator.broker.operations import (ConsumerRegistration, OffsetCommit, PullOutcome, Registration,
                                                  SendBack, SendBackOutcome, SubscriptionData)
-from rocketmq_emulator.broker.fronts.remoting.protocol.typed import PULL_CODES, route_data, send_back_code
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import (FILTER_CHECK_CODES, PULL_CODES, route_data,
+                                                                     send_back_code)
 from rocketmq_emulator.broker.fronts.remoting.protocol import CURRENT_VERSION, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 
@@ -266,6 +267,20 @@ class BrokerAPI:
             self.transport.core_done()
             return
         self._call(RequestCode.HEART_BEAT, None, json.dumps(data, separators=(",", ":")).encode())
+
+    def check_client_config(self, group: str, client_id: str, subscription: dict) -> None:
+        """CHECK_CLIENT_CONFIG: whether the broker takes a SQL92 subscription (its JSON,
+        as a heartbeat carries it); MQBrokerError with the broker's code and remark if not."""
+        core = self.transport.core()
+        if core is not None:
+            outcome, remark = core.check_filter(subscription["expressionType"], subscription["subString"])
+            self.transport.core_done()
+            code = FILTER_CHECK_CODES[outcome]
+            if code != ResponseCode.SUCCESS:
+                raise MQBrokerError(code, remark, None, "CHECK_CLIENT_CONFIG")
+            return
+        body = {"clientId": client_id, "group": group, "subscriptionData": subscription}
+        self._call(RequestCode.CHECK_CLIENT_CONFIG, None, json.dumps(body, separators=(",", ":")).encode())
 
     def unregister_client(self, client_id: str, producer_group: str | None = None,
                           consumer_group: str | None = None) -> None:

@@ -37,7 +37,7 @@ _PULL_AND_COMMIT = ("pull", "ack")
 from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer
 from .service import ClientService, ServiceState
 from .rebalance import Rebalancer
-from .subscription import SubscriptionData
+from .subscription import MessageSelector, SubscriptionData
 from .transport.remote import own_remote_broker
 from .validators import check_group, check_topic
 
@@ -210,8 +210,9 @@ class PushConsumer(ClientService):
         """Orderly: −1 means Integer.MAX_VALUE (retry forever)."""
         return MAX_INT if self.max_reconsume_times == -1 else self.max_reconsume_times
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> "PushConsumer":
-        """Subscribe to ``topic`` with a tag expression: ``"*"`` or ``"TagA || TagB"``."""
+    def subscribe(self, topic: str, expression: "str | MessageSelector | None" = "*") -> "PushConsumer":
+        """Subscribe to ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``) or a
+        ``MessageSelector`` (``MessageSelector.by_sql("region = 'eu' AND amount > 100")``)."""
         check_topic(topic)
         now = self._now_for_sub_version()
         self.subscriptions[topic] = SubscriptionData.build(topic, expression, now)
@@ -297,6 +298,9 @@ class PushConsumer(ClientService):
         inst.send_heartbeat()   # first: it creates %RETRY%<group> on the broker
         for topic in self.subscriptions:
             inst.get_route(topic, refresh=True)
+        for sub in self.subscriptions.values():     # checkClientInBroker: a SQL92 subscription the broker refuses
+            if sub.expression_type != "TAG":       # fails the start, with the broker's code and remark
+                inst.api.check_client_config(self.group, inst.client_id, sub.to_json())
         rt = self.runtime
         if self._orderly:
             if not self.broadcasting:

@@ -20,6 +20,7 @@ from rocketmq_emulator.store.records import tags_code
 
 from ..config import BrokerConfig
 from .config_table import ConfigTable
+from .sql_filter import SQL92, SqlFilter, SqlFilterError, compile_sql, is_tag_type
 from ..errors import RequestRefused
 from ..java_fields import FieldError, java_bool, java_int, java_long, java_string
 from ..retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES
@@ -155,6 +156,10 @@ class SubscriptionData:
     code_set: frozenset[int] | None = None
     sub_version: int = 0
     expression_type: str = "TAG"
+    # a SQL92 subscription's compiled selector; None for a tag subscription, and for an
+    # expression that does not compile (upstream takes the heartbeat and keeps no filter
+    # data for it: its pulls are answered FILTER_DATA_NOT_EXIST)
+    sql: SqlFilter | None = None
 
     @classmethod
     def from_json(cls, d: dict) -> "SubscriptionData":
@@ -167,6 +172,12 @@ class SubscriptionData:
         sub_version = java_long(d.get("subVersion"), "subVersion")
         if topic is None:
             raise ValueError("<topic> is missing")
+        if not is_tag_type(expression_type):
+            try:
+                sql = compile_sql(sub) if expression_type == SQL92 else None
+            except SqlFilterError:
+                sql = None
+            return cls(topic=topic, sub_string=sub, sub_version=sub_version, expression_type=expression_type, sql=sql)
         tags, codes = parse_tag_expression(sub)
         return cls(topic=topic, sub_string=sub, tags_set=tags, code_set=codes, sub_version=sub_version,
                    expression_type=expression_type)

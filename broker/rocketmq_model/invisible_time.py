@@ -38,6 +38,7 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 
 from ..config import PERM_READ, PERM_WRITE
 from ..views.delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
+from .sql_filter import SqlFilterError, compile_sql
 from ..events import EventKind
 from .message_types import SHARDING_KEY
 from ..operations import (
@@ -135,6 +136,12 @@ class PopService:
         if not 0 <= req.invisible_ms <= MAX_INVISIBLE_MS:
             return PopResult(PopOutcome.ILLEGAL_INVISIBLE_TIME,
                              remark=f"invisible time must be 0..{MAX_INVISIBLE_MS} ms, got {req.invisible_ms}")
+        selector = None      # (checked before the topic, as the 5.x proxy checks a filter)
+        if req.sql is not None:
+            try:
+                selector = compile_sql(req.sql)
+            except SqlFilterError as exc:
+                return PopResult(PopOutcome.ILLEGAL_FILTER_EXPRESSION, remark=str(exc))
         tc = self.topics.get(req.topic)
         if tc is None:
             return PopResult(PopOutcome.TOPIC_NOT_EXIST, remark=f"topic {req.topic} not exist")
@@ -158,16 +165,16 @@ class PopService:
         out: list[PoppedMessage] = []
         for topic, qid in sources:
             if req.fifo and topic == req.topic:
-                self._pop_fifo(req, qid, now, out)
+                self._pop_fifo(req, qid, now, out, selector)
             else:
-                self._pop_queue(req, topic, qid, now, out)
+                self._pop_queue(req, topic, qid, now, out, selector)
             if len(out) >= req.max_msgs:
                 break
         if not out:
             return PopResult(PopOutcome.NO_NEW_MESSAGE, remark="no new message")
         return PopResult(PopOutcome.FOUND, out)
 
-    def _pop_queue(self, req: PopRequest, topic: str, qid: int, now: int, out: list) -> None:
+    def _pop_queue(self, req: PopRequest, topic: str, qid: int, now: int, out: list, selector=None) -> None:
         store = self.store
         key = (req.group, topic, qid)
         state = self._state(key)
@@ -177,14 +184,15 @@ class PopService:
             state.next_offset += 1
             entry = store.queue_entry(topic, qid, offset)
             rec = store.look_message_by_offset(entry[0]) if entry else None
-            if rec is None or (req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags):
+            if rec is None or (req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags) \
+                    or (selector is not None and not selector.matches(rec.properties)):
                 continue                # gone, or not subscribed: acked away silently
             original = rec.properties.get(Prop.RETRY_TOPIC, req.topic) if topic != req.topic else req.topic
             out.append(self._deliver(key, state, offset, rec, original, rec.reconsume_times + 1, qid, now,
                                      req.invisible_ms, req.renew_for, req.client))
         self._commit(key, state)
 
-    def _pop_fifo(self, req: PopRequest, qid: int, now: int, out: list) -> None:
+    def _pop_fifo(self, req: PopRequest, qid: int, now: int, out: list, selector=None) -> None:
         """In queue order, the first not-done message of each message group
         (__SHARDINGKEY) that is not in flight. A message without a group waits for no
         other and holds none back (it is its own group): only the message group of a
@@ -210,7 +218,8 @@ class PopService:
                 if group is not None:
                     blocked.add(group)
                 continue
-            if req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags:
+            if (req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags) \
+                    or (selector is not None and not selector.matches(rec.properties)):
                 state.finish(offset)            # not subscribed: acked away
                 continue
             if group is not None:

@@ -18,6 +18,8 @@ from typing import Any
 from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 from rocketmq_emulator.store.records import Prop, tags_code
 
+from .sql_filter import SqlFilter
+
 __all__ = ["HeldPull", "PullHoldService"]
 
 
@@ -29,7 +31,7 @@ class HeldPull:
     topic: str
     queue_id: int
     offset: int
-    code_set: frozenset[int] | None
+    code_set: "frozenset[int] | SqlFilter | None"      # what the pull reads (pulling.check)
     deadline_ms: int
     done: bool = False
     seq: int = 0
@@ -75,16 +77,23 @@ class PullHoldService:
             if h.done:
                 continue
             if h.offset <= queue_offset:
-                if h.code_set is None:
+                selector = h.code_set
+                if selector is None:
                     h.done = True
                     ready.append(h)
                     continue
-                if code is None:
-                    code = tags_code(properties.get(Prop.TAGS))
-                if code in h.code_set:
-                    h.done = True
-                    ready.append(h)
-                    continue
+                if selector.__class__ is SqlFilter:     # a SQL92 subscription: wakes on a match only
+                    if selector.matches(properties):
+                        h.done = True
+                        ready.append(h)
+                        continue
+                else:
+                    if code is None:
+                        code = tags_code(properties.get(Prop.TAGS))
+                    if code in selector:
+                        h.done = True
+                        ready.append(h)
+                        continue
             keep.append(h)
         if keep:
             self._by_queue[key] = keep

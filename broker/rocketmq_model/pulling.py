@@ -7,9 +7,13 @@ from rocketmq_emulator.store import GetStatus
 
 from ..config import PERM_READ
 from .groups import parse_tag_expression
-from ..operations import PullOutcome as O, PullRequest, PullResult
+from .sql_filter import SQL92, SqlFilter, SqlFilterError, compile_sql, is_tag_type
+from rocketmq_emulator.store.record_view import fields
+from rocketmq_emulator.store.records import string_to_properties
+from ..operations import FilterCheck, PullOutcome as O, PullRequest, PullResult
+from ..views.delivery_log import PULL
 
-__all__ = ["pull", "check"]
+__all__ = ["pull", "check", "check_filter"]
 
 _FROM_STORE = {
     GetStatus.FOUND: O.FOUND,
@@ -33,9 +37,10 @@ def _refused(core, req: PullRequest, outcome: O, remark: str) -> PullResult:
 
 
 def check(core, req: PullRequest, channel):
-    """4.9.8's checks of a pull, in order: the refusal (a PullResult), or the tag codes
-    it reads (None: every tag). Cost: dict look-ups (``in`` and ``[]``: it runs twice
-    for a pull that waits, and ``get`` would be a call each)."""
+    """4.9.8's checks of a pull, in order: the refusal (a PullResult), or what it reads:
+    the tag codes (None: every tag) or a SQL92 subscription's SqlFilter. Cost: dict
+    look-ups (``in`` and ``[]``: it runs twice for a pull that waits, and ``get`` would
+    be a call each)."""
     group, topic, queue_id = req.group, req.topic, req.queue_id
     if not core.config.broker_permission & PERM_READ:
         return _refused(core, req, O.BROKER_NOT_READABLE, f"the broker[{core.config.broker_ip}] pulling message is forbidden")
@@ -58,11 +63,14 @@ def check(core, req: PullRequest, channel):
                         f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                         f"[{tc.read_queue_nums}] consumer:[{channel.remote}]")
     if req.subscription is not None:
+        expression_type = req.expression_type
         try:
-            _, code_set = parse_tag_expression(req.subscription)
+            if expression_type == "TAG" or not expression_type:     # (is_tag_type, inlined: a call fewer)
+                _, code_set = parse_tag_expression(req.subscription)
+            else:       # (upstream lets an unparsable one through, and filters nothing)
+                code_set = compile_sql(req.subscription) if expression_type == SQL92 else None
         except ValueError:
             return _refused(core, req, O.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
-        expression_type = req.expression_type
     else:
         table = core.consumers.groups
         info = table[group] if group in table else None
@@ -78,9 +86,15 @@ def check(core, req: PullRequest, channel):
         if sub.sub_version < req.sub_version:
             return _refused(core, req, O.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         code_set, expression_type = sub.code_set, sub.expression_type
+        if expression_type != "TAG":
+            code_set = sub.sql
+            if code_set is None:
+                return _refused(core, req, O.FILTER_DATA_NOT_EXIST,
+                                "The broker's consumer filter data is not exist!Your expression may be wrong!")
     if expression_type != "TAG":
-        return _refused(core, req, O.FILTER_UNSUPPORTED,
-                        "The broker does not support consumer to filter message by " + expression_type)
+        if not core.config.enable_property_filter or code_set is None:
+            return _refused(core, req, O.FILTER_UNSUPPORTED,
+                            "The broker does not support consumer to filter message by " + expression_type)
     return code_set
 
 
@@ -89,6 +103,8 @@ def pull(core, req: PullRequest, channel) -> PullResult:
     code_set = check(core, req, channel)
     if code_set.__class__ is PullResult:
         return code_set
+    if code_set.__class__ is SqlFilter:
+        return _pull_by_sql(core, req, channel, code_set)
     res = core.store.get_message(req.topic, req.queue_id, req.offset, req.max_msgs, code_set)
     status = res.status
     # (the two usual answers first: an enum member as a dict key costs a call to hash it)
@@ -109,3 +125,47 @@ def pull(core, req: PullRequest, channel) -> PullResult:
     # max_offset, remark, tag_codes, store_status): made for every pull
     return PullResult(outcome, res.records if outcome is O.FOUND else (), res.next_begin_offset, res.min_offset,
                       res.max_offset, None, code_set, name)
+
+
+def _pull_by_sql(core, req: PullRequest, channel, selector: SqlFilter) -> PullResult:
+    """A SQL92 subscription's pull: the records read are those ``selector`` takes (the
+    rest are skipped and counted in the next offset, as upstream's commit-log filter
+    skips them; none taken: RETRY_IMMEDIATELY). Each delivery is logged by its offset,
+    so the message page shows only what was delivered."""
+    res = core.store.get_message(req.topic, req.queue_id, req.offset, req.max_msgs, None)
+    taken, offsets = [], []
+    for raw in res.records:
+        head = fields(raw, 0)
+        if selector.matches(string_to_properties(head.properties)):
+            taken.append(raw)
+            offsets.append(head.queue_offset)
+    status = GetStatus.NO_MATCHED_MESSAGE if res.status is _FOUND and not taken else res.status
+    if status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
+        outcome = O.OFFSET_MOVED if req.offset != 0 else O.NO_NEW_MESSAGE
+    else:
+        outcome = _FROM_STORE.get(status, O.NO_NEW_MESSAGE)
+    if req.commit_offset is not None:
+        core.offsets.commit(req.group, req.topic, req.queue_id, req.commit_offset)
+    now, client = core.clock.now_ms(), channel.client_id or channel.remote
+    for offset in offsets:
+        core.deliveries.one(now, PULL, req.group, req.topic, req.queue_id, offset, None, client)
+    return PullResult(outcome, taken, res.next_begin_offset, res.min_offset, res.max_offset, None, selector,
+                      status.name)
+
+
+def check_filter(expression_type: str | None, expression: str | None, enabled: bool):
+    """CHECK_CLIENT_CONFIG's decision (ClientManageProcessor#checkClientConfig), a 4.x
+    consumer's check at its start: (FilterCheck, remark). A tag subscription is taken;
+    another type is refused while ``enabled`` (enablePropertyFilter) is off, else
+    compiled (a type other than SQL92 has no compiler: refused as not compiling)."""
+    if is_tag_type(expression_type):
+        return FilterCheck.ACCEPTED, None
+    if not enabled:
+        return FilterCheck.UNSUPPORTED, f"The broker does not support consumer to filter message by {expression_type}"
+    if expression_type != SQL92:
+        return FilterCheck.ILLEGAL, f"no filter of type {expression_type}"
+    try:
+        compile_sql(expression)
+    except SqlFilterError as exc:
+        return FilterCheck.ILLEGAL, str(exc)
+    return FilterCheck.ACCEPTED, None

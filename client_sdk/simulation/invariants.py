@@ -30,6 +30,9 @@ Invariants (each failure is a Violation with the step, the virtual time and the 
                     finished with (consumed, or handed back to the broker)
   identity          every copy keeps the UNIQ_KEY of its original, and a retry or DLQ
                     copy carries ORIGIN_MESSAGE_ID = the original's offsetMsgId
+  filter            a group with a SQL92 selector (GroupSpec.sql) gets only the messages
+                    whose properties (scenario.message_properties) it takes, and "lost"
+                    counts only those for it
   order             an orderly group gets a queue's messages in queue order: nothing
                     after an unfinished message
   duplicate         a message its group has consumed successfully is not delivered to it
@@ -62,10 +65,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rocketmq_emulator.broker.rocketmq_model.sql_filter import compile_sql
 from rocketmq_emulator.store.records import create_offset_msg_id
 
 from ..message import MessageExt
-from .scenario import GroupSpec, Scenario
+from .scenario import GroupSpec, Scenario, message_properties
 
 __all__ = ["Violation", "InvariantChecker", "LOCAL_RETRY_MS", "EXPIRED_LEVEL"]
 
@@ -194,6 +198,10 @@ class InvariantChecker:
         self.repeating_groups: set[str | None] = set()
         self.strays: dict[str, int] = {}
         self.send_back_faulted: set[str | None] = set()   # groups whose send-backs a rule refused or lost
+        # groups with a SQL92 selector: theirs, and the message numbers it does not take
+        # (computed here from message_properties, not asked of the broker)
+        self.selectors = {g.name: compile_sql(g.sql) for g in scenario.groups if g.sql}
+        self.not_for: dict[str, set[int]] = {name: set() for name in self.selectors}
 
     # -- reporting ---------------------------------------------------------------------
     def fail(self, invariant: str, now_ms: int, message: str) -> None:
@@ -201,9 +209,11 @@ class InvariantChecker:
 
     # -- what the application sees ----------------------------------------------------------
     def accepted(self, number: int, uniq_key: str, offset_msg_id: str, transaction: str | None = None,
-                 now_ms: int = 0) -> None:
+                 now_ms: int = 0, stored_at: tuple | None = None) -> None:
         """A send the broker stored; ``transaction``: a transactional one's drawn end (its
-        offsetMsgId is then the half message's)."""
+        offsetMsgId is then the half message's). ``stored_at`` (topic, queue id, queue
+        offset, broker), with SQL92 groups: a group whose selector does not take the
+        message is finished with it at once (its commits may pass it)."""
         assert number == len(self.uniq)
         self.accepted_count += 1
         self.uniq.append(uniq_key)
@@ -211,9 +221,18 @@ class InvariantChecker:
         self.by_uniq[uniq_key] = number
         for fates in self.fates.values():
             fates.append(_Fate())
+        wanted = len(self.fates)
+        if self.selectors:
+            props = message_properties(number)
+            for name, selector in self.selectors.items():
+                if not selector.matches(props):
+                    self.not_for[name].add(number)
+                    wanted -= 1
+                    topic, queue_id, queue_offset, broker = stored_at
+                    self.finished(name, topic, queue_id, queue_offset, now_ms, False, broker)
         if transaction is None:
             self.origin_id.append(offset_msg_id)
-            self.pending += len(self.fates)
+            self.pending += wanted
             return
         self.origin_id.append(None)
         self.transactions[number] = transaction
@@ -221,7 +240,7 @@ class InvariantChecker:
         if transaction in ("rollback", "never"):
             self.undeliverable.add(number)
         else:
-            self.pending += len(self.fates)
+            self.pending += wanted
 
     def transaction_checked(self, number: int, now_ms: int, timeout_ms: int, check_max: int) -> None:
         """The broker checked back message ``number``'s transaction."""
@@ -282,6 +301,9 @@ class InvariantChecker:
         if number >= self.accepted_count:
             self.fail("lost", now_ms, f"{spec.name} got message #{number}, which no send accepted")
             return None
+        if self.not_for and spec.name in self.not_for and number in self.not_for[spec.name]:
+            self.fail("filter", now_ms, f"{spec.name} got message #{number} {message_properties(number)}, which its "
+                                        f"SQL92 selector {spec.sql!r} does not take")
         fate = self.fates[spec.name][number]
         if fate.succeeded and not self.crashed and number not in self.repeats \
                 and spec.name not in self.repeating_groups and None not in self.repeating_groups:
@@ -435,8 +457,9 @@ class InvariantChecker:
         self.step += 1
         for spec in self.scenario.groups:
             fates = self.fates[spec.name]
+            not_for = self.not_for.get(spec.name, ())
             for number, fate in enumerate(fates):
-                if number in self.undeliverable:
+                if number in self.undeliverable or number in not_for:
                     continue
                 if not fate.succeeded and not fate.dead:
                     self.fail("lost", now_ms, f"{spec.name}: message #{number} ({self.uniq[number]}) was accepted "

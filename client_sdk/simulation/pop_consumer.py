@@ -134,7 +134,7 @@ class PopConsumer(InProcessConsumer):
                                     else RECEIVE_BACKOFF_MS)
                     return
             result = core.pop(PopRequest(self.spec.name, self.topic, max_msgs=self.spec.batch_size,
-                                         invisible_ms=self.invisible_ms))
+                                         invisible_ms=self.invisible_ms, sql=self.spec.sql or None))
         finally:
             self.transport.core_done()
         if result.outcome is not PopOutcome.FOUND:

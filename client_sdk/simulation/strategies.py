@@ -27,13 +27,38 @@ except ImportError as exc:      # the one line says which extra brings it
 from .fault_rules import FaultSpec
 from .scenario import ConsumerRestart, GroupSpec, ProducerSpec, Scenario, TopicSpec, WriteOffWindow
 
-__all__ = ["scenarios", "group_specs", "fault_timelines", "fault_rules"]
+__all__ = ["scenarios", "group_specs", "fault_timelines", "fault_rules", "sql_selectors"]
 
 MINUTE = 60_000
 
 
+def _sql_conditions():
+    """One condition over the properties a run's messages carry (scenario.message_properties:
+    region eu/us/asia, amount 0..1023 or missing)."""
+    regions = st.sampled_from(["eu", "us", "asia", "mars"])
+    amounts = st.integers(0, 1023)
+    return st.one_of(
+        regions.map(lambda r: f"region = '{r}'"),
+        regions.map(lambda r: f"region <> '{r}'"),
+        st.lists(regions, min_size=1, max_size=3, unique=True).map(
+            lambda rs: "region IN (" + ", ".join(f"'{r}'" for r in rs) + ")"),
+        st.tuples(st.sampled_from(["<", "<=", ">", ">=", "="]), amounts).map(lambda t: f"amount {t[0]} {t[1]}"),
+        st.tuples(amounts, amounts).map(lambda t: f"amount BETWEEN {min(t)} AND {max(t)}"),
+        st.sampled_from(["amount IS NULL", "amount IS NOT NULL"]))
+
+
+def sql_selectors():
+    """A SQL92 selector over the run's message properties: conditions joined by AND / OR,
+    some negated (what GroupSpec.sql takes)."""
+    condition = _sql_conditions()
+    return st.recursive(condition, lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
+        inner.map(lambda c: f"NOT ({c})")), max_leaves=4)
+
+
 @st.composite
-def group_specs(draw, name: str = "SimGroup", topic: str = "SimTopic", allow_orderly: bool = True) -> GroupSpec:
+def group_specs(draw, name: str = "SimGroup", topic: str = "SimTopic", allow_orderly: bool = True,
+                sql: bool = False) -> GroupSpec:
     orderly = allow_orderly and draw(st.booleans())
     protocol = "4.x" if orderly else draw(st.sampled_from(["4.x", "5.x"]))
     poison = draw(st.sampled_from([0, 10, 50, 100]))
@@ -48,7 +73,9 @@ def group_specs(draw, name: str = "SimGroup", topic: str = "SimTopic", allow_ord
         fail_once_every=draw(st.sampled_from([0, 10])),
         fail_once_remainder=5,
         fail_probability=draw(st.sampled_from([0.0, 0.05, 0.2])),
-        slow_probability=0.0 if orderly else draw(st.sampled_from([0.0, 0.0, 0.02])))
+        slow_probability=0.0 if orderly else draw(st.sampled_from([0.0, 0.0, 0.02])),
+        # (drawn only when asked: the draws without it stay as they were)
+        sql=draw(st.one_of(st.just(""), sql_selectors())) if sql else "")
 
 
 @st.composite
@@ -98,14 +125,15 @@ def fault_rules(draw, duration_ms: int, groups: tuple[str, ...] = (), max_rules:
 
 @st.composite
 def scenarios(draw, max_messages: int = 200, max_groups: int = 2, faults: bool = True,
-              rules: bool = False) -> Scenario:
+              rules: bool = False, sql: bool = False) -> Scenario:
     """A valid scenario; ``faults``: crashes, write-off windows and consumer restarts;
-    ``rules``: fault rules on the broker too (``fault_rules``; drawn only when asked, so
-    the draws without them stay as they were)."""
+    ``rules``: fault rules on the broker too (``fault_rules``); ``sql``: groups may select
+    by a SQL92 selector over the messages' properties (``sql_selectors``). Each is drawn
+    only when asked, so the draws without it stay as they were."""
     duration = draw(st.integers(1, 30)) * MINUTE
     queues = draw(st.integers(1, 4))
     n_groups = draw(st.integers(1, max_groups))
-    groups = tuple(draw(group_specs(name=f"SimGroup{i}")) for i in range(n_groups))
+    groups = tuple(draw(group_specs(name=f"SimGroup{i}", sql=sql)) for i in range(n_groups))
     extra = draw(fault_timelines(duration, tuple(g.name for g in groups))) if faults else {}
     if any(g.protocol == "5.x" for g in groups):
         extra["settle_ms"] = 8 * 60 * MINUTE     # a 5.x poison message ends 6 h 46 min after it began

@@ -69,6 +69,7 @@ CLIENT_SDK_MAY_IMPORT = {
     "broker.config": "BrokerConfig for an embedded broker",
     "broker.events": "the retry lifecycle's events (the simulator's accounting)",
     "broker.rocketmq_model.topics": "topic names and configs",
+    "broker.rocketmq_model.sql_filter": "the one SQL92 evaluator: the simulator knows which messages a SQL group takes",
     "broker.retry_lifecycle": "the one retry decision: the SDK's client-side rules ask it",
     "broker.pulsar_model.cursors": "Pulsar-style subscriptions (the simulator's Pulsar consumer)",
     "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward)",

@@ -51,9 +51,10 @@ class WireClient:
         return self.call(RQ.SEND_MESSAGE, ext, body, version=version)
 
     # -- consume ----------------------------------------------------------------------
-    def heartbeat(self, group, topics=("T",), *, model="CLUSTERING", retry=True, sub="*", sub_version=1):
+    def heartbeat(self, group, topics=("T",), *, model="CLUSTERING", retry=True, sub="*", sub_version=1,
+                  expression_type="TAG"):
         subs = [{"topic": t, "subString": sub, "tagsSet": [], "codeSet": [], "subVersion": sub_version,
-                 "expressionType": "TAG", "classFilterMode": False} for t in topics]
+                 "expressionType": expression_type, "classFilterMode": False} for t in topics]
         if retry and model == "CLUSTERING":
             subs.append({"topic": "%RETRY%" + group, "subString": "*", "subVersion": sub_version,
                          "expressionType": "TAG"})
@@ -64,10 +65,11 @@ class WireClient:
         return self.call(RQ.HEART_BEAT, None, json.dumps(body).encode())
 
     def pull(self, group, topic, queue_id=0, offset=0, *, max_msgs=32, sys_flag=0, commit_offset=0,
-             suspend_ms=15000, sub_version=0, subscription=None):
+             suspend_ms=15000, sub_version=0, subscription=None, expression_type=None):
         ext = {"consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": offset,
                "maxMsgNums": max_msgs, "sysFlag": sys_flag, "commitOffset": commit_offset,
-               "suspendTimeoutMillis": suspend_ms, "subVersion": sub_version, "subscription": subscription}
+               "suspendTimeoutMillis": suspend_ms, "subVersion": sub_version, "subscription": subscription,
+               "expressionType": expression_type}
         return self.call(RQ.PULL_MESSAGE, ext)
 
     def pull_records(self, group, topic, queue_id=0, offset=0, **kw):

@@ -60,6 +60,7 @@ _POP_CODES = {
     PopOutcome.GROUP_NOT_EXIST: pb.CONSUMER_GROUP_NOT_FOUND,
     PopOutcome.ILLEGAL_INVISIBLE_TIME: pb.ILLEGAL_INVISIBLE_TIME,
     PopOutcome.ILLEGAL_ARGUMENT: pb.BAD_REQUEST,
+    PopOutcome.ILLEGAL_FILTER_EXPRESSION: pb.ILLEGAL_FILTER_EXPRESSION,
 }
 
 
@@ -285,11 +286,10 @@ class Rocketmq5Front:
         topic = req.message_queue.topic.name
         group = req.group.name
         fe = req.filter_expression
-        if fe.type == pb.SQL:
-            return status(pb.ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not supported"), []
         tags = None
+        sql = fe.expression if fe.type == pb.SQL else None     # (the core compiles it: ILLEGAL_FILTER_EXPRESSION)
         expr = fe.expression.strip()
-        if expr and expr != "*":
+        if sql is None and expr and expr != "*":
             tags = frozenset(t.strip() for t in expr.split("||") if t.strip())
             if not tags:
                 return status(pb.ILLEGAL_FILTER_EXPRESSION, f"bad tag expression {fe.expression!r}"), []
@@ -306,7 +306,8 @@ class Rocketmq5Front:
         # the proxy pops every queue of the broker whatever queue a client names (a FIFO
         # group's per-queue assignment too: ConsumerProcessor pops queue -1)
         renew_for = client_id if req.auto_renew else ""
-        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, -1, renew_for, client_id))
+        result = self.core.pop(PopRequest(group, topic, batch, invisible, tags, fifo, -1, renew_for, client_id,
+                                          sql))
         if result.outcome is PopOutcome.NO_NEW_MESSAGE:
             return None, []
         if result.outcome is not PopOutcome.FOUND:

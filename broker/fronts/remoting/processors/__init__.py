@@ -32,6 +32,7 @@ def build_processor_table() -> dict:
         RC.GET_CONSUMER_LIST_BY_GROUP: registration.get_consumer_list_by_group,
         RC.LOCK_BATCH_MQ: registration.lock_batch_mq,
         RC.UNLOCK_BATCH_MQ: registration.unlock_batch_mq,
+        RC.CHECK_CLIENT_CONFIG: registration.check_client_config,
         RC.GET_ROUTEINFO_BY_TOPIC: route.get_route_info_by_topic,
         RC.GET_BROKER_CLUSTER_INFO: route.get_broker_cluster_info,
         RC.UPDATE_AND_CREATE_TOPIC: admin.update_and_create_topic,

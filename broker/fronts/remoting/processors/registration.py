@@ -1,5 +1,5 @@
 """HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
-LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42).
+LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42), CHECK_CLIENT_CONFIG (46).
 
 Bodies are read as the Java broker's fastjson reads them (protocol.java_fields: enums by
 name or ordinal, numbers as strings, null for Java's default, unknown fields ignored)
@@ -13,12 +13,13 @@ import json
 from ....rocketmq_model.groups import SubscriptionData, validate_group_name
 from ....operations import ConsumerRegistration, Registration
 from ..protocol import RequestRefused, ResponseCode as RC
+from ..protocol.typed import FILTER_CHECK_CODES
 from ..protocol.fastjson import loads_fastjson
 from ....java_fields import (CONSUME_FROM_WHERE, CONSUME_TYPES, MESSAGE_MODELS, FieldError, java_enum,
                                     java_int, java_string)
 
 __all__ = ["heart_beat", "unregister_client", "get_consumer_list_by_group", "lock_batch_mq",
-           "unlock_batch_mq", "parse_json_body"]
+           "unlock_batch_mq", "check_client_config", "parse_json_body"]
 
 
 def parse_json_body(body: bytes):
@@ -144,3 +145,19 @@ def unlock_batch_mq(front, request, channel):
     group, client_id, mqs = _lock_request(request, "UNLOCK_BATCH_MQ")
     core.unlock_queues(group, client_id, mqs)
     return request.response(RC.SUCCESS)
+
+
+def check_client_config(front, request, channel):
+    """CheckClientRequestBody {clientId, group, subscriptionData}: a 4.x consumer that
+    subscribes by SQL92 asks at its start whether the broker takes the subscription
+    (SYSTEM_ERROR while enablePropertyFilter is off, SUBSCRIPTION_PARSE_FAILED with the
+    parser's complaint); no body, or no subscription in it, is SUCCESS as upstream."""
+    if not request.body:
+        return request.response(RC.SUCCESS)
+    body = _Body(request.body, "CHECK_CLIENT_CONFIG")
+    sub = body.data.get("subscriptionData")
+    if sub is None:
+        return request.response(RC.SUCCESS)
+    sub = body.object(sub, "subscriptionData")
+    outcome, remark = front.core.check_filter(body.string(sub, "expressionType"), body.string(sub, "subString"))
+    return request.response(FILTER_CHECK_CODES[outcome], remark)

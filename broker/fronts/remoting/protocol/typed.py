@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from rocketmq_emulator.store import PutStatus
 
-from ....operations import PullOutcome, PullRequest, SendBackOutcome, SendOutcome
+from ....operations import FilterCheck, PullOutcome, PullRequest, SendBackOutcome, SendOutcome
 from .codes import ResponseCode as RC
 
-__all__ = ["PullRequest", "pull_request_of", "PULL_CODES", "SEND_CODES", "SEND_BACK_CODES", "PUT_STATUS_TO_CODE",
+__all__ = ["PullRequest", "pull_request_of", "PULL_CODES", "FILTER_CHECK_CODES", "SEND_CODES", "SEND_BACK_CODES", "PUT_STATUS_TO_CODE",
            "send_code", "send_back_code", "route_data", "broker_data", "FLAG_COMMIT_OFFSET", "FLAG_SUSPEND",
            "FLAG_SUBSCRIPTION", "FLAG_CLASS_FILTER", "SUCCESS"]
 
@@ -38,8 +38,13 @@ PULL_CODES = {
     PullOutcome.SUBSCRIPTION_NOT_EXIST: RC.SUBSCRIPTION_NOT_EXIST,
     PullOutcome.BROADCAST_FORBIDDEN: RC.NO_PERMISSION,
     PullOutcome.SUBSCRIPTION_NOT_LATEST: RC.SUBSCRIPTION_NOT_LATEST,
+    PullOutcome.FILTER_DATA_NOT_EXIST: RC.FILTER_DATA_NOT_EXIST,
     PullOutcome.FILTER_UNSUPPORTED: RC.SYSTEM_ERROR,
 }
+
+# CHECK_CLIENT_CONFIG's code of each outcome of the core's check_filter
+FILTER_CHECK_CODES = {FilterCheck.ACCEPTED: RC.SUCCESS, FilterCheck.UNSUPPORTED: RC.SYSTEM_ERROR,
+                      FilterCheck.ILLEGAL: RC.SUBSCRIPTION_PARSE_FAILED}
 
 
 def pull_request_of(request, *, allow_suspend: bool) -> PullRequest:

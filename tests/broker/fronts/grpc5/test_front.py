@@ -119,11 +119,13 @@ def test_a_5x_message_is_stored_as_a_5x_proxy_stores_it():
         ("01FF", "TagA", "k1 k2", "g1", "red")
 
 
-def test_receive_refuses_sql_filters_and_out_of_range_invisible_times():
+def test_receive_refuses_bad_sql_filters_and_out_of_range_invisible_times():
     f = front()
     req = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), message_queue=pb.MessageQueue(
-        topic=pb.Resource(name="T"), id=-1), filter_expression=pb.FilterExpression(type=pb.SQL, expression="a>1"))
-    assert f.receive(req)[0].code == pb.ILLEGAL_FILTER_EXPRESSION
+        topic=pb.Resource(name="T"), id=-1), filter_expression=pb.FilterExpression(type=pb.SQL, expression="a >"))
+    st = f.receive(req)[0]
+    assert st.code == pb.ILLEGAL_FILTER_EXPRESSION and "\n" not in st.message
+    assert st.message.startswith("Invalid MessageSelector. expected a property, a literal or (")
     req.filter_expression.type, req.filter_expression.expression = pb.TAG, "*"
     req.invisible_duration.CopyFrom(duration(5_000))
     assert f.receive(req)[0].code == pb.ILLEGAL_INVISIBLE_TIME
