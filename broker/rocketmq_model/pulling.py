@@ -64,13 +64,23 @@ def check(core, req: PullRequest, channel):
                         f"[{tc.read_queue_nums}] consumer:[{channel.remote}]")
     if req.subscription is not None:
         expression_type = req.expression_type
-        try:
-            if expression_type == "TAG" or not expression_type:     # (is_tag_type, inlined: a call fewer)
+        if expression_type == "TAG" or not expression_type:     # (is_tag_type, inlined: a call fewer)
+            try:
                 _, code_set = parse_tag_expression(req.subscription)
-            else:       # (upstream lets an unparsable one through, and filters nothing)
+            except ValueError:
+                return _refused(core, req, O.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+        else:
+            # upstream lets a SQL92 that does not compile (or a type it has no filter for)
+            # through and filters nothing: ConsumerFilterManager.build answers null and the
+            # ExpressionMessageFilter then takes every message (None: every message)
+            try:
                 code_set = compile_sql(req.subscription) if expression_type == SQL92 else None
-        except ValueError:
-            return _refused(core, req, O.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+            except SqlFilterError:
+                code_set = None
+            if not core.config.enable_property_filter:
+                return _refused(core, req, O.FILTER_UNSUPPORTED,
+                                "The broker does not support consumer to filter message by " + expression_type)
+            return code_set
     else:
         table = core.consumers.groups
         info = table[group] if group in table else None

@@ -113,7 +113,7 @@ def test_raw_frames_check_client_config_and_a_pull_by_sql(sql_server):
                 "sysFlag": 4, "commitOffset": 0, "suspendTimeoutMillis": 0, "subVersion": 1,
                 "subscription": "amount >", "expressionType": "SQL92"}
         resp = raw.call(RemotingCommand.request(RequestCode.PULL_MESSAGE, pull))
-        assert (resp.code, resp.remark) == (RC.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+        assert resp.code == RC.SUCCESS          # unfiltered, as upstream's broker answers it
         pull["subscription"] = SQL
         bodies = []
         for queue_id in range(4):
