@@ -13,7 +13,7 @@ from .core_types import Channel
 from .operations import PullRequest, PullResult
 
 __all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "PulsarTopicsChanged", "PulsarConsumersDetached",
-           "TransactionCheck", "Notification", "Notifier"]
+           "TransactionCheck", "LiteUnsubscribed", "Notification", "Notifier"]
 
 
 @dataclass(slots=True)
@@ -84,8 +84,18 @@ class TransactionCheck:
     offset_msg_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class LiteUnsubscribed:
+    """The broker ended a lite consumer's subscription of ``lite_topic`` (the lite topic
+    expired): the client should forget it (5.x: a NotifyUnsubscribeLiteCommand)."""
+
+    client_id: str
+    group: str
+    lite_topic: str
+
+
 Notification = (PullReady | ConsumerIdsChanged | DispatchReady | PulsarTopicsChanged | PulsarConsumersDetached
-                | TransactionCheck)
+                | TransactionCheck | LiteUnsubscribed)
 
 
 class Notifier:

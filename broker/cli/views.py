@@ -119,6 +119,11 @@ def run_view(kind: str, args) -> int:
                   f"{r['half_messages']:>6}  {last}")
         if state["message_type"]:
             print(f"message type: {shown(state['message_type'])} (5.x routes accept only it)")
+        lite = state.get("lite_topics") or []
+        if lite:
+            print(f"lite topics: {len(lite)}")
+            for t in lite:
+                print(f"  {shown(t['lite_topic'])}  last write {iso_utc(t['last_write_ms'])}")
         if half:
             print(f"half messages waiting for their producer's commit or rollback: {len(half)}")
             print(f"  {'TRANSACTION ID':<34} {'PRODUCER GROUP':<20} {'CHECKS':>6}  NEXT CHECK (UTC)")

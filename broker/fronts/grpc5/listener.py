@@ -171,7 +171,8 @@ _REPLY = {"EndTransaction": spb.EndTransactionResponse,
           "QueryAssignment": spb.QueryAssignmentResponse, "SendMessage": spb.SendMessageResponse,
           "AckMessage": spb.AckMessageResponse, "ChangeInvisibleDuration": spb.ChangeInvisibleDurationResponse,
           "ForwardMessageToDeadLetterQueue": spb.ForwardMessageToDeadLetterQueueResponse,
-          "NotifyClientTermination": spb.NotifyClientTerminationResponse}
+          "NotifyClientTermination": spb.NotifyClientTerminationResponse,
+          "SyncLiteSubscription": spb.SyncLiteSubscriptionResponse}
 
 
 class _Servicer(service_pb2_grpc.MessagingServiceServicer):
@@ -282,15 +283,22 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
     @_guarded
     async def ChangeInvisibleDuration(self, request, context):
         st, handle = self.front.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
-                                                 request.invisible_duration)
+                                                 request.invisible_duration, request.lite_topic)
         self._done()
         return spb.ChangeInvisibleDurationResponse(status=st, receipt_handle=handle)
 
     @_guarded
     async def ForwardMessageToDeadLetterQueue(self, request, context):
-        st = self.front.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
+        st = self.front.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle,
+                                       request.lite_topic)
         self._done()
         return spb.ForwardMessageToDeadLetterQueueResponse(status=st)
+
+    @_guarded
+    async def SyncLiteSubscription(self, request, context):
+        st = self.front.sync_lite_subscription(_client_id(context), request)
+        self._done()
+        return spb.SyncLiteSubscriptionResponse(status=st)
 
     @_guarded
     async def NotifyClientTermination(self, request, context):
