@@ -105,7 +105,7 @@ class BrokerCore:
         self.deliveries = DeliveryLog(clock.now_ms(), store=store)
         self.offsets = OffsetBook(store, clock, self.events, self._dirty, self.rates, self.deliveries.first_pulled)
         self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message,
-                               self.deliveries)
+                               self.deliveries, self.notify)
         # Pulsar: topics and policies, compaction, cursors, producers (broker/pulsar_*.py)
         self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
         first = self.pulsar_topics.first_offset

@@ -40,6 +40,7 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 from ..config import PERM_READ, PERM_WRITE
 from ..views.delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
 from ..events import EventKind
+from ..notifications import VisibleAgain
 from .message_types import PRIORITY, SHARDING_KEY
 from ..operations import (
     AckOutcome,
@@ -111,10 +112,13 @@ class _QueueState:
 
 
 class PopService:
-    def __init__(self, store, clock, rng, topics, groups, offsets, put_message, deliveries=None) -> None:
+    def __init__(self, store, clock, rng, topics, groups, offsets, put_message, deliveries=None,
+                 notify=None) -> None:
         """``put_message``: the core's one put path (BrokerCore.put_message), for the
         retry and dead-letter copies; ``offsets``: the core's OffsetBook; ``deliveries``:
-        its DeliveryLog (each receive, ack, nack and expiry is told there)."""
+        its DeliveryLog (each receive, ack, nack and expiry is told there); ``notify``:
+        the core's Notifier, told when a delivery is visible again in place
+        (VisibleAgain: a retry copy's store wakes a held receive, this has no store)."""
         self.store = store
         self.clock = clock
         self.rng = rng
@@ -123,6 +127,7 @@ class PopService:
         self.offsets = offsets
         self.put_message = put_message
         self.deliveries = deliveries
+        self.notify = notify
         self._queues: dict[tuple[str, str, int], _QueueState] = {}    # (group, stored topic, qid)
         self._expiry: list[tuple[int, int, tuple[str, str, int], int]] = []   # (visible_at, gen, key, offset)
         self._generation = 0
@@ -331,6 +336,8 @@ class PopService:
             decision = self._after_failure(key, state, offset, old) if old is not None else None
             if state.fifo and decision is not None and not decision.dead_letter:
                 del state.in_flight[offset]   # visible again, in place: its group still waits for it
+                if self.notify is not None:
+                    self.notify(VisibleAgain(key[0], key[1]))
                 continue
             if decision is not None and not self._store_copy(key, old, decision):
                 heapq.heappush(expiry, (now + 1000, generation, key, offset))   # store refused: later
