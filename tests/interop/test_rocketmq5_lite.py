@@ -4,6 +4,7 @@ The clients run on real time in this process; only the server's clock jumps. Wai
 bounded."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -11,7 +12,8 @@ import threading
 import pytest
 
 rocketmq = pytest.importorskip("rocketmq", reason="needs the grpc extra: ./dev test installs it")
-from rocketmq import ClientConfiguration, ConsumeResult, Credentials, Message, Producer  # noqa: E402
+from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message,  # noqa: E402
+                      Producer, SimpleConsumer)
 from rocketmq.v5.consumer import LitePushConsumer  # noqa: E402
 from rocketmq.v5.consumer.push.message_listener import MessageListener  # noqa: E402
 from rocketmq.v5.exception import LiteSubscriptionQuotaExceededException  # noqa: E402
@@ -114,19 +116,39 @@ def test_a_lite_consumer_receives_exactly_the_lite_topics_it_subscribed_to(serve
     assert [g for g in mine.got if g[1] == b"after unsubscribe"] == []
 
 
-def test_a_failed_lite_message_comes_back_in_place_with_its_next_attempt(server, producer):
+def test_a_failing_lite_consumer_walks_the_whole_retry_ladder_in_place_to_the_dlq(server, producer):
+    """The client nacks each failure with the Settings' backoff (10 s .. 2 h); the message
+    comes back in its lite topic's queue with its next attempt — each at once when the
+    server's clock reaches it (a held receive is woken) — and after the 17th delivery
+    (retryMaxTimes 16) it is in %DLQ%<group> with its lite topic."""
     failing = _Recording(fail_times=100)
     c = lite_consumer(server, "GLiteRetry", failing)
     try:
         subscribe(c, "task-9")
         producer.send(lite_message("task-9", b"always fails"))
-        for n in range(1, 4):
+        for n in range(1, 18):
             wait_for(lambda: len(failing.got) >= n, timeout=30)
             cli(server, "clock", "advance", "2h")
-        assert [a for _, _, a in failing.got[:3]] == [1, 2, 3]
-        assert {lite for lite, _, _ in failing.got} == {"task-9"}
+        assert [a for _, _, a in failing.got] == list(range(1, 18))
+        assert {(lite, body) for lite, body, _ in failing.got} == {("task-9", b"always fails")}
     finally:
         c.shutdown()
+    listed = cli(server, "dlq", "list", "GLiteRetry", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [dead] = json.loads(listed.stdout)
+    # its stored topic is the lite topic's queue (a re-drive goes back there); 17
+    # deliveries, so reconsume times 18 in the DLQ, as any 5.x dead letter
+    assert (dead["original_topic"], dead["attempts"]) == ("%LMQ%Chats%task-9", 18)
+    reader = SimpleConsumer(config(server), "GLiteRetry-dlq", {"%DLQ%GLiteRetry": FilterExpression("*")},
+                            await_duration=2)
+    reader.startup()
+    try:
+        got = []
+        wait_for(lambda: got.extend(reader.receive(16, 15)) or got, timeout=20, interval=0)
+        [m] = got
+        assert (m.body, m.lite_topic) == (b"always fails", "task-9")
+    finally:
+        reader.shutdown()
 
 
 def test_the_broker_wide_subscription_quota_is_answered_with_its_code(server):
