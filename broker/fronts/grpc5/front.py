@@ -247,6 +247,11 @@ class Rocketmq5Front:
             if sp.HasField("lite_topic"):
                 why = "a message cannot have both a lite topic and a priority"
             if why is not None:
+                # Out of range: BAD_REQUEST. Upstream's proxy code for it was not found (the
+                # apache/rocketmq sources at hand predate RIP-80's priority messages, and the
+                # 5.1.2 client checks only priority >= 0); BAD_REQUEST is the generic code of
+                # a request field the proxy cannot take, so a client raises its
+                # BadRequestException as for any other illegal field.
                 code = pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE if sp.HasField("lite_topic") else pb.BAD_REQUEST
                 return status(code, why), []
             props[PRIORITY_PROPERTY] = str(sp.priority)
