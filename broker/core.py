@@ -36,7 +36,7 @@ from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
 from .views.rates import RateRing
 from .rocketmq_model.invisible_time import PopService
-from .rocketmq_model.lite_topics import LiteSyncOutcome, LiteTopics, lite_topic_problem
+from .rocketmq_model.lite_topics import LITE_PREFIX, LiteSyncOutcome, LiteTopics, lite_topic_problem
 from .rocketmq_model.message_types import LITE, LITE_TOPIC_PROPERTY, mismatch
 from .rocketmq_model.priorities import priority_queue
 from .pulsar_model.compaction import Compaction
@@ -377,6 +377,15 @@ class BrokerCore:
     def lite_counts(self) -> tuple[int, int]:
         """(lite topics, lite subscriptions) on this broker."""
         return self.lite.counts()
+
+    def lite_census(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(LITE topic -> its lite topics, group -> its lite subscriptions) on this broker."""
+        return self.lite.census()
+
+    def is_lite_store_topic(self, topic: str) -> bool:
+        """Whether ``topic`` is a lite topic's own queue (%LMQ%<parent>%<lite>): kept as a
+        topic here, but never one upstream lists (its LMQ has no topic config)."""
+        return topic.startswith(LITE_PREFIX)
 
     def _lite_unsubscribed(self, ended) -> None:
         for client, group, lite in ended:

@@ -170,6 +170,17 @@ class LiteTopics:
         """client id -> (parent, its lite topics) of a group's lite consumers."""
         return {client: (s.parent, sorted(s.lites)) for client, s in sorted(self._subs.items()) if s.group == group}
 
+    def census(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(parent -> its lite topics, group -> its (client, lite topic) subscriptions)."""
+        parents: dict[str, int] = {}
+        for stored in self._written:
+            parent = split_store_topic(stored)[0]
+            parents[parent] = parents.get(parent, 0) + 1
+        groups: dict[str, int] = {}
+        for sub in self._subs.values():
+            groups[sub.group] = groups.get(sub.group, 0) + len(sub.lites)
+        return parents, groups
+
     def counts(self) -> tuple[int, int]:
         """(lite topics, lite subscriptions) on this broker."""
         return len(self._written), self.subscription_count()

@@ -6,7 +6,9 @@ broker, the highest priority first. Upstream's range is 0..9 by default (a topic
 maximum priority, 9); a priority outside it is refused."""
 from __future__ import annotations
 
-__all__ = ["MAX_PRIORITY", "priority_problem", "priority_queue"]
+from .message_types import PRIORITY_PROPERTY
+
+__all__ = ["MAX_PRIORITY", "priority_of", "priority_problem", "priority_queue"]
 
 MAX_PRIORITY = 9
 
@@ -21,3 +23,9 @@ def priority_problem(priority: int) -> str | None:
 def priority_queue(priority: int, queue_nums: int) -> int:
     """The queue of a priority on a topic of ``queue_nums`` queues."""
     return priority * queue_nums // (MAX_PRIORITY + 1)
+
+
+def priority_of(properties: dict) -> int | None:
+    """A stored message's priority (None: not a priority message)."""
+    raw = properties.get(PRIORITY_PROPERTY)
+    return int(raw) if raw is not None and raw.isdigit() else None

@@ -34,8 +34,8 @@ def server(tmp_path_factory):
     conf = root / "broker.conf"
     conf.write_text("maxLiteSubscriptionCount=40\n")
     proc = EmulatorProcess(root / "store", "--clock", "virtual", "--config", str(conf), grpc=True).start()
-    for topic, kind in (("Chats", "lite"), ("Plain", "normal")):
-        done = cli(proc, "topic", "create", topic, "--message-type", kind)
+    for topic, kind, queues in (("Chats", "lite", "4"), ("Plain", "normal", "4"), ("Jobs", "priority", "10")):
+        done = cli(proc, "topic", "create", topic, "--message-type", kind, "--queues", queues)
         assert done.returncode == 0, done.stderr
     yield proc
     proc.stop()
@@ -108,6 +108,11 @@ def test_a_lite_consumer_receives_exactly_the_lite_topics_it_subscribed_to(serve
         assert mine.got[1] == ("session-3", b"for nobody", 1)
         shown = cli(server, "group", "show", "GLiteA")
         assert shown.returncode == 0 and "session-3" in shown.stdout, shown.stdout
+        # its own view of the group's lite consumers: the client and what it subscribed to
+        [line] = [ln for ln in shown.stdout.splitlines() if ln.startswith("  ") and "Chats:" in ln]
+        assert line.rstrip().endswith("Chats: session-3") and "lite subscriptions: 1 of 1" in shown.stdout, shown.stdout
+        listed = cli(server, "topic", "list")       # a lite topic's own queue is not a topic to list
+        assert listed.returncode == 0 and "Chats" in listed.stdout and "%LMQ%" not in listed.stdout, listed.stdout
         topic = cli(server, "topic", "show", "Chats")
         assert topic.returncode == 0 and "session-1" in topic.stdout and "session-2" in topic.stdout, topic.stdout
     finally:
@@ -159,3 +164,20 @@ def test_the_broker_wide_subscription_quota_is_answered_with_its_code(server):
                 subscribe(c, f"q{n}")
     finally:
         c.shutdown()
+
+
+def test_message_show_and_topic_show_say_a_priority_messages_priority_and_type(server):
+    p = Producer(config(server), ("Jobs",))
+    p.startup()
+    try:
+        m = Message()
+        m.topic, m.body, m.priority = "Jobs", b"urgent", 7
+        receipt = p.send(m)
+    finally:
+        p.shutdown()
+    shown = cli(server, "message", "show", receipt.message_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "priority         7 (0..9, larger first)" in shown.stdout, shown.stdout
+    topic = cli(server, "topic", "show", "Jobs")
+    assert topic.returncode == 0 and "message type: PRIORITY" in topic.stdout, topic.stdout
+    assert [ln.split()[1:4] for ln in topic.stdout.splitlines() if ln.split()[1:2] == ["7"]] == [["7", "0", "1"]]

@@ -19,6 +19,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag
 
 from ...rocketmq_model.message_types import LITE_TOPIC_PROPERTY, PRIORITY_PROPERTY, SHARDING_KEY
+from ...rocketmq_model.priorities import priority_of
 from ...user_properties import user_properties
 
 from .stubs import pb
@@ -103,8 +104,9 @@ def to_proto_message(rec: MessageRecord, topic: str, receipt_handle: str, delive
         sp.message_group = props[SHARDING_KEY]
     if LITE_TOPIC_PROPERTY in props:
         sp.lite_topic = props[LITE_TOPIC_PROPERTY]
-    if PRIORITY_PROPERTY in props and props[PRIORITY_PROPERTY].isdigit():
-        sp.priority = int(props[PRIORITY_PROPERTY])
+    priority = priority_of(props)
+    if priority is not None:
+        sp.priority = priority
     deliver = props.get(Prop.TIMER_DELIVER_MS)
     if deliver and deliver.isdigit():
         sp.delivery_timestamp.CopyFrom(_timestamp(int(deliver)))

@@ -67,20 +67,17 @@ def check_transaction_state(check, broker_name: str) -> RemotingCommand:
 
 def transactions_request(front, request, channel):
     """Header ``topic`` (optional): the half messages waiting (of that topic) on every
-    running broker, the topic's 5.x message type and a LITE topic's lite topics. Body:
-    {"half_messages": [...], "message_type": "FIFO" | null, "lite_topics": [...]}."""
+    running broker, and the topic's 5.x message type. Body: {"half_messages": [...],
+    "message_type": "FIFO" | null}."""
     from ....cluster import live_members
 
     topic = request.header("topic") or None
-    waiting, message_type, lite = [], None, []
+    waiting, message_type = [], None
     for core in live_members(front.core):
         waiting += [dict(m.to_json(), broker=core.config.broker_name) for m in core.transactions.waiting(topic)]
         tc = core.topics.get(topic) if topic else None
         if tc is not None and tc.message_type is not None:
             message_type = tc.message_type
-            lite += [{"lite_topic": name, "broker": core.config.broker_name, "last_write_ms": ms}
-                     for name, ms in core.lite_topics_of(topic)]
     waiting.sort(key=lambda m: (m["stored_ms"], m["transaction_id"]))
     return request.response(RC.SUCCESS, body=json.dumps({"half_messages": waiting,
-                                                          "message_type": message_type,
-                                                          "lite_topics": lite}).encode())
+                                                          "message_type": message_type}).encode())

@@ -118,3 +118,46 @@ def test_a_backlog_is_received_highest_priority_first_with_its_priority():
     st, msgs = front.receive(req, "c1")
     assert [m.system_properties.priority for m in msgs] == [9, 9, 5, 3, 1, 0]
     assert {m.system_properties.message_type for m in msgs} == {pb.PRIORITY}
+
+
+def test_lite_topics_and_subscriptions_are_counted_on_the_dashboard_and_metrics_and_not_listed_as_topics():
+    from prometheus_client import generate_latest
+    from prometheus_client.core import CollectorRegistry
+
+    from rocketmq_emulator.broker.fronts.http.dashboard import DashboardViews
+    from rocketmq_emulator.broker.fronts.http.metrics import BrokerCollector
+
+    core, front = _front()
+    front.telemetry_settings("c1", pb.Settings(client_type=pb.LITE_PUSH_CONSUMER, subscription=pb.Subscription(
+        group=pb.Resource(name="G"))))
+    assert _sync(front, "c1", ["s1", "s2"]).code == pb.OK
+    for lite in ("s1", "s2", "s3"):
+        assert front.send([_msg("Chats", lite=lite)])[0].code == pb.OK
+    assert core.lite_census() == ({"Chats": 3}, {"G": 2})
+    views = DashboardViews(lambda: [core])
+    state = views.state()
+    assert state["lite"] == {"topics": [{"broker": core.config.broker_name, "topic": "Chats", "lite_topics": 3}],
+                             "groups": [{"broker": core.config.broker_name, "group": "G", "lite_subscriptions": 2}]}
+    assert not [t for t in state["topics"] if t["topic"].startswith("%LMQ%")]         # counted, not listed
+    assert not [t for t in views.topics("", 0, 100)["rows"] if t["topic"].startswith("%LMQ%")]
+    assert views.group("G", "5.x")["lite_subscriptions"] == [
+        {"broker": core.config.broker_name, "client_id": "c1", "topic": "Chats", "lite_topics": ["s1", "s2"]}]
+    registry = CollectorRegistry()
+    registry.register(BrokerCollector(lambda: [core]))
+    text = generate_latest(registry).decode()
+    b = core.config.broker_name
+    assert f'rocketmq_emulator_lite_topics{{broker="{b}",topic="Chats"}} 3.0' in text
+    assert f'rocketmq_emulator_lite_subscriptions{{broker="{b}",group="G"}} 2.0' in text
+
+
+def test_a_priority_messages_page_says_its_priority():
+    from rocketmq_emulator.broker.views.message_life import life
+
+    core, front = _front()
+    st, entries = front.send([_msg("Jobs", b"urgent", priority=8)])
+    assert st.code == pb.OK
+    page = life([core], entries[0].message_id)
+    assert (page["priority"], page["lite_topic"]) == (8, None)
+    st, entries = front.send([_msg("Chats", b"hi", lite="s1")])
+    page = life([core], entries[0].message_id)
+    assert (page["priority"], page["lite_topic"]) == (None, "s1")
