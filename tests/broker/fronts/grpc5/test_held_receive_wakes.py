@@ -14,7 +14,10 @@ pytest.importorskip("rocketmq.grpc_protocol", reason="needs the grpc extra: ./de
 from rocketmq import (ClientConfiguration, Credentials, FilterExpression, LiteSimpleConsumer,  # noqa: E402
                       Message, Producer, SimpleConsumer)
 
+from rocketmq.v5.exception import LiteSubscriptionQuotaExceededException  # noqa: E402
+
 from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig  # noqa: E402
+from tests.support.processes import wait_for  # noqa: E402
 
 LONG_POLL_S = 20        # the receive's long poll: an answer within a few seconds is the wake-up
 
@@ -42,6 +45,20 @@ def in_background(fn):
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t, out
+
+
+def subscribe_when_settled(consumer, lite: str) -> None:
+    """5.1.2's LiteSimpleConsumer.startup() does not wait for the server's Settings: its
+    quota is 0 (every subscribe refused by the client) until they come. Then
+    subscribe_lite (which sends the name's characters) and the complete set."""
+    def subscribed() -> bool:
+        try:
+            consumer.subscribe_lite(lite)
+        except LiteSubscriptionQuotaExceededException:
+            return False
+        return True
+    wait_for(subscribed, timeout=5)
+    consumer.subscribe_lite_all()
 
 
 def assert_woken_at_visibility(receive, time_travel, invisible_s: int):
@@ -83,8 +100,7 @@ def test_a_lite_topics_redelivery_in_place_wakes_a_held_receive(config, rocketmq
     producer = started(Producer(config, ("Chats",)))
     consumer = started(LiteSimpleConsumer("Chats", config, "lite-simple", await_duration=LONG_POLL_S))
     try:
-        consumer.subscribe_lite("s1")           # (5.1.2 sends "s", "1": the complete sync states it)
-        consumer.subscribe_lite_all()
+        subscribe_when_settled(consumer, "s1")
         m = Message()
         m.topic, m.body, m.lite_topic = "Chats", b"hello", "s1"
         message_id = producer.send(m).message_id
