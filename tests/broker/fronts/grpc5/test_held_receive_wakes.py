@@ -5,19 +5,17 @@ real SimpleConsumer and LiteSimpleConsumer on the rocketmq5_endpoint fixture's v
 clock; the long poll is 20 s of real time, every wait here far shorter."""
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 pytest.importorskip("rocketmq.grpc_protocol", reason="needs the grpc extra: ./dev test installs it")
 
 from rocketmq import (ClientConfiguration, Credentials, FilterExpression, LiteSimpleConsumer,  # noqa: E402
                       Message, Producer, SimpleConsumer)
-
 from rocketmq.v5.exception import LiteSubscriptionQuotaExceededException  # noqa: E402
 
 from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig  # noqa: E402
 from tests.support.processes import wait_for  # noqa: E402
+from tests.support.threads import in_background  # noqa: E402
 
 LONG_POLL_S = 20        # the receive's long poll: an answer within a few seconds is the wake-up
 
@@ -30,21 +28,6 @@ def config(rocketmq5_endpoint):
 def started(client):
     client.startup()
     return client
-
-
-def in_background(fn):
-    """Run ``fn`` on a thread; (thread, [its value or exception] once it ends)."""
-    out = []
-
-    def run():
-        try:
-            out.append(fn())
-        except Exception as exc:
-            out.append(exc)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t, out
 
 
 def subscribe_when_settled(consumer, lite: str) -> None:
