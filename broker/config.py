@@ -68,6 +68,10 @@ _KEYS = {
     "advertisedListeners": "advertised_listeners",
     "internalListenerName": "internal_listener_name",
     "pulsarMaxMessageSize": "pulsar_max_message_size",
+    # lite topics (RIP-83): the broker-wide count of (client, lite topic) subscriptions
+    # and of lite topics
+    "maxLiteSubscriptionCount": "max_lite_subscription_count",
+    "maxLiteTopicCount": "max_lite_topic_count",
 }
 
 
@@ -126,6 +130,8 @@ class BrokerConfig:
     advertised_listeners: str = ""
     internal_listener_name: str = ""
     pulsar_max_message_size: int = 5 * 1024 * 1024
+    max_lite_subscription_count: int = 100_000
+    max_lite_topic_count: int = 100_000
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

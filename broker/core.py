@@ -10,6 +10,7 @@ adapter, the SDK's in-process transport, the simulator — call ``tick()`` at
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import logging
@@ -35,6 +36,9 @@ from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
 from .views.rates import CONSUMED, PRODUCED, RateRing
 from .rocketmq_model.invisible_time import PopService
+from .rocketmq_model.lite_topics import LITE_PREFIX, LiteSyncOutcome, LiteTopics, lite_topic_problem
+from .rocketmq_model.message_types import LITE, LITE_TOPIC_PROPERTY, mismatch
+from .rocketmq_model.priorities import priority_queue
 from .pulsar_model.compaction import Compaction
 from .pulsar_model.cursors import SubscriptionService
 from .pulsar_model.names import PulsarTopic
@@ -42,12 +46,12 @@ from .pulsar_model.non_persistent import NonPersistentTopics
 from .pulsar_model.producers import PulsarProducers
 from .pulsar_model.topics import PulsarTopics
 from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisibleResult, CommitOutcome,
-                         EndTransaction, EndTransactionResult, OffsetCommit, PopRequest, PopResult, PullOutcome,
+                         EndTransaction, EndTransactionResult, OffsetCommit, PopOutcome, PopRequest, PopResult, PullOutcome,
                          PullRequest, PullResult, QueueRoute, Registration,
-                         SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
+                         SendBack, SendBackResult, SendOutcome, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
 from .faults.rules import FaultSet
-from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
+from .notifications import ConsumerIdsChanged, LiteUnsubscribed, Notification, Notifier, PullReady
 from .rocketmq_model.delay_queue import ScheduleService
 from .rocketmq_model.transactions import TransactionService
 from .rocketmq_model.topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicConfig, TopicManager, retry_topic
@@ -103,7 +107,7 @@ class BrokerCore:
         self.deliveries = DeliveryLog(clock.now_ms(), store=store)
         self.offsets = OffsetBook(store, clock, self.events, self._dirty, self.rates, self.deliveries.first_pulled)
         self.pops = PopService(store, clock, self.rng, self.topics, self.groups, self.offsets, self.put_message,
-                               self.deliveries)
+                               self.deliveries, self.notify)
         # Pulsar: topics and policies, compaction, cursors, producers (broker/pulsar_*.py)
         self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
         self._non_persistent = NonPersistentTopics()         # nothing stored: see its module
@@ -125,6 +129,9 @@ class BrokerCore:
         self.faults = FaultSet(clock, random.Random(0), self.events, self.config.broker_name)
         self._later: list[tuple[int, int, Callable[[], None]]] = []     # (due ms, seq, fn): call_later
         self._later_seq = itertools.count()
+        # lite topics and lite consumers' subscriptions (broker/rocketmq_model/lite_topics.py)
+        self.lite = LiteTopics(self.topics, self.config, clock, self.call_later)
+        self.lite.on_unsubscribed = self._lite_unsubscribed
         self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
         self._stored_hooks: list[Callable[[MessageRecord, str, dict | None], None]] = []
         self._channel_ids = itertools.count(1)
@@ -316,9 +323,83 @@ class BrokerCore:
 
     def release_client(self, client_id: str) -> int:
         """A 5.x client went away: its auto-renewed deliveries are visible again after 1 s
-        (broker/rocketmq_model/invisible_time.py). Returns how many it held."""
+        (broker/rocketmq_model/invisible_time.py), its lite subscriptions end. Returns how
+        many deliveries it held."""
         self._deadline = _STALE
+        self.lite.forget(client_id)
         return self.pops.release(client_id)
+
+    # -- lite topics (broker/rocketmq_model/lite_topics.py) -----------------------------------
+    def send_lite(self, request: SendRequest, lite_topic: str, channel: Channel) -> SendResult:
+        """Store a message of lite topic ``lite_topic`` of the LITE topic ``request.topic``:
+        in the lite topic's own queue, made on its first message."""
+        why = lite_topic_problem(lite_topic)
+        if why is not None:
+            return SendResult(SendOutcome.LITE_TOPIC_ILLEGAL, remark=why)
+        tc = self.topics.get(request.topic)
+        if tc is None:
+            return sending.send(self, request, channel)         # (its refusal: no such topic)
+        props = dict(request.properties or {})
+        props[LITE_TOPIC_PROPERTY] = lite_topic
+        why = mismatch(tc.message_type or LITE, props, request.deliver_at_ms)
+        if why is not None:
+            return SendResult(SendOutcome.MESSAGE_TYPE_MISMATCH, remark=why)
+        if not tc.writeable:
+            return SendResult(SendOutcome.TOPIC_NOT_WRITEABLE, remark=f"the topic[{request.topic}] sending message "
+                                                                      f"is forbidden")
+        stored, why = self.lite.destination(request.topic, lite_topic)
+        if why is not None:
+            return SendResult(SendOutcome.LITE_TOPIC_QUOTA_EXCEEDED, remark=why)
+        return sending.send(self, dataclasses.replace(request, topic=stored, queue_id=0, properties=props), channel)
+
+    def sync_lite_subscription(self, client_id: str, group: str, topic: str, action: int,
+                               lite_topics) -> tuple[str, str]:
+        """SyncLiteSubscription: (LiteSyncOutcome, why)."""
+        if self.groups.find(group) is None:
+            return LiteSyncOutcome.GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+        return self.lite.sync(client_id, group, topic, action, lite_topics)
+
+    def pop_lite(self, request: PopRequest, client_id: str) -> PopResult:
+        """A lite consumer's receive: the lite topics it subscribed to, nothing else."""
+        stored = self.lite.subscribed(client_id, request.group, request.topic)
+        if stored is None:
+            if self.topics.get(request.topic) is None:
+                return PopResult(PopOutcome.TOPIC_NOT_EXIST, remark=f"topic {request.topic} not exist")
+            stored = []
+        self._deadline = _STALE
+        return self.pops.pop_lite(request, stored)
+
+    def lite_topics_of(self, topic: str) -> list[tuple[str, int]]:
+        """(lite topic, last write ms) of a LITE topic's lite topics."""
+        return self.lite.of_parent(topic)
+
+    def lite_subscriptions_of(self, group: str) -> dict[str, tuple[str, list[str]]]:
+        """client id -> (topic, lite topics) of a group's lite consumers."""
+        return self.lite.subscriptions_of(group)
+
+    def lite_counts(self) -> tuple[int, int]:
+        """(lite topics, lite subscriptions) on this broker."""
+        return self.lite.counts()
+
+    def lite_census(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(LITE topic -> its lite topics, group -> its lite subscriptions) on this broker."""
+        return self.lite.census()
+
+    def is_lite_store_topic(self, topic: str) -> bool:
+        """Whether ``topic`` is a lite topic's own queue (%LMQ%<parent>%<lite>): kept as a
+        topic here, but never one upstream lists (its LMQ has no topic config)."""
+        return topic.startswith(LITE_PREFIX)
+
+    def _lite_unsubscribed(self, ended) -> None:
+        for client, group, lite in ended:
+            self.notify(LiteUnsubscribed(client, group, lite))
+
+    # -- priority messages (broker/rocketmq_model/priorities.py) -----------------------------
+    def priority_queue(self, topic: str, priority: int) -> int:
+        """The queue of a message of ``priority`` on ``topic`` (-1: no such topic, the
+        send says so)."""
+        tc = self.topics.get(topic)
+        return priority_queue(priority, tc.write_queue_nums) if tc is not None else -1
 
     def ack(self, group: str, topic: str, receipt_handle: str) -> AckOutcome:
         """5.x ack of one delivery, by its current receipt handle."""

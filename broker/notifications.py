@@ -13,7 +13,7 @@ from .core_types import Channel
 from .operations import PullRequest, PullResult
 
 __all__ = ["PullReady", "ConsumerIdsChanged", "DispatchReady", "PulsarTopicsChanged", "PulsarConsumersDetached",
-           "TransactionCheck", "Notification", "Notifier"]
+           "TransactionCheck", "LiteUnsubscribed", "VisibleAgain", "Notification", "Notifier"]
 
 
 @dataclass(slots=True)
@@ -84,8 +84,29 @@ class TransactionCheck:
     offset_msg_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class LiteUnsubscribed:
+    """The broker ended a lite consumer's subscription of ``lite_topic`` (the lite topic
+    expired): the client should forget it (5.x: a NotifyUnsubscribeLiteCommand)."""
+
+    client_id: str
+    group: str
+    lite_topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleAgain:
+    """A delivery of ``group`` in ``topic`` (its stored topic) became visible again in
+    place — a FIFO group's or a lite topic's message whose invisible time ended, or that
+    was given back — without a copy stored anywhere (so no store event says so): a
+    receive held for the group may take it now."""
+
+    group: str
+    topic: str
+
+
 Notification = (PullReady | ConsumerIdsChanged | DispatchReady | PulsarTopicsChanged | PulsarConsumersDetached
-                | TransactionCheck)
+                | TransactionCheck | LiteUnsubscribed | VisibleAgain)
 
 
 class Notifier:

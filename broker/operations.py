@@ -197,6 +197,8 @@ class SendOutcome(enum.Enum):
     TIMER_ILLEGAL = "a delivery time that is not a number or too far ahead"
     MESSAGE_ILLEGAL = "a message the batch cannot carry"
     MESSAGE_TYPE_MISMATCH = "the topic's message type is another"     # (5.x topics: message.type)
+    LITE_TOPIC_ILLEGAL = "an illegal lite topic name"
+    LITE_TOPIC_QUOTA_EXCEEDED = "too many lite topics"
 
 
 @dataclass(slots=True)

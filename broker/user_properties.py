@@ -10,6 +10,7 @@ from rocketmq_emulator.store.records import SYSTEM_PROPERTY_KEYS, Prop
 
 from .pulsar_model.cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
 from .pulsar_model.producers import PRODUCER_PROPERTY, SEQUENCE_PROPERTY
+from .rocketmq_model.message_types import LITE_TOPIC_PROPERTY, PRIORITY_PROPERTY
 
 __all__ = ["NOT_USER_PROPERTIES", "user_properties"]
 
@@ -17,7 +18,8 @@ __all__ = ["NOT_USER_PROPERTIES", "user_properties"]
 # its GrpcConverter, a FIFO message's __SHARDINGKEY and a transaction's __transactionId__
 # are shown)
 _PROXY_PROPERTIES = {Prop.TIMER_DELIVER_MS, Prop.TIMER_DELAY_MS, Prop.TIMER_DELAY_SEC, "__BORNHOST",
-                     "BORN_TIMESTAMP", "POP_CK", "1ST_POP_TIME", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS"}
+                     "BORN_TIMESTAMP", "POP_CK", "1ST_POP_TIME", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS",
+                     LITE_TOPIC_PROPERTY, PRIORITY_PROPERTY}
 _PULSAR_FRONT_PROPERTIES = {"PULSAR_METADATA", PRODUCER_PROPERTY, SEQUENCE_PROPERTY, DELIVER_AT_PROPERTY,
                             KEY_PROPERTY, PULSAR_CHUNK_PROPERTY, CHUNK_OFFSETS_PROPERTY}
 NOT_USER_PROPERTIES = SYSTEM_PROPERTY_KEYS | _PROXY_PROPERTIES | _PULSAR_FRONT_PROPERTIES

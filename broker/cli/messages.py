@@ -9,6 +9,8 @@ import itertools
 import json
 
 from ..pulsar_model.names import shown_topic
+from ..rocketmq_model.message_types import LITE_TOPIC_PROPERTY
+from ..rocketmq_model.priorities import priority_of
 from .common import CommandParser, UsageError, fail, int_in_range, iso_utc, shown
 
 __all__ = ["message_main", "status_main", "record_view"]
@@ -28,6 +30,7 @@ def record_view(rec) -> dict:
             "topic": shown_topic(rec.topic), "queue_id": rec.queue_id, "queue_offset": rec.queue_offset,
             "tags": rec.tags, "keys": rec.keys, "reconsume_times": rec.reconsume_times,
             "store_timestamp": rec.store_timestamp, "born_timestamp": rec.born_timestamp,
+            "priority": priority_of(rec.properties), "lite_topic": rec.properties.get(LITE_TOPIC_PROPERTY),
             "properties": dict(rec.properties), "body_size": len(body),
             "body": text if text is not None else body.hex(), "body_encoding": "utf-8" if text is not None else "hex"}
 
@@ -35,6 +38,10 @@ def record_view(rec) -> dict:
 def _print_message(view: dict) -> None:
     for k in ("msg_id", "offset_msg_id", "topic", "queue_id", "queue_offset", "tags", "keys", "reconsume_times"):
         print(f"{k:<16} {shown(str(view[k]))}")
+    if view.get("priority") is not None:
+        print(f"{'priority':<16} {view['priority']} (0..9, larger first)")
+    if view.get("lite_topic") is not None:
+        print(f"{'lite topic':<16} {shown(view['lite_topic'])}")
     # two clocks: born is the producer's (a real client's wall clock), stored the broker's
     print(f"{'born':<16} {iso_utc(view['born_timestamp'])} (the producer's clock)")
     print(f"{'stored':<16} {iso_utc(view['store_timestamp'])} (the broker's clock)")

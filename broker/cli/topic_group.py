@@ -27,7 +27,7 @@ def topic_main(argv: list[str]) -> int:
     create.add_argument("--perm", type=int, default=6, choices=(2, 4, 6), help="2 write, 4 read, 6 both")
     create.add_argument("--order", action="store_true", help="an ordered topic")
     create.add_argument("--message-type", type=str.lower, default=None,
-                        choices=("normal", "fifo", "delay", "transaction"),
+                        choices=("normal", "fifo", "delay", "transaction", "lite", "priority"),
                         help="a RocketMQ 5.x topic's message type (mqadmin updateTopic -a +message.type=FIFO): 5.x "
                              "routes accept only it and a message of another type is refused (default: none, "
                              "every type accepted)")

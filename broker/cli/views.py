@@ -119,6 +119,14 @@ def run_view(kind: str, args) -> int:
                   f"{r['half_messages']:>6}  {last}")
         if state["message_type"]:
             print(f"message type: {shown(state['message_type'])} (5.x routes accept only it)")
+        lite = _lite(args.server, call, topic=args.topic) if state["message_type"] == "LITE" else {}
+        if isinstance(lite, int):
+            return lite
+        lite = lite.get("lite_topics", [])
+        if lite:
+            print(f"lite topics: {len(lite)}")
+            for t in lite:
+                print(f"  {shown(t['lite_topic'])}  last write {iso_utc(t['last_write_ms'])}")
         if half:
             print(f"half messages waiting for their producer's commit or rollback: {len(half)}")
             print(f"  {'TRANSACTION ID':<34} {'PRODUCER GROUP':<20} {'CHECKS':>6}  NEXT CHECK (UTC)")
@@ -180,12 +188,17 @@ def _group_show(args, brokers: dict, call) -> int:
         return state
     topics = {r["topic"] for r in rows}
     half = sum(1 for h in state["half_messages"] if h["topic"] in topics)
+    lite = _lite(args.server, call, group=args.group)
+    if isinstance(lite, int):
+        return lite
+    lite = lite.get("lite_subscriptions", [])
     if not rows and not dead and not args.json:
         # a group the brokers know (checked before) that nothing has consumed yet
         print(f"group {shown(args.group)} has no offsets and no dead letters yet")
+        _print_lite_subscriptions(lite)
         return 0
     doc = {"group": args.group, "queues": business, "lag": sum(r["lag"] for r in business),
-           "retry_messages": retries, "dead_letters": dead, "half_messages": half}
+           "retry_messages": retries, "dead_letters": dead, "half_messages": half, "lite_subscriptions": lite}
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
@@ -199,7 +212,31 @@ def _group_show(args, brokers: dict, call) -> int:
               f"{r['consumer_offset']:>10} {r['lag']:>8}")
     print(f"lag {doc['lag']}; messages through %RETRY%{shown(args.group)}: {retries}; dead letters: {dead}; "
           f"half messages waiting in its topics: {half}")
+    _print_lite_subscriptions(lite)
     return 0
+
+
+def _print_lite_subscriptions(subs: list[dict]) -> None:
+    """group show's view of a group's lite consumers: each client, its bound topic and
+    the lite topics it subscribed to."""
+    if not subs:
+        return
+    print(f"lite subscriptions: {sum(len(s['lite_topics']) for s in subs)} of {len(subs)} lite consumer(s)")
+    for s in subs:
+        names = ", ".join(s["lite_topics"]) or "(none)"
+        print(f"  {shown(s['client_id'])}  {shown(s['topic'])}: {shown(names, None)}")
+
+
+def _lite(server: str, call, **which) -> dict | int:
+    """EMULATOR_LITE: a LITE topic's lite topics (``topic=``) or a group's lite
+    subscriptions (``group=``); nothing from a server without that request."""
+    from ..fronts.remoting.protocol import EMULATOR_LITE, ResponseCode as RC
+
+    fields = {"topic": which["topic"]} if "topic" in which else {"consumerGroup": which["group"]}
+    reply = call(server, EMULATOR_LITE, fields, accept=(RC.REQUEST_CODE_NOT_SUPPORTED,))
+    if isinstance(reply, int):
+        return reply
+    return json.loads(reply.body) if reply.code == RC.SUCCESS else {}
 
 
 def _counted_dead_letters(server: str, call, group: str) -> dict | int:

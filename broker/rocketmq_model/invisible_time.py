@@ -29,6 +29,7 @@ In-flight deliveries live in memory: after a restart they are simply visible aga
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
@@ -40,7 +41,8 @@ from ..config import PERM_READ, PERM_WRITE
 from ..views.delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
 from .sql_filter import SqlFilterError, compile_sql
 from ..events import EventKind
-from .message_types import SHARDING_KEY
+from ..notifications import VisibleAgain
+from .message_types import PRIORITY, SHARDING_KEY
 from ..operations import (
     AckOutcome,
     ChangeInvisibleResult,
@@ -111,10 +113,13 @@ class _QueueState:
 
 
 class PopService:
-    def __init__(self, store, clock, rng, topics, groups, offsets, put_message, deliveries=None) -> None:
+    def __init__(self, store, clock, rng, topics, groups, offsets, put_message, deliveries=None,
+                 notify=None) -> None:
         """``put_message``: the core's one put path (BrokerCore.put_message), for the
         retry and dead-letter copies; ``offsets``: the core's OffsetBook; ``deliveries``:
-        its DeliveryLog (each receive, ack, nack and expiry is told there)."""
+        its DeliveryLog (each receive, ack, nack and expiry is told there); ``notify``:
+        the core's Notifier, told when a delivery is visible again in place
+        (VisibleAgain: a retry copy's store wakes a held receive, this has no store)."""
         self.store = store
         self.clock = clock
         self.rng = rng
@@ -123,6 +128,7 @@ class PopService:
         self.offsets = offsets
         self.put_message = put_message
         self.deliveries = deliveries
+        self.notify = notify
         self._queues: dict[tuple[str, str, int], _QueueState] = {}    # (group, stored topic, qid)
         self._expiry: list[tuple[int, int, tuple[str, str, int], int]] = []   # (visible_at, gen, key, offset)
         self._generation = 0
@@ -131,11 +137,8 @@ class PopService:
 
     # -- pop -----------------------------------------------------------------------------
     def pop(self, req: PopRequest) -> PopResult:
-        if not 1 <= req.max_msgs <= 32:
-            return PopResult(PopOutcome.ILLEGAL_ARGUMENT, remark=f"batch size must be 1..32, got {req.max_msgs}")
-        if not 0 <= req.invisible_ms <= MAX_INVISIBLE_MS:
-            return PopResult(PopOutcome.ILLEGAL_INVISIBLE_TIME,
-                             remark=f"invisible time must be 0..{MAX_INVISIBLE_MS} ms, got {req.invisible_ms}")
+        if not (1 <= req.max_msgs <= 32 and 0 <= req.invisible_ms <= MAX_INVISIBLE_MS):
+            return _refusal(req)        # (asked only then: a call fewer on every pop)
         selector = None      # (checked before the topic, as the 5.x proxy checks a filter)
         if req.sql is not None:
             try:
@@ -156,6 +159,9 @@ class PopService:
                 return PopResult(PopOutcome.ILLEGAL_ARGUMENT, remark=f"queue {req.queue_id} of {req.topic} does not "
                                                                      f"exist (it has {tc.read_queue_nums})")
             sources = [(req.topic, req.queue_id)]
+        elif tc.message_type == PRIORITY:
+            # a queue per priority, the highest first: strictly by priority on this broker
+            sources = [(req.topic, q) for q in range(tc.read_queue_nums - 1, -1, -1)]
         else:
             sources = [(req.topic, q) for q in range(tc.read_queue_nums)]
         if req.queue_id < 0 and self.topics.get(retry) is not None:
@@ -168,6 +174,25 @@ class PopService:
                 self._pop_fifo(req, qid, now, out, selector)
             else:
                 self._pop_queue(req, topic, qid, now, out, selector)
+            if len(out) >= req.max_msgs:
+                break
+        if not out:
+            return PopResult(PopOutcome.NO_NEW_MESSAGE, remark="no new message")
+        return PopResult(PopOutcome.FOUND, out)
+
+    def pop_lite(self, req: PopRequest, stored_topics: list[str]) -> PopResult:
+        """A lite consumer's receive: the one-queue topics of the lite topics it
+        subscribed to, each in order with a failed message delivered again in place
+        (lite_topics.py); the messages come under their stored topic."""
+        if not (1 <= req.max_msgs <= 32 and 0 <= req.invisible_ms <= MAX_INVISIBLE_MS):
+            return _refusal(req)
+        if self.groups.find(req.group) is None:
+            return PopResult(PopOutcome.GROUP_NOT_EXIST, remark=f"subscription group not exist, {req.group}")
+        now = self.clock.now_ms()
+        self.revive_due(now)
+        out: list[PoppedMessage] = []
+        for stored in stored_topics:
+            self._pop_fifo(dataclasses.replace(req, topic=stored), 0, now, out)
             if len(out) >= req.max_msgs:
                 break
         if not out:
@@ -320,6 +345,8 @@ class PopService:
             decision = self._after_failure(key, state, offset, old) if old is not None else None
             if state.fifo and decision is not None and not decision.dead_letter:
                 del state.in_flight[offset]   # visible again, in place: its group still waits for it
+                if self.notify is not None:
+                    self.notify(VisibleAgain(key[0], key[1]))
                 continue
             if decision is not None and not self._store_copy(key, old, decision):
                 heapq.heappush(expiry, (now + 1000, generation, key, offset))   # store refused: later
@@ -490,6 +517,15 @@ class PopService:
                 assert d is not None and d.owner == owner, f"{owner} is indexed for {key} {off}, not renewed for it"
             assert all(o > state.next_offset for o in state.done), f"done below the next offset: {key}"
             assert self.store.query_offset(*key) <= state.committed(), f"committed past in-flight: {key}"
+
+
+def _refusal(req: PopRequest) -> PopResult:
+    """Why a pop's batch size or invisible time is refused."""
+    if not 1 <= req.max_msgs <= 32:
+        return PopResult(PopOutcome.ILLEGAL_ARGUMENT, remark=f"batch size must be 1..32, got {req.max_msgs}")
+    if not 0 <= req.invisible_ms <= MAX_INVISIBLE_MS:
+        return PopResult(PopOutcome.ILLEGAL_INVISIBLE_TIME,
+                         remark=f"invisible time must be 0..{MAX_INVISIBLE_MS} ms, got {req.invisible_ms}")
 
 
 def _why(outcome: AckOutcome) -> str:

@@ -1,5 +1,6 @@
-"""Topic message types (RocketMQ 5.x: NORMAL, FIFO, DELAY, TRANSACTION) and the topic
-attributes that carry them, as upstream's TopicAttributes / AttributeParser read them.
+"""Topic message types (RocketMQ 5.x: NORMAL, FIFO, DELAY, TRANSACTION, and LITE and
+PRIORITY of RIP-83 and the priority messages) and the topic attributes that carry them,
+as upstream's TopicAttributes / AttributeParser read them.
 
 A 5.x topic is made for one type of message: ``mqadmin updateTopic -a
 +message.type=FIFO`` sends the attribute modification ``+message.type=FIFO`` in
@@ -8,7 +9,8 @@ UPDATE_AND_CREATE_TOPIC's ``attributes`` header; the broker keeps ``{"message.ty
 types, and the proxy refuses a message of another type (MESSAGE_PROPERTY_CONFLICT_WITH_
 TYPE; MESSAGE_ILLEGAL on the 4.x wire). A message's type comes from its stored
 properties (TopicMessageType.parseFromMessageProperty): TRAN_MSG=true is TRANSACTION, a
-delay level or a TIMER_* property is DELAY, a __SHARDINGKEY is FIFO, anything else NORMAL.
+delay level or a TIMER_* property is DELAY, a __SHARDINGKEY is FIFO, a lite topic LITE
+(lite_topics.py), a priority PRIORITY (priorities.py), anything else NORMAL.
 
 Differences from upstream, on purpose: a topic made without a type keeps this
 emulator's earlier answers (its route accepts NORMAL, FIFO and DELAY, and no message is
@@ -19,13 +21,21 @@ from __future__ import annotations
 
 from ..errors import RequestRefused
 
-__all__ = ["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED", "MESSAGE_TYPES", "MESSAGE_TYPE_ATTRIBUTE",
+__all__ = ["NORMAL", "FIFO", "DELAY", "TRANSACTION", "LITE", "PRIORITY", "MIXED", "MESSAGE_TYPES",
+           "LITE_TOPIC_PROPERTY", "PRIORITY_PROPERTY", "LITE_EXPIRATION_ATTRIBUTE", "MESSAGE_TYPE_ATTRIBUTE",
            "SHARDING_KEY", "UNTYPED_ACCEPTS", "TopicAttributeError", "parse_message_type", "message_type_of",
            "accepted_types", "mismatch", "apply_attribute_changes"]
 
 NORMAL, FIFO, DELAY, TRANSACTION, MIXED = "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"
-MESSAGE_TYPES = (NORMAL, FIFO, DELAY, TRANSACTION)
+LITE, PRIORITY = "LITE", "PRIORITY"
+MESSAGE_TYPES = (NORMAL, FIFO, DELAY, TRANSACTION, LITE, PRIORITY)
+_MIXED_ACCEPTS = (NORMAL, FIFO, DELAY, TRANSACTION)      # MIXED: the four of 5.0, not LITE or PRIORITY
 MESSAGE_TYPE_ATTRIBUTE = "message.type"
+# a LITE topic's idle lite topics expire after this many minutes without a write (-1: never)
+LITE_EXPIRATION_ATTRIBUTE = "lite.topic.expiration"
+# where a stored message keeps its lite topic and its priority (not user properties)
+LITE_TOPIC_PROPERTY = "__LITE_TOPIC"
+PRIORITY_PROPERTY = "__PRIORITY"
 SHARDING_KEY = "__SHARDINGKEY"              # a 5.x message group, as the proxy stores it
 # What a topic without a message type accepts (this emulator's answer before types existed).
 UNTYPED_ACCEPTS = (NORMAL, FIFO, DELAY)
@@ -36,7 +46,7 @@ _UNSPECIFIED = "UNSPECIFIED"
 _ENUMS = {MESSAGE_TYPE_ATTRIBUTE: ((_UNSPECIFIED,) + MESSAGE_TYPES + (MIXED,), True),
           "queue.type": (("BatchCQ", "SimpleCQ"), False),
           "cleanup.policy": (("DELETE", "COMPACTION"), False)}
-_LONGS = {"reserve.time": (-1, True)}
+_LONGS = {"reserve.time": (-1, True), LITE_EXPIRATION_ATTRIBUTE: (-1, True)}
 # message properties that make a message a DELAY one (parseFromMessageProperty)
 _DELAY_PROPS = ("DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
 
@@ -66,6 +76,10 @@ def message_type_of(properties: dict, deliver_at_ms: int | None = None) -> str:
         return DELAY
     if SHARDING_KEY in properties:
         return FIFO
+    if LITE_TOPIC_PROPERTY in properties:
+        return LITE
+    if PRIORITY_PROPERTY in properties:
+        return PRIORITY
     return NORMAL
 
 
@@ -74,7 +88,7 @@ def accepted_types(message_type: str | None) -> tuple[str, ...]:
     if message_type is None:
         return UNTYPED_ACCEPTS
     if message_type == MIXED:
-        return MESSAGE_TYPES
+        return _MIXED_ACCEPTS
     return (message_type,)
 
 
@@ -82,8 +96,11 @@ def mismatch(message_type: str | None, properties: dict, deliver_at_ms: int | No
     """Why a message with these properties may not go to a topic of ``message_type``
     (the proxy's TopicMessageTypeValidator), None when it may. An untyped topic takes
     every type."""
-    if message_type is None or message_type == MIXED:
+    if message_type is None:
         return None
+    if message_type == MIXED:
+        return None if message_type_of(properties, deliver_at_ms) in _MIXED_ACCEPTS else \
+            "TopicMessageType validate failed, a MIXED topic takes no LITE or PRIORITY message"
     actual = message_type_of(properties, deliver_at_ms)
     if actual == message_type:
         return None

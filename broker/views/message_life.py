@@ -38,6 +38,8 @@ from rocketmq_emulator.store.records import (DLQ_PREFIX, POP_RETRY_SEPARATOR, RE
 
 from . import delivery_log as L
 from ..rocketmq_model.dead_letters import REDRIVEN_FROM, redriven_marks
+from ..rocketmq_model.message_types import LITE_TOPIC_PROPERTY
+from ..rocketmq_model.priorities import priority_of
 from ..pulsar_model.names import STORE_PREFIX, ledger_id, message_id_text, parse_message_id, pulsar_topic
 from ..pulsar_model.names import shown_topic as _shown_topic
 from .retry_ladders import fresh_indexes, is_copy_topic, record_at
@@ -304,6 +306,8 @@ def life(cores, ident: str, index_of=None) -> dict | None:
         "topic": _shown_topic(root.topic), "store_topic": root.topic, "broker": root_core.config.broker_name,
         "queue_id": root.queue_id, "queue_offset": root.queue_offset, "keys": p.get(Prop.KEYS),
         "tags": p.get(Prop.TAGS), "born_ms": root.born_timestamp, "store_ms": root.store_timestamp,
+        # a 5.x priority message's priority, a lite topic's message's lite topic (None: not one)
+        "priority": priority_of(p), "lite_topic": p.get(LITE_TOPIC_PROPERTY),
         # which clock each time is on: born is what the producer stamped (BORN_TIMESTAMP; a
         # real client stamps its wall clock, the SDK in this process the broker's clock), every
         # other time of the page is the broker's clock (virtual: moved by `clock advance`)

@@ -18,7 +18,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from rocketmq_emulator.store.records import MessageRecord, Prop, SysFlag
 
-from ...rocketmq_model.message_types import SHARDING_KEY
+from ...rocketmq_model.message_types import LITE_TOPIC_PROPERTY, PRIORITY_PROPERTY, SHARDING_KEY
+from ...rocketmq_model.priorities import priority_of
 from ...user_properties import user_properties
 
 from .stubs import pb
@@ -58,6 +59,10 @@ def message_type_of(props: dict, sys_flag: int = 0) -> int:
         return pb.DELAY
     if SHARDING_KEY in props:
         return pb.FIFO
+    if LITE_TOPIC_PROPERTY in props:
+        return pb.LITE
+    if PRIORITY_PROPERTY in props:
+        return pb.PRIORITY
     return pb.NORMAL
 
 
@@ -97,6 +102,11 @@ def to_proto_message(rec: MessageRecord, topic: str, receipt_handle: str, delive
         sp.keys.extend(k for k in props[Prop.KEYS].split(" ") if k)
     if props.get(SHARDING_KEY):
         sp.message_group = props[SHARDING_KEY]
+    if LITE_TOPIC_PROPERTY in props:
+        sp.lite_topic = props[LITE_TOPIC_PROPERTY]
+    priority = priority_of(props)
+    if priority is not None:
+        sp.priority = priority
     deliver = props.get(Prop.TIMER_DELIVER_MS)
     if deliver and deliver.isdigit():
         sp.delivery_timestamp.CopyFrom(_timestamp(int(deliver)))

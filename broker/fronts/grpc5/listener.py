@@ -6,7 +6,8 @@ race. After each call that may have changed the core, ``after_activity`` (the re
 server's) writes what the core emitted and re-arms the tick timer. A ReceiveMessage that
 finds nothing waits — in real time, as the client's deadline runs in real time — until a
 message is stored or re-stored (a core event: a send, a delay ending, an invisible time
-ending, which the core's tick revives) or its long-poll time is up, then answers
+ending, which the core's tick revives), a FIFO or lite delivery is visible again in place
+(the core's VisibleAgain notification), or its long-poll time is up, then answers
 MESSAGE_NOT_FOUND. Plaintext only.
 
 Fault rules (issue 38; fault_answers.py says how each looks to a client): a unary call,
@@ -42,6 +43,7 @@ from typing import Callable
 import grpc
 
 from ...events import EventKind
+from ...notifications import VisibleAgain
 from ...faults.rules import Action, Operation
 from ...log_text import printable
 from .convert import pb, status
@@ -171,7 +173,8 @@ _REPLY = {"EndTransaction": spb.EndTransactionResponse,
           "QueryAssignment": spb.QueryAssignmentResponse, "SendMessage": spb.SendMessageResponse,
           "AckMessage": spb.AckMessageResponse, "ChangeInvisibleDuration": spb.ChangeInvisibleDurationResponse,
           "ForwardMessageToDeadLetterQueue": spb.ForwardMessageToDeadLetterQueueResponse,
-          "NotifyClientTermination": spb.NotifyClientTerminationResponse}
+          "NotifyClientTermination": spb.NotifyClientTerminationResponse,
+          "SyncLiteSubscription": spb.SyncLiteSubscriptionResponse}
 
 
 class _Servicer(service_pb2_grpc.MessagingServiceServicer):
@@ -282,15 +285,22 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
     @_guarded
     async def ChangeInvisibleDuration(self, request, context):
         st, handle = self.front.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
-                                                 request.invisible_duration)
+                                                 request.invisible_duration, request.lite_topic)
         self._done()
         return spb.ChangeInvisibleDurationResponse(status=st, receipt_handle=handle)
 
     @_guarded
     async def ForwardMessageToDeadLetterQueue(self, request, context):
-        st = self.front.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle)
+        st = self.front.forward_to_dlq(request.group.name, request.topic.name, request.receipt_handle,
+                                       request.lite_topic)
         self._done()
         return spb.ForwardMessageToDeadLetterQueueResponse(status=st)
+
+    @_guarded
+    async def SyncLiteSubscription(self, request, context):
+        st = self.front.sync_lite_subscription(_client_id(context), request)
+        self._done()
+        return spb.SyncLiteSubscriptionResponse(status=st)
 
     @_guarded
     async def NotifyClientTermination(self, request, context):
@@ -552,7 +562,14 @@ class GrpcServer:
         self.door = door
         self._loop = asyncio.get_running_loop()
         self.port = bound
-        self._unsubscribe = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
+        stored = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
+        # a FIFO or lite delivery visible again in place is stored nowhere: told apart
+        visible = self.core.subscribe(self._on_arrival, (VisibleAgain,))
+
+        def unsubscribe() -> None:
+            stored()
+            visible()
+        self._unsubscribe = unsubscribe
 
     async def stop(self) -> None:
         if self._unsubscribe is not None:

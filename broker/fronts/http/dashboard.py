@@ -107,8 +107,8 @@ class DashboardViews:
             queues = core.store.queues()
             for topic in sorted(queues):
                 if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) or core.topics.is_system(topic) \
-                        or topic == SCHEDULE_TOPIC:
-                    continue
+                        or topic == SCHEDULE_TOPIC or core.is_lite_store_topic(topic):
+                    continue            # (a lite topic's queue: counted under "lite" instead)
                 topics.append({"broker": core.config.broker_name, "topic": shown_topic(topic),
                                "messages": stored_messages(core.store, topic, queues)})
         groups = self._groups(live, index_of, levels)
@@ -127,7 +127,8 @@ class DashboardViews:
                 "waiting": self._waiting(live, index_of, None, None, 0, WAITING_SHOWN)[0],
                 "delay_queue": delay_queue,
                 "dead_letters": self._newest_dead(live, [g["group"] for g in shown if g["dead_letters"]]),
-                "half_messages": self._half_messages(live)}
+                "half_messages": self._half_messages(live),
+                "lite": _lite_census(live)}
 
     def _half_messages(self, live) -> list[dict]:
         """Transactions waiting for their producer's commit or rollback, oldest first."""
@@ -248,6 +249,10 @@ class DashboardViews:
         found = group_detail(live, name, dialect, self._fresh(live))
         if found is None:
             raise ViewError(404, f"no running broker knows a group {name!r}")
+        if dialect == "5.x":
+            found["lite_subscriptions"] = [{"broker": c.config.broker_name, "client_id": client, "topic": parent,
+                                            "lite_topics": lites}
+                                           for c in live for client, (parent, lites) in c.lite_subscriptions_of(name).items()]
         return found
 
     def bar(self, group: str, dialect: str, step: int | None, which: str, start: int, limit: int) -> dict:
@@ -292,7 +297,7 @@ class DashboardViews:
         for core in self.cores():
             queues = core.store.queues()
             for topic in sorted(queues):
-                if topic == SCHEDULE_TOPIC or core.topics.is_system(topic) or \
+                if topic == SCHEDULE_TOPIC or core.topics.is_system(topic) or core.is_lite_store_topic(topic) or \
                         query.lower() not in shown_topic(topic).lower():
                     continue
                 rows.append({"broker": core.config.broker_name, "topic": shown_topic(topic),
@@ -338,6 +343,18 @@ class DashboardViews:
         return {"now_ms": now, "first_s": first, "seconds": seconds, "totals": totals,
                 "jumps": [{"from_ms": a, "to_ms": b} for a, b in jumps], "started_ms": started,
                 "by_topic": _busiest(by_topic, "topic"), "by_group": _busiest(by_group, "group")}
+
+
+def _lite_census(live) -> dict:
+    """Lite topics (RIP-83): each LITE topic's count of lite topics, each group's count of
+    lite subscriptions, per broker."""
+    topics, groups = [], []
+    for core in live:
+        parents, subs = core.lite_census()
+        b = core.config.broker_name
+        topics += [{"broker": b, "topic": t, "lite_topics": n} for t, n in sorted(parents.items())]
+        groups += [{"broker": b, "group": g, "lite_subscriptions": n} for g, n in sorted(subs.items())]
+    return {"topics": topics, "groups": groups}
 
 
 def _busiest(table: dict[str, Counter], name: str, n: int = 20) -> list[dict]:

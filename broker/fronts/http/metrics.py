@@ -12,6 +12,9 @@ scheduler's pending entries, held pulls). Labels: ``broker`` everywhere, then ``
   group_dead_letters_total{group}        a group's dead letters (%DLQ%<group>, its Pulsar DLQ topics)
   delay_queue_depth{level}               messages waiting for a delay level (SCHEDULE_TOPIC_XXXX)
   held_pulls                             long-poll pulls waiting for a message
+  lite_topics{topic}                     a LITE topic's lite topics (RIP-83; each stored as
+                                         its own %LMQ%<topic>%<lite> queue, in the series above too)
+  lite_subscriptions{group}              a group's lite subscriptions: (client, lite topic) pairs
   connections                            client connections (remoting)
   clock_milliseconds                     the broker's clock (virtual or real)
   up                                     1 while the broker runs, 0 while stopped
@@ -80,6 +83,9 @@ class BrokerCollector:
             "delay": GaugeMetricFamily(PREFIX + "delay_queue_depth", "Messages waiting for a delay level",
                                        labels=["broker", "level"]),
             "held": GaugeMetricFamily(PREFIX + "held_pulls", "Long-poll pulls waiting", labels=["broker"]),
+            "lite": GaugeMetricFamily(PREFIX + "lite_topics", "A LITE topic's lite topics", labels=["broker", "topic"]),
+            "lite_subs": GaugeMetricFamily(PREFIX + "lite_subscriptions", "A group's lite subscriptions ((client, "
+                                           "lite topic) pairs)", labels=["broker", "group"]),
             "conns": GaugeMetricFamily(PREFIX + "connections", "Client connections", labels=["broker"]),
             "clock": GaugeMetricFamily(PREFIX + "clock_milliseconds", "The broker's clock", labels=["broker"]),
             "up": GaugeMetricFamily(PREFIX + "up", "1 while the broker runs", labels=["broker"]),
@@ -124,6 +130,11 @@ class BrokerCollector:
         for level in range(1, len(core.levels.delays_ms) + 1):
             m["delay"].add_metric([b, str(level)], scheduler.pending_count(level))
         m["held"].add_metric([b], len(core.holds))
+        parents, groups = core.lite_census()
+        for topic, n in sorted(parents.items()):
+            m["lite"].add_metric([b, topic], n)
+        for group, n in sorted(groups.items()):
+            m["lite_subs"].add_metric([b, group], n)
         conns = self.connections(core)
         if conns is not None:
             m["conns"].add_metric([b], conns)

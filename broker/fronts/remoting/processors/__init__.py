@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from ..protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ, EMULATOR_FAULTS,
-                        EMULATOR_GROUPS, EMULATOR_TRANSACTIONS, RequestCode as RC)
+                        EMULATOR_GROUPS, EMULATOR_LITE, EMULATOR_TRANSACTIONS, RequestCode as RC)
 
 __all__ = ["build_processor_table"]
 
 
 def build_processor_table() -> dict:
-    from . import (admin, admin_views, consumer_offsets, dlq, fault_rules, pull, query, registration, route, send, send_back,
-                   transaction)
+    from . import (admin, admin_views, consumer_offsets, dlq, fault_rules, lite, pull, query, registration, route, send,
+                   send_back, transaction)
 
     return {
         RC.SEND_MESSAGE: send.send_message,
@@ -55,4 +55,5 @@ def build_processor_table() -> dict:
         EMULATOR_GROUPS: admin_views.known_groups_request,
         EMULATOR_TRANSACTIONS: transaction.transactions_request,
         EMULATOR_FAULTS: fault_rules.fault_rules_request,
+        EMULATOR_LITE: lite.lite_request,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = ["RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "EMULATOR_CLOCK_ADVANCE",
-           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ", "EMULATOR_GROUPS", "EMULATOR_TRANSACTIONS",
+           "EMULATOR_BROKER_CONTROL", "EMULATOR_DLQ", "EMULATOR_GROUPS", "EMULATOR_TRANSACTIONS", "EMULATOR_LITE",
            "EMULATOR_FAULTS"]
 
 
@@ -69,6 +69,8 @@ EMULATOR_GROUPS = 91_004
 EMULATOR_TRANSACTIONS = 91_005
 # Fault rules (broker/faults/rules.py): add one, list them with their hits, remove one, clear.
 EMULATOR_FAULTS = 91_006
+# Lite topics (RIP-83): a LITE topic's lite topics, a group's lite subscriptions.
+EMULATOR_LITE = 91_051
 
 
 class ResponseCode(IntEnum):

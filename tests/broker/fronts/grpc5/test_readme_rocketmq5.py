@@ -21,7 +21,7 @@ from tests.support.readme import for_server, promised, python_blocks, reader_env
 def test_the_serve_example_runs_as_written(tmp_path):
     """As printed, from a fresh clone: the venv not activated, so the block must name
     `.venv/bin/rocketmq-emulator` (issue 47: a bare `rocketmq-emulator` was not found)."""
-    [block] = [b for b in python_blocks() if '"127.0.0.1:8081"' in b]
+    [block] = [b for b in python_blocks() if '"127.0.0.1:8081"' in b and '"Invoices"' in b]
     server = EmulatorProcess(tmp_path / "store", "--clock", "virtual", grpc=True).start()
     try:
         done = subprocess.run([sys.executable, "-c", for_server(block, server)], capture_output=True, text=True,

@@ -18,6 +18,7 @@ from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExp
 from rocketmq.v5.consumer.push.message_listener import MessageListener  # noqa: E402
 
 from tests.support.processes import wait_for  # noqa: E402
+from tests.support.threads import in_background  # noqa: E402
 
 
 @pytest.fixture
@@ -54,21 +55,6 @@ def simple(config, send):
     yield make
     for c in started:
         c.shutdown()
-
-
-def in_background(fn):
-    """Run ``fn`` on a thread; (thread, results: [value] or [exception] once it ends)."""
-    out = []
-
-    def run():
-        try:
-            out.append(fn())
-        except Exception as exc:
-            out.append(exc)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t, out
 
 
 def test_a_receive_answered_late_waits_for_the_brokers_clock(rocketmq_broker, send, simple, time_travel):
