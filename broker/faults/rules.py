@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import enum
 import random
-from dataclasses import dataclass, field
+from dataclasses import MISSING, field, make_dataclass
 
 from rocketmq_emulator.delay_scheduler.levels import format_duration
 
@@ -40,7 +40,8 @@ from ..log_text import printable
 from ..pulsar_model.names import PulsarNameError, parse_topic, store_group, store_topic
 from ..rocketmq_model.topics import TopicNameError, validate_topic_name
 
-__all__ = ["Operation", "Action", "FaultRule", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules",
+__all__ = ["Operation", "Action", "FaultRule", "RULE_FIELDS", "DOCUMENT_FIELDS", "DOCUMENT_NAMES",
+           "rule_dataclass", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules",
            "register_error_codes", "ERROR_CODES", "MAX_DELAY_MS"]
 
 DIALECTS = ("4.x", "5.x", "pulsar")
@@ -121,33 +122,40 @@ _ALLOWED = {
 _PERIODIC = frozenset({Operation.PULL, Operation.ACK, Operation.HEARTBEAT, Operation.ROUTE})
 
 
-@dataclass(slots=True)
-class FaultRule:
+# A rule's fields, written once: (name, type, default; MISSING: needed) in this order —
+# rule_from's keywords, FaultRule's first attributes, a scenario's FaultSpec
+# (client_sdk/simulation/fault_rules.py) and a rule document's fields (placement.py,
+# where two have their document names: DOCUMENT_NAMES).
+RULE_FIELDS: tuple[tuple[str, str, object], ...] = (
+    ("operation", "Operation", MISSING), ("action", "Action", MISSING),
+    ("topic", "str | None", None), ("group", "str | None", None), ("client", "str | None", None),
+    ("dialect", "str | None", None), ("broker", "str | None", None),
+    ("times", "int | None", None), ("probability", "float | None", None),
+    ("window_ms", "tuple[int, int] | None", None), ("delay_ms", "int", 0),
+    ("error", "str | int | None", None), ("stored", "bool", False))
+# a field's name in a rule document (the CLI, HTTP, a scenario file): durations as texts
+DOCUMENT_NAMES = {"window_ms": "window", "delay_ms": "delay"}
+DOCUMENT_FIELDS = tuple(DOCUMENT_NAMES.get(name, name) for name, _, _ in RULE_FIELDS)
+_OPTIONS = {name: default for name, _, default in RULE_FIELDS[2:]}
+
+
+def rule_dataclass(name: str, behaviour: type, extra=(), **options) -> type:
+    """A dataclass with the rule's fields (then ``extra``) and the methods of
+    ``behaviour``: FaultRule here, a scenario's FaultSpec."""
+    declared = [(n, t) if d is MISSING else (n, t, d) for n, t, d in RULE_FIELDS]
+    cls = make_dataclass(name, [*declared, *extra], bases=(behaviour,), **options)
+    cls.__module__, cls.__doc__ = behaviour.__module__, behaviour.__doc__
+    return cls
+
+
+class _Rule:
     """One rule. ``times``: fire on the next N matches (None: every match while the rule
     lives); ``probability``: fire on a match with this chance; ``window_ms``: (start, end)
     on the broker's clock, end exclusive (None: always). ``error`` overrides the
     dialect's default refusal (a 4.x response code, a 5.x status code name or number,
     a Pulsar ServerError name); ``stored``: a dropped send is stored first."""
 
-    operation: Operation
-    action: Action
-    topic: str | None = None
-    group: str | None = None
-    client: str | None = None
-    dialect: str | None = None
-    broker: str | None = None
-    times: int | None = None
-    probability: float | None = None
-    window_ms: tuple[int, int] | None = None
-    delay_ms: int = 0
-    error: str | int | None = None
-    stored: bool = False
-    id: int = 0
-    hits: int = 0
-    matched: int = 0
-    _left: int | None = field(default=None, repr=False)
-    _sets: list = field(default_factory=list, repr=False)      # the brokers' sets it is on
-    hits_on: dict = field(default_factory=dict)                 # broker -> hits there
+    __slots__ = ()
 
     def about(self, topic: str | None, group: str | None, client: str | None, dialect: str | None,
               broker: str) -> bool:
@@ -173,9 +181,24 @@ class FaultRule:
         return self._left is not None and self._left <= 0
 
 
-def rule_from(operation, action, *, topic=None, group=None, client=None, dialect=None, broker=None, times=None,
-              probability=None, window_ms=None, delay_ms=0, error=None, stored=False) -> FaultRule:
-    """A checked rule (FaultError names the field that is wrong)."""
+FaultRule = rule_dataclass("FaultRule", _Rule, (
+    ("id", "int", 0), ("hits", "int", 0), ("matched", "int", 0),
+    ("_left", "int | None", field(default=None, repr=False)),
+    ("_sets", "list", field(default_factory=list, repr=False)),      # the brokers' sets it is on
+    ("hits_on", "dict", field(default_factory=dict))), slots=True)  # broker -> hits there
+FaultRule.__qualname__ = "FaultRule"
+
+
+def rule_from(operation, action, **options) -> FaultRule:
+    """A checked rule (FaultError names the field that is wrong); ``options``: the other
+    fields of RULE_FIELDS, by name."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise FaultError(f"{unknown[0]}: not a field of a fault rule (the fields: {', '.join(_OPTIONS)})")
+    o = {**_OPTIONS, **options}
+    topic, group, client, dialect, broker = o["topic"], o["group"], o["client"], o["dialect"], o["broker"]
+    times, probability, window_ms, delay_ms = o["times"], o["probability"], o["window_ms"], o["delay_ms"]
+    error, stored = o["error"], o["stored"]
     try:
         op = operation if isinstance(operation, Operation) else Operation(str(operation).replace("-", "_"))
     except ValueError:
@@ -226,7 +249,7 @@ def rule_from(operation, action, *, topic=None, group=None, client=None, dialect
                              f"{_shown_number(start)}..{_shown_number(end)}")
         window_ms = (start, end)
     return FaultRule(op, act, topic, group, client, dialect, broker, times, probability, window_ms, delay_ms,
-                     error, bool(stored))
+                     error, bool(stored))        # (positional: RULE_FIELDS' order)
 
 
 def _shown_number(value) -> str:
