@@ -44,6 +44,8 @@ from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisi
                          PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
+from .faults import door as fault_door
+from .faults.door import FaultOutcome
 from .faults.rules import FaultSet
 from .notifications import ConsumerIdsChanged, Notification, Notifier, PullReady
 from .rocketmq_model.delay_queue import ScheduleService
@@ -180,10 +182,10 @@ class BrokerCore:
     def addr(self) -> str:
         return self.config.addr
 
-    def connect(self, remote: str = "127.0.0.1:0", owner=None) -> Channel:
+    def connect(self, remote: str = "127.0.0.1:0", owner=None, dialect: str | None = None) -> Channel:
         """A client connection; ``owner``: the front that serves it (its notifications
-        go there)."""
-        return Channel(next(self._channel_ids), remote, owner=owner)
+        go there); ``dialect``: the protocol its client speaks (what fault rules match)."""
+        return Channel(next(self._channel_ids), remote, owner=owner, dialect=dialect)
 
     def disconnect(self, channel: Channel) -> None:
         """A connection closed: unregister its clients, drop its held pulls, notify."""
@@ -449,7 +451,7 @@ class BrokerCore:
         """"No new message" for a long poll whose group a fault rule's hold keeps back
         (broker/faults/rules.py): the client pulls again, and its front holds that pull."""
         request = held.request
-        if not self.faults.holds(request.group, request.topic, "4.x"):
+        if not self.faults.holds(request.group, request.topic, held.channel.dialect):
             return None
         low, high = self.queue_bounds(request.topic, request.queue_id)
         return PullResult(PullOutcome.NO_NEW_MESSAGE, [], held.offset, low, high, None, None, "NO_MESSAGE_IN_QUEUE",
@@ -558,6 +560,39 @@ class BrokerCore:
             heapq.heappop(later)[2]()
         if self._flush_due is not None and now >= self._flush_due:
             self.flush()
+
+    # -- fault rules: the door (broker/faults/door.py) ------------------------------------------
+    # A front asks these at its one call into the core while ``faults.active`` (with no
+    # rule installed, that attribute is the whole cost) and translates the outcome into
+    # its wire's terms; no front reads a rule.
+    def fault_outcome(self, operation, topic: str | None = None, group: str | None = None,
+                      client: str | None = None, dialect: str | None = None, kinds=None) -> FaultOutcome | None:
+        """What the fault rule that fires for this call does to it (None: no rule fires;
+        ``kinds``: only rules with one of these outcomes)."""
+        return fault_door.decide(self.faults, operation, topic, group, client, dialect, kinds)
+
+    def fault_held(self, group: str | None, topic: str | None, dialect: str | None, count: bool = False) -> bool:
+        """Whether a hold rule keeps deliveries to ``group`` back now (``count``: a request
+        the front holds for it, a hit on the rule)."""
+        return fault_door.held(self.faults, group, topic, dialect, count)
+
+    def fault_hold_ends(self) -> int | None:
+        """When a running hold's window ends (what it keeps back is tried again then)."""
+        return self.faults.hold_ends()
+
+    def fault_applies(self, rule_id: int) -> bool:
+        """Whether the rule an outcome came from is installed and in its window now."""
+        return self.faults.applies_now(rule_id)
+
+    def on_faults_changed(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call ``fn()`` after the rules change; returns what stops it."""
+        hooks = self.faults.on_change
+        hooks.append(fn)
+
+        def stop() -> None:
+            if fn in hooks:
+                hooks.remove(fn)
+        return stop
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> None:
         """Call ``fn()`` at the tick ``delay_ms`` from now on this broker's clock (a front's

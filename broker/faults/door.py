@@ -12,9 +12,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from .rules import Action, Operation
+from .rules import ERROR_CODES, Action, Operation
 
-__all__ = ["Fault", "FaultOutcome", "outcome_of"]
+__all__ = ["Fault", "FaultOutcome", "outcome_of", "decide", "held"]
 
 
 class Fault(enum.Enum):
@@ -54,14 +54,43 @@ class FaultOutcome:
         return f"refused by fault rule {self.rule_id} ({self.operation.value})"
 
 
-def outcome_of(rule, dialect: str | None, now_ms: int, resolve) -> FaultOutcome:
-    """``rule``'s outcome for a call of ``dialect`` at ``now_ms``; ``resolve(dialect,
-    error)``: the dialect's code for the rule's error (None: it has none)."""
+def outcome_of(rule, dialect: str | None, now_ms: int) -> FaultOutcome:
+    """``rule``'s outcome for a call of ``dialect`` at ``now_ms`` (a refusal's code: the
+    rule's error as the dialect's front registered its codes, rules.ERROR_CODES)."""
     kind = _KIND[rule.action]
     if kind is Fault.REFUSED:
-        code = None if rule.error is None else resolve(dialect, rule.error)
+        code = None if rule.error is None else _code_in(dialect, rule.error)
         return FaultOutcome(kind, rule.id, rule.operation, code, rule.error,
                             lasting=rule.times is None and (rule.probability is None or rule.probability >= 1))
     if kind is Fault.DELAYED:
         return FaultOutcome(kind, rule.id, rule.operation, until_ms=now_ms + rule.delay_ms, delay_ms=rule.delay_ms)
     return FaultOutcome(kind, rule.id, rule.operation, stored=rule.stored)
+
+
+def _code_in(dialect: str | None, error) -> int | None:
+    resolve = ERROR_CODES.get(dialect)
+    return None if resolve is None else resolve(error)
+
+
+_ACTION = {kind: action for action, kind in _KIND.items()}
+
+
+def decide(faults, operation: Operation, topic: str | None, group: str | None, client: str | None,
+           dialect: str | None, kinds=None) -> FaultOutcome | None:
+    """The outcome of the rule of ``faults`` that fires for this call, if one does
+    (counted on it, and told as an event: FaultSet.match). ``kinds``: only rules with
+    these outcomes (a front that asks at two points of one operation: Pulsar's FLOW for
+    refusals and drops, each MESSAGE it dispatches for delays and duplicates)."""
+    actions = None if kinds is None else tuple(_ACTION[k] for k in kinds)
+    rule = faults.match(operation, topic=topic, group=group, client=client, dialect=dialect, actions=actions)
+    if rule is None:
+        return None
+    return outcome_of(rule, dialect, faults.now_ms() if rule.action is Action.DELAY else 0)
+
+
+def held(faults, group: str | None, topic: str | None, dialect: str | None, count: bool) -> bool:
+    """Whether a hold rule keeps deliveries to ``group`` back now; ``count``: this is a
+    request the front holds for it (a hit on the rule), else a look at one already held."""
+    if count:
+        return faults.hold(group, topic, dialect) is not None
+    return faults.holds(group, topic, dialect)

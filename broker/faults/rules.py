@@ -333,6 +333,23 @@ class FaultSet:
         # called after the rules change (a front releases what a hold kept back)
         self.on_change: list = []
 
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    def applies_now(self, rule_id: int) -> bool:
+        """Whether rule ``rule_id`` is live here and in its window now (a refusal that
+        lasts while its rule does: a Pulsar front's fenced producer)."""
+        now = self._clock.now_ms()
+        return any(r.id == rule_id and r.in_window(now) for r in self._rules)
+
+    def hold_ends(self) -> int | None:
+        """The earliest end of a hold rule's window running now (when what it holds must
+        be tried again), None if no running hold has one."""
+        now = self._clock.now_ms()
+        ends = [r.window_ms[1] for r in self._rules
+                if r.action is Action.HOLD and r.window_ms is not None and r.window_ms[0] <= now < r.window_ms[1]]
+        return min(ends) if ends else None
+
     def reseed(self, rng: random.Random) -> None:
         """Draw the rules' probabilities from ``rng`` from now on (the simulator seeds them
         from the run's seed; a core's own source is fixed, so that a run without rules

@@ -1,8 +1,9 @@
 """Fault rules on the 4.x wire (issue 38): which request is which operation, what it is
 about, and how each action looks to a 4.x client.
 
-The front asks ``core.faults`` once per request, before its processor runs (with no rule
-installed that is one attribute test). A matched rule is applied here:
+The front asks the core's door (``core.fault_outcome``, broker/faults/door.py) once per
+request, before its processor runs (with no rule installed that is one attribute test),
+and translates the outcome here — one table, ``_ANSWERS``:
 
 * refuse — the response carries the rule's code, else the operation's default: the codes
   a 4.x client treats as "this broker failed, try again or elsewhere" (SYSTEM_ERROR for a
@@ -28,11 +29,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ...faults.rules import Action, Operation, register_error_codes
+from ...faults.door import Fault, FaultOutcome
+from ...faults.rules import Operation, register_error_codes
 from .protocol import RemotingCommand, RequestCode, ResponseCode
 from .protocol.typed import FLAG_COMMIT_OFFSET, FLAG_SUSPEND
 
-__all__ = ["operation_of", "apply_fault", "late_answer", "commit_of_pull", "without_commit", "HeldPulls"]
+__all__ = ["DIALECT", "operation_of", "apply_fault", "late_answer", "commit_of_pull", "without_commit", "HeldPulls"]
+
+DIALECT = "4.x"             # what fault rules call this wire's clients
 
 # request code -> (operation, the header fields naming its topic and group, in the order
 # the request types use them: SEND_MESSAGE_V2's short names after the long ones)
@@ -77,42 +81,50 @@ def response_code(error) -> int | None:
         return None if code is None else int(code)
 
 
-register_error_codes("4.x", response_code)
+register_error_codes(DIALECT, response_code)
 
 
-def _refusal_code(rule) -> int:
-    """The rule's code when 4.x has it (a rule for every dialect may name another's), else
-    the operation's default."""
-    code = None if rule.error is None else response_code(rule.error)
-    return _DEFAULT_REFUSAL[rule.operation] if code is None else code
+def _held(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> None:
+    front.held_pulls.hold(request, channel)
+    return None
 
 
-def apply_fault(front, rule, request: RemotingCommand, channel, run) -> RemotingCommand | None:
-    """The answer to ``request`` under ``rule`` (``run()``: the processor's own answer)."""
-    action = rule.action
-    if action is Action.HOLD:
-        front.held_pulls.hold(request, channel)
-        return None
-    if action is Action.REFUSE:
-        return request.response(_refusal_code(rule), f"refused by fault rule {rule.id} ({rule.operation.value})")
-    if action is Action.DROP:
-        if rule.stored:
-            run()                               # stored, and the acknowledgement lost
-        return None
+def _refused(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand:
+    """The outcome's code (the rule's, when 4.x has it), else the operation's default."""
+    code = _DEFAULT_REFUSAL[outcome.operation] if outcome.code is None else outcome.code
+    return request.response(code, outcome.reason)
+
+
+def _dropped(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> None:
+    if outcome.stored:
+        run()                                   # stored, and the acknowledgement lost
+    return None
+
+
+def _run_then(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand | None:
     response = run()
-    if response is None:                        # a pull held by long polling: the rule acts on its answer
-        if action is Action.DELAY or action is Action.DUPLICATE:
-            front.late_answers[id(request)] = (request, rule)
+    if response is None:                        # a pull held by long polling: the outcome acts on its answer
+        front.late_answers[id(request)] = (request, outcome)
         return None
-    return _answered(front, rule, response, channel)
+    return _answered(front, outcome, response, channel)
 
 
-def _answered(front, rule, response: RemotingCommand, channel) -> RemotingCommand | None:
-    """``response`` under a delay or duplicate ``rule`` (None: it is sent later)."""
-    if rule.action is Action.DELAY:
-        front.core.call_later(rule.delay_ms, lambda: front.push(channel, response))
+# each outcome on the 4.x wire: (front, outcome, request, channel, run) -> the answer now, or None
+_ANSWERS = {Fault.HELD: _held, Fault.REFUSED: _refused, Fault.DROPPED: _dropped, Fault.DELAYED: _run_then,
+            Fault.DUPLICATED: _run_then}
+
+
+def apply_fault(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand | None:
+    """The answer to ``request`` under ``outcome`` (``run()``: the processor's own answer)."""
+    return _ANSWERS[outcome.kind](front, outcome, request, channel, run)
+
+
+def _answered(front, outcome: FaultOutcome, response: RemotingCommand, channel) -> RemotingCommand | None:
+    """``response`` under a delay or a duplicate (None: it is sent later)."""
+    if outcome.kind is Fault.DELAYED:
+        front.core.call_later(outcome.delay_ms, lambda: front.push(channel, response))
         return None
-    if rule.action is Action.DUPLICATE and response.code == ResponseCode.SUCCESS and response.body:
+    if response.code == ResponseCode.SUCCESS and response.body:
         return dataclasses.replace(response, body=bytes(response.body) * 2)
     return response
 
@@ -149,12 +161,7 @@ class HeldPulls:
         self._ids = itertools.count(1)
         self._recheck_due = False
         self.wake = None
-        front.core.faults.on_change.append(self._rules_changed)
-
-    def close(self) -> None:
-        hooks = self._front.core.faults.on_change
-        if self._rules_changed in hooks:
-            hooks.remove(self._rules_changed)
+        self.close = front.core.on_faults_changed(self._rules_changed)
 
     def hold(self, request: RemotingCommand, channel) -> None:
         core = self._front.core
@@ -168,7 +175,7 @@ class HeldPulls:
         core.call_later(_suspend_ms(request), lambda: self._time_out(key))
 
     def _still_held(self, request: RemotingCommand, channel) -> bool:
-        return self._front.core.faults.holds(request.header("consumerGroup"), request.header("topic"), "4.x")
+        return self._front.core.fault_held(request.header("consumerGroup"), request.header("topic"), DIALECT)
 
     def _time_out(self, key: int) -> None:
         entry = self._waiting.pop(key, None)
@@ -211,12 +218,13 @@ def commit_of_pull(request: RemotingCommand) -> bool:
     return request.code == RequestCode.PULL_MESSAGE and bool(request.header_int("sysFlag", 0) & FLAG_COMMIT_OFFSET)
 
 
-def without_commit(front, rule, request: RemotingCommand) -> RemotingCommand:
-    """The pull without its offset commit, as an ack ``rule`` leaves it (a delayed commit
-    is recorded ``delay_ms`` later on the broker's clock)."""
-    if rule.action is Action.DELAY:
+def without_commit(front, outcome: FaultOutcome, request: RemotingCommand) -> RemotingCommand:
+    """The pull without its offset commit, as an ack's ``outcome`` leaves it (a delayed
+    commit is recorded ``delay_ms`` later on the broker's clock)."""
+    if outcome.kind is Fault.DELAYED:
         group, topic = request.header("consumerGroup"), request.header("topic")
         queue_id, offset = request.header_int("queueId"), request.header_int("commitOffset", 0)
-        front.core.call_later(rule.delay_ms, lambda: front.core.record_offset_commit(group, topic, queue_id, offset))
+        front.core.call_later(outcome.delay_ms,
+                              lambda: front.core.record_offset_commit(group, topic, queue_id, offset))
     flag = request.header_int("sysFlag", 0) & ~FLAG_COMMIT_OFFSET
     return dataclasses.replace(request, ext_fields={**request.ext_fields, "sysFlag": str(flag)})
