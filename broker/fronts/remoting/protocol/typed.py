@@ -62,6 +62,24 @@ def pull_request_of(request, *, allow_suspend: bool) -> PullRequest:
                        sub_version, commit_offset if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET else None)
 
 
+def pull_header_of(request: PullRequest, suspend_ms: int, broker_name: str | None) -> dict:
+    """The PULL_MESSAGE header carrying the typed ``request`` (what ``pull_request_of``
+    reads back): a client's one pull, on any transport. Suspended for ``suspend_ms``;
+    ``bname``: the broker it is aimed at."""
+    sys_flag = FLAG_SUSPEND
+    if request.commit_offset is not None:
+        sys_flag |= FLAG_COMMIT_OFFSET
+    if request.subscription is not None:
+        sys_flag |= FLAG_SUBSCRIPTION
+    header = {"consumerGroup": request.group, "topic": request.topic, "queueId": request.queue_id,
+              "queueOffset": request.offset, "maxMsgNums": request.max_msgs, "sysFlag": sys_flag,
+              "commitOffset": request.commit_offset or 0, "suspendTimeoutMillis": suspend_ms,
+              "subVersion": request.sub_version, "expressionType": request.expression_type, "bname": broker_name}
+    if request.subscription is not None:
+        header["subscription"] = request.subscription
+    return header
+
+
 # The 4.x response code of each outcome of the core's send (STORE_REFUSED: by PutStatus).
 SEND_CODES = {
     SendOutcome.BROKER_NOT_WRITEABLE: RC.NO_PERMISSION,
