@@ -88,9 +88,8 @@ class BrokerAPI:
     # -- name server -------------------------------------------------------------------
     def get_topic_route(self, topic: str, timeout_ms: int = 3000) -> TopicRoute | None:
         """The route, or None when the name server does not know the topic (17)."""
-        core = self.transport.core_for("route", topic)
-        if core is not None:
-            route = core.names.route(topic)
+        if self.transport.core() is not None:
+            route = self.transport.route(topic)
             return None if route is None else TopicRoute.from_json(topic, route_data(route))
         resp = self.transport.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                                               {"topic": topic}), timeout_ms)
@@ -196,10 +195,8 @@ class BrokerAPI:
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int,
                                       broker_name: str | None = None) -> None:
-        core = self.transport.core_for("ack", topic, group)
-        if core is not None:            # oneway: what the broker answers is not read
-            core.commit_offset(OffsetCommit(group, topic, queue_id, offset))
-            self.transport.core_done()
+        if self.transport.core() is not None:      # oneway: what the broker answers is not read
+            self.transport.commit_offset(OffsetCommit(group, topic, queue_id, offset))
             return
         self.transport.oneway(RemotingCommand.request(
             RequestCode.UPDATE_CONSUMER_OFFSET,
@@ -233,11 +230,9 @@ class BrokerAPI:
                                broker_name: str | None, timeout_ms: int = 5000) -> None:
         """CONSUMER_SEND_MSG_BACK (ConsumerSendMsgBackRequestHeader; request version >= 121
         so the broker honours maxReconsumeTimes); in process, the core's send_back."""
-        core = self.transport.core_for("send_back", origin_topic, group)
-        if core is not None:
-            result = core.send_back(SendBack(group, commit_log_offset, delay_level, max_reconsume_times,
-                                             origin_msg_id, origin_topic))
-            self.transport.core_done()
+        if self.transport.core() is not None:
+            result = self.transport.send_back(SendBack(group, commit_log_offset, delay_level, max_reconsume_times,
+                                                       origin_msg_id, origin_topic))
             outcome = result.outcome
             if outcome is _RETRYING or outcome is _DEAD_LETTERED:
                 return
@@ -254,16 +249,13 @@ class BrokerAPI:
     def heartbeat(self, data: dict) -> None:
         """HEART_BEAT with HeartbeatData (§2.7); in process, the core's register of the
         same data (each subscription read as the broker reads the JSON)."""
-        core = self.transport.core_for("heartbeat")
-        if core is not None:
-            core.register(Registration(data["clientID"], tuple(
+        if self.transport.core() is not None:
+            self.transport.register(Registration(data["clientID"], tuple(
                 ConsumerRegistration(cd["groupName"], cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"],
                                      tuple(SubscriptionData.from_json(sub) for sub in cd["subscriptionDataSet"]))
-                for cd in data["consumerDataSet"]), tuple(pd["groupName"] for pd in data["producerDataSet"])),
-                self.transport.channel)
+                for cd in data["consumerDataSet"]), tuple(pd["groupName"] for pd in data["producerDataSet"])))
             channel = self.transport.channel
             channel.language, channel.version = "PYTHON", CURRENT_VERSION
-            self.transport.core_done()
             return
         self._call(RequestCode.HEART_BEAT, None, json.dumps(data, separators=(",", ":")).encode())
 

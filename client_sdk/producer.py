@@ -299,12 +299,10 @@ class Producer(ClientService):
     def _send_kernel(self, topic: str, body: bytes, flag: int, props: dict, mq: MessageQueue,
                      timeout_ms: int) -> SendResult:
         api = self._instance.api
-        core = api.transport.core_for("send", topic, self.group)
+        core = api.transport.core()
         if core is not None:                 # in process: the core's typed send, no command
             req, uniq = self._typed_request(topic, body, flag, props, mq)
-            result = core.send(req, api.transport.channel)
-            api.transport.core_done()
-            return self._typed_result(core, result, topic, mq, uniq)
+            return self._typed_result(core, api.transport.send(req), topic, mq, uniq)
         ext, body, uniq = self._send_request(topic, body, flag, props, mq)
         return self._send_result(api.send_message_v2(ext, body, timeout_ms), topic, mq, uniq)
 

@@ -34,7 +34,6 @@ from .process_queue import REBALANCE_LOCK_INTERVAL, ProcessQueue
 from .pull_body import DecodedBody, copy_stored, decode_pull_body
 
 # what a pull is, to the broker's fault rules: a pull, and the offset commit it carries
-_PULL_AND_COMMIT = ("pull", "ack")
 from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer
 from .service import ClientService, ServiceState
 from .rebalance import Rebalancer
@@ -473,7 +472,7 @@ class PushConsumer(ClientService):
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
         api = self.instance.api
-        if api.transport.core_for(_PULL_AND_COMMIT, topic, self.group) is not None:   # in process: a typed pull
+        if api.transport.core() is not None:        # in process: a typed pull (fault rules: the broker's door)
             pr.opaque = api.pull_typed(self.pull_request(pr, sub), BROKER_SUSPEND_MAX_TIME_MILLIS,
                                        lambda resp, err: self._on_pull(pr, sub, resp, err),
                                        CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)

@@ -4,9 +4,10 @@ same for every dialect (issue 38).
 Theory of operation. A rule is *where* (an operation, and optional matchers: topic,
 group or subscription, client id, dialect, broker), *what* (an action) and *how often*
 (the next N matches, a probability drawn from the broker's seeded random source, or a
-window of the broker's clock). Each front asks ``FaultSet.match`` at its one call into
-the core's typed operation; the first rule that matches and fires is applied by the
-front in its dialect's terms:
+window of the broker's clock). Each front — and the SDK's in-process transport — asks
+the broker's door (``BrokerCore.fault_outcome``, door.py) at its one call into the core's
+typed operation; the door matches here (``FaultSet.match``) and hands back the first
+rule that fires as a typed outcome, which the front translates into its dialect's terms:
 
 * REFUSE — the dialect's own error (a 4.x response code, a 5.x status, a Pulsar
   ServerError: a default per operation, or the rule's ``error``);
@@ -327,8 +328,6 @@ class FaultSet:
         self._ids = 0
         self.active = False
         self.holding = False                # a HOLD rule is installed (asked on held pulls)
-        # may_match's answers until the rules change: (operations, topic, group, client, dialect) -> bool
-        self.may_match_cache: dict[tuple, bool] = {}
         self.applied = 0
         # called after the rules change (a front releases what a hold kept back)
         self.on_change: list = []
@@ -359,7 +358,6 @@ class FaultSet:
     def _changed(self) -> None:
         self.active = bool(self._rules)
         self.holding = any(r.action is Action.HOLD for r in self._rules)
-        self.may_match_cache = {}
         for fn in list(self.on_change):
             fn()
 
@@ -469,17 +467,6 @@ class FaultSet:
             if rule._left <= 0:
                 for fs in list(rule._sets):
                     fs._retire(rule)
-
-    def may_match(self, operations, topic: str | None, group: str | None, client: str | None,
-                  dialect: str) -> bool:
-        """Whether a rule could fire for a call about ``operations`` (an operation's name,
-        or a tuple of names):
-        its matchers only — no count, no draw, no window (the front that then sees the
-        call decides). A typed in-process path asks this to keep off the front when no
-        rule is about the call."""
-        ops = operations if operations.__class__ is tuple else (operations,)
-        broker = self._broker
-        return any(rule.operation in ops and rule.about(topic, group, client, dialect, broker) for rule in self._rules)
 
     def about_periodic_work(self, topic_exists, group_exists) -> bool:
         """Whether a rule could touch a client's periodic requests — pulls, offset

@@ -34,7 +34,7 @@ from ...faults.rules import Operation, register_error_codes
 from .protocol import RemotingCommand, RequestCode, ResponseCode
 from .protocol.typed import FLAG_COMMIT_OFFSET, FLAG_SUSPEND
 
-__all__ = ["DIALECT", "operation_of", "apply_fault", "late_answer", "commit_of_pull", "without_commit", "HeldPulls"]
+__all__ = ["DIALECT", "HELD_REMARK", "refusal_code", "operation_of", "apply_fault", "late_answer", "commit_of_pull", "without_commit", "HeldPulls"]
 
 DIALECT = "4.x"             # what fault rules call this wire's clients
 
@@ -85,14 +85,17 @@ register_error_codes(DIALECT, response_code)
 
 
 def _held(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> None:
-    front.held_pulls.hold(request, channel)
+    front.held_pulls.hold_command(request, channel)
     return None
 
 
-def _refused(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand:
+def refusal_code(outcome: FaultOutcome) -> int:
     """The outcome's code (the rule's, when 4.x has it), else the operation's default."""
-    code = _DEFAULT_REFUSAL[outcome.operation] if outcome.code is None else outcome.code
-    return request.response(code, outcome.reason)
+    return _DEFAULT_REFUSAL[outcome.operation] if outcome.code is None else outcome.code
+
+
+def _refused(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand:
+    return request.response(refusal_code(outcome), outcome.reason)
 
 
 def _dropped(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> None:
@@ -147,8 +150,14 @@ def _suspend_ms(request: RemotingCommand) -> int:
 
 class HeldPulls:
     """The pulls a hold rule keeps unanswered, released when the rules change (checked
-    after the change, not inside it: a rule used up inside ``match`` must not re-enter
-    the front) or answered PULL_NOT_FOUND when their suspend time ends.
+    after the change, not inside it: a rule used up inside the door must not re-enter
+    the front) or answered "not found" when their suspend time ends.
+
+    A held pull (``hold(pull, suspend_ms)``) says what it is about (``group``,
+    ``topic``), whether its client is gone (``gone``), and how it is answered:
+    ``not_found()``, or ``release()`` (run again, through the door). A PULL_MESSAGE
+    command is one (``hold_command``); the in-process transport's typed pull is another
+    (client_sdk/transport/typed_faults.py).
 
     ``wake``: how a driver with a loop of its own (the TCP listener) runs the check soon
     and writes what it answered, ``wake(fn)``; without one it runs at the broker's next
@@ -157,38 +166,37 @@ class HeldPulls:
 
     def __init__(self, front) -> None:
         self._front = front
-        self._waiting: dict[int, tuple[RemotingCommand, object]] = {}
+        self._waiting: dict[int, object] = {}
         self._ids = itertools.count(1)
         self._recheck_due = False
         self.wake = None
         self.close = front.core.on_faults_changed(self._rules_changed)
 
-    def hold(self, request: RemotingCommand, channel) -> None:
+    def hold_command(self, request: RemotingCommand, channel) -> None:
         core = self._front.core
         if commit_of_pull(request):             # a hold keeps deliveries back, not the consumer's progress
             core.record_offset_commit(request.header("consumerGroup"), request.header("topic"),
                                       request.header_int("queueId"), request.header_int("commitOffset", 0))
             flag = request.header_int("sysFlag", 0) & ~FLAG_COMMIT_OFFSET
             request = dataclasses.replace(request, ext_fields={**request.ext_fields, "sysFlag": str(flag)})
-        key = next(self._ids)
-        self._waiting[key] = (request, channel)
-        core.call_later(_suspend_ms(request), lambda: self._time_out(key))
+        self.hold(_HeldCommand(self._front, request, channel), _suspend_ms(request))
 
-    def _still_held(self, request: RemotingCommand, channel) -> bool:
-        return self._front.core.fault_held(request.header("consumerGroup"), request.header("topic"), DIALECT)
+    def hold(self, pull, suspend_ms: int) -> None:
+        key = next(self._ids)
+        self._waiting[key] = pull
+        self._front.core.call_later(suspend_ms, lambda: self._time_out(key))
+
+    def _still_held(self, pull) -> bool:
+        return self._front.core.fault_held(pull.group, pull.topic, DIALECT)
 
     def _time_out(self, key: int) -> None:
-        entry = self._waiting.pop(key, None)
-        if entry is None:
+        pull = self._waiting.pop(key, None)
+        if pull is None:
             return
-        request, channel = entry
-        if not self._still_held(request, channel):
-            self._release(request, channel)
+        if not self._still_held(pull):
+            self._release(pull)
             return
-        queue_offset = request.header_int("queueOffset", 0)
-        low, high = self._front.core.queue_bounds(request.header("topic"), request.header_int("queueId"))
-        self._front.push(channel, request.response(ResponseCode.PULL_NOT_FOUND, "held by a fault rule", {
-            "suggestWhichBrokerId": 0, "nextBeginOffset": queue_offset, "minOffset": low, "maxOffset": high}))
+        pull.not_found()
 
     def _rules_changed(self) -> None:
         if self._waiting and not self._recheck_due:
@@ -200,17 +208,44 @@ class HeldPulls:
 
     def _recheck(self) -> None:
         self._recheck_due = False
-        for key, (request, channel) in list(self._waiting.items()):
-            if not self._still_held(request, channel):
+        for key, pull in list(self._waiting.items()):
+            if not self._still_held(pull):
                 del self._waiting[key]
-                self._release(request, channel)
+                self._release(pull)
 
-    def _release(self, request: RemotingCommand, channel) -> None:
-        if channel.closed:
-            return
-        answer = self._front.handle(request, channel)
+    @staticmethod
+    def _release(pull) -> None:
+        if not pull.gone:
+            pull.release()
+
+
+class _HeldCommand:
+    """A PULL_MESSAGE a hold keeps: answered PULL_NOT_FOUND, or handled again."""
+
+    __slots__ = ("front", "request", "channel", "group", "topic")
+
+    def __init__(self, front, request: RemotingCommand, channel) -> None:
+        self.front, self.request, self.channel = front, request, channel
+        self.group, self.topic = request.header("consumerGroup"), request.header("topic")
+
+    @property
+    def gone(self) -> bool:
+        return self.channel.closed
+
+    def not_found(self) -> None:
+        request = self.request
+        queue_offset = request.header_int("queueOffset", 0)
+        low, high = self.front.core.queue_bounds(self.topic, request.header_int("queueId"))
+        self.front.push(self.channel, request.response(ResponseCode.PULL_NOT_FOUND, HELD_REMARK, {
+            "suggestWhichBrokerId": 0, "nextBeginOffset": queue_offset, "minOffset": low, "maxOffset": high}))
+
+    def release(self) -> None:
+        answer = self.front.handle(self.request, self.channel)
         if answer is not None:
-            self._front.push(channel, answer)
+            self.front.push(self.channel, answer)
+
+
+HELD_REMARK = "held by a fault rule"        # a held pull's "not found" says why
 
 
 def commit_of_pull(request: RemotingCommand) -> bool:
