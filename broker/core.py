@@ -594,6 +594,32 @@ class BrokerCore:
                 hooks.remove(fn)
         return stop
 
+    def fault_rules_touch_periodic_work(self) -> bool:
+        """Whether a rule could touch a client's periodic requests — pulls, offset
+        commits, heartbeats, route look-ups — of an existing topic or group (an idle span
+        must then run them one by one)."""
+        faults = self.faults
+        return faults.active and faults.about_periodic_work(
+            self.topics.get, lambda g: self.groups.find(g, auto_create=False))
+
+    # -- idle skipping's questions (client_sdk/transport/idle_skip.py) ---------------------------
+    def next_held_pull_deadline(self) -> int | None:
+        """When the first held pull's suspend time ends (None: no pull is held)."""
+        return self.holds.next_deadline()
+
+    def held_pulls_until(self, before: int) -> list:
+        """The held pulls whose suspend time ends before ``before``, in the order their
+        timeouts would answer them."""
+        return self.holds.waiting(before)
+
+    def carry_held_pull(self, held, request: PullRequest, context, deadline_ms: int) -> None:
+        """``held`` as the round trips carried over an idle span leave it: the same pull
+        (its ``request`` run again, no commit), held for its client's ``context`` until
+        ``deadline_ms``."""
+        self.holds.release(held)
+        self.holds.hold(HeldPull(held.channel, request, context, held.topic, held.queue_id, held.offset,
+                                 held.code_set, deadline_ms, False, 0, held.min_offset))
+
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> None:
         """Call ``fn()`` at the tick ``delay_ms`` from now on this broker's clock (a front's
         answer a fault rule delays: in virtual time, `clock advance` brings it)."""

@@ -155,10 +155,10 @@ class InProcessBroker(Connector):
         if self.lock is not None:
             with self.lock:
                 reply = self.front.handle(cmd, transport.channel)
-                self._route_outgoing()
+                self.route_outgoing()
             return reply
         reply = self.front.handle(cmd, transport.channel)
-        self._route_outgoing()
+        self.route_outgoing()
         return reply
 
     def _notified(self, n) -> None:
@@ -179,7 +179,7 @@ class InProcessBroker(Connector):
         if command is not None:
             self.deliver(t, command)
 
-    def _route_outgoing(self) -> None:
+    def route_outgoing(self) -> None:
         """What the 4.x front sent clients unasked (RESET_CONSUMER_CLIENT_OFFSET)."""
         if self.front.outgoing:
             for channel, cmd in self.front.take_outgoing():
@@ -192,10 +192,10 @@ class InProcessBroker(Connector):
         client's transport (the loopback transport encodes it first)."""
         transport._deliver(cmd)
 
-    def _forget(self, transport: "InProcessTransport") -> None:
+    def forget(self, transport: "InProcessTransport") -> None:
         self._transports.pop(transport.channel, None)
         self.core.disconnect(transport.channel)
-        self._route_outgoing()
+        self.route_outgoing()
 
     # -- TimeSource --------------------------------------------------------------------
     def _locked_next_deadline(self) -> int | None:
@@ -206,11 +206,11 @@ class InProcessBroker(Connector):
         if self.lock is not None:
             with self.lock:
                 self.core.tick()
-                self._route_outgoing()
+                self.route_outgoing()
             return
         self.core.tick()
         if self.front.outgoing:
-            self._route_outgoing()
+            self.route_outgoing()
 
     def close(self) -> None:
         for t in list(self._transports.values()):
@@ -267,8 +267,8 @@ class InProcessTransport(Transport):
 
     def core_done(self) -> None:
         hub = self.hub
-        if hub.front.outgoing:          # (what _route_outgoing looks at first: a call fewer per typed call)
-            hub._route_outgoing()
+        if hub.front.outgoing:          # (what route_outgoing looks at first: a call fewer per typed call)
+            hub.route_outgoing()
 
     # -- typed calls (after ``core()``): each asks the door while rules are installed ---------
     def _fault(self, operation, topic: str | None, group: str | None):
@@ -287,7 +287,7 @@ class InProcessTransport(Transport):
                            RequestCode.SEND_MESSAGE_V2, f"SEND_MESSAGE_V2 {request.topic}")
         result = core.send(request, self.channel)
         if self.hub.front.outgoing:
-            self.hub._route_outgoing()
+            self.hub.route_outgoing()
         return result
 
     def send_back(self, request: SendBack):
@@ -337,7 +337,7 @@ class InProcessTransport(Transport):
     def _done(self, result):
         hub = self.hub
         if hub.front.outgoing:
-            hub._route_outgoing()
+            hub.route_outgoing()
         return result
 
     # -- typed pulls -----------------------------------------------------------------------
@@ -475,7 +475,7 @@ class InProcessTransport(Transport):
         if self._closed:
             return
         self._closed = True
-        self.hub._forget(self)
+        self.hub.forget(self)
         pending, self._pending = self._pending, {}
         for entry in pending.values():
             if entry.__class__ is HeldCall:
