@@ -27,7 +27,7 @@ from rocketmq_emulator.broker.core import BrokerCore, Channel
 from rocketmq_emulator.broker.fronts.remoting.front import RemotingFront
 from rocketmq_emulator.broker.faults.door import Fault
 from rocketmq_emulator.broker.faults.rules import Operation
-from rocketmq_emulator.broker.fronts.remoting.fault_answers import DIALECT, refusal_code
+from rocketmq_emulator.broker.fronts.remoting.protocol.fault_codes import DIALECT, refusal_code
 from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.broker.operations import OffsetCommit, Registration, SendBack, SendRequest
 from rocketmq_emulator.broker.notifications import ConsumerIdsChanged, PullReady, TransactionCheck

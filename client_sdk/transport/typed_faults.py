@@ -21,7 +21,7 @@ answer to a synchronous call:
 from __future__ import annotations
 
 from rocketmq_emulator.broker.faults.door import Fault, FaultOutcome
-from rocketmq_emulator.broker.fronts.remoting.fault_answers import HELD_REMARK, refusal_code
+from rocketmq_emulator.broker.fronts.remoting.protocol.fault_codes import HELD_REMARK, refusal_code
 from rocketmq_emulator.broker.operations import PullOutcome, PullRequest, PullResult
 
 from ..errors import MQBrokerError, RemotingTimeoutError

@@ -2,7 +2,6 @@
 one outcome per fired rule, the same for every dialect but its refusal code."""
 from __future__ import annotations
 
-import random
 from dataclasses import fields
 
 import pytest

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, ResponseCode
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
 from rocketmq_emulator.client_sdk import CONSUME_SUCCESS, RECONSUME_LATER, EmbeddedBroker, Message
 from rocketmq_emulator.client_sdk.errors import MQBrokerError, RemotingTimeoutError
 

@@ -5,9 +5,8 @@ The front asks the core's door (``core.fault_outcome``, broker/faults/door.py) o
 request, before its processor runs (with no rule installed that is one attribute test),
 and translates the outcome here — one table, ``_ANSWERS``:
 
-* refuse — the response carries the rule's code, else the operation's default: the codes
-  a 4.x client treats as "this broker failed, try again or elsewhere" (SYSTEM_ERROR for a
-  send, which DefaultMQProducer retries on another broker; TOPIC_NOT_EXIST for a route);
+* refuse — the response carries the rule's code, else the operation's default
+  (protocol/fault_codes.py: SYSTEM_ERROR, TOPIC_NOT_EXIST for a route);
 * drop — no response at all: the client's own timeout decides. A send with ``stored``
   is stored first and only its acknowledgement is lost, so the producer's retry stores a
   duplicate;
@@ -32,11 +31,10 @@ import itertools
 from ...faults.door import Fault, FaultOutcome
 from ...faults.rules import Operation, register_error_codes
 from .protocol import RemotingCommand, RequestCode, ResponseCode
+from .protocol.fault_codes import DIALECT, HELD_REMARK, refusal_code, response_code
 from .protocol.typed import FLAG_COMMIT_OFFSET, FLAG_SUSPEND
 
-__all__ = ["DIALECT", "HELD_REMARK", "refusal_code", "operation_of", "apply_fault", "late_answer", "commit_of_pull", "without_commit", "HeldPulls"]
-
-DIALECT = "4.x"             # what fault rules call this wire's clients
+__all__ = ["operation_of", "apply_fault", "late_answer", "commit_of_pull", "without_commit", "HeldPulls"]
 
 # request code -> (operation, the header fields naming its topic and group, in the order
 # the request types use them: SEND_MESSAGE_V2's short names after the long ones)
@@ -51,16 +49,6 @@ _OPERATIONS: dict[int, tuple[Operation, tuple[str, ...], tuple[str, ...]]] = {
     RequestCode.GET_ROUTEINFO_BY_TOPIC: (Operation.ROUTE, ("topic",), ()),
 }
 
-_DEFAULT_REFUSAL = {
-    Operation.SEND: ResponseCode.SYSTEM_ERROR,
-    Operation.PULL: ResponseCode.SYSTEM_ERROR,
-    Operation.SEND_BACK: ResponseCode.SYSTEM_ERROR,
-    Operation.ACK: ResponseCode.SYSTEM_ERROR,
-    Operation.HEARTBEAT: ResponseCode.SYSTEM_ERROR,
-    Operation.ROUTE: ResponseCode.TOPIC_NOT_EXIST,
-}
-
-
 def operation_of(request: RemotingCommand) -> tuple[Operation, str | None, str | None] | None:
     """(operation, topic, group) of a request a rule can match, None for the others."""
     known = _OPERATIONS.get(request.code)
@@ -72,26 +60,12 @@ def operation_of(request: RemotingCommand) -> tuple[Operation, str | None, str |
     return op, topic, group
 
 
-def response_code(error) -> int | None:
-    """A 4.x response code by name (SYSTEM_BUSY) or number, None for neither."""
-    try:
-        return int(error)
-    except (TypeError, ValueError):
-        code = getattr(ResponseCode, str(error), None)
-        return None if code is None else int(code)
-
-
 register_error_codes(DIALECT, response_code)
 
 
 def _held(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> None:
     front.held_pulls.hold_command(request, channel)
     return None
-
-
-def refusal_code(outcome: FaultOutcome) -> int:
-    """The outcome's code (the rule's, when 4.x has it), else the operation's default."""
-    return _DEFAULT_REFUSAL[outcome.operation] if outcome.code is None else outcome.code
 
 
 def _refused(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand:
@@ -244,8 +218,6 @@ class _HeldCommand:
         if answer is not None:
             self.front.push(self.channel, answer)
 
-
-HELD_REMARK = "held by a fault rule"        # a held pull's "not found" says why
 
 
 def commit_of_pull(request: RemotingCommand) -> bool:

@@ -22,8 +22,8 @@ from .protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR
 from .processors import build_processor_table
 from .processors.pull import pull_response
 from .processors.transaction import check_transaction_state
-from .fault_answers import (DIALECT, HeldPulls, apply_fault, commit_of_pull, late_answer, operation_of,
-                            without_commit)
+from .fault_answers import HeldPulls, apply_fault, commit_of_pull, late_answer, operation_of, without_commit
+from .protocol.fault_codes import DIALECT
 
 __all__ = ["RemotingFront"]
 
