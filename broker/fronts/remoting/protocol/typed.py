@@ -6,8 +6,9 @@ the same codes and routes a TCP client would."""
 from __future__ import annotations
 
 from rocketmq_emulator.store import PutStatus
+from rocketmq_emulator.store.records import properties_to_string
 
-from ....operations import PullOutcome, PullRequest, SendBackOutcome, SendOutcome
+from ....operations import PullOutcome, PullRequest, SendBackOutcome, SendOutcome, SendRequest
 from .codes import ResponseCode as RC
 
 __all__ = ["PullRequest", "pull_request_of", "PULL_CODES", "SEND_CODES", "SEND_BACK_CODES", "PUT_STATUS_TO_CODE",
@@ -78,6 +79,21 @@ def pull_header_of(request: PullRequest, suspend_ms: int, broker_name: str | Non
     if request.subscription is not None:
         header["subscription"] = request.subscription
     return header
+
+
+def send_header_of(request: SendRequest, broker_name: str | None) -> dict[str, str]:
+    """SEND_MESSAGE_V2's header (SendMessageRequestHeaderV2, short names, values as
+    strings) carrying the typed ``request``: a client's one send, on any transport.
+    The reconsume counts of a send to a retry topic travel in the header as well as in
+    the properties (sendKernelImpl's upstream quirk); ``n``: the broker it is aimed at."""
+    ext = {"a": request.producer_group, "b": request.topic, "c": request.default_topic,
+           "d": str(request.default_topic_queue_nums), "e": str(request.queue_id), "f": str(request.sys_flag),
+           "g": str(request.born_timestamp), "h": str(request.flag),
+           "i": properties_to_string(request.properties or {}), "j": str(request.reconsume_times), "k": "false",
+           "m": "false", "n": broker_name}
+    if request.max_reconsume_times is not None:
+        ext["l"] = str(request.max_reconsume_times)
+    return ext
 
 
 # The 4.x response code of each outcome of the core's send (STORE_REFUSED: by PutStatus).
