@@ -85,6 +85,8 @@ class BrokerCore:
         # then updates one: set_delay_offset)
         store.set_delay_offsets(self.schedule.scheduler.offsets())
         self.holds = PullHoldService()
+        self.next_held_pull_deadline = self.holds.next_deadline     # (idle skipping's questions, below)
+        self.held_pulls_until = self.holds.waiting
         self.kept = KeptRecords()                           # records stored lately, as objects
         self._prop_crc = store.config.prop_crc
         # The next deadline of everything here but the Pulsar cursors (which keep their
@@ -603,15 +605,10 @@ class BrokerCore:
             self.topics.get, lambda g: self.groups.find(g, auto_create=False))
 
     # -- idle skipping's questions (client_sdk/transport/idle_skip.py) ---------------------------
-    def next_held_pull_deadline(self) -> int | None:
-        """When the first held pull's suspend time ends (None: no pull is held)."""
-        return self.holds.next_deadline()
-
-    def held_pulls_until(self, before: int) -> list:
-        """The held pulls whose suspend time ends before ``before``, in the order their
-        timeouts would answer them."""
-        return self.holds.waiting(before)
-
+    # next_held_pull_deadline() -> int | None: when the first held pull's suspend time ends;
+    # held_pulls_until(before) -> [HeldPull]: those whose suspend time ends before
+    # ``before``, in the order their timeouts would answer them (both the hold service's
+    # own methods, bound in __init__: asked on most loop turns, no call added)
     def carry_held_pull(self, held, request: PullRequest, context, deadline_ms: int) -> None:
         """``held`` as the round trips carried over an idle span leave it: the same pull
         (its ``request`` run again, no commit), held for its client's ``context`` until

@@ -297,7 +297,10 @@ class InProcessTransport(Transport):
             if outcome is not None:
                 answer_now(outcome, lambda: self._done(core.send_back(request)),
                            RequestCode.CONSUMER_SEND_MSG_BACK, "CONSUMER_SEND_MSG_BACK")
-        return self._done(core.send_back(request))
+        result = core.send_back(request)
+        if self.hub.front.outgoing:
+            self.hub.route_outgoing()
+        return result
 
     def commit_offset(self, commit: OffsetCommit) -> None:
         """A oneway offset commit (refused or dropped: not made; delayed: made, its
@@ -307,7 +310,9 @@ class InProcessTransport(Transport):
             outcome = self._fault(Operation.ACK, commit.topic, commit.group)
             if outcome is not None and outcome.kind is not Fault.DELAYED:
                 return
-        self._done(core.commit_offset(commit))
+        core.commit_offset(commit)
+        if self.hub.front.outgoing:
+            self.hub.route_outgoing()
 
     def register(self, registration: Registration) -> None:
         core = self.hub.core

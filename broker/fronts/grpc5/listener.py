@@ -121,28 +121,33 @@ def _guarded(method):
 
 async def _with_fault(servicer, method, request, context):
     """The reply under the fault rule this call matches (None: no rule fired, run it)."""
-    name = method.__name__
-    about = operation_of(name, request)
+    about = operation_of(method.__name__, request)
     if about is None:
         return None
-    server = servicer.s
-    outcome, due = _match(server, about, _client_id(context))
-    if outcome is None:
-        return None
-    kind = outcome.kind
-    if kind is Fault.REFUSED:
-        return _REPLY[name](status=refusal(outcome))
-    if kind is Fault.DROPPED:
-        if outcome.stored:
-            await method(servicer, request, context)
-        await wait_out_deadline(context)
-        return None
-    if kind is Fault.DELAYED:
-        reply = await method(servicer, request, context)     # done now, told late
-        if not await wait_for_timer(due, context):
-            await wait_out_deadline(context)                # not due before the deadline: lost
-        return reply
-    return None
+    outcome, due = _match(servicer.s, about, _client_id(context))
+    answer = None if outcome is None else _UNARY_ANSWERS.get(outcome.kind)
+    return None if answer is None else await answer(servicer, method, request, context, outcome, due)
+
+
+async def _refused(servicer, method, request, context, outcome, due):
+    return _REPLY[method.__name__](status=refusal(outcome))
+
+
+async def _dropped(servicer, method, request, context, outcome, due):
+    if outcome.stored:
+        await method(servicer, request, context)
+    await wait_out_deadline(context)
+
+
+async def _delayed(servicer, method, request, context, outcome, due):
+    reply = await method(servicer, request, context)    # done now, told late
+    if not await wait_for_timer(due, context):
+        await wait_out_deadline(context)                # not due before the deadline: lost
+    return reply
+
+
+# each outcome of a unary call on the 5.x wire (a receive's: ReceiveMessage below)
+_UNARY_ANSWERS = {Fault.REFUSED: _refused, Fault.DROPPED: _dropped, Fault.DELAYED: _delayed}
 
 
 def _match(server, about, client_id: str):
