@@ -14,7 +14,8 @@ from typing import Callable
 
 from rocketmq_emulator.broker.operations import (ConsumerRegistration, OffsetCommit, PullOutcome, Registration,
                                                  SendBack, SendBackOutcome, SubscriptionData)
-from rocketmq_emulator.broker.fronts.remoting.protocol.typed import PULL_CODES, route_data, send_back_code
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import (PULL_CODES, offset_commit_header_of, route_data,
+                                                                    send_back_code, send_back_header_of)
 from rocketmq_emulator.broker.fronts.remoting.protocol import CURRENT_VERSION, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 
@@ -195,13 +196,12 @@ class BrokerAPI:
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int,
                                       broker_name: str | None = None) -> None:
+        commit = OffsetCommit(group, topic, queue_id, offset)
         if self.transport.core() is not None:      # oneway: what the broker answers is not read
-            self.transport.commit_offset(OffsetCommit(group, topic, queue_id, offset))
+            self.transport.commit_offset(commit)
             return
         self.transport.oneway(RemotingCommand.request(
-            RequestCode.UPDATE_CONSUMER_OFFSET,
-            {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset,
-             "bname": broker_name}, oneway=True))
+            RequestCode.UPDATE_CONSUMER_OFFSET, offset_commit_header_of(commit, broker_name), oneway=True))
 
     def get_max_offset(self, topic: str, queue_id: int, broker_name: str | None = None) -> int:
         core = self.transport.core()
@@ -230,9 +230,9 @@ class BrokerAPI:
                                broker_name: str | None, timeout_ms: int = 5000) -> None:
         """CONSUMER_SEND_MSG_BACK (ConsumerSendMsgBackRequestHeader; request version >= 121
         so the broker honours maxReconsumeTimes); in process, the core's send_back."""
+        request = SendBack(group, commit_log_offset, delay_level, max_reconsume_times, origin_msg_id, origin_topic)
         if self.transport.core() is not None:
-            result = self.transport.send_back(SendBack(group, commit_log_offset, delay_level, max_reconsume_times,
-                                                       origin_msg_id, origin_topic))
+            result = self.transport.send_back(request)
             outcome = result.outcome
             if outcome is _RETRYING or outcome is _DEAD_LETTERED:
                 return
@@ -240,10 +240,7 @@ class BrokerAPI:
             if code != ResponseCode.SUCCESS:
                 raise MQBrokerError(code, result.remark, None, "CONSUMER_SEND_MSG_BACK")
             return
-        self._call(RequestCode.CONSUMER_SEND_MSG_BACK, {
-            "offset": commit_log_offset, "group": group, "delayLevel": delay_level,
-            "originMsgId": origin_msg_id, "originTopic": origin_topic, "unitMode": False,
-            "maxReconsumeTimes": max_reconsume_times, "bname": broker_name}, timeout_ms=timeout_ms)
+        self._call(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_header_of(request, broker_name), timeout_ms=timeout_ms)
 
     # -- membership ------------------------------------------------------------------------
     def heartbeat(self, data: dict) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from rocketmq_emulator.store import PutStatus
 from rocketmq_emulator.store.records import properties_to_string
 
-from ....operations import PullOutcome, PullRequest, SendBackOutcome, SendOutcome, SendRequest
+from ....operations import OffsetCommit, PullOutcome, PullRequest, SendBack, SendBackOutcome, SendOutcome, SendRequest
 from .codes import ResponseCode as RC
 
 __all__ = ["PullRequest", "pull_request_of", "PULL_CODES", "SEND_CODES", "SEND_BACK_CODES", "PUT_STATUS_TO_CODE",
@@ -94,6 +94,20 @@ def send_header_of(request: SendRequest, broker_name: str | None) -> dict[str, s
     if request.max_reconsume_times is not None:
         ext["l"] = str(request.max_reconsume_times)
     return ext
+
+
+def send_back_header_of(request: SendBack, broker_name: str | None) -> dict:
+    """CONSUMER_SEND_MSG_BACK's header (ConsumerSendMsgBackRequestHeader) carrying the
+    typed ``request``; ``bname``: the broker it is aimed at."""
+    return {"offset": request.commit_log_offset, "group": request.group, "delayLevel": request.delay_level,
+            "originMsgId": request.origin_msg_id, "originTopic": request.origin_topic, "unitMode": False,
+            "maxReconsumeTimes": request.max_reconsume_times, "bname": broker_name}
+
+
+def offset_commit_header_of(commit: OffsetCommit, broker_name: str | None) -> dict:
+    """UPDATE_CONSUMER_OFFSET's header carrying the typed ``commit``."""
+    return {"consumerGroup": commit.group, "topic": commit.topic, "queueId": commit.queue_id,
+            "commitOffset": commit.offset, "bname": broker_name}
 
 
 # The 4.x response code of each outcome of the core's send (STORE_REFUSED: by PutStatus).
