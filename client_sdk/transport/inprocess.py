@@ -362,8 +362,11 @@ class InProcessTransport(Transport):
         rt = self.runtime
         if result is not None:
             rt._ready.append((callback, (result, None)))        # (runtime.call_soon, inlined)
-        else:
-            self._wait(call)
+        else:                                                   # (_wait, inlined: most pulls are held)
+            due = rt.clock.now_ms() + timeout_ms
+            call.timer = timer = Timer(due, self._typed_timed_out, (call,), None, ("reply", self))
+            heappush(rt._timers, (due, next(rt._seq), timer))   # (runtime.schedule, inlined)
+            self._pending[opaque] = call
         return opaque
 
     def _wait(self, call: HeldCall) -> None:
