@@ -50,6 +50,8 @@ from .operations import (AckOutcome, BatchSendRequest, BrokerRoute, ChangeInvisi
                          PullRequest, PullResult, QueueRoute, Registration,
                          SendBack, SendBackResult, SendOutcome, SendRequest, SendResult, TopicRoute)
 from .errors import RequestRefused
+from .faults import door as fault_door
+from .faults.door import FaultOutcome
 from .faults.rules import FaultSet
 from .notifications import ConsumerIdsChanged, LiteUnsubscribed, Notification, Notifier, PullReady
 from .rocketmq_model.delay_queue import ScheduleService
@@ -89,6 +91,8 @@ class BrokerCore:
         # then updates one: set_delay_offset)
         store.set_delay_offsets(self.schedule.scheduler.offsets())
         self.holds = PullHoldService()
+        self.next_held_pull_deadline = self.holds.next_deadline     # (idle skipping's questions, below)
+        self.held_pulls_until = self.holds.waiting
         self.kept = KeptRecords()                           # records stored lately, as objects
         self._prop_crc = store.config.prop_crc
         # The next deadline of everything here but the Pulsar cursors (which keep their
@@ -190,10 +194,10 @@ class BrokerCore:
     def addr(self) -> str:
         return self.config.addr
 
-    def connect(self, remote: str = "127.0.0.1:0", owner=None) -> Channel:
+    def connect(self, remote: str = "127.0.0.1:0", owner=None, dialect: str | None = None) -> Channel:
         """A client connection; ``owner``: the front that serves it (its notifications
-        go there)."""
-        return Channel(next(self._channel_ids), remote, owner=owner)
+        go there); ``dialect``: the protocol its client speaks (what fault rules match)."""
+        return Channel(next(self._channel_ids), remote, owner=owner, dialect=dialect)
 
     def disconnect(self, channel: Channel) -> None:
         """A connection closed: unregister its clients, drop its held pulls, notify."""
@@ -538,7 +542,7 @@ class BrokerCore:
         """"No new message" for a long poll whose group a fault rule's hold keeps back
         (broker/faults/rules.py): the client pulls again, and its front holds that pull."""
         request = held.request
-        if not self.faults.holds(request.group, request.topic, "4.x"):
+        if not self.faults.holds(request.group, request.topic, held.channel.dialect):
             return None
         low, high = self.queue_bounds(request.topic, request.queue_id)
         return PullResult(PullOutcome.NO_NEW_MESSAGE, [], held.offset, low, high, None, None, "NO_MESSAGE_IN_QUEUE",
@@ -647,6 +651,60 @@ class BrokerCore:
             heapq.heappop(later)[2]()
         if self._flush_due is not None and now >= self._flush_due:
             self.flush()
+
+    # -- fault rules: the door (broker/faults/door.py) ------------------------------------------
+    # A front asks these at its one call into the core while ``faults.active`` (with no
+    # rule installed, that attribute is the whole cost) and translates the outcome into
+    # its wire's terms; no front reads a rule.
+    def fault_outcome(self, operation, topic: str | None = None, group: str | None = None,
+                      client: str | None = None, dialect: str | None = None, kinds=None) -> FaultOutcome | None:
+        """What the fault rule that fires for this call does to it (None: no rule fires;
+        ``kinds``: only rules with one of these outcomes)."""
+        return fault_door.decide(self.faults, operation, topic, group, client, dialect, kinds)
+
+    def fault_held(self, group: str | None, topic: str | None, dialect: str | None, count: bool = False) -> bool:
+        """Whether a hold rule keeps deliveries to ``group`` back now (``count``: a request
+        the front holds for it, a hit on the rule)."""
+        return fault_door.held(self.faults, group, topic, dialect, count)
+
+    def fault_hold_ends(self) -> int | None:
+        """When a running hold's window ends (what it keeps back is tried again then)."""
+        return self.faults.hold_ends()
+
+    def fault_applies(self, rule_id: int) -> bool:
+        """Whether the rule an outcome came from is installed and in its window now."""
+        return self.faults.applies_now(rule_id)
+
+    def on_faults_changed(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call ``fn()`` after the rules change; returns what stops it."""
+        hooks = self.faults.on_change
+        hooks.append(fn)
+
+        def stop() -> None:
+            if fn in hooks:
+                hooks.remove(fn)
+        return stop
+
+    def fault_rules_touch_periodic_work(self) -> bool:
+        """Whether a rule could touch a client's periodic requests — pulls, offset
+        commits, heartbeats, route look-ups — of an existing topic or group (an idle span
+        must then run them one by one)."""
+        faults = self.faults
+        return faults.active and faults.about_periodic_work(
+            self.topics.get, lambda g: self.groups.find(g, auto_create=False))
+
+    # -- idle skipping's questions (client_sdk/transport/idle_skip.py) ---------------------------
+    # next_held_pull_deadline() -> int | None: when the first held pull's suspend time ends;
+    # held_pulls_until(before) -> [HeldPull]: those whose suspend time ends before
+    # ``before``, in the order their timeouts would answer them (both the hold service's
+    # own methods, bound in __init__: asked on most loop turns, no call added)
+    def carry_held_pull(self, held, request: PullRequest, context, deadline_ms: int) -> None:
+        """``held`` as the round trips carried over an idle span leave it: the same pull
+        (its ``request`` run again, no commit), held for its client's ``context`` until
+        ``deadline_ms``."""
+        self.holds.release(held)
+        self.holds.hold(HeldPull(held.channel, request, context, held.topic, held.queue_id, held.offset,
+                                 held.code_set, deadline_ms, False, 0, held.min_offset))
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> None:
         """Call ``fn()`` at the tick ``delay_ms`` from now on this broker's clock (a front's

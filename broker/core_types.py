@@ -18,6 +18,7 @@ class Channel:
     language: str = "JAVA"          # what the client's heartbeat said it is (connection lists show it)
     version: int = 0
     owner: Any = None               # the front that opened it (notifications for it go there)
+    dialect: str | None = None      # the protocol its client speaks, as fault rules name it ("4.x", ...)
 
     def __repr__(self) -> str:
         return f"Channel({self.id}, {self.remote})"

@@ -14,8 +14,9 @@ from typing import Callable
 
 from rocketmq_emulator.broker.operations import (ConsumerRegistration, OffsetCommit, PullOutcome, Registration,
                                                  SendBack, SendBackOutcome, SubscriptionData)
-from rocketmq_emulator.broker.fronts.remoting.protocol.typed import (FILTER_CHECK_CODES, PULL_CODES, route_data,
-                                                                     send_back_code)
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import (FILTER_CHECK_CODES, PULL_CODES,
+                                                                     offset_commit_header_of, route_data,
+                                                                     send_back_code, send_back_header_of)
 from rocketmq_emulator.broker.fronts.remoting.protocol import CURRENT_VERSION, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
 
@@ -89,9 +90,8 @@ class BrokerAPI:
     # -- name server -------------------------------------------------------------------
     def get_topic_route(self, topic: str, timeout_ms: int = 3000) -> TopicRoute | None:
         """The route, or None when the name server does not know the topic (17)."""
-        core = self.transport.core_for("route", topic)
-        if core is not None:
-            route = core.names.route(topic)
+        if self.transport.core() is not None:
+            route = self.transport.route(topic)
             return None if route is None else TopicRoute.from_json(topic, route_data(route))
         resp = self.transport.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                                               {"topic": topic}), timeout_ms)
@@ -197,15 +197,12 @@ class BrokerAPI:
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int,
                                       broker_name: str | None = None) -> None:
-        core = self.transport.core_for("ack", topic, group)
-        if core is not None:            # oneway: what the broker answers is not read
-            core.commit_offset(OffsetCommit(group, topic, queue_id, offset))
-            self.transport.core_done()
+        commit = OffsetCommit(group, topic, queue_id, offset)
+        if self.transport.core() is not None:      # oneway: what the broker answers is not read
+            self.transport.commit_offset(commit)
             return
         self.transport.oneway(RemotingCommand.request(
-            RequestCode.UPDATE_CONSUMER_OFFSET,
-            {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset,
-             "bname": broker_name}, oneway=True))
+            RequestCode.UPDATE_CONSUMER_OFFSET, offset_commit_header_of(commit, broker_name), oneway=True))
 
     def get_max_offset(self, topic: str, queue_id: int, broker_name: str | None = None) -> int:
         core = self.transport.core()
@@ -234,11 +231,9 @@ class BrokerAPI:
                                broker_name: str | None, timeout_ms: int = 5000) -> None:
         """CONSUMER_SEND_MSG_BACK (ConsumerSendMsgBackRequestHeader; request version >= 121
         so the broker honours maxReconsumeTimes); in process, the core's send_back."""
-        core = self.transport.core_for("send_back", origin_topic, group)
-        if core is not None:
-            result = core.send_back(SendBack(group, commit_log_offset, delay_level, max_reconsume_times,
-                                             origin_msg_id, origin_topic))
-            self.transport.core_done()
+        request = SendBack(group, commit_log_offset, delay_level, max_reconsume_times, origin_msg_id, origin_topic)
+        if self.transport.core() is not None:
+            result = self.transport.send_back(request)
             outcome = result.outcome
             if outcome is _RETRYING or outcome is _DEAD_LETTERED:
                 return
@@ -246,25 +241,19 @@ class BrokerAPI:
             if code != ResponseCode.SUCCESS:
                 raise MQBrokerError(code, result.remark, None, "CONSUMER_SEND_MSG_BACK")
             return
-        self._call(RequestCode.CONSUMER_SEND_MSG_BACK, {
-            "offset": commit_log_offset, "group": group, "delayLevel": delay_level,
-            "originMsgId": origin_msg_id, "originTopic": origin_topic, "unitMode": False,
-            "maxReconsumeTimes": max_reconsume_times, "bname": broker_name}, timeout_ms=timeout_ms)
+        self._call(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_header_of(request, broker_name), timeout_ms=timeout_ms)
 
     # -- membership ------------------------------------------------------------------------
     def heartbeat(self, data: dict) -> None:
         """HEART_BEAT with HeartbeatData (§2.7); in process, the core's register of the
         same data (each subscription read as the broker reads the JSON)."""
-        core = self.transport.core_for("heartbeat")
-        if core is not None:
-            core.register(Registration(data["clientID"], tuple(
+        if self.transport.core() is not None:
+            self.transport.register(Registration(data["clientID"], tuple(
                 ConsumerRegistration(cd["groupName"], cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"],
                                      tuple(SubscriptionData.from_json(sub) for sub in cd["subscriptionDataSet"]))
-                for cd in data["consumerDataSet"]), tuple(pd["groupName"] for pd in data["producerDataSet"])),
-                self.transport.channel)
+                for cd in data["consumerDataSet"]), tuple(pd["groupName"] for pd in data["producerDataSet"])))
             channel = self.transport.channel
             channel.language, channel.version = "PYTHON", CURRENT_VERSION
-            self.transport.core_done()
             return
         self._call(RequestCode.HEART_BEAT, None, json.dumps(data, separators=(",", ":")).encode())
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 from rocketmq_emulator.broker.fronts.remoting.protocol import ResponseCode
 from rocketmq_emulator.broker.operations import SendRequest
-from rocketmq_emulator.broker.fronts.remoting.protocol.typed import send_code
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import send_code, send_header_of
 from rocketmq_emulator.broker.fronts.remoting.protocol.batch import encode_batch_body
 from rocketmq_emulator.broker.retry_lifecycle import RETRY_PREFIX
 from rocketmq_emulator.store.records import Prop, SysFlag, properties_to_string
@@ -299,12 +299,10 @@ class Producer(ClientService):
     def _send_kernel(self, topic: str, body: bytes, flag: int, props: dict, mq: MessageQueue,
                      timeout_ms: int) -> SendResult:
         api = self._instance.api
-        core = api.transport.core_for("send", topic, self.group)
+        core = api.transport.core()
         if core is not None:                 # in process: the core's typed send, no command
             req, uniq = self._typed_request(topic, body, flag, props, mq)
-            result = core.send(req, api.transport.channel)
-            api.transport.core_done()
-            return self._typed_result(core, result, topic, mq, uniq)
+            return self._typed_result(core, api.transport.send(req), topic, mq, uniq)
         ext, body, uniq = self._send_request(topic, body, flag, props, mq)
         return self._send_result(api.send_message_v2(ext, body, timeout_ms), topic, mq, uniq)
 
@@ -327,8 +325,8 @@ class Producer(ClientService):
 
     def _typed_request(self, topic: str, body: bytes, flag: int, props: dict,
                        mq: MessageQueue) -> tuple[SendRequest, str]:
-        """The core's SendRequest of what ``_send_request`` would put on the wire: the
-        same values, so the same bytes are stored."""
+        """The send of ``body`` to ``mq`` as the core's SendRequest (the wire carries its
+        encoding, ``_send_request``)."""
         body, sys_flag, uniq, now = self._prepare(body, props)
         reconsume, max_reconsume = 0, None
         if topic.startswith(RETRY_PREFIX):
@@ -356,22 +354,10 @@ class Producer(ClientService):
 
     def _send_request(self, topic: str, body: bytes, flag: int, props: dict,
                       mq: MessageQueue) -> tuple[dict, bytes, str]:
-        """SEND_MESSAGE_V2's header, the (maybe compressed) body and the UNIQ_KEY."""
-        body, sys_flag, uniq, now = self._prepare(body, props)
-        text = properties_to_string(props)   # built before RECONSUME_TIME/MAX are moved (upstream quirk)
-        # SendMessageRequestHeaderV2, short names (checklist 17-18), values already strings.
-        ext = {"a": self.group, "b": topic, "c": self.create_topic_key, "d": self._queue_nums_s,
-               "e": str(mq.queue_id), "f": str(sys_flag), "g": str(now), "h": str(flag),
-               "i": text, "j": "0", "k": "false", "m": "false", "n": mq.broker_name}
-        if topic.startswith(RETRY_PREFIX):
-            # sendKernelImpl moves these two properties into the header for retry topics.
-            rt = props.get(Prop.RECONSUME_TIME)
-            if rt is not None:
-                ext["j"] = str(int(rt))
-            mx = props.get(Prop.MAX_RECONSUME_TIMES)
-            if mx is not None:
-                ext["l"] = str(int(mx))
-        return ext, body, uniq
+        """SEND_MESSAGE_V2's header, the (maybe compressed) body and the UNIQ_KEY: the
+        codec's encoding of ``_typed_request``, the one send every transport carries."""
+        req, uniq = self._typed_request(topic, body, flag, props, mq)
+        return send_header_of(req, mq.broker_name), req.body, uniq
 
     @staticmethod
     def _send_result(resp, topic: str, mq: MessageQueue, uniq: str) -> SendResult:

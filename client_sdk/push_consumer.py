@@ -16,12 +16,13 @@ from itertools import starmap
 from dataclasses import dataclass, fields
 from typing import Callable
 
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import pull_header_of
 from rocketmq_emulator.broker.operations import PullRequest
 from rocketmq_emulator.broker.retry_lifecycle import (DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX,
                                                       rocketmq4_client_fallback, retry_topic)
 from rocketmq_emulator.store.records import Prop
 
-from .api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PullStatus
+from .api import PullStatus
 from .client_instance import ClientInstance
 from .consume_concurrently import ConsumeMessageConcurrentlyService
 from .consume_orderly import ConsumeMessageOrderlyService
@@ -33,7 +34,6 @@ from .process_queue import REBALANCE_LOCK_INTERVAL, ProcessQueue
 from .pull_body import DecodedBody, copy_stored, decode_pull_body
 
 # what a pull is, to the broker's fault rules: a pull, and the offset commit it carries
-_PULL_AND_COMMIT = ("pull", "ack")
 from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer
 from .service import ClientService, ServiceState
 from .rebalance import Rebalancer
@@ -476,7 +476,7 @@ class PushConsumer(ClientService):
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
         api = self.instance.api
-        if api.transport.core_for(_PULL_AND_COMMIT, topic, self.group) is not None:   # in process: a typed pull
+        if api.transport.core() is not None:        # in process: a typed pull (fault rules: the broker's door)
             pr.opaque = api.pull_typed(self.pull_request(pr, sub), BROKER_SUSPEND_MAX_TIME_MILLIS,
                                        lambda resp, err: self._on_pull(pr, sub, resp, err),
                                        CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
@@ -486,8 +486,9 @@ class PushConsumer(ClientService):
             CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
 
     def pull_request(self, pr: _PullRequest, sub: SubscriptionData) -> PullRequest:
-        """What ``pull_header`` says, as the broker reads it: the core's typed pull (no
-        subscription sent along, the offset commit piggy-backed when there is one)."""
+        """``pr``'s pull now, the one request every transport carries (the wire's header:
+        ``pull_header``): no subscription sent along, the offset commit piggy-backed
+        when there is one."""
         mq = pr.mq
         commit_offset = None
         if self.message_model is not _BROADCASTING:     # (self.broadcasting: every pull)
@@ -496,24 +497,12 @@ class PushConsumer(ClientService):
                 commit_offset = table[mq]
         # positional, in PullRequest's field order (group, topic, queue_id, offset,
         # max_msgs, subscription, expression_type, sub_version, commit_offset)
-        return PullRequest(self.group, mq.topic, mq.queue_id, pr.next_offset, self.pull_batch_size, None, "TAG",
-                           sub.sub_version, commit_offset)
+        return PullRequest(self.group, mq.topic, mq.queue_id, pr.next_offset, self.pull_batch_size, None,
+                           sub.expression_type, sub.sub_version, commit_offset)
 
     def pull_header(self, pr: _PullRequest, sub: SubscriptionData) -> dict:
-        """PullMessageRequestHeader for ``pr`` now, the offset commit piggy-backed."""
-        mq = pr.mq
-        sys_flag = PULL_FLAG_SUSPEND
-        commit_offset = 0
-        if not self.broadcasting:
-            co = self.offset_store.table.get(mq, -1)
-            if co > 0:
-                commit_offset = co
-                sys_flag |= PULL_FLAG_COMMIT_OFFSET
-        return {"consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id,
-                "queueOffset": pr.next_offset, "maxMsgNums": self.pull_batch_size, "sysFlag": sys_flag,
-                "commitOffset": commit_offset, "suspendTimeoutMillis": BROKER_SUSPEND_MAX_TIME_MILLIS,
-                "subVersion": sub.sub_version, "expressionType": sub.expression_type,
-                "bname": mq.broker_name}
+        """PullMessageRequestHeader of ``pull_request`` (the real codec's encoding)."""
+        return pull_header_of(self.pull_request(pr, sub), BROKER_SUSPEND_MAX_TIME_MILLIS, pr.mq.broker_name)
 
     def _on_pull(self, pr: _PullRequest, sub: SubscriptionData, resp, err) -> None:
         pq = pr.pq

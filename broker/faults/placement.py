@@ -21,13 +21,13 @@ import re
 from rocketmq_emulator.delay_scheduler.levels import parse_duration
 
 from ..cluster import Cluster
-from .rules import FaultError, list_rules, place_rule, rule_from
+from .rules import DOCUMENT_FIELDS, DOCUMENT_NAMES, FaultError, list_rules, place_rule, rule_from
 
 __all__ = ["RULE_FIELDS", "members", "rule_fields", "add_everywhere", "listed", "remove_everywhere",
            "clear_everywhere", "fault_of"]
 
-RULE_FIELDS = ("operation", "action", "topic", "group", "client", "dialect", "broker", "times", "probability",
-               "window", "delay", "error", "stored")
+RULE_FIELDS = DOCUMENT_FIELDS          # (rules.RULE_FIELDS, by their names in a document)
+_KEYWORD = {document: name for name, document in DOCUMENT_NAMES.items()}
 
 
 def members(core) -> list:
@@ -78,12 +78,11 @@ def rule_fields(doc, now_ms: int, brokers: list[str]) -> dict:
     if stored not in (True, False, None, "true", "false"):
         raise FaultError(f"stored: true or false, got {stored!r}")
     delay = doc.get("delay")
-    return dict(operation=doc["operation"], action=doc["action"], topic=doc.get("topic"), group=doc.get("group"),
-                client=doc.get("client"), dialect=doc.get("dialect"), broker=doc.get("broker"),
-                times=_number(doc.get("times"), int, "times"),
-                probability=_number(doc.get("probability"), float, "probability"), window_ms=window,
-                delay_ms=0 if delay is None else _duration(delay, "delay"), error=doc.get("error"),
-                stored=stored in (True, "true"))
+    fields = {_KEYWORD.get(name, name): doc[name] for name in RULE_FIELDS if doc.get(name) is not None}
+    fields.update(times=_number(doc.get("times"), int, "times"),
+                  probability=_number(doc.get("probability"), float, "probability"), window_ms=window,
+                  delay_ms=0 if delay is None else _duration(delay, "delay"), stored=stored in (True, "true"))
+    return fields
 
 
 def add_everywhere(cores: list, doc) -> dict:

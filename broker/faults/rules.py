@@ -4,9 +4,10 @@ same for every dialect (issue 38).
 Theory of operation. A rule is *where* (an operation, and optional matchers: topic,
 group or subscription, client id, dialect, broker), *what* (an action) and *how often*
 (the next N matches, a probability drawn from the broker's seeded random source, or a
-window of the broker's clock). Each front asks ``FaultSet.match`` at its one call into
-the core's typed operation; the first rule that matches and fires is applied by the
-front in its dialect's terms:
+window of the broker's clock). Each front — and the SDK's in-process transport — asks
+the broker's door (``BrokerCore.fault_outcome``, door.py) at its one call into the core's
+typed operation; the door matches here (``FaultSet.match``) and hands back the first
+rule that fires as a typed outcome, which the front translates into its dialect's terms:
 
 * REFUSE — the dialect's own error (a 4.x response code, a 5.x status, a Pulsar
   ServerError: a default per operation, or the rule's ``error``);
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import enum
 import random
-from dataclasses import dataclass, field
+from dataclasses import MISSING, field, make_dataclass
 
 from rocketmq_emulator.delay_scheduler.levels import format_duration
 
@@ -40,7 +41,8 @@ from ..log_text import printable
 from ..pulsar_model.names import PulsarNameError, parse_topic, store_group, store_topic
 from ..rocketmq_model.topics import TopicNameError, validate_topic_name
 
-__all__ = ["Operation", "Action", "FaultRule", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules",
+__all__ = ["Operation", "Action", "FaultRule", "RULE_FIELDS", "DOCUMENT_FIELDS", "DOCUMENT_NAMES",
+           "rule_dataclass", "FaultSet", "FaultError", "DIALECTS", "place_rule", "list_rules",
            "register_error_codes", "ERROR_CODES", "MAX_DELAY_MS"]
 
 DIALECTS = ("4.x", "5.x", "pulsar")
@@ -121,33 +123,40 @@ _ALLOWED = {
 _PERIODIC = frozenset({Operation.PULL, Operation.ACK, Operation.HEARTBEAT, Operation.ROUTE})
 
 
-@dataclass(slots=True)
-class FaultRule:
+# A rule's fields, written once: (name, type, default; MISSING: needed) in this order —
+# rule_from's keywords, FaultRule's first attributes, a scenario's FaultSpec
+# (client_sdk/simulation/fault_rules.py) and a rule document's fields (placement.py,
+# where two have their document names: DOCUMENT_NAMES).
+RULE_FIELDS: tuple[tuple[str, str, object], ...] = (
+    ("operation", "Operation", MISSING), ("action", "Action", MISSING),
+    ("topic", "str | None", None), ("group", "str | None", None), ("client", "str | None", None),
+    ("dialect", "str | None", None), ("broker", "str | None", None),
+    ("times", "int | None", None), ("probability", "float | None", None),
+    ("window_ms", "tuple[int, int] | None", None), ("delay_ms", "int", 0),
+    ("error", "str | int | None", None), ("stored", "bool", False))
+# a field's name in a rule document (the CLI, HTTP, a scenario file): durations as texts
+DOCUMENT_NAMES = {"window_ms": "window", "delay_ms": "delay"}
+DOCUMENT_FIELDS = tuple(DOCUMENT_NAMES.get(name, name) for name, _, _ in RULE_FIELDS)
+_OPTIONS = {name: default for name, _, default in RULE_FIELDS[2:]}
+
+
+def rule_dataclass(name: str, behaviour: type, extra=(), **options) -> type:
+    """A dataclass with the rule's fields (then ``extra``) and the methods of
+    ``behaviour``: FaultRule here, a scenario's FaultSpec."""
+    declared = [(n, t) if d is MISSING else (n, t, d) for n, t, d in RULE_FIELDS]
+    cls = make_dataclass(name, [*declared, *extra], bases=(behaviour,), **options)
+    cls.__module__, cls.__doc__ = behaviour.__module__, behaviour.__doc__
+    return cls
+
+
+class _Rule:
     """One rule. ``times``: fire on the next N matches (None: every match while the rule
     lives); ``probability``: fire on a match with this chance; ``window_ms``: (start, end)
     on the broker's clock, end exclusive (None: always). ``error`` overrides the
     dialect's default refusal (a 4.x response code, a 5.x status code name or number,
     a Pulsar ServerError name); ``stored``: a dropped send is stored first."""
 
-    operation: Operation
-    action: Action
-    topic: str | None = None
-    group: str | None = None
-    client: str | None = None
-    dialect: str | None = None
-    broker: str | None = None
-    times: int | None = None
-    probability: float | None = None
-    window_ms: tuple[int, int] | None = None
-    delay_ms: int = 0
-    error: str | int | None = None
-    stored: bool = False
-    id: int = 0
-    hits: int = 0
-    matched: int = 0
-    _left: int | None = field(default=None, repr=False)
-    _sets: list = field(default_factory=list, repr=False)      # the brokers' sets it is on
-    hits_on: dict = field(default_factory=dict)                 # broker -> hits there
+    __slots__ = ()
 
     def about(self, topic: str | None, group: str | None, client: str | None, dialect: str | None,
               broker: str) -> bool:
@@ -173,9 +182,24 @@ class FaultRule:
         return self._left is not None and self._left <= 0
 
 
-def rule_from(operation, action, *, topic=None, group=None, client=None, dialect=None, broker=None, times=None,
-              probability=None, window_ms=None, delay_ms=0, error=None, stored=False) -> FaultRule:
-    """A checked rule (FaultError names the field that is wrong)."""
+FaultRule = rule_dataclass("FaultRule", _Rule, (
+    ("id", "int", 0), ("hits", "int", 0), ("matched", "int", 0),
+    ("_left", "int | None", field(default=None, repr=False)),
+    ("_sets", "list", field(default_factory=list, repr=False)),      # the brokers' sets it is on
+    ("hits_on", "dict", field(default_factory=dict))), slots=True)  # broker -> hits there
+FaultRule.__qualname__ = "FaultRule"
+
+
+def rule_from(operation, action, **options) -> FaultRule:
+    """A checked rule (FaultError names the field that is wrong); ``options``: the other
+    fields of RULE_FIELDS, by name."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise FaultError(f"{unknown[0]}: not a field of a fault rule (the fields: {', '.join(_OPTIONS)})")
+    o = {**_OPTIONS, **options}
+    topic, group, client, dialect, broker = o["topic"], o["group"], o["client"], o["dialect"], o["broker"]
+    times, probability, window_ms, delay_ms = o["times"], o["probability"], o["window_ms"], o["delay_ms"]
+    error, stored = o["error"], o["stored"]
     try:
         op = operation if isinstance(operation, Operation) else Operation(str(operation).replace("-", "_"))
     except ValueError:
@@ -226,7 +250,7 @@ def rule_from(operation, action, *, topic=None, group=None, client=None, dialect
                              f"{_shown_number(start)}..{_shown_number(end)}")
         window_ms = (start, end)
     return FaultRule(op, act, topic, group, client, dialect, broker, times, probability, window_ms, delay_ms,
-                     error, bool(stored))
+                     error, bool(stored))        # (positional: RULE_FIELDS' order)
 
 
 def _shown_number(value) -> str:
@@ -304,11 +328,26 @@ class FaultSet:
         self._ids = 0
         self.active = False
         self.holding = False                # a HOLD rule is installed (asked on held pulls)
-        # may_match's answers until the rules change: (operations, topic, group, client, dialect) -> bool
-        self.may_match_cache: dict[tuple, bool] = {}
         self.applied = 0
         # called after the rules change (a front releases what a hold kept back)
         self.on_change: list = []
+
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    def applies_now(self, rule_id: int) -> bool:
+        """Whether rule ``rule_id`` is live here and in its window now (a refusal that
+        lasts while its rule does: a Pulsar front's fenced producer)."""
+        now = self._clock.now_ms()
+        return any(r.id == rule_id and r.in_window(now) for r in self._rules)
+
+    def hold_ends(self) -> int | None:
+        """The earliest end of a hold rule's window running now (when what it holds must
+        be tried again), None if no running hold has one."""
+        now = self._clock.now_ms()
+        ends = [r.window_ms[1] for r in self._rules
+                if r.action is Action.HOLD and r.window_ms is not None and r.window_ms[0] <= now < r.window_ms[1]]
+        return min(ends) if ends else None
 
     def reseed(self, rng: random.Random) -> None:
         """Draw the rules' probabilities from ``rng`` from now on (the simulator seeds them
@@ -319,7 +358,6 @@ class FaultSet:
     def _changed(self) -> None:
         self.active = bool(self._rules)
         self.holding = any(r.action is Action.HOLD for r in self._rules)
-        self.may_match_cache = {}
         for fn in list(self.on_change):
             fn()
 
@@ -429,17 +467,6 @@ class FaultSet:
             if rule._left <= 0:
                 for fs in list(rule._sets):
                     fs._retire(rule)
-
-    def may_match(self, operations, topic: str | None, group: str | None, client: str | None,
-                  dialect: str) -> bool:
-        """Whether a rule could fire for a call about ``operations`` (an operation's name,
-        or a tuple of names):
-        its matchers only — no count, no draw, no window (the front that then sees the
-        call decides). A typed in-process path asks this to keep off the front when no
-        rule is about the call."""
-        ops = operations if operations.__class__ is tuple else (operations,)
-        broker = self._broker
-        return any(rule.operation in ops and rule.about(topic, group, client, dialect, broker) for rule in self._rules)
 
     def about_periodic_work(self, topic_exists, group_exists) -> bool:
         """Whether a rule could touch a client's periodic requests — pulls, offset

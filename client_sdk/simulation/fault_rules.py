@@ -48,10 +48,11 @@ from __future__ import annotations
 
 import random
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
-from rocketmq_emulator.broker.faults.rules import Action, FaultError, Operation, place_rule, rule_from
+from rocketmq_emulator.broker.faults.rules import (DOCUMENT_FIELDS, DOCUMENT_NAMES, Action, FaultError, Operation,
+                                                   place_rule, rule_dataclass, rule_from)
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 from ..producer import CLIENT_INNER_PRODUCER_GROUP
@@ -63,31 +64,17 @@ class _Invalid(ValueError):
     """A fault entry that cannot be; scenario.py turns it into a ScenarioError."""
 
 
-@dataclass(frozen=True)
-class FaultSpec:
+class _Spec:
     """One rule of a scenario. ``window_ms``: (start, end) in ms after the run's start
     (None: the whole run); ``delay_ms``: the delay action's duration."""
-    operation: str
-    action: str
-    topic: str | None = None
-    group: str | None = None
-    client: str | None = None
-    dialect: str | None = None
-    broker: str | None = None
-    times: int | None = None
-    probability: float | None = None
-    window_ms: tuple[int, int] | None = None
-    delay_ms: int = 0
-    error: str | int | None = None
-    stored: bool = False
 
     def rule(self, start_ms: int = 0):
         """The broker's FaultRule (its window on the clock of a run that started at
         ``start_ms``); FaultError names a bad field."""
         window = None if self.window_ms is None else (start_ms + self.window_ms[0], start_ms + self.window_ms[1])
-        return rule_from(self.operation, self.action, topic=self.topic, group=self.group, client=self.client,
-                         dialect=self.dialect, broker=self.broker, times=self.times, probability=self.probability,
-                         window_ms=window, delay_ms=self.delay_ms, error=self.error, stored=self.stored)
+        options = {f.name: getattr(self, f.name) for f in fields(self)[2:]}
+        options["window_ms"] = window
+        return rule_from(self.operation, self.action, **options)
 
     def describe(self) -> str:
         what = f"{self.action} {self.operation}"
@@ -118,12 +105,14 @@ class FaultSpec:
 
     def to_entry(self) -> dict:
         """The rule as a scenario file's entry (``from_data`` reads it back as it was)."""
-        names = {"window_ms": "window", "delay_ms": "delay"}
-        return {names.get(key, key): value for key, value in self.to_dict().items()}
+        return {DOCUMENT_NAMES.get(key, key): value for key, value in self.to_dict().items()}
 
 
-_KEYS = ("operation", "action", "topic", "group", "client", "dialect", "broker", "times", "probability", "window",
-         "delay", "error", "stored")
+# a scenario's FaultSpec: the rule's fields (broker/faults/rules.RULE_FIELDS), frozen;
+# operation and action as the texts a scenario gives
+FaultSpec = rule_dataclass("FaultSpec", _Spec, frozen=True)
+FaultSpec.__qualname__ = "FaultSpec"
+_KEYS = DOCUMENT_FIELDS
 
 
 def fault_spec(operation, action, *, window=None, delay=0, **matchers) -> FaultSpec:

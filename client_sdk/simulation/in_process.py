@@ -53,7 +53,7 @@ class InProcessConsumer:
         self.transport = self.embedded.connect()
 
     def _core(self):
-        core = self.transport.core()        # (fault rules leave it: only core_for asks them)
+        core = self.transport.core()        # (with fault rules too: its calls ask the broker's door)
         if core is None:
             raise RuntimeError(f"the simulator's {self.what} needs the core's typed calls "
                                "(no observer or injected fault on the hub)")

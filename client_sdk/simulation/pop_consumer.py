@@ -31,7 +31,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocketmq_emulator.broker.events import EventKind
-from rocketmq_emulator.broker.faults.rules import Action, Operation
+from rocketmq_emulator.broker.faults.door import Fault
+from rocketmq_emulator.broker.faults.rules import Operation
 from rocketmq_emulator.broker.operations import AckOutcome, InvisibleOutcome, PopOutcome, PopRequest
 from rocketmq_emulator.broker.retry_lifecycle import rocketmq5_retry_interval_ms
 from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX
@@ -48,7 +49,8 @@ RECEIVE_BACKOFF_MS = 1000           # the clients' back-off after a failed recei
 RECEIVE_DEADLINE_MS = 20_000        # a receive's long-polling timeout: a dropped one ends then
 
 
-_NOT_RECEIVED = (Action.REFUSE, Action.DROP, Action.HOLD)
+_DIALECT = "5.x"            # a simulated 5.x client, as fault rules name its dialect
+_NOT_RECEIVED = (Fault.REFUSED, Fault.DROPPED, Fault.HELD)
 
 
 class Delivery(StoredDelivery):
@@ -122,15 +124,15 @@ class PopConsumer(InProcessConsumer):
         if self._closed:
             return
         core = self._core()
-        rule = None
+        fault = None
         try:
             if core.faults.active:
-                if core.faults.hold(self.spec.name, self.topic, "5.x"):       # (a receive held: counted)
+                if core.fault_held(self.spec.name, self.topic, _DIALECT, count=True):    # (a receive held: counted)
                     self._arm_later(RECEIVE_BACKOFF_MS)
                     return
-                rule = core.faults.match(Operation.PULL, topic=self.topic, group=self.spec.name, dialect="5.x")
-                if rule is not None and rule.action in _NOT_RECEIVED:
-                    self._arm_later(RECEIVE_DEADLINE_MS + RECEIVE_BACKOFF_MS if rule.action is Action.DROP
+                fault = core.fault_outcome(Operation.PULL, self.topic, self.spec.name, None, _DIALECT)
+                if fault is not None and fault.kind in _NOT_RECEIVED:
+                    self._arm_later(RECEIVE_DEADLINE_MS + RECEIVE_BACKOFF_MS if fault.kind is Fault.DROPPED
                                     else RECEIVE_BACKOFF_MS)
                     return
             result = core.pop(PopRequest(self.spec.name, self.topic, max_msgs=self.spec.batch_size,
@@ -140,18 +142,18 @@ class PopConsumer(InProcessConsumer):
         if result.outcome is not PopOutcome.FOUND:
             return
         deliveries = [Delivery(popped) for popped in result.messages]
-        if rule is not None and rule.action in (Action.DELAY, Action.DUPLICATE):
+        if fault is not None and fault.kind in (Fault.DELAYED, Fault.DUPLICATED):
             visible_again = self.embedded.runtime.now_ms() + self.invisible_ms
             for d in deliveries:
                 d.faulted = True
                 d.visible_again_ms = visible_again
-        if rule is not None and rule.action is Action.DELAY:
+        if fault is not None and fault.kind is Fault.DELAYED:
             if self.on_held_back is not None:
                 self.on_held_back(deliveries)
             runtime = self.embedded.runtime
-            runtime.call_at(runtime.now_ms() + rule.delay_ms, self._hand_over, deliveries, 1)
+            runtime.call_at(runtime.now_ms() + fault.delay_ms, self._hand_over, deliveries, 1)
         else:
-            self._hand_over(deliveries, 2 if rule is not None and rule.action is Action.DUPLICATE else 1)
+            self._hand_over(deliveries, 2 if fault is not None and fault.kind is Fault.DUPLICATED else 1)
         if len(result.messages) >= self.spec.batch_size:
             self._arm()                 # there may be more
 
@@ -176,12 +178,12 @@ class PopConsumer(InProcessConsumer):
         try:
             if verdict == "ok":
                 if core.faults.active:
-                    rule = core.faults.match(Operation.ACK, topic=self.topic, group=self.spec.name, dialect="5.x")
-                    if rule is not None:
+                    fault = core.fault_outcome(Operation.ACK, self.topic, self.spec.name, None, _DIALECT)
+                    if fault is not None:
                         d.faulted = True        # (its handle may be stale once the message came back)
-                        if rule.action is Action.DELAY:
+                        if fault.kind is Fault.DELAYED:
                             runtime = self.embedded.runtime
-                            runtime.call_at(runtime.now_ms() + rule.delay_ms, self._late_ack, d)
+                            runtime.call_at(runtime.now_ms() + fault.delay_ms, self._late_ack, d)
                         return          # refused or dropped: the client logs it
                 outcome = core.ack(self.spec.name, self.topic, d.receipt_handle)
                 if outcome is not AckOutcome.ACKED and not d.faulted:

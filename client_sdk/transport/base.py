@@ -22,8 +22,10 @@ interface). Everything the SDK needs is these six members:
                               RemotingConnectError on the loop
 
 plus ``local_address`` ("ip:port" as the broker sees this client) and ``closed``;
-and, for the in-process transport only, ``core()`` / ``core_done()`` and ``pull()``:
-every call goes to the core's typed operations, no command built (api.py decides).
+and, for the in-process transport only, ``core()`` / ``core_done()`` and the typed calls
+``send()``, ``pull()``, ``send_back()``, ``commit_offset()``, ``register()``, ``route()``:
+every call goes to the core's typed operations, no command built (api.py decides, per
+transport; fault rules are asked at the broker's door, not here).
 
 Rules for implementers: ``request`` must not need the loop to make progress (a TCP
 transport completes it from its reader, not from a loop task), and callbacks go
@@ -83,13 +85,10 @@ class Transport(ABC):
     def core(self):
         """The BrokerCore this connection reaches directly, when the SDK may call its
         typed operations instead of sending commands (the in-process transport while
-        nothing watches its commands); None for every transport that carries frames."""
-        return None
-
-    def core_for(self, operations, topic: str | None = None, group: str | None = None):
-        """``core()`` for a call a fault rule may be about (an operation's name — "send",
-        "pull", "send_back", "ack", "heartbeat", "route" — or a tuple of them): None also when a rule on the broker could match it — the call
-        then goes as a command through the broker's 4.x front, which applies the rule."""
+        nothing watches its commands); None for every transport that carries frames.
+        The calls a fault rule can be about — send, pull, send_back, commit_offset,
+        register, route — then go through the transport's typed methods of those
+        names, which ask the broker's door."""
         return None
 
     def core_done(self) -> None:

@@ -103,9 +103,7 @@ class IdleSkipper:
         core = hub.core
         if rt._ready or hub.watched or hub.front.outgoing:
             return
-        faults = core.faults
-        if faults.active and faults.about_periodic_work(core.topics.get,
-                                                        lambda g: core.groups.find(g, auto_create=False)):
+        if core.faults.active and core.fault_rules_touch_periodic_work():     # (every loop turn: the attribute first)
             return
         for source in rt._sources:      # the core's own deadlines, and any other time source's
             hard = core.next_deadline(holds=False) if source is hub else source.next_deadline()
@@ -117,7 +115,7 @@ class IdleSkipper:
         while timers and timers[0][2].cancelled:        # (what the runtime's next_deadline drops too)
             heapq.heappop(timers)
         if not timers or timers[0][0] >= limit:
-            held = core.holds.next_deadline()
+            held = core.next_held_pull_deadline()
             if held is None or held >= limit:
                 return
         now = rt.clock.now_ms()
@@ -133,7 +131,7 @@ class IdleSkipper:
             timers.append(entry)
         if limit <= now + 1:
             return
-        waiting = core.holds.waiting(limit)
+        waiting = core.held_pulls_until(limit)
         if len(waiting) + sum(1 for e in timers if e[2].interval) < MIN_CARRY:
             return
         instances = {c.transport: c for c in rt.clients}
@@ -300,9 +298,7 @@ class IdleSkipper:
             context = c.request
             transport._pending[context.opaque] = (callback, rt.schedule(Timer(
                 c.last_ms + int(timeout), transport._timed_out, (context.opaque, code, timeout), quiet=timer.quiet)))
-        core.holds.release(held)
-        core.holds.hold(HeldPull(held.channel, c.rerun, context, held.topic, held.queue_id, held.offset,
-                                 held.code_set, c.last_ms + c.period_ms, False, 0, held.min_offset))
+        core.carry_held_pull(held, c.rerun, context, c.last_ms + c.period_ms)
         pr.opaque = context.opaque
         pr.pq.last_pull_timestamp = c.last_ms
 

@@ -4,7 +4,9 @@ Every request the SDK makes has a typed form (broker/operations.py) and goes to 
 core's typed operations — sends, pulls (held ones answered by the core's PullReady with
 the records themselves), send-backs, offsets, heartbeats, routes, locks — no
 RemotingCommand built, no string header written or parsed (``BrokerAPI`` decides: it
-asks ``transport.core()``). What is left as commands: the admin requests, and every
+asks ``transport.core()``). Fault rules keep them typed: the calls a rule can be about
+ask the broker's door and translate its outcome (typed_faults.py), as the 4.x front
+does for a command. What is left as commands: the admin requests, and every
 request while an observer or an injected fault is attached (they see, or stop, each
 one as a command) or when the hub crosses the real codec (``loopback``); those go to the
 core's 4.x front, ``RemotingCommand`` objects as the network would carry them.
@@ -23,14 +25,19 @@ from typing import Callable
 
 from rocketmq_emulator.broker.core import BrokerCore, Channel
 from rocketmq_emulator.broker.fronts.remoting.front import RemotingFront
-from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand
+from rocketmq_emulator.broker.faults.door import Fault
+from rocketmq_emulator.broker.faults.rules import Operation
+from rocketmq_emulator.broker.fronts.remoting.protocol.fault_codes import DIALECT, refusal_code
+from rocketmq_emulator.broker.fronts.remoting.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_emulator.broker.operations import OffsetCommit, Registration, SendBack, SendRequest
 from rocketmq_emulator.broker.notifications import ConsumerIdsChanged, PullReady, TransactionCheck
 
-from ..errors import RemotingConnectError, RemotingError, RemotingTimeoutError
+from ..errors import MQBrokerError, RemotingConnectError, RemotingError, RemotingTimeoutError
 from ..runtime import ClientRuntime, Timer
 from .base import Connector, RequestHandler, ResponseCallback, Transport
 from .held_calls import HeldCall, next_typed_id
 from .idle_skip import IdleSkipper
+from .typed_faults import HeldTypedPull, answer_now, late_result, without_commit
 
 __all__ = ["InProcessBroker", "InProcessTransport"]
 
@@ -92,7 +99,7 @@ class InProcessBroker(Connector):
         return self.lock
 
     def connect(self) -> "InProcessTransport":
-        channel = self.core.connect(f"{self.runtime.ip}:{next(self._ports)}", owner=self)
+        channel = self.core.connect(f"{self.runtime.ip}:{next(self._ports)}", owner=self, dialect=DIALECT)
         transport = InProcessTransport(self, channel)
         self._transports[channel] = transport
         return transport
@@ -148,10 +155,10 @@ class InProcessBroker(Connector):
         if self.lock is not None:
             with self.lock:
                 reply = self.front.handle(cmd, transport.channel)
-                self._route_outgoing()
+                self.route_outgoing()
             return reply
         reply = self.front.handle(cmd, transport.channel)
-        self._route_outgoing()
+        self.route_outgoing()
         return reply
 
     def _notified(self, n) -> None:
@@ -172,7 +179,7 @@ class InProcessBroker(Connector):
         if command is not None:
             self.deliver(t, command)
 
-    def _route_outgoing(self) -> None:
+    def route_outgoing(self) -> None:
         """What the 4.x front sent clients unasked (RESET_CONSUMER_CLIENT_OFFSET)."""
         if self.front.outgoing:
             for channel, cmd in self.front.take_outgoing():
@@ -185,10 +192,10 @@ class InProcessBroker(Connector):
         client's transport (the loopback transport encodes it first)."""
         transport._deliver(cmd)
 
-    def _forget(self, transport: "InProcessTransport") -> None:
+    def forget(self, transport: "InProcessTransport") -> None:
         self._transports.pop(transport.channel, None)
         self.core.disconnect(transport.channel)
-        self._route_outgoing()
+        self.route_outgoing()
 
     # -- TimeSource --------------------------------------------------------------------
     def _locked_next_deadline(self) -> int | None:
@@ -199,11 +206,11 @@ class InProcessBroker(Connector):
         if self.lock is not None:
             with self.lock:
                 self.core.tick()
-                self._route_outgoing()
+                self.route_outgoing()
             return
         self.core.tick()
         if self.front.outgoing:
-            self._route_outgoing()
+            self.route_outgoing()
 
     def close(self) -> None:
         for t in list(self._transports.values()):
@@ -250,38 +257,93 @@ class InProcessTransport(Transport):
     def core(self):
         """The core, for a typed call, unless an observer or an injected fault is to see
         (or stop) every command, this hub carries commands through the codec, or the
-        broker is stopped (its front answers every request with that). A call a fault
-        rule may be about asks ``core_for``."""
+        broker is stopped (its front answers every request with that). Fault rules are
+        no reason to leave it: the typed calls below ask the broker's door."""
         hub = self.hub
         if self._closed or hub.watched or not hub.typed_calls:
             return None
         core = hub.core
         return None if core.stopped else core
 
-    def core_for(self, operations, topic: str | None = None, group: str | None = None):
-        """The core for a typed send, pull, send-back, commit or heartbeat unless a fault
-        rule could match it (then its command goes to the 4.x front, which applies it):
-        rules about other topics, groups or dialects leave the typed path as it is."""
-        hub = self.hub
-        if self._closed or hub.watched or not hub.typed_calls:
-            return None
-        core = hub.core
-        if core.stopped:
-            return None
-        faults = core.faults
-        if faults.active:
-            key = (operations, topic, group, self.channel.client_id)
-            could = faults.may_match_cache.get(key)         # (a dict look-up per call, not a scan of the rules)
-            if could is None:
-                could = faults.may_match_cache[key] = faults.may_match(operations, topic, group, key[3], "4.x")
-            if could:
-                return None
-        return core
-
     def core_done(self) -> None:
         hub = self.hub
-        if hub.front.outgoing:          # (what _route_outgoing looks at first: a call fewer per typed call)
-            hub._route_outgoing()
+        if hub.front.outgoing:          # (what route_outgoing looks at first: a call fewer per typed call)
+            hub.route_outgoing()
+
+    # -- typed calls (after ``core()``): each asks the door while rules are installed ---------
+    def _fault(self, operation, topic: str | None, group: str | None):
+        """The fault outcome of this call (None: no rule fires; asked only while the
+        broker has rules)."""
+        return self.hub.core.fault_outcome(operation, topic, group, self.channel.client_id, DIALECT)
+
+    def send(self, request: SendRequest):
+        """The core's send of ``request``: its SendResult (a fault rule's refusal or lost
+        answer raised, typed_faults.py)."""
+        core = self.hub.core
+        if core.faults.active:
+            outcome = self._fault(Operation.SEND, request.topic, request.producer_group)
+            if outcome is not None:
+                answer_now(outcome, lambda: self._done(core.send(request, self.channel)),
+                           RequestCode.SEND_MESSAGE_V2, f"SEND_MESSAGE_V2 {request.topic}")
+        result = core.send(request, self.channel)
+        if self.hub.front.outgoing:
+            self.hub.route_outgoing()
+        return result
+
+    def send_back(self, request: SendBack):
+        core = self.hub.core
+        if core.faults.active:
+            outcome = self._fault(Operation.SEND_BACK, request.origin_topic, request.group)
+            if outcome is not None:
+                answer_now(outcome, lambda: self._done(core.send_back(request)),
+                           RequestCode.CONSUMER_SEND_MSG_BACK, "CONSUMER_SEND_MSG_BACK")
+        result = core.send_back(request)
+        if self.hub.front.outgoing:
+            self.hub.route_outgoing()
+        return result
+
+    def commit_offset(self, commit: OffsetCommit) -> None:
+        """A oneway offset commit (refused or dropped: not made; delayed: made, its
+        answer, which no one reads, late)."""
+        core = self.hub.core
+        if core.faults.active:
+            outcome = self._fault(Operation.ACK, commit.topic, commit.group)
+            if outcome is not None and outcome.kind is not Fault.DELAYED:
+                return
+        core.commit_offset(commit)
+        if self.hub.front.outgoing:
+            self.hub.route_outgoing()
+
+    def register(self, registration: Registration) -> None:
+        core = self.hub.core
+        if core.faults.active:
+            outcome = self._fault(Operation.HEARTBEAT, None, None)
+            if outcome is not None:
+                answer_now(outcome, lambda: self._done(core.register(registration, self.channel)),
+                           RequestCode.HEART_BEAT, "HEART_BEAT")
+        self._done(core.register(registration, self.channel))
+
+    def route(self, topic: str):
+        """The topic's route from the core's name server (None: unknown, or a refusal
+        with TOPIC_NOT_EXIST, the route's default, as the command path reads it)."""
+        core = self.hub.core
+        if core.faults.active:
+            outcome = self._fault(Operation.ROUTE, topic, None)
+            if outcome is not None:
+                try:
+                    answer_now(outcome, lambda: None, RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                               f"GET_ROUTEINFO_BY_TOPIC {topic}")
+                except MQBrokerError as exc:
+                    if exc.code == ResponseCode.TOPIC_NOT_EXIST:
+                        return None
+                    raise
+        return core.names.route(topic)
+
+    def _done(self, result):
+        hub = self.hub
+        if hub.front.outgoing:
+            hub.route_outgoing()
+        return result
 
     # -- typed pulls -----------------------------------------------------------------------
     def pull(self, request, suspend_ms: int, callback: ResponseCallback, timeout_ms: int) -> int:
@@ -292,18 +354,83 @@ class InProcessTransport(Transport):
         ``core()`` first.)"""
         opaque = next_typed_id()
         call = HeldCall(opaque, callback, request, suspend_ms, timeout_ms)
-        result = self.hub.core.pull_or_hold(request, self.channel, suspend_ms, call)
+        core = self.hub.core
+        if core.faults.active:
+            self._pull_under_faults(core, call)
+            return opaque
+        result = core.pull_or_hold(request, self.channel, suspend_ms, call)
         rt = self.runtime
         if result is not None:
             rt._ready.append((callback, (result, None)))        # (runtime.call_soon, inlined)
-        else:
+        else:                                                   # (_wait, inlined: most pulls are held)
             due = rt.clock.now_ms() + timeout_ms
             call.timer = timer = Timer(due, self._typed_timed_out, (call,), None, ("reply", self))
             heappush(rt._timers, (due, next(rt._seq), timer))   # (runtime.schedule, inlined)
             self._pending[opaque] = call
         return opaque
 
+    def _wait(self, call: HeldCall) -> None:
+        """``call`` is answered later: its reply timer set (once)."""
+        if call.timer is not None:
+            return
+        rt = self.runtime
+        due = rt.clock.now_ms() + call.timeout_ms
+        call.timer = timer = Timer(due, self._typed_timed_out, (call,), None, ("reply", self))
+        heappush(rt._timers, (due, next(rt._seq), timer))       # (runtime.schedule, inlined)
+        self._pending[call.opaque] = call
+
+    def _pull_call(self, call: HeldCall) -> None:
+        """Run ``call``'s pull again (a hold released it; its reply timer runs on)."""
+        if self._pending.get(call.opaque) is call:
+            self._pull_under_faults(self.hub.core, call)
+
+    def _pull_under_faults(self, core, call: HeldCall) -> None:
+        """A pull while the broker has fault rules: an ack rule asked for the commit it
+        carries, then the pull rules (typed_faults.py says what each outcome does)."""
+        request = call.request
+        if request.commit_offset is not None:
+            ack = self._fault(Operation.ACK, request.topic, request.group)
+            if ack is not None:
+                if ack.kind is Fault.DELAYED:
+                    commit = (request.group, request.topic, request.queue_id, request.commit_offset)
+                    core.call_later(ack.delay_ms, lambda: core.record_offset_commit(*commit))
+                request = call.request = without_commit(request)
+        outcome = self._fault(Operation.PULL, request.topic, request.group)
+        kind = None if outcome is None else outcome.kind
+        if kind is Fault.REFUSED:
+            self.runtime.call_soon(call.callback, None, MQBrokerError(refusal_code(outcome), outcome.reason, None,
+                                                                      "PULL_MESSAGE"))
+            return
+        if kind is Fault.DROPPED:
+            self._wait(call)
+            return
+        if kind is Fault.HELD:
+            if request.commit_offset is not None:     # a hold keeps deliveries back, not the consumer's progress
+                core.record_offset_commit(request.group, request.topic, request.queue_id, request.commit_offset)
+                call.request = without_commit(request)
+            self._wait(call)
+            self.hub.front.held_pulls.hold(HeldTypedPull(self, call), call.suspend_ms)
+            return
+        call.fault = outcome                    # a delay or a duplicate acts on the answer, held or not
+        result = core.pull_or_hold(request, self.channel, call.suspend_ms, call)
+        if result is None:
+            self._wait(call)
+        elif kind is Fault.DELAYED:
+            self._wait(call)
+            self._answered(call, result)        # (later: the delay's)
+        elif self._pending.get(call.opaque) is call:
+            self._answered(call, result)        # a pull a hold released: waiting
+        else:
+            call.fault = None
+            self.runtime.call_soon(call.callback, result if outcome is None else late_result(outcome, result), None)
+
     def _answered(self, call: HeldCall, result) -> None:
+        if call.fault is not None:
+            outcome, call.fault = call.fault, None
+            if outcome.kind is Fault.DELAYED:
+                self.hub.core.call_later(outcome.delay_ms, lambda: self._answered(call, result))
+                return
+            result = late_result(outcome, result)
         if self._pending.pop(call.opaque, None) is not None:
             call.timer.cancelled = True                         # (Timer.cancel, inlined)
             call.timer = None           # (the timer holds the call: no cycle left for the collector)
@@ -356,7 +483,7 @@ class InProcessTransport(Transport):
         if self._closed:
             return
         self._closed = True
-        self.hub._forget(self)
+        self.hub.forget(self)
         pending, self._pending = self._pending, {}
         for entry in pending.values():
             if entry.__class__ is HeldCall:

@@ -76,6 +76,7 @@ CLIENT_SDK_MAY_IMPORT = {
     "broker.cluster": "a cluster of brokers in process (EmbeddedBroker(brokers=N))",
     "broker.rocketmq_model.dead_letters": "a group's dead letters and their re-drive (EmbeddedBroker, RemoteBroker)",
     "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38)",
+    "broker.faults.door": "a fault rule's typed outcome (the in-process transport translates it, as a front does)",
     # the in-process ends of listeners: what a TCP connection would reach
     "broker.fronts.remoting.front": "the in-process hub hands 4.x commands to the 4.x front, as the TCP listener does",
     "broker.fronts.pulsar.front": "the in-process Pulsar client talks to the Pulsar front, as over TCP",

@@ -27,11 +27,14 @@ import asyncio
 
 import grpc
 
+from ...faults.door import FaultOutcome
 from ...faults.rules import Operation, register_error_codes
 from .convert import pb, status
 
-__all__ = ["operation_of", "settings_about", "refusal", "clock_timer", "wait_for_timer", "wait_out_deadline",
-           "HOLD_RECHECK_S"]
+__all__ = ["DIALECT", "operation_of", "settings_about", "refusal", "clock_timer", "wait_for_timer",
+           "wait_out_deadline", "HOLD_RECHECK_S"]
+
+DIALECT = "5.x"             # what fault rules call this wire's clients
 
 HOLD_RECHECK_S = 0.1
 
@@ -76,19 +79,19 @@ def status_code(error) -> int | None:
         return None
 
 
-register_error_codes("5.x", status_code)
+register_error_codes(DIALECT, status_code)
 
 
-def refusal(rule):
+def refusal(outcome: FaultOutcome):
     """The status a refused call answers with. An ``error`` that is no 5.x code (a rule
     written for another dialect's wire, say SYSTEM_ERROR) refuses with the default and
     says so in the status's message."""
-    code, why = None if rule.error is None else status_code(rule.error), ""
-    if rule.error is not None and code is None:
-        why = f"; {rule.error} is not a 5.x status code"
+    code, why = outcome.code, ""
+    if outcome.error is not None and code is None:
+        why = f"; {outcome.error} is not a 5.x status code"
     if code is None:
-        code = _DEFAULT_REFUSAL[rule.operation]
-    return status(code, f"refused by fault rule {rule.id} ({rule.operation.value}{why})")
+        code = _DEFAULT_REFUSAL[outcome.operation]
+    return status(code, f"refused by fault rule {outcome.rule_id} ({outcome.operation.value}{why})")
 
 
 def clock_timer(core, delay_ms: int) -> asyncio.Event:

@@ -11,9 +11,9 @@ ending, which the core's tick revives), a FIFO or lite delivery is visible again
 MESSAGE_NOT_FOUND. Plaintext only.
 
 Fault rules (issue 38; fault_answers.py says how each looks to a client): a unary call,
-a ReceiveMessage and each Settings on a Telemetry stream ask ``core.faults`` once, when
-a rule is installed — with none, the cost is one attribute test per call (per look of a
-long poll, for a receive). A hold rule is a state the receive asks on each look.
+a ReceiveMessage and each Settings on a Telemetry stream ask the core's door
+(``core.fault_outcome``) once, when a rule is installed — with none, the cost is one
+attribute test per call (per look of a long poll, for a receive). A hold rule is a state the receive asks on each look.
 
 A Telemetry stream carries the server's commands too: the front's transaction
 check-backs (RecoverOrphanedTransactionCommand) are queued for the client's stream
@@ -44,10 +44,11 @@ import grpc
 
 from ...events import EventKind
 from ...notifications import VisibleAgain
-from ...faults.rules import Action, Operation
+from ...faults.door import Fault
+from ...faults.rules import Operation
 from ...log_text import printable
 from .convert import pb, status
-from .fault_answers import (HOLD_RECHECK_S, clock_timer, operation_of, refusal, settings_about, wait_for_timer,
+from .fault_answers import (DIALECT, HOLD_RECHECK_S, clock_timer, operation_of, refusal, settings_about, wait_for_timer,
                             wait_out_deadline)
 from .front import DEFAULT_LONG_POLL_MS, MAX_LONG_POLL_MS, Rocketmq5Front
 from .stubs import service_grpc as service_pb2_grpc
@@ -122,50 +123,55 @@ def _guarded(method):
 
 async def _with_fault(servicer, method, request, context):
     """The reply under the fault rule this call matches (None: no rule fired, run it)."""
-    name = method.__name__
-    about = operation_of(name, request)
+    about = operation_of(method.__name__, request)
     if about is None:
         return None
-    server = servicer.s
-    rule, due = _match(server, about, _client_id(context))
-    if rule is None:
-        return None
-    if rule.action is Action.REFUSE:
-        return _REPLY[name](status=refusal(rule))
-    if rule.action is Action.DROP:
-        if rule.stored:
-            await method(servicer, request, context)
-        await wait_out_deadline(context)
-        return None
-    if rule.action is Action.DELAY:
-        reply = await method(servicer, request, context)     # done now, told late
-        if not await wait_for_timer(due, context):
-            await wait_out_deadline(context)                # not due before the deadline: lost
-        return reply
-    return None
+    outcome, due = _match(servicer.s, about, _client_id(context))
+    answer = None if outcome is None else _UNARY_ANSWERS.get(outcome.kind)
+    return None if answer is None else await answer(servicer, method, request, context, outcome, due)
+
+
+async def _refused(servicer, method, request, context, outcome, due):
+    return _REPLY[method.__name__](status=refusal(outcome))
+
+
+async def _dropped(servicer, method, request, context, outcome, due):
+    if outcome.stored:
+        await method(servicer, request, context)
+    await wait_out_deadline(context)
+
+
+async def _delayed(servicer, method, request, context, outcome, due):
+    reply = await method(servicer, request, context)    # done now, told late
+    if not await wait_for_timer(due, context):
+        await wait_out_deadline(context)                # not due before the deadline: lost
+    return reply
+
+
+# each outcome of a unary call on the 5.x wire (a receive's: ReceiveMessage below)
+_UNARY_ANSWERS = {Fault.REFUSED: _refused, Fault.DROPPED: _dropped, Fault.DELAYED: _delayed}
 
 
 def _match(server, about, client_id: str):
-    """(the rule this call matches or None, the due-time event of a delay rule): the
+    """(the fault outcome of this call or None, the due-time event of a delay): the
     timer is set with the hit, under the core's lock, so a clock moved by anyone who
     saw the hit passes it."""
     due = None
     with server.lock or contextlib.nullcontext():
-        rule = server.core.faults.match(about[0], topic=about[1], group=about[2], client=client_id, dialect="5.x")
-        if rule is not None and rule.action is Action.DELAY:
-            due = clock_timer(server.core, rule.delay_ms)
+        outcome = server.core.fault_outcome(about[0], about[1], about[2], client_id, DIALECT)
+        if outcome is not None and outcome.kind is Fault.DELAYED:
+            due = clock_timer(server.core, outcome.delay_ms)
     if due is not None:
         server.after_activity()                             # (a real-clock server's tick timer)
-    return rule, due
+    return outcome, due
 
 
 def _held(server, request, first_look: bool) -> bool:
     """Whether a hold rule stops deliveries to this receive's group now; the first look
     of a call that is held counts on the rule (a receive held, as a 4.x pull is)."""
-    faults = server.core.faults
     with server.lock or contextlib.nullcontext():
-        about = (request.group.name or None, request.message_queue.topic.name or None, "5.x")
-        return faults.hold(*about) is not None if first_look else faults.holds(*about)
+        return server.core.fault_held(request.group.name or None, request.message_queue.topic.name or None, DIALECT,
+                                      count=first_look)
 
 
 _REPLY = {"EndTransaction": spb.EndTransactionResponse,
@@ -218,7 +224,7 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
         if remaining is not None:
             until = min(until, time.monotonic() + remaining - _DEADLINE_MARGIN_S)
         faults = self.s.core.faults
-        rule = due = None
+        outcome = due = None
         asked = counted = False
         while True:
             wake = self.s.arrival
@@ -231,8 +237,8 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
                 # a rule was added meets it when it wakes.
                 if not held and not asked:
                     asked = True
-                    rule, due = _match(self.s, operation_of("ReceiveMessage", request), client_id)
-                    if rule is not None and (rule.action is Action.REFUSE or rule.action is Action.DROP):
+                    outcome, due = _match(self.s, operation_of("ReceiveMessage", request), client_id)
+                    if outcome is not None and (outcome.kind is Fault.REFUSED or outcome.kind is Fault.DROPPED):
                         break
             if held:
                 st, messages = None, []         # as if nothing were there; the messages stay stored
@@ -254,17 +260,18 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
             except asyncio.TimeoutError:
                 pass
         copies = 1
-        if rule is not None:
-            if rule.action is Action.REFUSE:
-                yield spb.ReceiveMessageResponse(status=refusal(rule))
+        if outcome is not None:
+            kind = outcome.kind
+            if kind is Fault.REFUSED:
+                yield spb.ReceiveMessageResponse(status=refusal(outcome))
                 return
-            if rule.action is Action.DROP:
+            if kind is Fault.DROPPED:
                 await wait_out_deadline(context)
                 return
-            if rule.action is Action.DELAY and not await wait_for_timer(due, context):
+            if kind is Fault.DELAYED and not await wait_for_timer(due, context):
                 await wait_out_deadline(context)    # not due before the deadline: lost (the pop stands)
                 return
-            if rule.action is Action.DUPLICATE:
+            if kind is Fault.DUPLICATED:
                 copies = 2
         yield spb.ReceiveMessageResponse(status=st)
         for m in messages:
@@ -347,11 +354,12 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
                     continue            # thread stack traces, verify results: nothing to do
                 due = None
                 if self.s.core.faults.active:
-                    rule, due = _match(self.s, (Operation.HEARTBEAT, *settings_about(command.settings)), client_id)
-                    if rule is not None and rule.action is Action.REFUSE:
-                        outbox.put_nowait(spb.TelemetryCommand(status=refusal(rule)))
+                    outcome, due = _match(self.s, (Operation.HEARTBEAT, *settings_about(command.settings)),
+                                          client_id)
+                    if outcome is not None and outcome.kind is Fault.REFUSED:
+                        outbox.put_nowait(spb.TelemetryCommand(status=refusal(outcome)))
                         continue        # not taken: the client is told so, and may send them again
-                    if rule is not None and rule.action is Action.DROP:
+                    if outcome is not None and outcome.kind is Fault.DROPPED:
                         continue        # neither taken nor answered
                 settings = self.front.telemetry_settings(client_id, command.settings)
                 self._done()

@@ -64,12 +64,15 @@ connection's "host:port".
 """
 from __future__ import annotations
 
-from ...faults.rules import Action, Operation, register_error_codes
+from ...faults.door import Fault, FaultOutcome
+from ...faults.rules import Operation, register_error_codes
 from ...pulsar_model.names import PulsarNameError, parse_topic
 from . import schema as s
 from .replies import ack_response, error, frame
 
-__all__ = ["refusal_code", "guarded", "DISPATCH_ACTIONS", "FLOW_ACTIONS", "hold_ends"]
+__all__ = ["DIALECT", "refusal_code", "guarded", "DISPATCH_ACTIONS", "FLOW_ACTIONS"]
+
+DIALECT = "pulsar"          # what fault rules call this wire's clients
 
 _DEFAULT_REFUSAL = {
     Operation.SEND: s.ServerError.PersistenceError,
@@ -80,8 +83,8 @@ _DEFAULT_REFUSAL = {
     Operation.SEND_BACK: s.ServerError.ServiceNotReady,
 }
 _CODES = frozenset(s.SERVER_ERRORS.values())
-FLOW_ACTIONS = (Action.REFUSE, Action.DROP)             # asked at FLOW
-DISPATCH_ACTIONS = (Action.DELAY, Action.DUPLICATE)     # asked for each MESSAGE dispatched
+FLOW_ACTIONS = (Fault.REFUSED, Fault.DROPPED)           # asked at FLOW
+DISPATCH_ACTIONS = (Fault.DELAYED, Fault.DUPLICATED)    # asked for each MESSAGE dispatched
 
 
 def server_error(error) -> int | None:
@@ -91,19 +94,14 @@ def server_error(error) -> int | None:
     return error if error in _CODES else None
 
 
-register_error_codes("pulsar", server_error)
+register_error_codes(DIALECT, server_error)
 
 
-def refusal_code(rule) -> int:
-    """The ServerError a refusal under ``rule`` carries: the rule's (a ServerError name or
-    number), else the operation's default — also for a code Pulsar does not have (a rule
-    for every dialect may name another dialect's error)."""
-    code = None if rule.error is None else server_error(rule.error)
-    return _DEFAULT_REFUSAL[rule.operation] if code is None else code
-
-
-def reason(rule) -> str:
-    return f"refused by fault rule {rule.id} ({rule.operation.value})"
+def refusal_code(outcome: FaultOutcome) -> int:
+    """The ServerError a refusal carries: the rule's (a ServerError name or number), else
+    the operation's default — also for a code Pulsar does not have (a rule for every
+    dialect may name another dialect's error)."""
+    return _DEFAULT_REFUSAL[outcome.operation] if outcome.code is None else outcome.code
 
 
 def full_name(topic: str) -> str:
@@ -177,17 +175,17 @@ def guarded(command_type: int, handler):
     operation, about, refused = _ANSWERED_ONCE[command_type]
 
     def run(front, conn, cmd, frame_):
-        faults = front.core.faults
-        if faults.active:
+        core = front.core
+        if core.faults.active:
             topic, group = about(cmd)
-            rule = faults.match(operation, topic=topic, group=group, client=conn.peer, dialect="pulsar")
-            if rule is not None:
-                if rule.action is Action.REFUSE:
-                    return refused(conn, cmd, refusal_code(rule), reason(rule))
-                if rule.action is Action.DROP:
+            outcome = core.fault_outcome(operation, topic, group, conn.peer, DIALECT)
+            if outcome is not None:
+                if outcome.kind is Fault.REFUSED:
+                    return refused(conn, cmd, refusal_code(outcome), outcome.reason)
+                if outcome.kind is Fault.DROPPED:
                     return []                       # no answer: the client's operation timeout decides
                 answer = handler(front, conn, cmd, frame_)     # delay: done now, answered later
-                front.core.call_later(rule.delay_ms, lambda: front.send_later(conn, answer))
+                core.call_later(outcome.delay_ms, lambda: front.send_later(conn, answer))
                 return []
         return handler(front, conn, cmd, frame_)
 
@@ -197,17 +195,9 @@ def guarded(command_type: int, handler):
 
 
 # -- acks ---------------------------------------------------------------------------------------
-def refused_ack(rule, req, receipt: bool) -> list[bytes]:
-    """An ACK ``rule`` refuses or drops: not applied; a receipt asked for says why (refuse)."""
-    if rule.action is Action.REFUSE and receipt:
-        return [ack_response(req, refusal_code(rule), reason(rule))]
+def refused_ack(outcome: FaultOutcome, req, receipt: bool) -> list[bytes]:
+    """An ACK refused or dropped: not applied; a receipt asked for says why (refused)."""
+    if outcome.kind is Fault.REFUSED and receipt:
+        return [ack_response(req, refusal_code(outcome), outcome.reason)]
     return []
 
-
-# -- holds --------------------------------------------------------------------------------------
-def hold_ends(faults, now: int) -> int | None:
-    """The earliest end of a hold rule's window running at ``now`` (when dispatch must be
-    tried again), None if no running hold has one."""
-    ends = [r.window_ms[1] for r in faults.rules()
-            if r.action is Action.HOLD and r.window_ms is not None and r.window_ms[0] <= now < r.window_ms[1]]
-    return min(ends) if ends else None

@@ -24,14 +24,15 @@ import itertools
 import threading
 from dataclasses import dataclass, field
 
-from ...faults.rules import Action, Operation
+from ...faults.door import Fault
+from ...faults.rules import Operation
 from ...java_fields import as_uint64
 from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopicsChanged
 from ...pulsar_model.cursors import SubscribeOutcome, SubType
 from . import non_persistent, producing
 from . import schema as s
 from .entries import METADATA_PROPERTY, is_batch, keys_of, ledger_id, metadata_of, permits_of
-from .fault_answers import DISPATCH_ACTIONS, FLOW_ACTIONS, guarded, hold_ends, refused_ack
+from .fault_answers import DIALECT, DISPATCH_ACTIONS, FLOW_ACTIONS, guarded, refused_ack
 from .frames import Frame, FrameError, ack_set_of_mask, encode_payload, mask_of_ack_set, signed_id
 from .replies import ack_response, error, frame, request_id_of, success
 from .topic_lists import TopicWatchers, topics_of_namespace
@@ -119,7 +120,7 @@ class PulsarFront:
         self.service_url = service_url
         self.max_message_size = max_message_size or core.config.pulsar_max_message_size
         self._names = itertools.count()
-        self.channel = core.connect()           # the core's view of this front's sends
+        self.channel = core.connect(dialect=DIALECT)    # the core's view of this front's sends
         self._dirty: set[str] = set()           # store topics with something new to dispatch
         self._active: dict[tuple[str, str], _Consumer] = {}   # Failover: the active consumer last told
         self._conns: dict[Connection, None] = {}              # connections that sent CONNECT, open
@@ -132,16 +133,14 @@ class PulsarFront:
         core.compaction.keys_of = keys_of       # compaction reads entries as this front stores them
         self._held: set[str] = set()            # store topics a hold rule kept from dispatch (fault_answers.py)
         self._held_lock = threading.Lock()      # (rules change on any thread: a test's, the CLI's command)
-        self.fenced: dict = {}                  # (store topic, producer name) -> the rule refusing its sends for good
+        self.fenced: dict = {}                  # (store topic, producer name) -> the refusal of its sends for good
         self._hold_wakes: set[int] = set()      # clock times a hold's window ends and dispatch is tried again
-        core.faults.on_change.append(self._faults_changed)
+        self._stop_faults = core.on_faults_changed(self._faults_changed)
 
     def close(self) -> None:
         """The listener is gone: the core stops telling this front anything."""
-        for stop in (self._stop_notifications, self._stop_topics, self._stop_detached):
+        for stop in (self._stop_notifications, self._stop_topics, self._stop_detached, self._stop_faults):
             stop()
-        if self._faults_changed in self.core.faults.on_change:
-            self.core.faults.on_change.remove(self._faults_changed)
 
     def new_producer_name(self) -> str:
         return f"rocketmq-emulator-{next(self._names)}"
@@ -291,12 +290,12 @@ class PulsarFront:
     def _flow(self, conn: Connection, cmd, frame_) -> list[bytes]:
         consumer = conn.consumers.get(cmd.flow.consumer_id)
         if consumer is not None:
-            faults = self.core.faults
-            if faults.active:
-                rule = faults.match(Operation.PULL, topic=consumer.topic, group=consumer.subscription,
-                                    client=conn.peer, dialect="pulsar", actions=FLOW_ACTIONS)
-                if rule is not None:        # drop: its permits swallowed; refuse: the consumer closed
-                    return self.refuse_consumer(consumer) if rule.action is Action.REFUSE else []
+            core = self.core
+            if core.faults.active:
+                outcome = core.fault_outcome(Operation.PULL, consumer.topic, consumer.subscription, conn.peer,
+                                             DIALECT, FLOW_ACTIONS)
+                if outcome is not None:     # dropped: its permits swallowed; refused: the consumer closed
+                    return self.refuse_consumer(consumer) if outcome.kind is Fault.REFUSED else []
             self.core.subscriptions.flow(consumer, cmd.flow.messagePermits)
             self._mark(consumer.stored)
         return []
@@ -315,14 +314,13 @@ class PulsarFront:
             return [ack_response(req, s.ServerError.NotAllowedError,
                                   "transactions are not enabled on this broker: the ack was not applied")] \
                 if receipt else []
-        faults = self.core.faults
-        if faults.active and not later:
-            rule = faults.match(Operation.ACK, topic=consumer.topic, group=consumer.subscription, client=conn.peer,
-                                dialect="pulsar")
-            if rule is not None:
-                if rule.action is not Action.DELAY:
-                    return refused_ack(rule, req, receipt)
-                self.core.call_later(rule.delay_ms, lambda: self._ack_later(conn, consumer, cmd))
+        core = self.core
+        if core.faults.active and not later:
+            outcome = core.fault_outcome(Operation.ACK, consumer.topic, consumer.subscription, conn.peer, DIALECT)
+            if outcome is not None:
+                if outcome.kind is not Fault.DELAYED:
+                    return refused_ack(outcome, req, receipt)
+                core.call_later(outcome.delay_ms, lambda: self._ack_later(conn, consumer, cmd))
                 return []
         subs = self.core.subscriptions
         if req.ack_type == s.AckType.Cumulative:
@@ -415,15 +413,15 @@ class PulsarFront:
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
             return []
-        faults = self.core.faults
-        if faults.active and not later:
-            rule = faults.match(Operation.SEND_BACK, topic=consumer.topic, group=consumer.subscription,
-                                client=conn.peer, dialect="pulsar")
-            if rule is not None:
-                if rule.action is Action.REFUSE:
+        core = self.core
+        if core.faults.active and not later:
+            outcome = core.fault_outcome(Operation.SEND_BACK, consumer.topic, consumer.subscription, conn.peer,
+                                         DIALECT)
+            if outcome is not None:
+                if outcome.kind is Fault.REFUSED:
                     return self.refuse_consumer(consumer)
-                if rule.action is Action.DELAY:
-                    self.core.call_later(rule.delay_ms, lambda: self._redeliver_later(conn, consumer, cmd))
+                if outcome.kind is Fault.DELAYED:
+                    core.call_later(outcome.delay_ms, lambda: self._redeliver_later(conn, consumer, cmd))
                 return []
         ids = [signed_id(m.entryId) for m in req.message_ids]
         self.core.subscriptions.redeliver(consumer, ids or None)
@@ -589,10 +587,13 @@ class PulsarFront:
     def pump(self) -> set[Connection]:
         """Dispatch what is waiting on every subscription of the topics marked since the
         last pump; the MESSAGE frames go to each consumer's connection's ``outgoing``.
-        Returns the connections that got some."""
+        Returns the connections that got some. While fault rules are installed, a
+        subscription a hold holds gets none, and each MESSAGE is asked of the pull rules
+        that delay or duplicate it."""
         touched: set[Connection] = set()
-        subs = self.core.subscriptions
-        faulty = self.core.faults.active
+        core = self.core
+        subs = core.subscriptions
+        faulty = core.faults.active
         while self._dirty:
             stored = self._dirty.pop()
             for group, topic in subs.cursors():
@@ -601,51 +602,45 @@ class PulsarFront:
                 keys = subs.consumer_keys(group, topic)
                 if not keys or not all(isinstance(k, _Consumer) for k in keys):
                     continue        # (a subscription of another kind of consumer: the simulator's, in process)
-                if faulty:
-                    self._dispatch_under_faults(group, topic, keys[0], touched)
+                if faulty and self._held_back(topic, keys[0]):
                     continue
                 for d in subs.dispatch(group, topic, cost=permits_of, ready=_has_room, sent=_count_unsent):
                     consumer = d.consumer
-                    if consumer.conn.closed:
+                    conn = consumer.conn
+                    if conn.closed:
                         continue
-                    consumer.conn.outgoing.append(self._message(consumer, d))
-                    touched.add(consumer.conn)
+                    message = self._message(consumer, d)
+                    if faulty:
+                        outcome = core.fault_outcome(Operation.PULL, consumer.topic, consumer.subscription, conn.peer,
+                                                     DIALECT, DISPATCH_ACTIONS)
+                        if outcome is not None:
+                            if outcome.kind is Fault.DELAYED:
+                                core.call_later(outcome.delay_ms,
+                                                lambda c=consumer, m=message: self._deliver_later(c, m))
+                                continue
+                            conn.outgoing.append(message)       # duplicated: the same MESSAGE twice
+                    conn.outgoing.append(message)
+                    touched.add(conn)
         return touched
 
-    def _dispatch_under_faults(self, group: str, topic: str, first: "_Consumer", touched: set) -> None:
-        """``pump`` for one subscription while fault rules are installed: none while a hold
-        rule holds it; each MESSAGE asked of the pull rules that delay or duplicate."""
-        faults = self.core.faults
-        held = faults.holds(first.subscription, first.topic, "pulsar")
-        if held:
-            with self._held_lock:
-                self._held.add(topic)
-            # asked again once noted: a rule removed before the note is seen here, one
-            # removed after it finds the note (_faults_changed); a dispatch held counts
-            # on its rule
-            held = faults.hold(first.subscription, first.topic, "pulsar") is not None
-        if held:
-            end = hold_ends(faults, self.core.clock.now_ms())
-            if end is not None and end not in self._hold_wakes:
-                self._hold_wakes.add(end)
-                self.core.call_later(end - self.core.clock.now_ms(), lambda: self._hold_ended(end))
-            return
-        for d in self.core.subscriptions.dispatch(group, topic, cost=permits_of, ready=_has_room,
-                                                  sent=_count_unsent):
-            consumer = d.consumer
-            conn = consumer.conn
-            if conn.closed:
-                continue
-            message = self._message(consumer, d)
-            rule = faults.match(Operation.PULL, topic=consumer.topic, group=consumer.subscription, client=conn.peer,
-                                dialect="pulsar", actions=DISPATCH_ACTIONS)
-            if rule is not None and rule.action is Action.DELAY:
-                self.core.call_later(rule.delay_ms, lambda c=consumer, m=message: self._deliver_later(c, m))
-                continue
-            conn.outgoing.append(message)
-            if rule is not None:                            # duplicate: the same MESSAGE again
-                conn.outgoing.append(message)
-            touched.add(conn)
+    def _held_back(self, topic: str, first: "_Consumer") -> bool:
+        """Whether a hold rule keeps this subscription from dispatch now (noted, so that
+        the rules' next change dispatches it; a wake set at the end of its window)."""
+        core = self.core
+        if not core.fault_held(first.subscription, first.topic, DIALECT):
+            return False
+        with self._held_lock:
+            self._held.add(topic)
+        # asked again once noted: a rule removed before the note is seen here, one
+        # removed after it finds the note (_faults_changed); a dispatch held counts
+        # on its rule
+        if not core.fault_held(first.subscription, first.topic, DIALECT, count=True):
+            return False
+        end = core.fault_hold_ends()
+        if end is not None and end not in self._hold_wakes:
+            self._hold_wakes.add(end)
+            core.call_later(end - core.clock.now_ms(), lambda: self._hold_ended(end))
+        return True
 
     def _deliver_later(self, consumer: "_Consumer", message: bytes) -> None:
         """A MESSAGE a fault rule delayed, sent now if its consumer is still open (else it

@@ -25,7 +25,8 @@ import struct
 from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY, PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import Prop
 
-from ...faults.rules import Action, Operation
+from ...faults.door import Fault
+from ...faults.rules import Operation
 from ...java_fields import as_uint64
 from ...operations import SendOutcome, SendRequest
 from ...pulsar_model.cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
@@ -36,7 +37,7 @@ from . import non_persistent
 from . import schema as s
 from .entries import METADATA_PROPERTY, ledger_id
 from .frames import signed_id
-from .fault_answers import reason, refusal_code
+from .fault_answers import DIALECT, refusal_code
 from .replies import error, frame, send_error, sent_message, success
 
 __all__ = ["Producer", "producer", "close_producer", "send", "release", "close_frame"]
@@ -190,29 +191,28 @@ def send(front, conn, cmd, frame_) -> list[bytes]:
     if p is None or not p.ready:
         return [send_error(req, s.ServerError.UnknownError, f"producer {req.producer_id} is not open on this "
                                                             f"connection")]
-    faults = front.core.faults
-    if faults.active:
-        rule = faults.match(Operation.SEND, topic=p.topic, group=p.name, client=conn.peer, dialect="pulsar")
-        if rule is not None:
-            return _faulted(front, conn, req, p, frame_, rule)
+    core = front.core
+    if core.faults.active:
+        outcome = core.fault_outcome(Operation.SEND, p.topic, p.name, conn.peer, DIALECT)
+        if outcome is not None:
+            return _faulted(front, conn, req, p, frame_, outcome)
     return _store(front, conn, req, p, frame_)
 
 
-def _faulted(front, conn, req, p: Producer, frame_, rule) -> list[bytes]:
-    """A SEND under a fault rule (fault_answers.py says how each action looks)."""
-    if rule.action is Action.REFUSE:
-        code = refusal_code(rule)
+def _faulted(front, conn, req, p: Producer, frame_, outcome) -> list[bytes]:
+    """A SEND under a fault rule's outcome (fault_answers.py says how each looks)."""
+    if outcome.kind is Fault.REFUSED:
+        code = refusal_code(outcome)
         if code == s.ServerError.ChecksumError and p.unanswered:
             # the client fails a message on ChecksumError only when it is the oldest it
             # waits for (libpulsar 4.2.0 loses its queue's head otherwise): it is not now
             code = s.ServerError.PersistenceError
-        if code in _PRODUCER_REFUSALS or (code != s.ServerError.ChecksumError and rule.times is None
-                                          and (rule.probability is None or rule.probability >= 1)):
-            front.fenced[(p.stored, p.name)] = rule        # the producer is refused too, while it lasts (fence())
-        return [send_error(req, code, reason(rule))]
-    if rule.action is Action.DROP:
+        if code in _PRODUCER_REFUSALS or (code != s.ServerError.ChecksumError and outcome.lasting):
+            front.fenced[(p.stored, p.name)] = outcome     # the producer is refused too, while it lasts (fence())
+        return [send_error(req, code, outcome.reason)]
+    if outcome.kind is Fault.DROPPED:
         p.unanswered.add(req.sequence_id)
-        if rule.stored:
+        if outcome.stored:
             _store(front, conn, req, p, frame_)
         return []                               # no receipt: the client's send timeout decides
     answer = _store(front, conn, req, p, frame_)      # delay: stored now, its receipt later
@@ -222,7 +222,7 @@ def _faulted(front, conn, req, p: Producer, frame_, rule) -> list[bytes]:
     def answer_now() -> None:
         p.unanswered.discard(seq)
         front.send_later(conn, answer)
-    front.core.call_later(rule.delay_ms, answer_now)
+    front.core.call_later(outcome.delay_ms, answer_now)
     return []
 
 
@@ -237,15 +237,13 @@ def fence(front, stored: str, name: str) -> tuple[int, str] | None:
     Timeout); with the rule's ProducerBlockedQuotaExceededException, TopicTerminatedError
     or ProducerFenced it fails its pending messages with that error at once, as under
     Pulsar's backlog quota, on a terminated topic or a fenced producer."""
-    rule = front.fenced.get((stored, name))
-    if rule is None:
+    outcome = front.fenced.get((stored, name))
+    if outcome is None:
         return None
-    window = rule.window_ms
-    if any(r is rule for r in front.core.faults.rules()) and (
-            window is None or window[0] <= front.core.clock.now_ms() < window[1]):
-        code = refusal_code(rule)
+    if front.core.fault_applies(outcome.rule_id):
+        code = refusal_code(outcome)
         return (code if code in _PRODUCER_REFUSALS else s.ServerError.ServiceNotReady,
-                f"Topic is temporarily unavailable: {reason(rule)}")
+                f"Topic is temporarily unavailable: {outcome.reason}")
     del front.fenced[(stored, name)]
     return None
 

@@ -1,12 +1,12 @@
 """Fault rules on the 4.x wire (issue 38): which request is which operation, what it is
 about, and how each action looks to a 4.x client.
 
-The front asks ``core.faults`` once per request, before its processor runs (with no rule
-installed that is one attribute test). A matched rule is applied here:
+The front asks the core's door (``core.fault_outcome``, broker/faults/door.py) once per
+request, before its processor runs (with no rule installed that is one attribute test),
+and translates the outcome here — one table, ``_ANSWERS``:
 
-* refuse — the response carries the rule's code, else the operation's default: the codes
-  a 4.x client treats as "this broker failed, try again or elsewhere" (SYSTEM_ERROR for a
-  send, which DefaultMQProducer retries on another broker; TOPIC_NOT_EXIST for a route);
+* refuse — the response carries the rule's code, else the operation's default
+  (protocol/fault_codes.py: SYSTEM_ERROR, TOPIC_NOT_EXIST for a route);
 * drop — no response at all: the client's own timeout decides. A send with ``stored``
   is stored first and only its acknowledgement is lost, so the producer's retry stores a
   duplicate;
@@ -28,8 +28,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ...faults.rules import Action, Operation, register_error_codes
+from ...faults.door import Fault, FaultOutcome
+from ...faults.rules import Operation, register_error_codes
 from .protocol import RemotingCommand, RequestCode, ResponseCode
+from .protocol.fault_codes import DIALECT, HELD_REMARK, refusal_code, response_code
 from .protocol.typed import FLAG_COMMIT_OFFSET, FLAG_SUSPEND
 
 __all__ = ["operation_of", "apply_fault", "late_answer", "commit_of_pull", "without_commit", "HeldPulls"]
@@ -47,16 +49,6 @@ _OPERATIONS: dict[int, tuple[Operation, tuple[str, ...], tuple[str, ...]]] = {
     RequestCode.GET_ROUTEINFO_BY_TOPIC: (Operation.ROUTE, ("topic",), ()),
 }
 
-_DEFAULT_REFUSAL = {
-    Operation.SEND: ResponseCode.SYSTEM_ERROR,
-    Operation.PULL: ResponseCode.SYSTEM_ERROR,
-    Operation.SEND_BACK: ResponseCode.SYSTEM_ERROR,
-    Operation.ACK: ResponseCode.SYSTEM_ERROR,
-    Operation.HEARTBEAT: ResponseCode.SYSTEM_ERROR,
-    Operation.ROUTE: ResponseCode.TOPIC_NOT_EXIST,
-}
-
-
 def operation_of(request: RemotingCommand) -> tuple[Operation, str | None, str | None] | None:
     """(operation, topic, group) of a request a rule can match, None for the others."""
     known = _OPERATIONS.get(request.code)
@@ -68,51 +60,48 @@ def operation_of(request: RemotingCommand) -> tuple[Operation, str | None, str |
     return op, topic, group
 
 
-def response_code(error) -> int | None:
-    """A 4.x response code by name (SYSTEM_BUSY) or number, None for neither."""
-    try:
-        return int(error)
-    except (TypeError, ValueError):
-        code = getattr(ResponseCode, str(error), None)
-        return None if code is None else int(code)
+register_error_codes(DIALECT, response_code)
 
 
-register_error_codes("4.x", response_code)
+def _held(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> None:
+    front.held_pulls.hold_command(request, channel)
+    return None
 
 
-def _refusal_code(rule) -> int:
-    """The rule's code when 4.x has it (a rule for every dialect may name another's), else
-    the operation's default."""
-    code = None if rule.error is None else response_code(rule.error)
-    return _DEFAULT_REFUSAL[rule.operation] if code is None else code
+def _refused(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand:
+    return request.response(refusal_code(outcome), outcome.reason)
 
 
-def apply_fault(front, rule, request: RemotingCommand, channel, run) -> RemotingCommand | None:
-    """The answer to ``request`` under ``rule`` (``run()``: the processor's own answer)."""
-    action = rule.action
-    if action is Action.HOLD:
-        front.held_pulls.hold(request, channel)
-        return None
-    if action is Action.REFUSE:
-        return request.response(_refusal_code(rule), f"refused by fault rule {rule.id} ({rule.operation.value})")
-    if action is Action.DROP:
-        if rule.stored:
-            run()                               # stored, and the acknowledgement lost
-        return None
+def _dropped(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> None:
+    if outcome.stored:
+        run()                                   # stored, and the acknowledgement lost
+    return None
+
+
+def _run_then(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand | None:
     response = run()
-    if response is None:                        # a pull held by long polling: the rule acts on its answer
-        if action is Action.DELAY or action is Action.DUPLICATE:
-            front.late_answers[id(request)] = (request, rule)
+    if response is None:                        # a pull held by long polling: the outcome acts on its answer
+        front.late_answers[id(request)] = (request, outcome)
         return None
-    return _answered(front, rule, response, channel)
+    return _answered(front, outcome, response, channel)
 
 
-def _answered(front, rule, response: RemotingCommand, channel) -> RemotingCommand | None:
-    """``response`` under a delay or duplicate ``rule`` (None: it is sent later)."""
-    if rule.action is Action.DELAY:
-        front.core.call_later(rule.delay_ms, lambda: front.push(channel, response))
+# each outcome on the 4.x wire: (front, outcome, request, channel, run) -> the answer now, or None
+_ANSWERS = {Fault.HELD: _held, Fault.REFUSED: _refused, Fault.DROPPED: _dropped, Fault.DELAYED: _run_then,
+            Fault.DUPLICATED: _run_then}
+
+
+def apply_fault(front, outcome: FaultOutcome, request: RemotingCommand, channel, run) -> RemotingCommand | None:
+    """The answer to ``request`` under ``outcome`` (``run()``: the processor's own answer)."""
+    return _ANSWERS[outcome.kind](front, outcome, request, channel, run)
+
+
+def _answered(front, outcome: FaultOutcome, response: RemotingCommand, channel) -> RemotingCommand | None:
+    """``response`` under a delay or a duplicate (None: it is sent later)."""
+    if outcome.kind is Fault.DELAYED:
+        front.core.call_later(outcome.delay_ms, lambda: front.push(channel, response))
         return None
-    if rule.action is Action.DUPLICATE and response.code == ResponseCode.SUCCESS and response.body:
+    if response.code == ResponseCode.SUCCESS and response.body:
         return dataclasses.replace(response, body=bytes(response.body) * 2)
     return response
 
@@ -135,8 +124,14 @@ def _suspend_ms(request: RemotingCommand) -> int:
 
 class HeldPulls:
     """The pulls a hold rule keeps unanswered, released when the rules change (checked
-    after the change, not inside it: a rule used up inside ``match`` must not re-enter
-    the front) or answered PULL_NOT_FOUND when their suspend time ends.
+    after the change, not inside it: a rule used up inside the door must not re-enter
+    the front) or answered "not found" when their suspend time ends.
+
+    A held pull (``hold(pull, suspend_ms)``) says what it is about (``group``,
+    ``topic``), whether its client is gone (``gone``), and how it is answered:
+    ``not_found()``, or ``release()`` (run again, through the door). A PULL_MESSAGE
+    command is one (``hold_command``); the in-process transport's typed pull is another
+    (client_sdk/transport/typed_faults.py).
 
     ``wake``: how a driver with a loop of its own (the TCP listener) runs the check soon
     and writes what it answered, ``wake(fn)``; without one it runs at the broker's next
@@ -145,43 +140,37 @@ class HeldPulls:
 
     def __init__(self, front) -> None:
         self._front = front
-        self._waiting: dict[int, tuple[RemotingCommand, object]] = {}
+        self._waiting: dict[int, object] = {}
         self._ids = itertools.count(1)
         self._recheck_due = False
         self.wake = None
-        front.core.faults.on_change.append(self._rules_changed)
+        self.close = front.core.on_faults_changed(self._rules_changed)
 
-    def close(self) -> None:
-        hooks = self._front.core.faults.on_change
-        if self._rules_changed in hooks:
-            hooks.remove(self._rules_changed)
-
-    def hold(self, request: RemotingCommand, channel) -> None:
+    def hold_command(self, request: RemotingCommand, channel) -> None:
         core = self._front.core
         if commit_of_pull(request):             # a hold keeps deliveries back, not the consumer's progress
             core.record_offset_commit(request.header("consumerGroup"), request.header("topic"),
                                       request.header_int("queueId"), request.header_int("commitOffset", 0))
             flag = request.header_int("sysFlag", 0) & ~FLAG_COMMIT_OFFSET
             request = dataclasses.replace(request, ext_fields={**request.ext_fields, "sysFlag": str(flag)})
-        key = next(self._ids)
-        self._waiting[key] = (request, channel)
-        core.call_later(_suspend_ms(request), lambda: self._time_out(key))
+        self.hold(_HeldCommand(self._front, request, channel), _suspend_ms(request))
 
-    def _still_held(self, request: RemotingCommand, channel) -> bool:
-        return self._front.core.faults.holds(request.header("consumerGroup"), request.header("topic"), "4.x")
+    def hold(self, pull, suspend_ms: int) -> None:
+        key = next(self._ids)
+        self._waiting[key] = pull
+        self._front.core.call_later(suspend_ms, lambda: self._time_out(key))
+
+    def _still_held(self, pull) -> bool:
+        return self._front.core.fault_held(pull.group, pull.topic, DIALECT)
 
     def _time_out(self, key: int) -> None:
-        entry = self._waiting.pop(key, None)
-        if entry is None:
+        pull = self._waiting.pop(key, None)
+        if pull is None:
             return
-        request, channel = entry
-        if not self._still_held(request, channel):
-            self._release(request, channel)
+        if not self._still_held(pull):
+            self._release(pull)
             return
-        queue_offset = request.header_int("queueOffset", 0)
-        low, high = self._front.core.queue_bounds(request.header("topic"), request.header_int("queueId"))
-        self._front.push(channel, request.response(ResponseCode.PULL_NOT_FOUND, "held by a fault rule", {
-            "suggestWhichBrokerId": 0, "nextBeginOffset": queue_offset, "minOffset": low, "maxOffset": high}))
+        pull.not_found()
 
     def _rules_changed(self) -> None:
         if self._waiting and not self._recheck_due:
@@ -193,17 +182,42 @@ class HeldPulls:
 
     def _recheck(self) -> None:
         self._recheck_due = False
-        for key, (request, channel) in list(self._waiting.items()):
-            if not self._still_held(request, channel):
+        for key, pull in list(self._waiting.items()):
+            if not self._still_held(pull):
                 del self._waiting[key]
-                self._release(request, channel)
+                self._release(pull)
 
-    def _release(self, request: RemotingCommand, channel) -> None:
-        if channel.closed:
-            return
-        answer = self._front.handle(request, channel)
+    @staticmethod
+    def _release(pull) -> None:
+        if not pull.gone:
+            pull.release()
+
+
+class _HeldCommand:
+    """A PULL_MESSAGE a hold keeps: answered PULL_NOT_FOUND, or handled again."""
+
+    __slots__ = ("front", "request", "channel", "group", "topic")
+
+    def __init__(self, front, request: RemotingCommand, channel) -> None:
+        self.front, self.request, self.channel = front, request, channel
+        self.group, self.topic = request.header("consumerGroup"), request.header("topic")
+
+    @property
+    def gone(self) -> bool:
+        return self.channel.closed
+
+    def not_found(self) -> None:
+        request = self.request
+        queue_offset = request.header_int("queueOffset", 0)
+        low, high = self.front.core.queue_bounds(self.topic, request.header_int("queueId"))
+        self.front.push(self.channel, request.response(ResponseCode.PULL_NOT_FOUND, HELD_REMARK, {
+            "suggestWhichBrokerId": 0, "nextBeginOffset": queue_offset, "minOffset": low, "maxOffset": high}))
+
+    def release(self) -> None:
+        answer = self.front.handle(self.request, self.channel)
         if answer is not None:
-            self._front.push(channel, answer)
+            self.front.push(self.channel, answer)
+
 
 
 def commit_of_pull(request: RemotingCommand) -> bool:
@@ -211,12 +225,13 @@ def commit_of_pull(request: RemotingCommand) -> bool:
     return request.code == RequestCode.PULL_MESSAGE and bool(request.header_int("sysFlag", 0) & FLAG_COMMIT_OFFSET)
 
 
-def without_commit(front, rule, request: RemotingCommand) -> RemotingCommand:
-    """The pull without its offset commit, as an ack ``rule`` leaves it (a delayed commit
-    is recorded ``delay_ms`` later on the broker's clock)."""
-    if rule.action is Action.DELAY:
+def without_commit(front, outcome: FaultOutcome, request: RemotingCommand) -> RemotingCommand:
+    """The pull without its offset commit, as an ack's ``outcome`` leaves it (a delayed
+    commit is recorded ``delay_ms`` later on the broker's clock)."""
+    if outcome.kind is Fault.DELAYED:
         group, topic = request.header("consumerGroup"), request.header("topic")
         queue_id, offset = request.header_int("queueId"), request.header_int("commitOffset", 0)
-        front.core.call_later(rule.delay_ms, lambda: front.core.record_offset_commit(group, topic, queue_id, offset))
+        front.core.call_later(outcome.delay_ms,
+                              lambda: front.core.record_offset_commit(group, topic, queue_id, offset))
     flag = request.header_int("sysFlag", 0) & ~FLAG_COMMIT_OFFSET
     return dataclasses.replace(request, ext_fields={**request.ext_fields, "sysFlag": str(flag)})

@@ -23,6 +23,7 @@ from .processors import build_processor_table
 from .processors.pull import pull_response
 from .processors.transaction import check_transaction_state
 from .fault_answers import HeldPulls, apply_fault, commit_of_pull, late_answer, operation_of, without_commit
+from .protocol.fault_codes import DIALECT
 
 __all__ = ["RemotingFront"]
 
@@ -63,7 +64,7 @@ class RemotingFront:
 
     def connect(self, remote: str) -> Channel:
         """A client connection served by this front."""
-        return self.core.connect(remote, owner=self)
+        return self.core.connect(remote, owner=self, dialect=DIALECT)
 
     def _notified(self, n) -> None:
         # (a channel no front opened — a test's own — is any 4.x front's)
@@ -109,14 +110,12 @@ class RemotingFront:
             about = operation_of(request)
             if about is not None:
                 if commit_of_pull(request):         # an ack inside the pull
-                    ack = core.faults.match(Operation.ACK, topic=about[1], group=about[2], client=channel.client_id,
-                                            dialect="4.x")
+                    ack = core.fault_outcome(Operation.ACK, about[1], about[2], channel.client_id, DIALECT)
                     if ack is not None:
                         request = without_commit(self, ack, request)
-                rule = core.faults.match(about[0], topic=about[1], group=about[2], client=channel.client_id,
-                                         dialect="4.x")
-                if rule is not None:
-                    answer = apply_fault(self, rule, request, channel, lambda: self._run(fn, request, channel))
+                outcome = core.fault_outcome(about[0], about[1], about[2], channel.client_id, DIALECT)
+                if outcome is not None:
+                    answer = apply_fault(self, outcome, request, channel, lambda: self._run(fn, request, channel))
                     return None if request.is_oneway else answer
         response = self._run(fn, request, channel)
         if request.is_oneway:

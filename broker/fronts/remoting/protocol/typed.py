@@ -6,8 +6,18 @@ the same codes and routes a TCP client would."""
 from __future__ import annotations
 
 from rocketmq_emulator.store import PutStatus
+from rocketmq_emulator.store.records import properties_to_string
 
-from ....operations import FilterCheck, PullOutcome, PullRequest, SendBackOutcome, SendOutcome
+from ....operations import (
+    FilterCheck,
+    OffsetCommit,
+    PullOutcome,
+    PullRequest,
+    SendBack,
+    SendBackOutcome,
+    SendOutcome,
+    SendRequest,
+)
 from .codes import ResponseCode as RC
 
 __all__ = ["PullRequest", "pull_request_of", "PULL_CODES", "FILTER_CHECK_CODES", "SEND_CODES", "SEND_BACK_CODES", "PUT_STATUS_TO_CODE",
@@ -65,6 +75,53 @@ def pull_request_of(request, *, allow_suspend: bool) -> PullRequest:
                        (request.header("subscription") or "") if with_sub else None,
                        (request.header("expressionType") or "TAG") if with_sub else "TAG",
                        sub_version, commit_offset if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET else None)
+
+
+def pull_header_of(request: PullRequest, suspend_ms: int, broker_name: str | None) -> dict:
+    """The PULL_MESSAGE header carrying the typed ``request`` (what ``pull_request_of``
+    reads back): a client's one pull, on any transport. Suspended for ``suspend_ms``;
+    ``bname``: the broker it is aimed at."""
+    sys_flag = FLAG_SUSPEND
+    if request.commit_offset is not None:
+        sys_flag |= FLAG_COMMIT_OFFSET
+    if request.subscription is not None:
+        sys_flag |= FLAG_SUBSCRIPTION
+    header = {"consumerGroup": request.group, "topic": request.topic, "queueId": request.queue_id,
+              "queueOffset": request.offset, "maxMsgNums": request.max_msgs, "sysFlag": sys_flag,
+              "commitOffset": request.commit_offset or 0, "suspendTimeoutMillis": suspend_ms,
+              "subVersion": request.sub_version, "expressionType": request.expression_type, "bname": broker_name}
+    if request.subscription is not None:
+        header["subscription"] = request.subscription
+    return header
+
+
+def send_header_of(request: SendRequest, broker_name: str | None) -> dict[str, str]:
+    """SEND_MESSAGE_V2's header (SendMessageRequestHeaderV2, short names, values as
+    strings) carrying the typed ``request``: a client's one send, on any transport.
+    The reconsume counts of a send to a retry topic travel in the header as well as in
+    the properties (sendKernelImpl's upstream quirk); ``n``: the broker it is aimed at."""
+    ext = {"a": request.producer_group, "b": request.topic, "c": request.default_topic,
+           "d": str(request.default_topic_queue_nums), "e": str(request.queue_id), "f": str(request.sys_flag),
+           "g": str(request.born_timestamp), "h": str(request.flag),
+           "i": properties_to_string(request.properties or {}), "j": str(request.reconsume_times), "k": "false",
+           "m": "false", "n": broker_name}
+    if request.max_reconsume_times is not None:
+        ext["l"] = str(request.max_reconsume_times)
+    return ext
+
+
+def send_back_header_of(request: SendBack, broker_name: str | None) -> dict:
+    """CONSUMER_SEND_MSG_BACK's header (ConsumerSendMsgBackRequestHeader) carrying the
+    typed ``request``; ``bname``: the broker it is aimed at."""
+    return {"offset": request.commit_log_offset, "group": request.group, "delayLevel": request.delay_level,
+            "originMsgId": request.origin_msg_id, "originTopic": request.origin_topic, "unitMode": False,
+            "maxReconsumeTimes": request.max_reconsume_times, "bname": broker_name}
+
+
+def offset_commit_header_of(commit: OffsetCommit, broker_name: str | None) -> dict:
+    """UPDATE_CONSUMER_OFFSET's header carrying the typed ``commit``."""
+    return {"consumerGroup": commit.group, "topic": commit.topic, "queueId": commit.queue_id,
+            "commitOffset": commit.offset, "bname": broker_name}
 
 
 # The 4.x response code of each outcome of the core's send (STORE_REFUSED: by PutStatus).

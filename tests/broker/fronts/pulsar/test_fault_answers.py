@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("google_crc32c", reason="needs the pulsar extra: ./dev test installs it")
 
+from rocketmq_emulator.broker.faults.door import outcome_of
 from rocketmq_emulator.broker.faults.rules import Action, Operation, rule_from
 from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar.fault_answers import refusal_code  # noqa: E402
@@ -74,7 +75,7 @@ def acknowledged(front, offset):
 # -- the error a refusal carries ------------------------------------------------------------------
 def test_a_refusal_carries_the_rules_server_error_or_the_operations_default():
     def code(operation, **fields):
-        return refusal_code(rule_from(operation, "refuse", **fields))
+        return refusal_code(outcome_of(rule_from(operation, "refuse", **fields), "pulsar", 0))
     assert code("send") == s.ServerError.PersistenceError
     assert code("heartbeat") == code("route") == s.ServerError.ServiceNotReady
     assert code("ack") == s.ServerError.PersistenceError
