@@ -357,8 +357,7 @@ class BrokerCore:
 
     def earliest_store_time(self, topic: str, queue_id: int) -> int:
         """The store time of the queue's first message still held, -1 if none."""
-        entry = self.store.queue_entry(topic, queue_id, self.store.min_offset(topic, queue_id))
-        rec = self.store.look_message_by_offset(entry[0]) if entry else None
+        rec = self.store.record_at(topic, queue_id, self.store.min_offset(topic, queue_id))
         return rec.store_timestamp if rec else -1
 
     def register(self, reg: Registration, channel: Channel) -> None:

@@ -175,8 +175,7 @@ class PopService:
         while state.next_offset < end and len(out) < req.max_msgs:
             offset = state.next_offset
             state.next_offset += 1
-            entry = store.queue_entry(topic, qid, offset)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(topic, qid, offset)
             if rec is None or (req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags):
                 continue                # gone, or not subscribed: acked away silently
             original = rec.properties.get(Prop.RETRY_TOPIC, req.topic) if topic != req.topic else req.topic
@@ -200,8 +199,7 @@ class PopService:
                 break
             if offset in state.done:
                 continue
-            entry = store.queue_entry(req.topic, qid, offset)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(req.topic, qid, offset)
             if rec is None:
                 state.finish(offset)            # gone from the store
                 continue
@@ -384,8 +382,7 @@ class PopService:
         return AckOutcome.ACKED
 
     def _record(self, key: tuple[str, str, int], offset: int):
-        entry = self.store.queue_entry(key[1], key[2], offset)
-        return self.store.look_message_by_offset(entry[0]) if entry else None
+        return self.store.record_at(key[1], key[2], offset)
 
     def _after_failure(self, key: tuple[str, str, int], state: _QueueState, offset: int, old,
                        forward: bool = False) -> RetryDecision:

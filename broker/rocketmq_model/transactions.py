@@ -259,13 +259,13 @@ class TransactionService:
             return
         done = set()
         for off in range(store.min_offset(TRANS_OP_HALF_TOPIC, 0), store.max_offset(TRANS_OP_HALF_TOPIC, 0)):
-            op = _record(store, TRANS_OP_HALF_TOPIC, off)
+            op = store.record_at(TRANS_OP_HALF_TOPIC, 0, off)
             if op is not None and op.properties.get(Prop.TAGS) == OP_REMOVE_TAG:
                 done.update(int(x) for x in op.body.decode("ascii", "replace").split(",") if x.strip().isdigit())
         first_seen: dict[int, MessageRecord] = {}
         latest: dict[int, MessageRecord] = {}
         for off in range(lo, hi):
-            rec = _record(store, TRANS_HALF_TOPIC, off)
+            rec = store.record_at(TRANS_HALF_TOPIC, 0, off)
             if rec is None:
                 continue
             raw = rec.properties.get(Prop.TRAN_PREPARED_QUEUE_OFFSET, "")
@@ -295,11 +295,6 @@ class TransactionService:
             assert self._by_copy.get(half.commit_log_offset) == first, f"{half.transaction_id}: copy not indexed"
         for tid, first in self._by_id.items():
             assert first in self._pending, f"transaction {tid} indexed but not waiting"
-
-
-def _record(store, topic: str, offset: int):
-    entry = store.queue_entry(topic, 0, offset)
-    return store.look_message_by_offset(entry[0]) if entry else None
 
 
 def _committed(half: MessageRecord, half_offset: int) -> MessageRecord:
