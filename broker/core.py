@@ -14,13 +14,11 @@ import heapq
 import itertools
 import logging
 import random
-from functools import lru_cache
 from typing import Callable
 
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, Clock, VirtualClock
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, StoreError
-from rocketmq_emulator.store.records import PROP_CRC
-from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host
+from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .rocketmq_model.config_writer import ConfigWriter
@@ -29,7 +27,8 @@ from .views.delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .rocketmq_model.groups import ConsumerManager, GroupManager, LockManager
-from .rocketmq_model import pulling, sending
+from .rocketmq_model.pulling import Pulling
+from .rocketmq_model.sending import SendBackHooks, Sending, born_host, draw_queue
 from .kept_records import KeptRecords
 from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
@@ -60,7 +59,6 @@ _STALE = object()           # the cached next deadline must be found again
 _RETRY_LEN = len(RETRY_PREFIX)
 _PUT_OK = PutStatus.PUT_OK
 _FOUND = PullOutcome.FOUND
-_CRC_NAME = PROP_CRC + "\x01"
 
 
 class BrokerCore:
@@ -122,7 +120,7 @@ class BrokerCore:
         self.faults = FaultSet(clock, random.Random(0), self.events, self.config.broker_name)
         self._later: list[tuple[int, int, Callable[[], None]]] = []     # (due ms, seq, fn): call_later
         self._later_seq = itertools.count()
-        self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
+        self._hooks = SendBackHooks()
         self._stored_hooks: list[Callable[[MessageRecord, str, dict | None], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
@@ -139,6 +137,11 @@ class BrokerCore:
         self.boot_ms = clock.now_ms()
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
         self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save, self.pulsar_producers.save]
+        # the 4.x send and pull operations, given the pieces they use
+        self.sending = Sending(self.config, self.topics, self.groups, clock, self.rng, store, self.store_host,
+                               self.put_message, self.kept, self.schedule, self.transactions, self._hooks)
+        self.pulling = Pulling(self.config, self.groups, self.topics, self.consumers, store, self.offsets,
+                               self.deliveries, clock)
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
@@ -163,17 +166,8 @@ class BrokerCore:
                            delay_levels_ms=config.delay_levels.delays_ms, fsync=config.fsync)
 
     def draw_queue(self, queue_nums: int) -> int:
-        """A queue among ``queue_nums``: ``rng.randrange(99999999) % queue_nums``, as the
-        broker picks one (a send without a queue id, a send-back's retry queue). For a
-        plain random.Random in one call: its randrange draws getrandbits(27) until below
-        99999999, which is what this does."""
-        rng = self.rng
-        if rng.__class__ is random.Random:
-            r = rng.getrandbits(27)
-            while r >= 99999999:
-                r = rng.getrandbits(27)
-            return r % queue_nums
-        return rng.randrange(99999999) % queue_nums
+        """A queue among ``queue_nums``, as the broker picks one (sending.draw_queue)."""
+        return draw_queue(self.rng, queue_nums)
 
     # -- connections ---------------------------------------------------------------
     @property
@@ -214,87 +208,114 @@ class BrokerCore:
             if ch is not exclude and not ch.closed:
                 self.notify(ConsumerIdsChanged(ch, group))
 
-    # -- the one put path ------------------------------------------------------------
+    # -- the one put path: divert -> append (the store dispatches) -> notify -----------
     def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
                     delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0,
                     stored_map: bool = False, body_crc: int | None = None, now: int | None = None):
         """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
         DELAY / TIMER_* properties when both are None (broker/rocketmq_model/delay_queue.py); a
-        ``delay_level`` of 0 stores it as it is without looking — record the events,
-        wake held pulls, keep the record (broker/kept_records.py). Returns the store's
-        PutResult; ``rec`` is updated in place. ``kind`` SENT_BACK (a send-back's retry
-        copy) records SENT_BACK beside DELAYED, with the one due time computed here;
-        REDELIVERED records the level it waited at (``waited_level``). ``stored_map``:
-        the caller vouches that ``rec.properties`` is what parsing the string it is
-        stored with gives, but for the store's CRC property (a copy made from a kept
-        record's map): it is completed with that and kept as the record's map as stored.
-        ``body_crc``: the body's CRC when known (a copy of a kept record's body); ``now``:
-        the clock's time when the caller just read it."""
+        ``delay_level`` of 0 stores it as it is without looking — and tell whoever waits
+        for it. Returns the store's PutResult; ``rec`` is updated in place. The request
+        was validated by the operation that built ``rec`` (sending.py, invisible_time.py,
+        transactions.py); the stages here:
+
+        1. divert: a delayed message goes to its delay level's or the timer's queue
+           (ScheduleService.divert);
+        2. append: the store writes it and gives it its queue entry (MessageStore.put,
+           which asks store/dispatch.py);
+        3. notify: ``_stored`` (flush due, the stored hooks, rates), then ``_waits``
+           (a delayed message: the schedule, events) or ``_arrived`` (events, Pulsar
+           subscriptions, the kept record, held pulls).
+
+        ``kind``: the event it records (SENT_BACK: a send-back's retry copy, recorded
+        beside DELAYED with the one due time computed here; REDELIVERED: a delayed message
+        come due, with the level it waited at, ``waited_level``); ``group``: whose it is.
+        ``stored_map``: the caller vouches that ``rec.properties`` is what parsing the
+        string it is stored with gives, but for the store's CRC property (a copy made
+        from a kept record's map): ``MessageRecord.complete_stored_map`` completes it and
+        it is kept as the record's map as stored. ``body_crc``: the body's CRC when known
+        (a copy of a kept record's body); ``now``: the clock's time when the caller just
+        read it."""
         if now is None:
             now = self.clock.now_ms()
         lane = None if delay_level == 0 else self.schedule.divert(rec, now, delay_level, deliver_at_ms)
         res = self.store.put(rec, now, body_crc)
         if res[0] is not _PUT_OK:
             return res
-        if self._flush_due is None and self._persistent:        # (_dirty, inlined: every put)
+        kept = self._stored(rec, res, now, kind, group, stored_map and self._prop_crc)
+        if lane is not None:
+            self._waits(rec, res, now, kind, group, lane, kept)
+        else:
+            self._arrived(rec, res, now, kind, group, waited_level, kept)
+        return res
+
+    def _stored(self, rec: MessageRecord, res, now: int, kind: str, group: str | None, stored_map: bool):
+        """After any put: a flush becomes due, the map as stored is completed (when the
+        caller vouched for it), the stored hooks and the rates hear of it. Returns the
+        record with its map as stored, or None when the core does not know the map."""
+        if self._flush_due is None and self._persistent:        # (what _dirty does, without its call)
             self._flush_due = now + self.config.flush_interval_commit_log
         self._deadline = _STALE
-        props = rec.properties
-        if stored_map and self._prop_crc:
-            text = rec.properties_text
-            if text[-19:-10] == _CRC_NAME:
-                props[PROP_CRC] = text[-10:]
-            elif PROP_CRC in props:
-                del props[PROP_CRC]
-            kept = (rec, props)
-        else:
-            kept = None
+        kept = (rec, rec.complete_stored_map()) if stored_map else None
         if self._stored_hooks:
             for fn in self._stored_hooks:
-                fn(rec, res.msg_id, None if kept is None else props)
+                fn(rec, res.msg_id, None if kept is None else kept[1])
         if kind is not EventKind.REDELIVERED:          # (a delayed message come due was counted when sent)
-            self.rates.stored(now, kind, rec.topic, props, group)
-        if lane is not None:
-            due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp, kept)
-            if EventKind.DELAYED in self.events.wanted:
-                self.events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
-                                         res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                         rec.reconsume_times, lane, due, props.get(Prop.ORIGIN_MESSAGE_ID),
-                                         props.get(Prop.REAL_TOPIC)))
-            if kind is EventKind.SENT_BACK and EventKind.SENT_BACK in self.events.wanted:
-                self.events.append(Event(EventKind.SENT_BACK, now, props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID]),
-                                         res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                         rec.reconsume_times, lane, due, props[Prop.ORIGIN_MESSAGE_ID],
-                                         props[Prop.RETRY_TOPIC]))
-            return res
+            self.rates.stored(now, kind, rec.topic, rec.properties, group)
+        return kept
+
+    def _waits(self, rec: MessageRecord, res, now: int, kind: str, group: str | None, lane: int, kept) -> None:
+        """A delayed message waits in its lane: the schedule holds its due time; DELAYED
+        (and a send-back's SENT_BACK) recorded."""
+        due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp, kept)
+        wanted = self.events.wanted
+        if EventKind.DELAYED in wanted:
+            props = rec.properties
+            self.events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
+                                     res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
+                                     rec.reconsume_times, lane, due, props.get(Prop.ORIGIN_MESSAGE_ID),
+                                     props.get(Prop.REAL_TOPIC)))
+        if kind is EventKind.SENT_BACK and EventKind.SENT_BACK in wanted:
+            props = rec.properties
+            self.events.append(Event(EventKind.SENT_BACK, now, props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID]),
+                                     res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
+                                     rec.reconsume_times, lane, due, props[Prop.ORIGIN_MESSAGE_ID],
+                                     props[Prop.RETRY_TOPIC]))
+
+    def _arrived(self, rec: MessageRecord, res, now: int, kind: str, group: str | None, waited_level: int,
+                 kept) -> None:
+        """A message readable now: its event, the Pulsar subscriptions reading its topic,
+        the record kept (broker/kept_records.py), the held pulls it wakes answered."""
         if rec.topic in self.subscriptions.topics:      # a Pulsar-style subscription reads it
             self.subscriptions.stored(rec.topic)
         if kind is EventKind.SENT_BACK:
             kind = EventKind.STORED         # (a send-back that is not delayed: a transaction half)
+        props = rec.properties
         if kind in self.events.wanted:
             self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
                                      props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, waited_level, None,
                                      props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
         self.kept.keep(rec, kept[1] if kept is not None else None)
         if self.holds._by_queue:
-            data = self.store.last_put
+            data = None
             for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, props):
-                self._answer_arrived(held, res, data)
-        return res
+                if data is None:
+                    data = self.store.last_put
+                self._answer_arrived(held, res, data, now)
 
     # -- typed operations (broker/operations.py) ---------------------------------------
     def send(self, request: SendRequest, channel: Channel) -> SendResult:
         """Store one message (broker/rocketmq_model/sending.py)."""
-        return sending.send(self, request, channel)
+        return self.sending.send(request, channel)
 
     def send_batch(self, request: BatchSendRequest, channel: Channel) -> SendResult:
         """Store a batch of one topic and queue (broker/rocketmq_model/sending.py)."""
-        return sending.send_batch(self, request, channel)
+        return self.sending.send_batch(request, channel)
 
     def send_back(self, request: SendBack) -> SendBackResult:
         """A consumer gives a stored message back: retried later or dead-lettered, as
         the retry lifecycle decides (broker/rocketmq_model/sending.py)."""
-        return sending.send_back(self, request)
+        return self.sending.send_back(request)
 
     def end_transaction(self, request: EndTransaction) -> EndTransactionResult:
         """A producer commits or rolls back a half message, or does not know yet
@@ -303,7 +324,7 @@ class BrokerCore:
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/rocketmq_model/pulling.py); commits ``commit_offset``."""
-        return pulling.pull(self, request, channel)
+        return self.pulling.pull(request, channel)
 
     def pop(self, request: PopRequest) -> PopResult:
         """5.x receive: visible messages of a topic (and the group's pop retry topic),
@@ -427,7 +448,7 @@ class BrokerCore:
         (``suspend_ms``; ``shortPollingTimeMills`` without ``longPollingEnable``) ends,
         and is answered by a PullReady notification carrying ``context``. The commit it
         carries is made now, once (PullRequestHoldService)."""
-        result = pulling.pull(self, request, channel)
+        result = self.pulling.pull(request, channel)
         if result.outcome is not PullOutcome.NO_NEW_MESSAGE:
             return result
         wait = suspend_ms if self.config.long_polling_enable else self.config.short_polling_time_mills
@@ -454,9 +475,9 @@ class BrokerCore:
         return PullResult(PullOutcome.NO_NEW_MESSAGE, [], held.offset, low, high, None, None, "NO_MESSAGE_IN_QUEUE",
                           None)
 
-    def _answer_arrived(self, held, res, data: bytes) -> None:
+    def _answer_arrived(self, held, res, data: bytes, now: int) -> None:
         """Answer a held pull that the record just stored (the put's ``res``; ``data``, the
-        bytes it wrote) woke, with that record: what running the pull again would find, when it was
+        bytes it wrote; ``now``, its time) woke, with that record: what running the pull again would find, when it was
         waiting at that very offset (its checks are run again: a permission or a
         subscription may have changed meanwhile). Anything else runs it again."""
         channel = held.channel
@@ -468,7 +489,7 @@ class BrokerCore:
             self.notify(PullReady(channel, held.context, request, result))
             return
         if held.offset == res.queue_offset:
-            code_set = pulling.check(self, request, channel)
+            code_set = self.pulling.check(request, channel)
             if code_set.__class__ is PullResult:
                 result = code_set                           # refused now
             elif code_set is None:                          # every tag (else the entry's tagsCode decides: run it)
@@ -478,7 +499,7 @@ class BrokerCore:
                 # min_offset, max_offset, remark, tag_codes, store_status, stored)
                 result = PullResult(_FOUND, [data], offset, held.min_offset, offset, None, None,
                                     "FOUND", None if kept is None else (kept,))
-                self.deliveries.pulled(self.clock.now_ms(), request.group, request.topic, request.queue_id,
+                self.deliveries.pulled(now, request.group, request.topic, request.queue_id,
                                        held.offset, offset, None, channel.client_id or channel.remote)
         if result is None:
             result = self.pull(request, channel)
@@ -510,11 +531,7 @@ class BrokerCore:
         return bool(self._hooks)
 
     def run_send_back_hooks(self, ctx: ConsumeMessageContext) -> None:
-        for fn in self._hooks:
-            try:
-                fn(ctx)
-            except Exception:
-                log.exception("send-back hook failed")
+        self._hooks.run(ctx)
 
     # -- permissions -------------------------------------------------------------------
     @property
@@ -856,13 +873,4 @@ class BrokerCore:
             assert cached == self._find_deadline(), f"the cached next deadlines {cached} are stale"
 
     def born_host_of(self, channel: Channel):
-        return _born_host(channel.remote)
-
-
-@lru_cache(maxsize=4096)
-def _born_host(remote: str):
-    """A connection's address as a record's born host (parsed once per connection)."""
-    try:
-        return parse_host(remote)
-    except ValueError:
-        return ("127.0.0.1", 0)
+        return born_host(channel.remote)
