@@ -338,3 +338,19 @@ def test_the_put_lists_a_record_as_the_dispatch_rule_says(store, sys_flag):
     else:
         assert d[0] == ("T", 0) and store.queue_entry("T", 0, res.queue_offset) == d[1]
     store._check()
+
+
+@pytest.mark.parametrize("props", [{}, {"TAGS": "A"}, {"TAGS": "A", "KEYS": "k1 k2", "__CRC32#": "0000000001"}])
+@pytest.mark.parametrize("prop_crc", [True, False])
+def test_complete_stored_map_is_what_parsing_the_stored_string_gives(tmp_path, props, prop_crc):
+    """The core's quick way to a copy's map as stored (MessageRecord.complete_stored_map,
+    no parse) equals parsing the string the store wrote, CRC property on or off."""
+    from rocketmq_emulator.store.records import string_to_properties
+
+    store = MessageStore(None, StoreConfig(prop_crc=prop_crc))
+    r = rec("T", b"x")
+    r.properties = dict(props)
+    assert store.put(r, 1_000).status is PutStatus.PUT_OK
+    assert r.complete_stored_map() is r.properties
+    assert r.properties == string_to_properties(r.properties_text)
+    assert r.properties == store.look_message_by_offset(r.commit_log_offset).properties
