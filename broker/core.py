@@ -141,7 +141,7 @@ class BrokerCore:
         self.sending = Sending(self.config, self.topics, self.groups, clock, self.rng, store, self.store_host,
                                self.put_message, self.kept, self.schedule, self.transactions, self._hooks)
         self.pulling = Pulling(self.config, self.groups, self.topics, self.consumers, store, self.offsets,
-                               self.deliveries, clock)
+                               self.deliveries)
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
@@ -217,91 +217,79 @@ class BrokerCore:
         ``delay_level`` of 0 stores it as it is without looking — and tell whoever waits
         for it. Returns the store's PutResult; ``rec`` is updated in place. The request
         was validated by the operation that built ``rec`` (sending.py, invisible_time.py,
-        transactions.py); the stages here:
+        transactions.py). The stages, each a section below (one method: a call per stage
+        would be paid on every put, twice per retried delivery):
 
         1. divert: a delayed message goes to its delay level's or the timer's queue
            (ScheduleService.divert);
         2. append: the store writes it and gives it its queue entry (MessageStore.put,
            which asks store/dispatch.py);
-        3. notify: ``_stored`` (flush due, the stored hooks, rates), then ``_waits``
-           (a delayed message: the schedule, events) or ``_arrived`` (events, Pulsar
-           subscriptions, the kept record, held pulls).
+        3. stored: a flush becomes due, the map as stored is completed when the caller
+           vouched for it (MessageRecord.complete_stored_map), the stored hooks and the
+           rates hear of it;
+        4. waits (a delayed message: the schedule holds its due time; DELAYED and
+           SENT_BACK recorded) or arrived (its event, the Pulsar subscriptions reading
+           its topic, the record kept with its map as stored, the held pulls it wakes
+           answered).
 
         ``kind``: the event it records (SENT_BACK: a send-back's retry copy, recorded
         beside DELAYED with the one due time computed here; REDELIVERED: a delayed message
         come due, with the level it waited at, ``waited_level``); ``group``: whose it is.
         ``stored_map``: the caller vouches that ``rec.properties`` is what parsing the
         string it is stored with gives, but for the store's CRC property (a copy made
-        from a kept record's map): ``MessageRecord.complete_stored_map`` completes it and
-        it is kept as the record's map as stored. ``body_crc``: the body's CRC when known
-        (a copy of a kept record's body); ``now``: the clock's time when the caller just
-        read it."""
+        from a kept record's map). ``body_crc``: the body's CRC when known (a copy of a
+        kept record's body); ``now``: the clock's time when the caller just read it."""
         if now is None:
             now = self.clock.now_ms()
+        # 1. divert
         lane = None if delay_level == 0 else self.schedule.divert(rec, now, delay_level, deliver_at_ms)
+        # 2. append (the store asks store/dispatch.py for the queue entry)
         res = self.store.put(rec, now, body_crc)
         if res[0] is not _PUT_OK:
             return res
-        kept = self._stored(rec, res, now, kind, group, stored_map and self._prop_crc)
-        if lane is not None:
-            self._waits(rec, res, now, kind, group, lane, kept)
-        else:
-            self._arrived(rec, res, now, kind, group, waited_level, kept)
-        return res
-
-    def _stored(self, rec: MessageRecord, res, now: int, kind: str, group: str | None, stored_map: bool):
-        """After any put: a flush becomes due, the map as stored is completed (when the
-        caller vouched for it), the stored hooks and the rates hear of it. Returns the
-        record with its map as stored, or None when the core does not know the map."""
-        if self._flush_due is None and self._persistent:        # (what _dirty does, without its call)
+        # 3. stored
+        if self._flush_due is None and self._persistent:        # (what _dirty does)
             self._flush_due = now + self.config.flush_interval_commit_log
         self._deadline = _STALE
-        kept = (rec, rec.complete_stored_map()) if stored_map else None
+        stored = rec.complete_stored_map() if stored_map and self._prop_crc else None   # the map as stored
         if self._stored_hooks:
             for fn in self._stored_hooks:
-                fn(rec, res.msg_id, None if kept is None else kept[1])
+                fn(rec, res.msg_id, stored)
+        props = rec.properties
         if kind is not EventKind.REDELIVERED:          # (a delayed message come due was counted when sent)
-            self.rates.stored(now, kind, rec.topic, rec.properties, group)
-        return kept
-
-    def _waits(self, rec: MessageRecord, res, now: int, kind: str, group: str | None, lane: int, kept) -> None:
-        """A delayed message waits in its lane: the schedule holds its due time; DELAYED
-        (and a send-back's SENT_BACK) recorded."""
-        due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp, kept)
-        wanted = self.events.wanted
-        if EventKind.DELAYED in wanted:
-            props = rec.properties
-            self.events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
-                                     res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                     rec.reconsume_times, lane, due, props.get(Prop.ORIGIN_MESSAGE_ID),
-                                     props.get(Prop.REAL_TOPIC)))
-        if kind is EventKind.SENT_BACK and EventKind.SENT_BACK in wanted:
-            props = rec.properties
-            self.events.append(Event(EventKind.SENT_BACK, now, props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID]),
-                                     res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                     rec.reconsume_times, lane, due, props[Prop.ORIGIN_MESSAGE_ID],
-                                     props[Prop.RETRY_TOPIC]))
-
-    def _arrived(self, rec: MessageRecord, res, now: int, kind: str, group: str | None, waited_level: int,
-                 kept) -> None:
-        """A message readable now: its event, the Pulsar subscriptions reading its topic,
-        the record kept (broker/kept_records.py), the held pulls it wakes answered."""
+            self.rates.stored(now, kind, rec.topic, props, group)
+        events = self.events
+        if lane is not None:
+            # 4a. waits in its lane (the record carried until it is due: ScheduleService.due_copy)
+            due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp,
+                                          None if stored is None else (rec, stored))
+            if EventKind.DELAYED in events.wanted:
+                events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
+                                    res.commit_log_offset, props.get(Prop.UNIQ_KEY), group, rec.reconsume_times,
+                                    lane, due, props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.REAL_TOPIC)))
+            if kind is EventKind.SENT_BACK and EventKind.SENT_BACK in events.wanted:
+                events.append(Event(EventKind.SENT_BACK, now, props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID]),
+                                    res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
+                                    rec.reconsume_times, lane, due, props[Prop.ORIGIN_MESSAGE_ID],
+                                    props[Prop.RETRY_TOPIC]))
+            return res
+        # 4b. arrived: readable now
         if rec.topic in self.subscriptions.topics:      # a Pulsar-style subscription reads it
             self.subscriptions.stored(rec.topic)
         if kind is EventKind.SENT_BACK:
             kind = EventKind.STORED         # (a send-back that is not delayed: a transaction half)
-        props = rec.properties
-        if kind in self.events.wanted:
-            self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
-                                     props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, waited_level, None,
-                                     props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
-        self.kept.keep(rec, kept[1] if kept is not None else None)
+        if kind in events.wanted:
+            events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
+                                props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, waited_level, None,
+                                props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
+        kept = self.kept.keep(rec, stored)
         if self.holds._by_queue:
             data = None
             for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, props):
                 if data is None:
                     data = self.store.last_put
-                self._answer_arrived(held, res, data, now)
+                self._answer_arrived(held, res, data, now, kept)
+        return res
 
     # -- typed operations (broker/operations.py) ---------------------------------------
     def send(self, request: SendRequest, channel: Channel) -> SendResult:
@@ -324,7 +312,7 @@ class BrokerCore:
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/rocketmq_model/pulling.py); commits ``commit_offset``."""
-        return self.pulling.pull(request, channel)
+        return self.pulling.pull(request, channel, self.clock.now_ms())
 
     def pop(self, request: PopRequest) -> PopResult:
         """5.x receive: visible messages of a topic (and the group's pop retry topic),
@@ -448,7 +436,8 @@ class BrokerCore:
         (``suspend_ms``; ``shortPollingTimeMills`` without ``longPollingEnable``) ends,
         and is answered by a PullReady notification carrying ``context``. The commit it
         carries is made now, once (PullRequestHoldService)."""
-        result = self.pulling.pull(request, channel)
+        now = self.clock.now_ms()
+        result = self.pulling.pull(request, channel, now)
         if result.outcome is not PullOutcome.NO_NEW_MESSAGE:
             return result
         wait = suspend_ms if self.config.long_polling_enable else self.config.short_polling_time_mills
@@ -456,7 +445,7 @@ class BrokerCore:
             request.group, request.topic, request.queue_id, request.offset, request.max_msgs, request.subscription,
             request.expression_type, request.sub_version, None)
         self.holds.hold(HeldPull(channel, again, context, request.topic, request.queue_id, request.offset,
-                                 result.tag_codes, self.clock.now_ms() + wait, False, 0, result.min_offset))
+                                 result.tag_codes, now + wait, False, 0, result.min_offset))
         return None
 
     def _answer_held(self, held) -> None:
@@ -475,9 +464,10 @@ class BrokerCore:
         return PullResult(PullOutcome.NO_NEW_MESSAGE, [], held.offset, low, high, None, None, "NO_MESSAGE_IN_QUEUE",
                           None)
 
-    def _answer_arrived(self, held, res, data: bytes, now: int) -> None:
+    def _answer_arrived(self, held, res, data: bytes, now: int, kept) -> None:
         """Answer a held pull that the record just stored (the put's ``res``; ``data``, the
-        bytes it wrote; ``now``, its time) woke, with that record: what running the pull again would find, when it was
+        bytes it wrote; ``now``, its time; ``kept``, what KeptRecords.keep kept of it)
+        woke, with that record: what running the pull again would find, when it was
         waiting at that very offset (its checks are run again: a permission or a
         subscription may have changed meanwhile). Anything else runs it again."""
         channel = held.channel
@@ -494,7 +484,8 @@ class BrokerCore:
                 result = code_set                           # refused now
             elif code_set is None:                          # every tag (else the entry's tagsCode decides: run it)
                 offset = held.offset + 1
-                kept = self.kept.get(res.commit_log_offset)
+                if kept is not None and kept[1] is None:        # (its map as stored: parsed now)
+                    kept = self.kept.get(res.commit_log_offset)
                 # positional, in PullResult's field order (outcome, records, next_offset,
                 # min_offset, max_offset, remark, tag_codes, store_status, stored)
                 result = PullResult(_FOUND, [data], offset, held.min_offset, offset, None, None,

@@ -3,7 +3,7 @@ the piggy-backed commit. No wire format here: the 4.x front (processors/pull.py)
 the outcome to its response codes and holds a pull that found nothing.
 
 ``Pulling`` is given the pieces it reads (the config, the group, topic and consumer
-tables, the store, the offset book, the delivery log, the clock), not the core."""
+tables, the store, the offset book, the delivery log), not the core; the caller reads the clock."""
 from __future__ import annotations
 
 from rocketmq_emulator.store import GetStatus
@@ -30,7 +30,7 @@ _AT_END = GetStatus.OFFSET_OVERFLOW_ONE
 
 
 class Pulling:
-    def __init__(self, config, groups, topics, consumers, store, offsets, deliveries, clock) -> None:
+    def __init__(self, config, groups, topics, consumers, store, offsets, deliveries) -> None:
         self.config = config
         self.groups = groups
         self.topics = topics
@@ -38,7 +38,6 @@ class Pulling:
         self.store = store
         self.offsets = offsets
         self.deliveries = deliveries
-        self.clock = clock
 
     def _refused(self, req: PullRequest, outcome: O, remark: str) -> PullResult:
         store, topic = self.store, req.topic
@@ -98,8 +97,9 @@ class Pulling:
         return code_set
 
 
-    def pull(self, req: PullRequest, channel) -> PullResult:
-        """Cost: the checks are dict look-ups; the read is ``MessageStore.get_message``."""
+    def pull(self, req: PullRequest, channel, now: int) -> PullResult:
+        """``now``: the clock's time (the commit's and the delivery log's). Cost: the
+        checks are dict look-ups; the read is ``MessageStore.get_message``."""
         code_set = self.check(req, channel)
         if code_set.__class__ is PullResult:
             return code_set
@@ -115,9 +115,9 @@ class Pulling:
         else:
             outcome, name = _FROM_STORE.get(status, O.NO_NEW_MESSAGE), status.name
         if req.commit_offset is not None:       # (OffsetBook.commit, directly)
-            self.offsets.commit(req.group, req.topic, req.queue_id, req.commit_offset)
+            self.offsets.commit(req.group, req.topic, req.queue_id, req.commit_offset, now)
         if outcome is O.FOUND:
-            self.deliveries.pulled(self.clock.now_ms(), req.group, req.topic, req.queue_id, req.offset,
+            self.deliveries.pulled(now, req.group, req.topic, req.queue_id, req.offset,
                                    res.next_begin_offset, code_set, channel.client_id or channel.remote)
         # positional, in PullResult's field order (outcome, records, next_offset, min_offset,
         # max_offset, remark, tag_codes, store_status): made for every pull
