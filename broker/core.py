@@ -248,8 +248,8 @@ class BrokerCore:
         if res[0] is not _PUT_OK:
             return res
         # 3. stored
-        if self._flush_due is None and self._persistent:        # (what _dirty does)
-            self._flush_due = now + self.config.flush_interval_commit_log
+        if self._flush_due is None:         # (a call only when no flush is due yet: once per flush)
+            self._dirty(now)
         self._deadline = _STALE
         stored = rec.complete_stored_map() if stored_map and self._prop_crc else None   # the map as stored
         if self._stored_hooks:
