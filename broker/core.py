@@ -69,7 +69,7 @@ class BrokerCore:
         self.config = config or BrokerConfig()
         self.rng = rng if rng is not None else random.Random(0)
         self.levels = self.config.delay_levels
-        self.store_host = (self.config.broker_ip, self.config.listen_port)
+        self._store_host = (self.config.broker_ip, self.config.listen_port)
         self.topics = TopicManager(self.config, store.load_config("topics"))
         self.groups = GroupManager(self.config, store.load_config("subscriptionGroup"))
         self.configs = ConfigWriter(store, (self.topics, self.groups), lambda: self._dirty(self.clock.now_ms()))
@@ -113,7 +113,7 @@ class BrokerCore:
         self.pulsar_topics.policy_changed.append(self.pulsar_producers.refresh)
         # half messages and their check-back ladder (broker/rocketmq_model/transactions.py)
         self.transactions = TransactionService(store, clock, self.config, self.topics, self.put_message, self.notify,
-                                               self.producers, self.store_host)
+                                               self.producers, self._store_host)
         # faults on demand (broker/faults/rules.py): rules the fronts ask at their one call into
         # the core; their random draws come from a source of their own, so a run without
         # rules draws nothing and gives the same bytes
@@ -138,10 +138,21 @@ class BrokerCore:
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
         self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save, self.pulsar_producers.save]
         # the 4.x send and pull operations, given the pieces they use
-        self.sending = Sending(self.config, self.topics, self.groups, clock, self.rng, store, self.store_host,
+        self.sending = Sending(self.config, self.topics, self.groups, clock, self.rng, store, self._store_host,
                                self.put_message, self.kept, self.schedule, self.transactions, self._hooks)
         self.pulling = Pulling(self.config, self.groups, self.topics, self.consumers, store, self.offsets,
                                self.deliveries)
+
+    @property
+    def store_host(self) -> tuple[str, int]:
+        """This broker's address as its records carry it (born/store host, offset ids)."""
+        return self._store_host
+
+    @store_host.setter
+    def store_host(self, host: tuple[str, int]) -> None:
+        # serve learns its port only after binding: the parts that stamp records hold the
+        # address too (read on every send), so they are told here, the one place it changes
+        self._store_host = self.sending.store_host = self.transactions.store_host = host
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
