@@ -28,8 +28,9 @@ from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .rocketmq_model.groups import ConsumerManager, GroupManager, LockManager
 from .rocketmq_model.pulling import Pulling
-from .rocketmq_model.sending import SendBackHooks, Sending, born_host, draw_queue
+from .rocketmq_model.sending import SendBackHooks, Sending
 from .kept_records import KeptRecords
+from .put_kinds import DUE, DUE_KEPT, SENT, PutKind
 from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
 from .views.rates import RateRing
@@ -176,10 +177,6 @@ class BrokerCore:
                            flush_disk_type=config.flush_disk_type,
                            delay_levels_ms=config.delay_levels.delays_ms, fsync=config.fsync)
 
-    def draw_queue(self, queue_nums: int) -> int:
-        """A queue among ``queue_nums``, as the broker picks one (sending.draw_queue)."""
-        return draw_queue(self.rng, queue_nums)
-
     # -- connections ---------------------------------------------------------------
     @property
     def addr(self) -> str:
@@ -220,16 +217,18 @@ class BrokerCore:
                 self.notify(ConsumerIdsChanged(ch, group))
 
     # -- the one put path: divert -> append (the store dispatches) -> notify -----------
-    def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
+    def put_message(self, rec: MessageRecord, how: PutKind = SENT, group: str | None = None,
                     delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0,
-                    stored_map: bool = False, body_crc: int | None = None, now: int | None = None):
-        """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
-        DELAY / TIMER_* properties when both are None (broker/rocketmq_model/delay_queue.py); a
-        ``delay_level`` of 0 stores it as it is without looking — and tell whoever waits
-        for it. Returns the store's PutResult; ``rec`` is updated in place. The request
-        was validated by the operation that built ``rec`` (sending.py, invisible_time.py,
-        transactions.py). The stages, each a section below (one method: a call per stage
-        would be paid on every put, twice per retried delivery):
+                    body_crc: int | None = None, now: int | None = None):
+        """Store ``rec`` as the kind of put ``how`` says (broker/put_kinds.py: the event it
+        records, stored as it is or diverted, its map vouched for or not) and tell whoever
+        waits for it. A diverted put is delayed by ``delay_level``, or to
+        ``deliver_at_ms``, or by its DELAY / TIMER_* properties when both are None
+        (broker/rocketmq_model/delay_queue.py). Returns the store's PutResult; ``rec`` is
+        updated in place. The request was validated by the operation that built ``rec``
+        (sending.py, invisible_time.py, transactions.py). The stages, each a section
+        below (one method: a call per stage would be paid on every put, twice per retried
+        delivery):
 
         1. divert: a delayed message goes to its delay level's or the timer's queue
            (ScheduleService.divert);
@@ -243,30 +242,27 @@ class BrokerCore:
            its topic, the record kept with its map as stored, the held pulls it wakes
            answered).
 
-        ``kind``: the event it records (SENT_BACK: a send-back's retry copy, recorded
-        beside DELAYED with the one due time computed here; REDELIVERED: a delayed message
-        come due, with the level it waited at, ``waited_level``); ``group``: whose it is.
-        ``stored_map``: the caller vouches that ``rec.properties`` is what parsing the
-        string it is stored with gives, but for the store's CRC property (a copy made
-        from a kept record's map). ``body_crc``: the body's CRC when known (a copy of a
-        kept record's body); ``now``: the clock's time when the caller just read it."""
+        ``group``: whose it is; ``waited_level``: the level a delayed message come due
+        waited at (its REDELIVERED event); ``body_crc``: the body's CRC when known (a copy
+        of a kept record's body); ``now``: the clock's time when the caller just read it."""
         if now is None:
             now = self.clock.now_ms()
         # 1. divert
-        lane = None if delay_level == 0 else self.schedule.divert(rec, now, delay_level, deliver_at_ms)
+        lane = None if how.as_is else self.schedule.divert(rec, now, delay_level, deliver_at_ms)
         # 2. append (the store asks store/dispatch.py for the queue entry)
         res = self.store.put(rec, now, body_crc)
         if res[0] is not _PUT_OK:
             return res
         # 3. stored
-        if self._flush_due is None:         # (a call only when no flush is due yet: once per flush)
+        if self._flush_due is None and self._persistent:   # (a call once per flush, none in memory)
             self._dirty(now)
         self._deadline = _STALE
-        stored = rec.complete_stored_map() if stored_map and self._prop_crc else None   # the map as stored
+        stored = rec.complete_stored_map() if how.vouched_map and self._prop_crc else None  # the map as stored
         if self._stored_hooks:
             for fn in self._stored_hooks:
                 fn(rec, res.msg_id, stored)
         props = rec.properties
+        kind = how.event
         if kind is not EventKind.REDELIVERED:          # (a delayed message come due was counted when sent)
             self.rates.stored(now, kind, rec.topic, props, group)
         events = self.events
@@ -620,12 +616,10 @@ class BrokerCore:
                 if POP_RETRY_SEPARATOR in group:
                     group = group.partition(POP_RETRY_SEPARATOR)[0]
             if kept is not None:
-                res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group, delay_level=0,
-                                       waited_level=0 if lane == TIMER_LANE else lane, stored_map=True,
-                                       body_crc=kept[0].body_crc, now=now)
+                res = self.put_message(rec, DUE_KEPT, group, None, None, 0 if lane == TIMER_LANE else lane,
+                                       kept[0].body_crc, now)
             else:
-                res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group,
-                                       waited_level=0 if lane == TIMER_LANE else lane)
+                res = self.put_message(rec, DUE, group, None, None, 0 if lane == TIMER_LANE else lane)
             if res.status is not PutStatus.PUT_OK:
                 if not self._schedule_failing:      # one line per failure streak, not one per retry
                     log.warning("re-store of a due delayed message failed (%s: %s); retrying every %d ms",
@@ -873,6 +867,3 @@ class BrokerCore:
         if self._deadline is not _STALE and self._deadline_holds == self.holds.version:
             cached = (self._deadline, self._deadline_free)
             assert cached == self._find_deadline(), f"the cached next deadlines {cached} are stale"
-
-    def born_host_of(self, channel: Channel):
-        return born_host(channel.remote)

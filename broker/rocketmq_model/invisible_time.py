@@ -38,7 +38,7 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 
 from ..config import PERM_READ, PERM_WRITE
 from ..views.delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
-from ..events import EventKind
+from ..put_kinds import DEAD_LETTERED, SENT
 from .message_types import SHARDING_KEY
 from ..operations import (
     AckOutcome,
@@ -404,8 +404,7 @@ class PopService:
         self.topics.create_system(decision.topic, 1, PERM_READ | PERM_WRITE)
         rec = MessageRecord(decision.topic, old.body, decision.queue_id, old.flag, decision.properties, old.sys_flag,
                             old.born_timestamp, old.born_host, 0, old.store_host, decision.attempt)
-        res = self.put_message(rec, kind=EventKind.DEAD_LETTERED if decision.dead_letter else EventKind.STORED,
-                               group=key[0])
+        res = self.put_message(rec, DEAD_LETTERED if decision.dead_letter else SENT, key[0])
         return res.status is PutStatus.PUT_OK
 
     def _tell(self, kind: str, key: tuple[str, str, int], offset: int, extra=None) -> None:

@@ -17,7 +17,7 @@ from rocketmq_emulator.store.records import PROP_CRC, MessageRecord, Prop, parse
 from ..config import PERM_READ, PERM_WRITE
 from ..core_types import ConsumeMessageContext
 from ..dialects import NOT_CREATED_BY_ROCKETMQ, is_pulsar_store_topic
-from ..events import EventKind
+from ..put_kinds import DEAD_LETTERED, SENT, SENT_BACK, SENT_BACK_DEAD
 from .message_types import mismatch
 from ..operations import (
     BatchSendRequest,
@@ -191,8 +191,7 @@ class Sending:
                 and not topic.startswith(RETRY_PREFIX):
             # a transaction's half message: stored aside until its producer ends it (broker/rocketmq_model/transactions.py)
             return self._stored(self.transactions.prepare(rec), qid)
-        res = self.put(rec, kind=EventKind.DEAD_LETTERED if dlq_group else EventKind.STORED, group=dlq_group,
-                               deliver_at_ms=None if dlq_group else deliver_at)
+        res = self.put(rec, DEAD_LETTERED, dlq_group) if dlq_group else self.put(rec, SENT, None, None, deliver_at)
         return self._stored(res, req.queue_id if req.queue_id >= 0 else checked[1])
 
 
@@ -251,11 +250,13 @@ class Sending:
         # born_host, store_timestamp, store_host, reconsume_times), as send_message does
         rec = MessageRecord(new_topic, old.body, decision.queue_id, old.flag, props, old.sys_flag, old.born_timestamp,
                             old.born_host, 0, old.store_host, decision.attempt)
-        kind = EventKind.DEAD_LETTERED if to_dlq else EventKind.SENT_BACK
         # The copy's map: the stored one of the original plus the decision's strings, all
-        # non-empty and without separators: what its stored string parses to.
-        res = self.put(rec, kind=kind, group=group, delay_level=None if to_dlq else level, stored_map=True,
-                               body_crc=body_crc)
+        # non-empty and without separators: what its stored string parses to (the kinds
+        # vouch for it).
+        if to_dlq:
+            res = self.put(rec, SENT_BACK_DEAD, group, None, None, 0, body_crc)
+        else:
+            res = self.put(rec, SENT_BACK, group, level, None, 0, body_crc)
         ok = res.status is PutStatus.PUT_OK
         if self.hooks:
             self.hooks.run(ConsumeMessageContext(
