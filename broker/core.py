@@ -15,13 +15,11 @@ import heapq
 import itertools
 import logging
 import random
-from functools import lru_cache
 from typing import Callable
 
 from rocketmq_emulator.delay_scheduler import TIMER_LANE, Clock, VirtualClock
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig, StoreError
-from rocketmq_emulator.store.records import PROP_CRC
-from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop, parse_host
+from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, MessageRecord, Prop
 
 from .config import PERM_READ, PERM_WRITE, BrokerConfig
 from .rocketmq_model.config_writer import ConfigWriter
@@ -30,8 +28,10 @@ from .views.delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
 from .rocketmq_model.groups import ConsumerManager, GroupManager, LockManager
-from .rocketmq_model import pulling, sending
+from .rocketmq_model.pulling import Pulling, check_filter
+from .rocketmq_model.sending import SendBackHooks, Sending
 from .kept_records import KeptRecords
+from .put_kinds import DUE, DUE_KEPT, SENT, PutKind
 from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
 from .views.rates import CONSUMED, PRODUCED, RateRing
@@ -68,7 +68,6 @@ _STALE = object()           # the cached next deadline must be found again
 _RETRY_LEN = len(RETRY_PREFIX)
 _PUT_OK = PutStatus.PUT_OK
 _FOUND = PullOutcome.FOUND
-_CRC_NAME = PROP_CRC + "\x01"
 
 
 class BrokerCore:
@@ -79,7 +78,7 @@ class BrokerCore:
         self.config = config or BrokerConfig()
         self.rng = rng if rng is not None else random.Random(0)
         self.levels = self.config.delay_levels
-        self.store_host = (self.config.broker_ip, self.config.listen_port)
+        self._store_host = (self.config.broker_ip, self.config.listen_port)
         self.topics = TopicManager(self.config, store.load_config("topics"))
         self.groups = GroupManager(self.config, store.load_config("subscriptionGroup"))
         self.configs = ConfigWriter(store, (self.topics, self.groups), lambda: self._dirty(self.clock.now_ms()))
@@ -126,7 +125,7 @@ class BrokerCore:
         self.pulsar_topics.policy_changed.append(self.pulsar_producers.refresh)
         # half messages and their check-back ladder (broker/rocketmq_model/transactions.py)
         self.transactions = TransactionService(store, clock, self.config, self.topics, self.put_message, self.notify,
-                                               self.producers, self.store_host)
+                                               self.producers, self._store_host)
         # faults on demand (broker/faults/rules.py): rules the fronts ask at their one call into
         # the core; their random draws come from a source of their own, so a run without
         # rules draws nothing and gives the same bytes
@@ -136,7 +135,7 @@ class BrokerCore:
         # lite topics and lite consumers' subscriptions (broker/rocketmq_model/lite_topics.py)
         self.lite = LiteTopics(self.topics, self.config, clock, self.call_later)
         self.lite.on_unsubscribed = self._lite_unsubscribed
-        self._hooks: list[Callable[[ConsumeMessageContext], None]] = []
+        self._hooks = SendBackHooks()
         self._stored_hooks: list[Callable[[MessageRecord, str, dict | None], None]] = []
         self._channel_ids = itertools.count(1)
         self._persistent = persistent if persistent is not None else getattr(store, "root", None) is not None
@@ -153,6 +152,22 @@ class BrokerCore:
         self.boot_ms = clock.now_ms()
         # Called at every flush, before the store's (serve keeps a virtual clock's time so).
         self.flush_hooks: list[Callable[[], None]] = [self.subscriptions.save, self.pulsar_producers.save]
+        # the 4.x send and pull operations, given the pieces they use
+        self.sending = Sending(self.config, self.topics, self.groups, clock, self.rng, store, self._store_host,
+                               self.put_message, self.kept, self.schedule, self.transactions, self._hooks)
+        self.pulling = Pulling(self.config, self.groups, self.topics, self.consumers, store, self.offsets,
+                               self.deliveries)
+
+    @property
+    def store_host(self) -> tuple[str, int]:
+        """This broker's address as its records carry it (born/store host, offset ids)."""
+        return self._store_host
+
+    @store_host.setter
+    def store_host(self, host: tuple[str, int]) -> None:
+        # serve learns its port only after binding: the parts that stamp records hold the
+        # address too (read on every send), so they are told here, the one place it changes
+        self._store_host = self.sending.store_host = self.transactions.store_host = host
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
@@ -175,19 +190,6 @@ class BrokerCore:
                            max_message_size=max(config.max_message_size, config.pulsar_max_message_size),
                            flush_disk_type=config.flush_disk_type,
                            delay_levels_ms=config.delay_levels.delays_ms, fsync=config.fsync)
-
-    def draw_queue(self, queue_nums: int) -> int:
-        """A queue among ``queue_nums``: ``rng.randrange(99999999) % queue_nums``, as the
-        broker picks one (a send without a queue id, a send-back's retry queue). For a
-        plain random.Random in one call: its randrange draws getrandbits(27) until below
-        99999999, which is what this does."""
-        rng = self.rng
-        if rng.__class__ is random.Random:
-            r = rng.getrandbits(27)
-            while r >= 99999999:
-                r = rng.getrandbits(27)
-            return r % queue_nums
-        return rng.randrange(99999999) % queue_nums
 
     # -- connections ---------------------------------------------------------------
     @property
@@ -228,87 +230,101 @@ class BrokerCore:
             if ch is not exclude and not ch.closed:
                 self.notify(ConsumerIdsChanged(ch, group))
 
-    # -- the one put path ------------------------------------------------------------
-    def put_message(self, rec: MessageRecord, *, kind: str = EventKind.STORED, group: str | None = None,
+    # -- the one put path: divert -> append (the store dispatches) -> notify -----------
+    def put_message(self, rec: MessageRecord, how: PutKind = SENT, group: str | None = None,
                     delay_level: int | None = None, deliver_at_ms: int | None = None, waited_level: int = 0,
-                    stored_map: bool = False, body_crc: int | None = None, now: int | None = None):
-        """Store ``rec`` — delayed by ``delay_level``, or to ``deliver_at_ms``, or by its
-        DELAY / TIMER_* properties when both are None (broker/rocketmq_model/delay_queue.py); a
-        ``delay_level`` of 0 stores it as it is without looking — record the events,
-        wake held pulls, keep the record (broker/kept_records.py). Returns the store's
-        PutResult; ``rec`` is updated in place. ``kind`` SENT_BACK (a send-back's retry
-        copy) records SENT_BACK beside DELAYED, with the one due time computed here;
-        REDELIVERED records the level it waited at (``waited_level``). ``stored_map``:
-        the caller vouches that ``rec.properties`` is what parsing the string it is
-        stored with gives, but for the store's CRC property (a copy made from a kept
-        record's map): it is completed with that and kept as the record's map as stored.
-        ``body_crc``: the body's CRC when known (a copy of a kept record's body); ``now``:
-        the clock's time when the caller just read it."""
+                    body_crc: int | None = None, now: int | None = None):
+        """Store ``rec`` as the kind of put ``how`` says (broker/put_kinds.py: the event it
+        records, stored as it is or diverted, its map vouched for or not) and tell whoever
+        waits for it. A diverted put is delayed by ``delay_level``, or to
+        ``deliver_at_ms``, or by its DELAY / TIMER_* properties when both are None
+        (broker/rocketmq_model/delay_queue.py). Returns the store's PutResult; ``rec`` is
+        updated in place. The request was validated by the operation that built ``rec``
+        (sending.py, invisible_time.py, transactions.py). The stages, each a section
+        below (one method: a call per stage would be paid on every put, twice per retried
+        delivery):
+
+        1. divert: a delayed message goes to its delay level's or the timer's queue
+           (ScheduleService.divert);
+        2. append: the store writes it and gives it its queue entry (MessageStore.put,
+           which asks store/dispatch.py);
+        3. stored: a flush becomes due, the map as stored is completed when the caller
+           vouched for it (MessageRecord.complete_stored_map), the stored hooks and the
+           rates hear of it;
+        4. waits (a delayed message: the schedule holds its due time; DELAYED and
+           SENT_BACK recorded) or arrived (its event, the Pulsar subscriptions reading
+           its topic, the record kept with its map as stored, the held pulls it wakes
+           answered).
+
+        ``group``: whose it is; ``waited_level``: the level a delayed message come due
+        waited at (its REDELIVERED event); ``body_crc``: the body's CRC when known (a copy
+        of a kept record's body); ``now``: the clock's time when the caller just read it."""
         if now is None:
             now = self.clock.now_ms()
-        lane = None if delay_level == 0 else self.schedule.divert(rec, now, delay_level, deliver_at_ms)
+        # 1. divert
+        lane = None if how.as_is else self.schedule.divert(rec, now, delay_level, deliver_at_ms)
+        # 2. append (the store asks store/dispatch.py for the queue entry)
         res = self.store.put(rec, now, body_crc)
         if res[0] is not _PUT_OK:
             return res
-        if self._flush_due is None and self._persistent:        # (_dirty, inlined: every put)
-            self._flush_due = now + self.config.flush_interval_commit_log
+        # 3. stored
+        if self._flush_due is None and self._persistent:   # (a call once per flush, none in memory)
+            self._dirty(now)
         self._deadline = _STALE
-        props = rec.properties
-        if stored_map and self._prop_crc:
-            text = rec.properties_text
-            if text[-19:-10] == _CRC_NAME:
-                props[PROP_CRC] = text[-10:]
-            elif PROP_CRC in props:
-                del props[PROP_CRC]
-            kept = (rec, props)
-        else:
-            kept = None
+        stored = rec.complete_stored_map() if how.vouched_map and self._prop_crc else None  # the map as stored
         if self._stored_hooks:
             for fn in self._stored_hooks:
-                fn(rec, res.msg_id, None if kept is None else props)
+                fn(rec, res.msg_id, stored)
+        props = rec.properties
+        kind = how.event
         if kind is not EventKind.REDELIVERED:          # (a delayed message come due was counted when sent)
             self.rates.stored(now, kind, rec.topic, props, group)
+        events = self.events
         if lane is not None:
-            due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp, kept)
-            if EventKind.DELAYED in self.events.wanted:
-                self.events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
-                                         res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                         rec.reconsume_times, lane, due, props.get(Prop.ORIGIN_MESSAGE_ID),
-                                         props.get(Prop.REAL_TOPIC)))
-            if kind is EventKind.SENT_BACK and EventKind.SENT_BACK in self.events.wanted:
-                self.events.append(Event(EventKind.SENT_BACK, now, props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID]),
-                                         res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
-                                         rec.reconsume_times, lane, due, props[Prop.ORIGIN_MESSAGE_ID],
-                                         props[Prop.RETRY_TOPIC]))
+            # 4a. waits in its lane (the record carried until it is due: ScheduleService.due_copy)
+            due = self.schedule.scheduled(lane, rec, res.queue_offset, res.store_timestamp,
+                                          None if stored is None else (rec, stored))
+            if EventKind.DELAYED in events.wanted:
+                events.append(Event(EventKind.DELAYED, now, rec.topic, rec.queue_id, res.queue_offset,
+                                    res.commit_log_offset, props.get(Prop.UNIQ_KEY), group, rec.reconsume_times,
+                                    lane, due, props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.REAL_TOPIC)))
+            if kind is EventKind.SENT_BACK and EventKind.SENT_BACK in events.wanted:
+                events.append(Event(EventKind.SENT_BACK, now, props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID]),
+                                    res.queue_offset, res.commit_log_offset, props.get(Prop.UNIQ_KEY), group,
+                                    rec.reconsume_times, lane, due, props[Prop.ORIGIN_MESSAGE_ID],
+                                    props[Prop.RETRY_TOPIC]))
             return res
+        # 4b. arrived: readable now
         if rec.topic in self.subscriptions.topics:      # a Pulsar-style subscription reads it
             self.subscriptions.stored(rec.topic)
         if kind is EventKind.SENT_BACK:
             kind = EventKind.STORED         # (a send-back that is not delayed: a transaction half)
-        if kind in self.events.wanted:
-            self.events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
-                                     props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, waited_level, None,
-                                     props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
-        self.kept.keep(rec, kept[1] if kept is not None else None)
+        if kind in events.wanted:
+            events.append(Event(kind, now, rec.topic, rec.queue_id, res.queue_offset, res.commit_log_offset,
+                                props.get(Prop.UNIQ_KEY), group, rec.reconsume_times, waited_level, None,
+                                props.get(Prop.ORIGIN_MESSAGE_ID), props.get(Prop.RETRY_TOPIC)))
+        kept = self.kept.keep(rec, stored)
         if self.holds._by_queue:
-            data = self.store.last_put
+            data = None
             for held in self.holds.arrived(rec.topic, rec.queue_id, res.queue_offset, props):
-                self._answer_arrived(held, res, data)
+                if data is None:
+                    data = self.store.last_put
+                self._answer_arrived(held, res, data, now, kept)
         return res
 
     # -- typed operations (broker/operations.py) ---------------------------------------
     def send(self, request: SendRequest, channel: Channel) -> SendResult:
         """Store one message (broker/rocketmq_model/sending.py)."""
-        return sending.send(self, request, channel)
+        return self.sending.send(request, channel)
 
     def send_batch(self, request: BatchSendRequest, channel: Channel) -> SendResult:
         """Store a batch of one topic and queue (broker/rocketmq_model/sending.py)."""
-        return sending.send_batch(self, request, channel)
+        return self.sending.send_batch(request, channel)
 
     def send_back(self, request: SendBack) -> SendBackResult:
         """A consumer gives a stored message back: retried later or dead-lettered, as
         the retry lifecycle decides (broker/rocketmq_model/sending.py)."""
-        return sending.send_back(self, request)
+        return self.sending.send_back(request)
 
     def end_transaction(self, request: EndTransaction) -> EndTransactionResult:
         """A producer commits or rolls back a half message, or does not know yet
@@ -317,7 +333,7 @@ class BrokerCore:
 
     def pull(self, request: PullRequest, channel: Channel) -> PullResult:
         """Read a queue for a group (broker/rocketmq_model/pulling.py); commits ``commit_offset``."""
-        return pulling.pull(self, request, channel)
+        return self.pulling.pull(request, channel, self.clock.now_ms())
 
     def pop(self, request: PopRequest) -> PopResult:
         """5.x receive: visible messages of a topic (and the group's pop retry topic),
@@ -342,7 +358,7 @@ class BrokerCore:
             return SendResult(SendOutcome.LITE_TOPIC_ILLEGAL, remark=why)
         tc = self.topics.get(request.topic)
         if tc is None:
-            return sending.send(self, request, channel)         # (its refusal: no such topic)
+            return self.sending.send(request, channel)         # (its refusal: no such topic)
         props = dict(request.properties or {})
         props[LITE_TOPIC_PROPERTY] = lite_topic
         why = mismatch(tc.message_type or LITE, props, request.deliver_at_ms)
@@ -354,7 +370,7 @@ class BrokerCore:
         stored, why = self.lite.destination(request.topic, lite_topic)
         if why is not None:
             return SendResult(SendOutcome.LITE_TOPIC_QUOTA_EXCEEDED, remark=why)
-        return sending.send(self, dataclasses.replace(request, topic=stored, queue_id=0, properties=props), channel)
+        return self.sending.send(dataclasses.replace(request, topic=stored, queue_id=0, properties=props), channel)
 
     def sync_lite_subscription(self, client_id: str, group: str, topic: str, action: int,
                                lite_topics) -> tuple[str, str]:
@@ -445,8 +461,7 @@ class BrokerCore:
 
     def earliest_store_time(self, topic: str, queue_id: int) -> int:
         """The store time of the queue's first message still held, -1 if none."""
-        entry = self.store.queue_entry(topic, queue_id, self.store.min_offset(topic, queue_id))
-        rec = self.store.look_message_by_offset(entry[0]) if entry else None
+        rec = self.store.record_at(topic, queue_id, self.store.min_offset(topic, queue_id))
         return rec.store_timestamp if rec else -1
 
     def register(self, reg: Registration, channel: Channel) -> None:
@@ -475,7 +490,7 @@ class BrokerCore:
     def check_filter(self, expression_type: str | None, expression: str | None):
         """(FilterCheck, remark) of a 4.x consumer's subscription at its start
         (CHECK_CLIENT_CONFIG; broker/rocketmq_model/pulling.py)."""
-        return pulling.check_filter(expression_type, expression, self.config.enable_property_filter)
+        return check_filter(expression_type, expression, self.config.enable_property_filter)
 
     def consumer_ids(self, group: str) -> list[str] | None:
         """The client ids of a consumer group's live members; None when it has none."""
@@ -521,7 +536,8 @@ class BrokerCore:
         (``suspend_ms``; ``shortPollingTimeMills`` without ``longPollingEnable``) ends,
         and is answered by a PullReady notification carrying ``context``. The commit it
         carries is made now, once (PullRequestHoldService)."""
-        result = pulling.pull(self, request, channel)
+        now = self.clock.now_ms()
+        result = self.pulling.pull(request, channel, now)
         if result.outcome is not PullOutcome.NO_NEW_MESSAGE:
             return result
         wait = suspend_ms if self.config.long_polling_enable else self.config.short_polling_time_mills
@@ -529,7 +545,7 @@ class BrokerCore:
             request.group, request.topic, request.queue_id, request.offset, request.max_msgs, request.subscription,
             request.expression_type, request.sub_version, None)
         self.holds.hold(HeldPull(channel, again, context, request.topic, request.queue_id, request.offset,
-                                 result.tag_codes, self.clock.now_ms() + wait, False, 0, result.min_offset))
+                                 result.tag_codes, now + wait, False, 0, result.min_offset))
         return None
 
     def _answer_held(self, held) -> None:
@@ -548,9 +564,10 @@ class BrokerCore:
         return PullResult(PullOutcome.NO_NEW_MESSAGE, [], held.offset, low, high, None, None, "NO_MESSAGE_IN_QUEUE",
                           None)
 
-    def _answer_arrived(self, held, res, data: bytes) -> None:
+    def _answer_arrived(self, held, res, data: bytes, now: int, kept) -> None:
         """Answer a held pull that the record just stored (the put's ``res``; ``data``, the
-        bytes it wrote) woke, with that record: what running the pull again would find, when it was
+        bytes it wrote; ``now``, its time; ``kept``, what KeptRecords.keep kept of it)
+        woke, with that record: what running the pull again would find, when it was
         waiting at that very offset (its checks are run again: a permission or a
         subscription may have changed meanwhile). Anything else runs it again."""
         channel = held.channel
@@ -562,17 +579,18 @@ class BrokerCore:
             self.notify(PullReady(channel, held.context, request, result))
             return
         if held.offset == res.queue_offset:
-            code_set = pulling.check(self, request, channel)
+            code_set = self.pulling.check(request, channel)
             if code_set.__class__ is PullResult:
                 result = code_set                           # refused now
             elif code_set is None:                          # every tag (else the entry's tagsCode decides: run it)
                 offset = held.offset + 1
-                kept = self.kept.get(res.commit_log_offset)
+                if kept is not None and kept[1] is None:        # (its map as stored: parsed now)
+                    kept = self.kept.get(res.commit_log_offset)
                 # positional, in PullResult's field order (outcome, records, next_offset,
                 # min_offset, max_offset, remark, tag_codes, store_status, stored)
                 result = PullResult(_FOUND, [data], offset, held.min_offset, offset, None, None,
                                     "FOUND", None if kept is None else (kept,))
-                self.deliveries.pulled(self.clock.now_ms(), request.group, request.topic, request.queue_id,
+                self.deliveries.pulled(now, request.group, request.topic, request.queue_id,
                                        held.offset, offset, None, channel.client_id or channel.remote)
         if result is None:
             result = self.pull(request, channel)
@@ -604,11 +622,7 @@ class BrokerCore:
         return bool(self._hooks)
 
     def run_send_back_hooks(self, ctx: ConsumeMessageContext) -> None:
-        for fn in self._hooks:
-            try:
-                fn(ctx)
-            except Exception:
-                log.exception("send-back hook failed")
+        self._hooks.run(ctx)
 
     # -- permissions -------------------------------------------------------------------
     @property
@@ -749,12 +763,10 @@ class BrokerCore:
                 if POP_RETRY_SEPARATOR in group:
                     group = group.partition(POP_RETRY_SEPARATOR)[0]
             if kept is not None:
-                res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group, delay_level=0,
-                                       waited_level=0 if lane == TIMER_LANE else lane, stored_map=True,
-                                       body_crc=kept[0].body_crc, now=now)
+                res = self.put_message(rec, DUE_KEPT, group, None, None, 0 if lane == TIMER_LANE else lane,
+                                       kept[0].body_crc, now)
             else:
-                res = self.put_message(rec, kind=EventKind.REDELIVERED, group=group,
-                                       waited_level=0 if lane == TIMER_LANE else lane)
+                res = self.put_message(rec, DUE, group, None, None, 0 if lane == TIMER_LANE else lane)
             if res.status is not PutStatus.PUT_OK:
                 if not self._schedule_failing:      # one line per failure streak, not one per retry
                     log.warning("re-store of a due delayed message failed (%s: %s); retrying every %d ms",
@@ -1056,15 +1068,3 @@ class BrokerCore:
         if self._deadline is not _STALE and self._deadline_holds == self.holds.version:
             cached = (self._deadline, self._deadline_free)
             assert cached == self._find_deadline(), f"the cached next deadlines {cached} are stale"
-
-    def born_host_of(self, channel: Channel):
-        return _born_host(channel.remote)
-
-
-@lru_cache(maxsize=4096)
-def _born_host(remote: str):
-    """A connection's address as a record's born host (parsed once per connection)."""
-    try:
-        return parse_host(remote)
-    except ValueError:
-        return ("127.0.0.1", 0)

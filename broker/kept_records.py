@@ -31,18 +31,20 @@ class KeptRecords:
         self._count = 0
         self.limit = limit
 
-    def keep(self, rec, props: dict | None = None) -> None:
+    def keep(self, rec, props: dict | None = None) -> tuple | None:
         """``rec`` was just stored (its fields are the stored ones); ``props``: its map as
         stored, when the writer knows it. A record with an IPv6 host is not kept (a
-        decode spells its address its own way)."""
+        decode spells its address its own way). Returns what it kept, (rec, props), or
+        None (what ``get`` would give at once, but for a map not known yet)."""
         if rec.sys_flag & _V6:
-            return
-        self._by_offset[rec.commit_log_offset] = (rec, props)
+            return None
+        entry = self._by_offset[rec.commit_log_offset] = (rec, props)
         self._count += 1
         if self._count > 2 * self.limit:
             items = list(self._by_offset.items())[-self.limit:]
             self._by_offset = dict(items)
             self._count = len(items)
+        return entry
 
     def get(self, offset: int) -> tuple | None:
         """(record, its map as stored) of the record stored at ``offset``, None when it

@@ -30,8 +30,7 @@ def newest_store_timestamp(store) -> int | None:
             last = store.max_offset(topic, qid) - 1
             if last < store.min_offset(topic, qid):
                 continue
-            entry = store.queue_entry(topic, qid, last)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(topic, qid, last)
             if rec is not None and (newest is None or rec.store_timestamp > newest):
                 newest = rec.store_timestamp
     return newest

@@ -23,74 +23,14 @@ import zlib
 from pathlib import Path
 
 from .errors import StoreError
-from .record_view import prop_value
-from .records import SCHEDULE_TOPIC, TIMER_TOPIC, RecordError, SysFlag, _topic_field, tags_code
+from .records import SCHEDULE_TOPIC, RecordError, _topic_field
 
-__all__ = ["ConsumeQueue", "QueueFiles", "ENTRY", "ENTRY_SIZE", "SCHEDULE_TOPIC", "dispatched", "entry_tags_code", "load_queue",
+__all__ = ["ConsumeQueue", "QueueFiles", "ENTRY", "ENTRY_SIZE", "SCHEDULE_TOPIC", "load_queue",
            "write_queue", "list_queue_dirs", "valid_topic_dir"]
 
 ENTRY = struct.Struct(">qiq")
 ENTRY_SIZE = 20
 _FILE_NAME = re.compile(r"^\d{20}$")
-
-
-def dispatched(sys_flag: int) -> bool:
-    """Whether a record with this sysFlag gets a consume-queue entry: every record but
-    prepared and rollback transaction halves (upstream's DispatchRequest rule), for
-    puts, recovery and the invariant check alike."""
-    return sys_flag & 0xC not in (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
-
-
-def entry_tags_code(topic: str, properties_text: str, store_timestamp: int, delays_ms: tuple[int, ...]) -> int:
-    """The tagsCode of a record's entry, from its *stored* properties string (so a queue
-    rebuilt from the log is byte-identical to the one written at put time): the one
-    place it is computed, for puts, recovery and the invariant check.
-
-    SCHEDULE_TOPIC_XXXX: the delivery time, store time + delay(DELAY) with DELAY clamped
-    to the table; a missing, unparsable or non-positive level counts as +1000 ms.
-    The timer topic: the delivery time TIMER_DELIVER_MS (store time if unreadable).
-    Any other topic: the Java hash of TAGS (0 without tags).
-    """
-    if topic == TIMER_TOPIC:
-        raw = prop_value(properties_text, "TIMER_DELIVER_MS")
-        return int(raw) if raw and raw.isascii() and raw.isdigit() else store_timestamp
-    if topic == SCHEDULE_TOPIC:
-        # prop_value(text, "DELAY"), quicker for the usual string (as TAGS below)
-        _, sep, raw = properties_text.rpartition("\x02DELAY\x01")
-        if not sep:
-            raw = properties_text[6:] if properties_text[:6] == "DELAY\x01" else ""
-        raw = raw.partition("\x02")[0]
-        if not raw:                             # none, or an empty last one: an earlier one counts
-            raw = prop_value(properties_text, "DELAY")
-        try:
-            level = int(raw) if raw and raw.isascii() else 0
-        except ValueError:
-            level = 0
-        if level > len(delays_ms):
-            level = len(delays_ms)
-        return store_timestamp + (delays_ms[level - 1] if level > 0 else 1000)
-    # tags_code(prop_value(text, "TAGS")), quicker for the usual string: the last segment
-    # that starts "TAGS\x01" has a value. A TAGS segment is either the first one (the
-    # client's usual place for it) or follows a "\x02". (partition, not find: str.find
-    # parses its arguments the slow way)
-    _, sep, value = properties_text.rpartition("\x02TAGS\x01")
-    if not sep:
-        if not properties_text.startswith("TAGS\x01"):
-            return 0
-        value = properties_text[5:]             # the first segment, and the only TAGS one
-    value = value.partition("\x02")[0]
-    if not value:                               # an empty last TAGS: an earlier one counts
-        return tags_code(prop_value(properties_text, "TAGS"))
-    try:
-        return _tag_codes[value]
-    except KeyError:
-        if len(_tag_codes) >= 4096:
-            _tag_codes.clear()
-        code = _tag_codes[value] = tags_code(value)
-        return code
-
-
-_tag_codes: dict[str, int] = {}         # TAGS value -> tagsCode (bounded)
 
 
 SCHEDULE_TOPIC_FIELD = _topic_field(SCHEDULE_TOPIC)   # the put path knows its queues by this object

@@ -12,17 +12,19 @@ from .records import MAGIC_CODE
 __all__ = ["check_store"]
 
 
-def check_store(store) -> None:
+def check_store(lg, queues: dict, offsets: dict, delay_offsets: dict, delays_ms: tuple[int, ...], *,
+                on_disk: bool) -> None:
     """Assert the store's invariants (for randomized tests; reads everything):
     the log is a chain of valid records, known damaged ranges and BLANK-sealed
     segments; every queue is exactly what dispatching the log would build (an entry
-    may point at damage instead); offsets are ints."""
-    lg = store._log
+    may point at damage instead); offsets are ints. The parts are MessageStore's (its
+    ``_check`` passes them): the commit log, the queue table, the committed offsets' and
+    the delay offsets' tables, the delay levels and whether it lives on disk."""
     assert lg.bases == [s.base for s in lg.segments], "segment index out of date"
     assert lg.bases == sorted(set(lg.bases)), "segments not in order"
     active = lg.segments[-1]
     assert lg.active is active, "put's append target is stale"
-    assert (lg.tail, lg.file) == ((active.recent, active) if store._root is not None else (active, None))
+    assert (lg.tail, lg.file) == ((active.recent, active) if on_disk else (active, None))
     assert lg.fast_limit == (-1 if lg.sync_each else active.base + lg.segment_size - 8)
     expected: dict[tuple[str, int], dict[int, bytes]] = {}
     for i, seg in enumerate(lg.segments):
@@ -43,7 +45,7 @@ def check_store(store) -> None:
             assert check_record(buf, pos, size, seg.base + pos) == total
             f = fields(buf, pos)
             d = dispatch(f.topic, f.queue_id, f.sys_flag, f.properties, f.store_timestamp, seg.base + pos, total,
-                         store._delays)
+                         delays_ms)
             if d is not None:
                 entries = expected.setdefault(d[0], {})
                 assert f.queue_offset not in entries, f"queue offset {f.queue_offset} twice in the log"
@@ -54,7 +56,7 @@ def check_store(store) -> None:
         else:
             assert last, f"segment {seg.base} has no BLANK but is not the last one"
     assert lg.end == lg.segments[-1].base + lg.segments[-1].size
-    for key, cq in store._queues.items():
+    for key, cq in queues.items():
         want = expected.get(key, {})
         for qoff in range(cq.min_offset, cq.max_offset):
             entry = cq.read(qoff, qoff + 1)
@@ -67,9 +69,9 @@ def check_store(store) -> None:
         if cq.min_offset > cq.base:        # entries kept for records before the log start
             assert cq.phys_at(cq.min_offset - 1) < lg.min_offset
         cq.check()
-        assert (cq.files is not None) == (store._root is not None)
-    missing = set(expected) - set(store._queues)
+        assert (cq.files is not None) == on_disk
+    missing = set(expected) - set(queues)
     assert not missing, f"records without a queue: {sorted(missing)[:5]}"
-    for key, per in store._offsets.table.items():
+    for key, per in offsets.items():
         assert "@" in key and all(type(q) is int and type(o) is int for q, o in per.items())
-    assert all(type(k) is int and type(v) is int for k, v in store._delay.table.items())
+    assert all(type(k) is int and type(v) is int for k, v in delay_offsets.items())

@@ -18,8 +18,8 @@ from typing import Iterator
 from .checkpoint import Checkpoint, QueueMark, save_checkpoint
 from .commit_log import CommitLog, RecordTooLarge
 from .config import StoreConfig
-from .consume_queue import (ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, entry_tags_code, queue_dir,
-                            valid_topic_dir, write_queue)
+from .consume_queue import ENTRY, ENTRY_SIZE, ConsumeQueue, QueueFiles, queue_dir, valid_topic_dir, write_queue
+from .dispatch import LISTED, entry_tags_code
 from .config_journal import JOURNAL_SUFFIX, append_changes, apply_changes, read_changes
 from .errors import StoreError, StoreWriteError
 from .fsutil import RootLock
@@ -37,10 +37,8 @@ log = logging.getLogger("store")
 
 _RESERVED_CONFIGS = {"consumerOffset", "delayOffset"}
 
-_pack_entry = ENTRY.pack
 _new_tuple = tuple.__new__
 _PUT_OK = PutStatus.PUT_OK
-_NOT_LISTED = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
 # Upstream scans at most max(16000 bytes, maxMsgNums * 20) of a queue per pull while
 # filtering, i.e. at least 800 entries, before answering NO_MATCHED_MESSAGE.
 _MIN_FILTER_SCAN = 800
@@ -77,7 +75,20 @@ class MessageStore:
             self._log = CommitLog(None, config.segment_size)
             self.recovery = Recovery()
         else:
-            open_directory(self, self._root)
+            self._open(self._root)
+
+    def _open(self, root: Path) -> None:
+        """Recover the directory (opening.py) and take what it found; then flush the
+        repairs and a fresh checkpoint (unless the one read says it all)."""
+        opened = open_directory(root, self.config, self._new_queue, self._delays, self._load_offsets)
+        self._lock, self._log, self._queues, self.recovery = opened.lock, opened.log, opened.queues, opened.recovery
+        if opened.checkpoint is not None and opened.checkpoint == self._current_checkpoint():
+            self._checkpointed = self._checkpoint_state()     # nothing to rewrite
+        self.flush()        # persist repairs (cut queue files, new entries) and a fresh checkpoint
+
+    def _load_offsets(self, config_dir: Path) -> None:
+        self._offsets.load(config_dir)
+        self._delay.load(config_dir)
 
     def _new_queue(self, topic: str, queue_id: int, base: int = 0) -> ConsumeQueue:
         """An empty queue; a file store's reads its written entries back from its files."""
@@ -122,9 +133,7 @@ class MessageStore:
             too_big = True
         if too_big:
             return self._body_refused(rec.body)
-        # dispatch.dispatch's rule, inlined (the put path): prepared and rollback
-        # transaction halves get no consume-queue entry
-        listed = rec.sys_flag & 0xC not in _NOT_LISTED
+        listed = LISTED[rec.sys_flag & 0xC]         # (dispatch's rule: its queue offset is written)
         try:
             if listed and cq is not None:
                 at = self._log.append_record(rec, cq.max_offset, now_ms, prop_crc=self._prop_crc,
@@ -141,8 +150,7 @@ class MessageStore:
                 cq = self._queues[(topic, rec.queue_id)] = self._new_queue(topic, rec.queue_id)
             if not known and cq.topic_field is not None:    # a usual topic: the next put finds it quickly
                 self._fast_queues.setdefault(topic, {})[rec.queue_id] = cq
-            cq.buf += _pack_entry(at, size, entry_tags_code(topic, rec.properties_text, now_ms, self._delays))
-            cq.max_offset += 1              # (ConsumeQueue.append, inlined: the put path)
+            cq.append(at, size, entry_tags_code(topic, rec.properties_text, now_ms, self._delays))
         try:
             prefix = self._host_prefix[rec.store_host]
         except (KeyError, TypeError):       # first put from this host (or a list, not a tuple)
@@ -294,6 +302,16 @@ class MessageStore:
         Cost: a segment lookup (bisect) and one read of the record."""
         self._live()
         return self._log.read_record(phys_offset)
+
+    def record_at(self, topic: str, queue_id: int, offset: int) -> MessageRecord | None:
+        """The record a queue lists at ``offset``, decoded as ``look_message_by_offset``
+        decodes it; None outside the queue's [min, max) or where no record starts (a
+        damaged one). The one way from a queue offset to its record. Cost: one entry (from
+        memory or a 20-byte read), one log read and a decode, O(record size)."""
+        self._live()
+        cq = self._queues.get((topic, queue_id))
+        entry = cq.entry(offset) if cq is not None else None
+        return self.look_message_by_offset(entry[0]) if entry is not None else None
 
     def look_message_by_offset(self, phys_offset: int) -> MessageRecord | None:
         """The record at ``phys_offset`` decoded (body not CRC-checked, as upstream).
@@ -635,4 +653,5 @@ class MessageStore:
     # -- invariants ----------------------------------------------------------------------------
     def _check(self) -> None:
         """Assert the store's invariants (store/invariants.py; reads everything)."""
-        check_store(self)
+        check_store(self._log, self._queues, self._offsets.table, self._delay.table, self._delays,
+                    on_disk=self._root is not None)

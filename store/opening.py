@@ -4,13 +4,15 @@ load the offsets, and make sure no offset a client was given goes to another rec
 after an unclean end. ``store.recovery`` says what was cut or rebuilt; every repair is
 also logged as a warning on the "store" logger.
 
-Functions of the MessageStore being opened (this module is its opening job, split out
-of message_store.py).
+MessageStore's opening job, split out of message_store.py: functions of the parts they
+are given (the log, the queue table, the store's config), which return what they found;
+the store keeps the state.
 """
 from __future__ import annotations
 
 import logging
 from bisect import bisect_right
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import fsutil
@@ -24,7 +26,7 @@ from .record_view import fields
 from .segment import segment_name
 from .status import Recovery
 
-__all__ = ["open_directory", "RUNNING_MARKER"]
+__all__ = ["open_directory", "Opened", "RUNNING_MARKER"]
 
 log = logging.getLogger("store")
 
@@ -35,11 +37,23 @@ _OURS = {"commitlog", "consumequeue", "config", "checkpoint", "lock", "abort"}
 RUNNING_MARKER = "abort"
 
 
-def open_directory(store, root: Path) -> None:
-    """Open ``root`` for ``store`` (MessageStore.__init__): check it is ours, take the
-    lock, recover the log, then the queues, load offsets, then flush the repairs and a
-    fresh checkpoint. Cost: O(log bytes the checkpoint cannot vouch for) plus one CRC
-    pass over the rest and over each queue's files."""
+@dataclass
+class Opened:
+    """What opening a directory found: the store's lock, its recovered log, its queues
+    (repaired and caught up with the log), what recovery did and the checkpoint read."""
+    lock: RootLock
+    log: CommitLog
+    queues: dict
+    recovery: Recovery
+    checkpoint: Checkpoint | None
+
+
+def open_directory(root: Path, config, new_queue, delays_ms: tuple[int, ...], load_offsets) -> Opened:
+    """Open ``root`` for a MessageStore (its __init__): check it is ours, take the lock,
+    recover the log, then the queues (``new_queue(topic, queue_id, base)`` makes one),
+    ``load_offsets(config dir)``; the store then flushes the repairs and a fresh
+    checkpoint. Cost: O(log bytes the checkpoint cannot vouch for) plus one CRC pass over
+    the rest and over each queue's files."""
     if root.exists() and not root.is_dir():
         raise StoreError(f"store root {str(root)!r} is a file, not a directory")
     try:
@@ -54,42 +68,42 @@ def open_directory(store, root: Path) -> None:
     for sub in ("commitlog", "consumequeue", "config"):
         if (root / sub).exists() and not (root / sub).is_dir():
             raise StoreError(f"{str(root / sub)!r} should be a directory but is a file")
-    store._lock = RootLock(root)
+    lock = RootLock(root)
+    lg = None
+    queues: dict = {}
     try:
         for sub in ("commitlog", "consumequeue", "config"):
             (root / sub).mkdir(exist_ok=True)
         ckpt, why_not = load_checkpoint(root / "checkpoint")
-        store._log = CommitLog(root / "commitlog", store.config.segment_size, sync=store.config.sync_flush,
-                              fsync=store.config.fsync)
-        lrep = store._log.recover(ckpt)
+        lg = CommitLog(root / "commitlog", config.segment_size, sync=config.sync_flush, fsync=config.fsync)
+        lrep = lg.recover(ckpt)
         # a checkpoint whose segments did not check out says nothing about dispatch
-        qnotes, dropped, rebuilt, walked = recover_queues(store, None if lrep.doubted else ckpt)
-        store._offsets.load(root / "config")
-        store._delay.load(root / "config")
-        qnotes += continue_past_unsure_end(store, root, ckpt, lrep)
+        qnotes, dropped, rebuilt, walked = recover_queues(lg, queues, root, config, new_queue, delays_ms,
+                                                          None if lrep.doubted else ckpt)
+        load_offsets(root / "config")
+        qnotes += continue_past_unsure_end(lg, root, config, ckpt, lrep)
     except BaseException:
-        if getattr(store, "_log", None) is not None and store._log.segments:
-            for seg in store._log.segments:
+        if lg is not None and lg.segments:
+            for seg in lg.segments:
                 seg.close()
-        store._lock.release()
+        lock.release()
         raise
     notes = list(lrep.notes) + qnotes
     if ckpt is None and lrep.records_walked + walked:
         notes.insert(0, f"{why_not}: the whole log was walked")
-    store.recovery = Recovery(
+    recovery = Recovery(
         truncated_at=lrep.truncated_at, bytes_cut=lrep.bytes_cut, reason=lrep.reason,
         removed_segments=tuple(lrep.removed_segments), dropped_entries=dropped,
         rebuilt_queues=tuple(sorted(rebuilt)), records_walked=lrep.records_walked + walked,
         used_checkpoint=ckpt is not None, notes=tuple(notes),
-        damaged=tuple((d.start, d.end - d.start, segment_name(store._log.bases[bisect_right(store._log.bases, d.start) - 1]),
-                       d.reason) for d in store._log.damage.ranges))
-    report_recovery(store, lrep)
-    if ckpt is not None and ckpt == store._current_checkpoint():
-        store._checkpointed = store._checkpoint_state()     # nothing to rewrite
-    store.flush()        # persist repairs (cut queue files, new entries) and a fresh checkpoint
+        damaged=tuple((d.start, d.end - d.start, segment_name(lg.bases[bisect_right(lg.bases, d.start) - 1]),
+                       d.reason) for d in lg.damage.ranges))
+    report_recovery(root, recovery)
+    return Opened(lock, lg, queues, recovery, ckpt)
 
 
-def continue_past_unsure_end(store, root: Path, ckpt: Checkpoint | None, lrep: LogRecovery) -> list[str]:
+def continue_past_unsure_end(lg: CommitLog, root: Path, config, ckpt: Checkpoint | None,
+                             lrep: LogRecovery) -> list[str]:
     """After an unclean shutdown that may have lost acknowledged records — the
     machine restarted since (power loss, OS crash: only fsync'd bytes are certain) or
     bytes the checkpoint had recorded are gone — continue the log past every
@@ -108,49 +122,49 @@ def continue_past_unsure_end(store, root: Path, ckpt: Checkpoint | None, lrep: L
     if last_boot is not None:
         other_boot = not last_boot or boot is None or last_boot != boot
         lost_flushed = ckpt is not None and lrep.truncated_at is not None and lrep.truncated_at < ckpt.log_end
-        end = store._log.end
+        end = lg.end
         if (other_boot or lost_flushed) and end < lrep.reach:
-            store._log.skip_past(lrep.reach)
+            lg.skip_past(lrep.reach)
             why = ("on another boot of the machine (a power loss or an OS crash?)" if other_boot
                    else "and records it had flushed are gone")
             notes.append(f"the last run did not shut down cleanly {why}: the log continues at offset "
-                         f"{store._log.end} instead of {end}, so no offsetMsgId a client may have been given "
+                         f"{lg.end} instead of {end}, so no offsetMsgId a client may have been given "
                          f"goes to another message")
-    atomic_write(marker, (boot or "").encode("ascii", "replace") + b"\n", durable=store.config.fsync)
+    atomic_write(marker, (boot or "").encode("ascii", "replace") + b"\n", durable=config.fsync)
     return notes
 
 
-def report_recovery(store, lrep: LogRecovery) -> None:
-    rec = store.recovery
+def report_recovery(root: Path, rec: Recovery) -> None:
     for offset, length, segment, reason in rec.damaged:
         log.warning("store %s: damaged record(s) at offset %d in segment %s (%d bytes: %s); skipped, the "
-                    "records after them are kept", store._root, offset, segment, length, reason)
+                    "records after them are kept", root, offset, segment, length, reason)
     if rec.truncated_at is not None:
         log.warning("store %s: commit log cut at offset %d (%s); %d bytes removed, records before it kept",
-                    store._root, rec.truncated_at, rec.reason, rec.bytes_cut)
+                    root, rec.truncated_at, rec.reason, rec.bytes_cut)
     for seg in rec.removed_segments:
-        log.warning("store %s: removed commit-log segment %s", store._root, seg)
+        log.warning("store %s: removed commit-log segment %s", root, seg)
     if rec.dropped_entries:
         log.warning("store %s: dropped %d consume-queue entries that pointed past the log end",
-                    store._root, rec.dropped_entries)
+                    root, rec.dropped_entries)
     if rec.rebuilt_queues:
-        log.warning("store %s: rebuilt consume-queue entries from the log for %d queue(s): %s", store._root,
+        log.warning("store %s: rebuilt consume-queue entries from the log for %d queue(s): %s", root,
                     len(rec.rebuilt_queues), ", ".join(f"{t}/{q}" for t, q in rec.rebuilt_queues[:10]))
     for note in rec.notes:
-        log.warning("store %s: %s", store._root, note)
+        log.warning("store %s: %s", root, note)
 
 
-def recover_queues(store, ckpt: Checkpoint | None) -> tuple[list[str], int, set, int]:
+def recover_queues(lg: CommitLog, queues: dict, root: Path, config, new_queue, delays_ms: tuple[int, ...],
+                   ckpt: Checkpoint | None) -> tuple[list[str], int, set, int]:
     """Load the queue files and keep the queues the checkpoint vouches for (the CRC32
     of their entries is the one it recorded); rebuild every other one from the log
     (damaged or stale files, no checkpoint). Drop entries past the log end, then walk
     the log from the earliest point some queue needs and append what is missing,
     checking every entry met on the way against its record.
-    Returns (notes, entries dropped, queues given entries, records walked)."""
-    lg = store._log
+    The queues go into ``queues``. Returns (notes, entries dropped, queues given
+    entries, records walked)."""
     end, lmin = lg.end, lg.min_offset
-    epf = store.config.consume_queue_entries_per_file
-    found, notes = list_queue_dirs(store._root / "consumequeue")
+    epf = config.consume_queue_entries_per_file
+    found, notes = list_queue_dirs(root / "consumequeue")
     marks = ckpt.queues if ckpt is not None else {}
     dropped = 0
     start = min(ckpt.log_end, end) if ckpt is not None else lmin
@@ -170,29 +184,29 @@ def recover_queues(store, ckpt: Checkpoint | None) -> tuple[list[str], int, set,
             start = lmin
         if lmin > 0 and cq.max_offset > cq.base:
             cq.min_offset = cq.first_at_or_after(lmin)
-        store._queues[(topic, qid)] = cq
-    if any(key not in store._queues for key in marks):
+        queues[(topic, qid)] = cq
+    if any(key not in queues for key in marks):
         start = lmin                    # a queue's files are gone: rebuilt from the log
-    rebuilt, walked = dispatch_from(store, max(start, lmin), notes)
-    for cq in store._queues.values():
+    rebuilt, walked = dispatch_from(lg, queues, new_queue, delays_ms, max(start, lmin), notes)
+    for cq in queues.values():
         cq.files.forget()           # the pages recovery read
     return notes, dropped, rebuilt, walked
 
 
 
 
-def dispatch_from(store, start: int, notes: list[str]) -> tuple[set, int]:
+def dispatch_from(lg: CommitLog, queues: dict, new_queue, delays_ms: tuple[int, ...], start: int,
+                  notes: list[str]) -> tuple[set, int]:
     """Give the queues the entries of the records from ``start``: append those they
     lack, repair those that differ. Queue offsets lost in damaged records (a gap
     before a record's offset, with damage in between) get entries pointing at the
     damage, which reads skip, so the queue's offsets stay those of its records."""
-    queues = store._queues
     rebuilt: set[tuple[str, int]] = set()
     walked = repaired = 0
-    for buf, pos, phys in store._log.records(start):
+    for buf, pos, phys in lg.records(start):
         walked += 1
         f = fields(buf, pos)
-        d = dispatch(f.topic, f.queue_id, f.sys_flag, f.properties, f.store_timestamp, phys, f.size, store._delays)
+        d = dispatch(f.topic, f.queue_id, f.sys_flag, f.properties, f.store_timestamp, phys, f.size, delays_ms)
         if d is None:
             continue
         key, entry = d
@@ -202,7 +216,7 @@ def dispatch_from(store, start: int, notes: list[str]) -> tuple[set, int]:
                 notes.append(f"record at {phys} has topic {f.topic!r} queue {f.queue_id}, which cannot "
                              f"have a consume queue; not dispatched")
                 continue
-            cq = queues[key] = store._new_queue(f.topic, f.queue_id, f.queue_offset)
+            cq = queues[key] = new_queue(f.topic, f.queue_id, f.queue_offset)
             cq.cut = True           # whatever files exist for it are stale
         qoff = f.queue_offset
         if qoff < cq.max_offset:
@@ -215,7 +229,7 @@ def dispatch_from(store, start: int, notes: list[str]) -> tuple[set, int]:
             if cq.max_offset == cq.base:
                 cq.reset(qoff)          # the log begins after this queue's first records
             else:
-                hole = damage_between(store, cq.last_end(), phys)
+                hole = damage_between(lg, cq.last_end(), phys)
                 if hole is None:
                     notes.append(f"{f.topic}/{f.queue_id}: record at {phys} has queue offset {qoff} "
                                  f"but the queue ends at {cq.max_offset}; not dispatched")
@@ -231,9 +245,9 @@ def dispatch_from(store, start: int, notes: list[str]) -> tuple[set, int]:
     return rebuilt, walked
 
 
-def damage_between(store, after: int | None, before: int):
+def damage_between(lg: CommitLog, after: int | None, before: int):
     """The first damaged range starting in [after, before), or None."""
-    for d in store._log.damage.ranges:
+    for d in lg.damage.ranges:
         if (after is None or d.start >= after) and d.start < before:
             return d
     return None

@@ -382,6 +382,21 @@ class MessageRecord:
         """What a client calls msgId: UNIQ_KEY when present, else the offsetMsgId."""
         return self.properties.get(Prop.UNIQ_KEY) or self.offset_msg_id
 
+    def complete_stored_map(self) -> dict[str, str]:
+        """``properties`` made the map its stored string parses to, for a record whose
+        map the caller knows to be that but for the store's CRC property (a copy made from
+        a stored record's map, just stored with the CRC property on): the CRC property set
+        to the one the string ends with (the last 10 characters, after its name), or
+        removed when the string does not end with it. Returns the map (the same dict).
+        Cost: a slice and a comparison."""
+        props = self.properties
+        text = self.properties_text
+        if text[-19:-10] == _PROP_CRC_ONLY_TEXT:     # its name and 10 digits end the string
+            props[PROP_CRC] = text[-10:]
+        elif PROP_CRC in props:
+            del props[PROP_CRC]
+        return props
+
     @property
     def delay_level(self) -> int:
         v = self.properties.get(Prop.DELAY)

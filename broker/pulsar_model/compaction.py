@@ -126,8 +126,7 @@ class Compaction:
         entries: list[tuple[int, list | None]] = []
         latest: dict[str, tuple[int, int]] = {}
         for offset in range(self.first_offset(topic), end):
-            entry = store.queue_entry(topic, 0, offset)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(topic, 0, offset)
             if rec is None:
                 continue
             keys = self.keys_of(rec)

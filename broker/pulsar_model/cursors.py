@@ -321,8 +321,7 @@ class SubscriptionService:
         lo, hi = self.first_offset(topic), store.max_offset(topic, 0)
         while lo < hi:                                  # publish times grow with the offset
             mid = (lo + hi) // 2
-            entry = store.queue_entry(topic, 0, mid)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(topic, 0, mid)
             if rec is not None and rec.born_timestamp < time_ms:
                 lo = mid + 1
             else:
@@ -494,8 +493,7 @@ class SubscriptionService:
         out: set[int] = set()
         store = self.store
         for o in offsets:
-            entry = store.queue_entry(cursor.topic, 0, o)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(cursor.topic, 0, o)
             listed = rec.properties.get(CHUNK_OFFSETS_PROPERTY) if rec is not None else None
             if listed:
                 out.update(int(x) for x in listed.split(",") if x.isdigit())
@@ -539,8 +537,7 @@ class SubscriptionService:
                 cursor.acked.add(offset)
                 self._advance(cursor)
                 continue
-            entry = store.queue_entry(topic, 0, offset)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(topic, 0, offset)
             if rec is None:                   # gone from the store: nothing to deliver
                 cursor.acked.add(offset)
                 self._advance(cursor)

@@ -231,8 +231,7 @@ class PulsarProducers:
         store = self.store
         start = max(int(saved.get("offset", 0)), self.first_offset(t.topic))
         for offset in range(start, store.max_offset(t.topic, 0)):
-            entry = store.queue_entry(t.topic, 0, offset)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(t.topic, 0, offset)
             if rec is None:
                 continue
             name, seq = rec.properties.get(PRODUCER_PROPERTY), rec.properties.get(SEQUENCE_PROPERTY)

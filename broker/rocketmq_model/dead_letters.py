@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, pulsar_letter_group
-from rocketmq_emulator.store.records import DLQ_PREFIX, Prop, decode_record
+from rocketmq_emulator.store.records import DLQ_PREFIX, Prop
 
 from ..operations import SendOutcome, SendRequest
 from ..pulsar_model.names import shown_topic
@@ -148,10 +148,9 @@ def _dead_letter_topics(core, group: str) -> list[str]:
 def _read(store, topic: str, qids):
     for qid in sorted(qids):
         for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
-            entry = store.queue_entry(topic, qid, off)
-            raw = store.read(entry[0]) if entry is not None else None
-            if raw is not None:
-                yield decode_record(raw, check_crc=False)
+            rec = store.record_at(topic, qid, off)
+            if rec is not None:
+                yield rec
 
 
 def _records(core, group: str):
@@ -202,10 +201,9 @@ def dead_letter_page(core, group: str, start: int = 0, limit: int = 50) -> tuple
             if skip:
                 skip -= 1
                 continue
-            entry = store.queue_entry(topic, qid, off)
-            raw = store.read(entry[0]) if entry is not None else None
-            if raw is not None:
-                out.append(_dead_letter(decode_record(raw, check_crc=False), marks))
+            rec = store.record_at(topic, qid, off)
+            if rec is not None:
+                out.append(_dead_letter(rec, marks))
     return out, total
 
 

@@ -150,10 +150,7 @@ class ScheduleService:
         entry is gone. (``due_copy`` makes it from the record carried since it was
         stored; this is for the entries a reopen found.)"""
         topic, qid = self.queue_of(lane)
-        entry = self.store.queue_entry(topic, qid, queue_offset)
-        if entry is None:
-            return None
-        old = self.store.look_message_by_offset(entry[0])
+        old = self.store.record_at(topic, qid, queue_offset)
         if old is None:
             return None
         props = dict(old.properties)

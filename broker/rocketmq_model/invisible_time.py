@@ -42,6 +42,7 @@ from ..views.delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
 from .sql_filter import SqlFilterError, compile_sql
 from ..events import EventKind
 from ..notifications import VisibleAgain
+from ..put_kinds import DEAD_LETTERED, SENT
 from .message_types import PRIORITY, SHARDING_KEY
 from ..operations import (
     AckOutcome,
@@ -207,8 +208,7 @@ class PopService:
         while state.next_offset < end and len(out) < req.max_msgs:
             offset = state.next_offset
             state.next_offset += 1
-            entry = store.queue_entry(topic, qid, offset)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(topic, qid, offset)
             if rec is None or (req.tags is not None and rec.properties.get(Prop.TAGS) not in req.tags) \
                     or (selector is not None and not selector.matches(rec.properties)):
                 continue                # gone, or not subscribed: acked away silently
@@ -233,8 +233,7 @@ class PopService:
                 break
             if offset in state.done:
                 continue
-            entry = store.queue_entry(req.topic, qid, offset)
-            rec = store.look_message_by_offset(entry[0]) if entry else None
+            rec = store.record_at(req.topic, qid, offset)
             if rec is None:
                 state.finish(offset)            # gone from the store
                 continue
@@ -420,8 +419,7 @@ class PopService:
         return AckOutcome.ACKED
 
     def _record(self, key: tuple[str, str, int], offset: int):
-        entry = self.store.queue_entry(key[1], key[2], offset)
-        return self.store.look_message_by_offset(entry[0]) if entry else None
+        return self.store.record_at(key[1], key[2], offset)
 
     def _after_failure(self, key: tuple[str, str, int], state: _QueueState, offset: int, old,
                        forward: bool = False) -> RetryDecision:
@@ -443,8 +441,7 @@ class PopService:
         self.topics.create_system(decision.topic, 1, PERM_READ | PERM_WRITE)
         rec = MessageRecord(decision.topic, old.body, decision.queue_id, old.flag, decision.properties, old.sys_flag,
                             old.born_timestamp, old.born_host, 0, old.store_host, decision.attempt)
-        res = self.put_message(rec, kind=EventKind.DEAD_LETTERED if decision.dead_letter else EventKind.STORED,
-                               group=key[0])
+        res = self.put_message(rec, DEAD_LETTERED if decision.dead_letter else SENT, key[0])
         return res.status is PutStatus.PUT_OK
 
     def _tell(self, kind: str, key: tuple[str, str, int], offset: int, extra=None) -> None:

@@ -31,12 +31,14 @@ class OffsetBook:
             return stored
         return 0 if self._store.min_offset(topic, queue_id) <= 0 else None
 
-    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        """Record ``offset`` as ``group``'s (OFFSET_COMMITTED event when it changed)."""
+    def commit(self, group: str, topic: str, queue_id: int, offset: int, now: int | None = None) -> None:
+        """Record ``offset`` as ``group``'s (OFFSET_COMMITTED event when it changed);
+        ``now``: the clock's time when the caller just read it."""
         before = self._store.replace_offset(group, topic, queue_id, offset)
         if before is None:
             return
-        now = self._clock.now_ms()
+        if now is None:
+            now = self._clock.now_ms()
         self._changed(now)
         if self._rates is not None:
             if before < 0:              # the first commit: from where the group's first pull began

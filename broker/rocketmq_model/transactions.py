@@ -38,6 +38,7 @@ from rocketmq_emulator.store.records import (TRANS_HALF_TOPIC, TRANS_OP_HALF_TOP
 from ..config import PERM_READ, PERM_WRITE
 from ..notifications import TransactionCheck
 from ..operations import EndOutcome, EndTransaction, EndTransactionResult, HalfMessage, Resolution
+from ..put_kinds import AS_IS
 from ..retry_lifecycle import transaction_check, transaction_first_check_ms
 
 __all__ = ["TransactionService", "OP_REMOVE_TAG"]
@@ -101,7 +102,7 @@ class TransactionService:
         rec.sys_flag &= ~SysFlag.TRANSACTION_MASK
         rec.properties_text = properties_to_string(props, skip=Prop.WAIT)
         self.topics.create_system(TRANS_HALF_TOPIC, 1, _RW)
-        res = self.put_message(rec, delay_level=0)
+        res = self.put_message(rec, AS_IS)
         if res.status is PutStatus.PUT_OK:
             first = transaction_first_check_ms(props, self.config.transaction_timeout)
             self._track(_Half(res.queue_offset, uniq or res.msg_id, props[Prop.REAL_TOPIC],
@@ -176,7 +177,7 @@ class TransactionService:
                              rec.born_timestamp, rec.born_host, 0, rec.store_host, rec.reconsume_times)
         if decision.dead_letter:
             self.topics.create_system(decision.topic, 1, _RW)
-        res = self.put_message(copy, delay_level=0)
+        res = self.put_message(copy, AS_IS)
         if res.status is not PutStatus.PUT_OK:
             if not self._store_failing:
                 log.warning("a transaction check-back could not store its copy (%s: %s); retrying every %d ms",
@@ -237,7 +238,7 @@ class TransactionService:
         op = MessageRecord(TRANS_OP_HALF_TOPIC, str(half.first_offset).encode(), 0, 0, {Prop.TAGS: OP_REMOVE_TAG}, 0,
                            now, host, 0, host)
         self.topics.create_system(TRANS_OP_HALF_TOPIC, 1, _RW)
-        res = self.put_message(op, delay_level=0)
+        res = self.put_message(op, AS_IS)
         if res.status is not PutStatus.PUT_OK:
             # in memory it is done; after a restart it would wait (and be checked) again
             log.warning("the op record of transaction %s could not be stored (%s: %s)", half.transaction_id,
@@ -259,13 +260,13 @@ class TransactionService:
             return
         done = set()
         for off in range(store.min_offset(TRANS_OP_HALF_TOPIC, 0), store.max_offset(TRANS_OP_HALF_TOPIC, 0)):
-            op = _record(store, TRANS_OP_HALF_TOPIC, off)
+            op = store.record_at(TRANS_OP_HALF_TOPIC, 0, off)
             if op is not None and op.properties.get(Prop.TAGS) == OP_REMOVE_TAG:
                 done.update(int(x) for x in op.body.decode("ascii", "replace").split(",") if x.strip().isdigit())
         first_seen: dict[int, MessageRecord] = {}
         latest: dict[int, MessageRecord] = {}
         for off in range(lo, hi):
-            rec = _record(store, TRANS_HALF_TOPIC, off)
+            rec = store.record_at(TRANS_HALF_TOPIC, 0, off)
             if rec is None:
                 continue
             raw = rec.properties.get(Prop.TRAN_PREPARED_QUEUE_OFFSET, "")
@@ -295,11 +296,6 @@ class TransactionService:
             assert self._by_copy.get(half.commit_log_offset) == first, f"{half.transaction_id}: copy not indexed"
         for tid, first in self._by_id.items():
             assert first in self._pending, f"transaction {tid} indexed but not waiting"
-
-
-def _record(store, topic: str, offset: int):
-    entry = store.queue_entry(topic, 0, offset)
-    return store.look_message_by_offset(entry[0]) if entry else None
 
 
 def _committed(half: MessageRecord, half_offset: int) -> MessageRecord:

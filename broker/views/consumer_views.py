@@ -24,7 +24,7 @@ from ..rocketmq_model.dead_letters import dead_letter_counts
 from .group_views import known_groups
 from ..rocketmq_model.invisible_time import SHARDING_KEY
 from ..pulsar_model.names import shown_topic, subscription_of
-from .retry_ladders import ladder, record_at
+from .retry_ladders import ladder
 
 __all__ = ["consumer_rows", "group_detail", "merge_ladders", "DIALECTS"]
 
@@ -151,7 +151,7 @@ def _blocked(core, s: dict) -> list[dict]:
         flight = s["in_flight"].get(off)
         if n < 2 and flight is not None:
             continue                    # its first delivery, in flight: nothing failed yet
-        rec = record_at(core.store, s["topic"], s["queue_id"], off)
+        rec = core.store.record_at(s["topic"], s["queue_id"], off)
         if rec is None:
             continue
         out.append({"message_group": rec.properties.get(SHARDING_KEY, ""), "broker": core.config.broker_name,
@@ -220,7 +220,7 @@ def group_detail(cores, group: str, dialect: str, index_of) -> dict | None:
         for core in live:
             for s in core.pops.queue_states(group):
                 for off, (visible_at, renewed) in sorted(s["in_flight"].items())[:_FLIGHT_SHOWN]:
-                    rec = record_at(core.store, s["topic"], s["queue_id"], off)
+                    rec = core.store.record_at(s["topic"], s["queue_id"], off)
                     if rec is not None:
                         flight.append({"msg_id": rec.properties.get("UNIQ_KEY") or rec.offset_msg_id,
                                        "topic": shown_topic(s["topic"]), "queue_id": s["queue_id"],

@@ -42,7 +42,7 @@ from ..rocketmq_model.message_types import LITE_TOPIC_PROPERTY
 from ..rocketmq_model.priorities import priority_of
 from ..pulsar_model.names import STORE_PREFIX, ledger_id, message_id_text, parse_message_id, pulsar_topic
 from ..pulsar_model.names import shown_topic as _shown_topic
-from .retry_ladders import fresh_indexes, is_copy_topic, record_at
+from .retry_ladders import fresh_indexes, is_copy_topic
 
 __all__ = ["find", "life", "fold_repeats", "FIND_LIMIT", "HISTORY_SHOWN", "NOW_SHOWN", "COPIES_SHOWN"]
 
@@ -89,7 +89,7 @@ def _by_pulsar_id(cores, text: str):
     for core in _live(cores):
         for topic in core.store.queues():
             if topic.startswith(STORE_PREFIX) and ledger_id(topic) == ledger:
-                rec = record_at(core.store, topic, 0, entry)
+                rec = core.store.record_at(topic, 0, entry)
                 if rec is not None:
                     return core, rec
     return None
@@ -167,7 +167,7 @@ def _resolve(cores, ident: str, index_of):
     for core in _live(cores):
         index = index_of(core)
         for topic, qid, off in index.copies(uniq=ident) + index.known_originals(ident):
-            rec = record_at(core.store, topic, qid, off)
+            rec = core.store.record_at(topic, qid, off)
             if rec is not None and rec.properties.get(Prop.UNIQ_KEY) == ident:
                 return core, rec
     for core, rec in _by_key(cores, ident, 1):
@@ -192,12 +192,12 @@ def _family(cores, index_of, core, rec) -> list:
     if uniq:
         for c in live:
             index = index_of(c)
-            copies = [r for r in (record_at(c.store, *pos) for pos in index.copies(uniq=uniq))
+            copies = [r for r in (c.store.record_at(*pos) for pos in index.copies(uniq=uniq))
                       if r is not None and r.properties.get(Prop.UNIQ_KEY) == uniq]
             for r in copies:
                 take(c, r)
             for pos in _originals(c, index, uniq, copies):
-                r = record_at(c.store, *pos)
+                r = c.store.record_at(*pos)
                 if r is not None and r.properties.get(Prop.UNIQ_KEY) == uniq:
                     take(c, r)
     else:
@@ -214,7 +214,7 @@ def _family(cores, index_of, core, rec) -> list:
             if not uniq:
                 for oid in ids:
                     for pos in index.copies(origin=oid):
-                        take(c, record_at(c.store, *pos))
+                        take(c, c.store.record_at(*pos))
         for oid in ids:
             if oid in marks:
                 found = _by_offset_id(cores, marks[oid])

@@ -28,31 +28,19 @@ from collections import Counter, OrderedDict
 from rocketmq_emulator.store.accounting import PULSAR_DLQ_SUFFIX, PULSAR_RETRY_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.record_view import head, prop_value
 from rocketmq_emulator.store.records import (DLQ_PREFIX, POP_RETRY_SEPARATOR, RETRY_PREFIX, SCHEDULE_TOPIC, Prop,
-                                             RecordError, decode_record)
+                                             RecordError)
 
 from ..rocketmq_model.dead_letters import dead_letter_counts, dead_letters
 from .delivery_log import PULSAR_NACK
 from ..pulsar_model.names import STORE_PREFIX, shown_topic
 from ..retry_lifecycle import DEFAULT_MAX_RECONSUME_TIMES, rocketmq5_retry_interval_ms
 
-__all__ = ["RetryIndex", "ladder", "bar_messages", "record_at", "message_row", "DIALECT_STEPS", "is_copy_topic",
+__all__ = ["RetryIndex", "ladder", "bar_messages", "message_row", "DIALECT_STEPS", "is_copy_topic",
            "fresh_indexes"]
 
 DIALECT_STEPS = {"4.x": "delay level", "5.x": "delivery attempt", "pulsar": "redelivery count"}
 ORIGINALS_KEPT = 1024                   # messages whose originals' places an index keeps
 WAITING, PASSED, DEAD = "waiting", "passed", "dead"
-
-
-def record_at(store, topic: str, queue_id: int, offset: int):
-    """The decoded record at a queue offset, None when there is none."""
-    entry = store.queue_entry(topic, queue_id, offset)
-    raw = store.read(entry[0]) if entry else None
-    if raw is None:
-        return None
-    try:
-        return decode_record(raw, check_crc=False)
-    except RecordError:
-        return None
 
 
 def message_row(core, rec, **more) -> dict:
@@ -320,7 +308,7 @@ def _retry_letters(core, group: str) -> list:
             continue
         for qid in qids:
             for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
-                rec = record_at(store, topic, qid, off)
+                rec = store.record_at(topic, qid, off)
                 if rec is not None and pulsar_letter_group(topic, rec.properties.get(Prop.REAL_TOPIC)) == group:
                     out.append(rec)
     return out
@@ -360,7 +348,7 @@ def bar_messages(core, index: RetryIndex, group: str, dialect: str, step: int | 
     total = len(found)
     rows = []
     for topic, qid, off, more in found[start:start + limit]:
-        rec = record_at(core.store, topic, qid, off)
+        rec = core.store.record_at(topic, qid, off)
         if rec is not None:
             rows.append(message_row(core, rec, **more))
     return rows, total

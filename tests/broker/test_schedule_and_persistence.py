@@ -107,3 +107,17 @@ def test_torn_tail_is_cut_and_the_broker_carries_on(tmp_path):
     assert WireClient(again).send("T", b"after").code == 0
     assert [r.body for r in read_topic(again, "T")] == [b"kept", b"after"]
     again.close()
+
+
+@pytest.mark.parametrize("kind_name, parked", [("SENT", True), ("AS_IS", False)])
+def test_the_kind_of_put_decides_whether_a_delay_property_parks_it(kind_name, parked):
+    # broker/put_kinds.py: a producer's message is diverted by its DELAY property; a put
+    # of kind AS_IS (a transaction's half, op record or copy) is stored where it is addressed
+    from rocketmq_emulator.broker import put_kinds
+    from rocketmq_emulator.store.records import MessageRecord
+    core = BrokerCore.in_memory(VirtualClock())
+    core.create_topic("Orders", 1)
+    rec = MessageRecord("Orders", b"x", 0, 0, {Prop.DELAY: "3"}, 0, 0, ("127.0.0.1", 1), 0, core.store_host, 0)
+    core.put_message(rec, getattr(put_kinds, kind_name))
+    assert (read_topic(core, "Orders") == [], len(read_topic(core, "SCHEDULE_TOPIC_XXXX", 2))) == (parked, int(parked))
+    assert core.events[-1].kind == (EventKind.DELAYED if parked else EventKind.STORED)

@@ -199,3 +199,12 @@ def test_waiting_half_messages_and_their_ladder_survive_a_restart(tmp_path):
     core = BrokerCore.open(tmp_path, clock)
     assert core.transactions.waiting() == []
     core.close()
+
+
+def test_the_op_record_carries_the_address_the_broker_learnt_after_its_start(core, orders):
+    # serve sets the address once its port is bound; an op record written after that
+    # carries it, as every other record does
+    core.store_host = ("10.0.0.7", 40123)
+    end(orders, half(orders), COMMIT)
+    [op] = stored(core, TRANS_OP_HALF_TOPIC)
+    assert op.store_host == op.born_host == ("10.0.0.7", 40123)

@@ -96,3 +96,13 @@ def test_send_back_without_a_header(core):
     core.set_broker_permission(4)
     assert core.send_back(SendBack("G", phys)).outcome is B.BROKER_NOT_WRITEABLE
     assert set(BACK_CODES) == set(B) - {B.RETRYING, B.DEAD_LETTERED, B.DROPPED}
+
+
+def test_a_store_host_learnt_after_the_start_is_the_one_sends_stamp(core):
+    """serve learns its port after binding and sets it on the core; sends (and the ids they
+    answer with) carry that address, not the one the core was built with."""
+    core.store_host = ("10.0.0.7", 40123)
+    result = core.send(SendRequest("PG", "Orders", b"hello", 0), core.connect())
+    [rec] = read_topic(core, "Orders", 0)
+    assert rec.store_host == ("10.0.0.7", 40123) and rec.offset_msg_id == result.msg_id
+    assert core.message_at(rec.commit_log_offset) is not None

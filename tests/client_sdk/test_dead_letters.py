@@ -122,3 +122,26 @@ def test_a_5x_groups_dead_letters_redrive_the_same_way(tmp_path):
     assert sorted(m.body[:8] for m in again) == [b"00000000", b"00000100"]
     assert {m.reconsume_times for m in again} == {0}
     broker.close()
+
+
+def test_a_dead_letter_damaged_on_disk_is_left_out_and_the_others_are_listed(tmp_path):
+    # Without the CRC property nothing at recovery catches properties damaged into bytes
+    # that are not UTF-8; the list skips that record (as every other view of the store
+    # does) instead of failing for all of them.
+    from rocketmq_emulator.broker.operations import SendRequest
+    from rocketmq_emulator.broker.rocketmq_model.dead_letters import dead_letter_page, dead_letters
+    from rocketmq_emulator.store import MessageStore, StoreConfig
+
+    def opened():
+        return BrokerCore(MessageStore(tmp_path, StoreConfig(prop_crc=False)), VirtualClock())
+    core = opened()
+    channel = core.connect()
+    for body, keys in ((b"first", "zzMARKzz"), (b"second", "order-8")):
+        core.send(SendRequest("pg", "%RETRY%billing", body, 0, {"KEYS": keys}, reconsume_times=2,
+                              max_reconsume_times=2), channel)
+    core.close()
+    [segment] = (tmp_path / "commitlog").iterdir()
+    segment.write_bytes(segment.read_bytes().replace(b"zzMARKzz", b"zz\xffARKzz"))
+    core = opened()
+    assert [d.keys for d in dead_letters(core, "billing")] == ["order-8"]
+    assert [d.keys for d in dead_letter_page(core, "billing")[0]] == ["order-8"]

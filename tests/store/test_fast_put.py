@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_emulator.store import MessageStore, PutStatus, StoreConfig
-from rocketmq_emulator.store.consume_queue import entry_tags_code
+from rocketmq_emulator.store.dispatch import entry_tags_code
 from rocketmq_emulator.store.record_view import prop_value
 from rocketmq_emulator.store.records import MessageRecord, create_offset_msg_id, encode_record, tags_code
 from rocketmq_emulator.store import commit_log, segment

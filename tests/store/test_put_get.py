@@ -304,3 +304,53 @@ def test_heads_of_a_closed_store_is_an_error(tmp_path):
     s.close()
     with pytest.raises(StoreError):
         s.heads()
+
+
+def test_record_at_is_the_record_a_queue_lists_at_an_offset(store):
+    """The one way from a queue offset to its record: the entry's record decoded, None
+    outside the queue's [min, max), for an unknown queue and for an unlisted half."""
+    fill(store, 3)
+    half = rec("T", b"half")
+    half.sys_flag = SysFlag.TRANSACTION_PREPARED
+    store.put(half, 2_000)                          # stored, listed nowhere
+    for off in range(3):
+        got = store.record_at("T", 0, off)
+        assert got.body == b"body-%d" % off and got.queue_offset == off
+        assert got == store.look_message_by_offset(store.queue_entry("T", 0, off)[0])
+    assert store.record_at("T", 0, 3) is None and store.record_at("T", 0, -1) is None
+    assert store.record_at("T", 5, 0) is None and store.record_at("nope", 0, 0) is None
+
+
+@pytest.mark.parametrize("sys_flag", [0, SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_COMMIT,
+                                      SysFlag.TRANSACTION_ROLLBACK])
+def test_the_put_lists_a_record_as_the_dispatch_rule_says(store, sys_flag):
+    """The live put asks store/dispatch.py: listed exactly when dispatch() gives an entry,
+    and that entry is the one the queue holds (so recovery rebuilds the same queue)."""
+    from rocketmq_emulator.store.dispatch import dispatch
+
+    r = rec("T", b"x", tags="A")
+    r.sys_flag = sys_flag
+    res = store.put(r, 1_000)
+    d = dispatch(r.topic, r.queue_id, r.sys_flag, r.properties_text, r.store_timestamp, res.commit_log_offset,
+                 r.store_size, store.config.delay_levels_ms)
+    if d is None:
+        assert store.max_offset("T", 0) == 0 and res.queue_offset == 0
+    else:
+        assert d[0] == ("T", 0) and store.queue_entry("T", 0, res.queue_offset) == d[1]
+    store._check()
+
+
+@pytest.mark.parametrize("props", [{}, {"TAGS": "A"}, {"TAGS": "A", "KEYS": "k1 k2", "__CRC32#": "0000000001"}])
+@pytest.mark.parametrize("prop_crc", [True, False])
+def test_complete_stored_map_is_what_parsing_the_stored_string_gives(tmp_path, props, prop_crc):
+    """The core's quick way to a copy's map as stored (MessageRecord.complete_stored_map,
+    no parse) equals parsing the string the store wrote, CRC property on or off."""
+    from rocketmq_emulator.store.records import string_to_properties
+
+    store = MessageStore(None, StoreConfig(prop_crc=prop_crc))
+    r = rec("T", b"x")
+    r.properties = dict(props)
+    assert store.put(r, 1_000).status is PutStatus.PUT_OK
+    assert r.complete_stored_map() is r.properties
+    assert r.properties == string_to_properties(r.properties_text)
+    assert r.properties == store.look_message_by_offset(r.commit_log_offset).properties

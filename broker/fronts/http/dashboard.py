@@ -39,7 +39,7 @@ from ...views.group_views import known_groups
 from ...views.message_life import find, life
 from ...pulsar_model.names import shown_topic
 from ...views.rates import KINDS
-from ...views.retry_ladders import RetryIndex, bar_messages, record_at
+from ...views.retry_ladders import RetryIndex, bar_messages
 from ...views.store_views import group_progress, stored_messages
 
 # The retry lifecycle's events, not every store (that would cost each put an event), and
@@ -196,7 +196,7 @@ class DashboardViews:
                     streams.append(_level_stream(core, rank, index, lvl, group))
         out = []
         for due, lvl, _, off, core in _islice(heapq.merge(*streams), start, start + limit):
-            rec = record_at(core.store, SCHEDULE_TOPIC, lvl - 1, off)
+            rec = core.store.record_at(SCHEDULE_TOPIC, lvl - 1, off)
             if rec is None:
                 continue
             real = rec.properties.get(Prop.REAL_TOPIC, "")
