@@ -138,6 +138,10 @@ SEND_CODES = {
     SendOutcome.MESSAGE_ILLEGAL: RC.MESSAGE_ILLEGAL,
     # as the 5.x proxy answers a 4.x client (AbstractRemotingActivity: MESSAGE_PROPERTY_CONFLICT_WITH_TYPE)
     SendOutcome.MESSAGE_TYPE_MISMATCH: RC.MESSAGE_ILLEGAL,
+    # lite topics are sent over 5.x only; should the core ever refuse one to a 4.x client:
+    # a bad name is the message's fault, a full broker one to try again (elsewhere)
+    SendOutcome.LITE_TOPIC_ILLEGAL: RC.MESSAGE_ILLEGAL,
+    SendOutcome.LITE_TOPIC_QUOTA_EXCEEDED: RC.SYSTEM_ERROR,
 }
 
 PUT_STATUS_TO_CODE = {
