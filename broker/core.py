@@ -28,6 +28,7 @@ from .core_types import Channel, ConsumeMessageContext
 from .views.delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
+from .facade import AdminDoor, PulsarDoor, ViewsDoor
 from .rocketmq_model.groups import ConsumerManager, GroupManager, LockManager
 from .rocketmq_model import pulling, sending
 from .kept_records import KeptRecords
@@ -35,7 +36,7 @@ from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
 from .views.rates import RateRing
 from .rocketmq_model.invisible_time import PopService
-from .pulsar_model.compaction import Compaction
+from .pulsar_model.compaction import Compaction, record_keys
 from .pulsar_model.cursors import SubscriptionService
 from .pulsar_model.producers import PulsarProducers
 from .pulsar_model.topics import PulsarTopics
@@ -63,9 +64,13 @@ _FOUND = PullOutcome.FOUND
 _CRC_NAME = PROP_CRC + "\x01"
 
 
-class BrokerCore:
+class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor):
     def __init__(self, store: MessageStore, clock: Clock, config: BrokerConfig | None = None,
-                 rng: random.Random | None = None, *, persistent: bool | None = None) -> None:
+                 rng: random.Random | None = None, *, persistent: bool | None = None,
+                 entry_keys: Callable | None = None) -> None:
+        """``entry_keys(record)``: the keys Pulsar compaction reads of a stored entry (the
+        Pulsar entry codec's ``keys_of``, which whoever builds a broker that serves Pulsar
+        passes); None: a record's KEYS property only (pulsar_model/compaction.py)."""
         self.store = store
         self.clock = clock
         self.config = config or BrokerConfig()
@@ -105,7 +110,7 @@ class BrokerCore:
         # Pulsar: topics and policies, compaction, cursors, producers (broker/pulsar_*.py)
         self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
         first = self.pulsar_topics.first_offset
-        self.compaction = Compaction(store, first, self._compaction_threshold)
+        self.compaction = Compaction(store, first, self._compaction_threshold, entry_keys or record_keys)
         self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify,
                                                  first, self.compaction, deliveries=self.deliveries,
                                                  rates=self.rates)
@@ -142,18 +147,19 @@ class BrokerCore:
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
-                  rng: random.Random | None = None) -> "BrokerCore":
+                  rng: random.Random | None = None, *, entry_keys: Callable | None = None) -> "BrokerCore":
         """A broker on the in-memory store (VirtualClock unless a clock is given)."""
         config = config or BrokerConfig()
         store = MessageStore(None, cls.store_config(config))
-        return cls(store, clock or VirtualClock(), config, rng, persistent=False)
+        return cls(store, clock or VirtualClock(), config, rng, persistent=False, entry_keys=entry_keys)
 
     @classmethod
     def open(cls, root, clock: Clock, config: BrokerConfig | None = None,
-             rng: random.Random | None = None) -> "BrokerCore":
+             rng: random.Random | None = None, *, entry_keys: Callable | None = None) -> "BrokerCore":
         """A broker on a disk store at ``root`` (created if missing, recovered if not)."""
         config = config or BrokerConfig()
-        return cls(MessageStore(root, cls.store_config(config)), clock, config, rng, persistent=True)
+        return cls(MessageStore(root, cls.store_config(config)), clock, config, rng, persistent=True,
+                   entry_keys=entry_keys)
 
     @staticmethod
     def store_config(config: BrokerConfig) -> StoreConfig:

@@ -20,6 +20,7 @@ from typing import Callable
 from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
+from rocketmq_emulator.broker.fronts.pulsar.entries import keys_of
 from rocketmq_emulator.broker.rocketmq_model.dead_letters import (
     DeadLetter,
     RedriveResult,
@@ -85,7 +86,8 @@ class EmbeddedBroker(AdminOperations, Connector):
                 config = BrokerConfig.from_properties({k: _conf_str(v) for k, v in broker_conf.items()}, config)
             clock = clock or VirtualClock()
             cores = [BrokerCore.in_memory(clock=clock, config=_member_config(config, name, i, brokers),
-                                          rng=random.Random(seed + i)) for i, name in enumerate(broker_names(brokers))]
+                                          rng=random.Random(seed + i), entry_keys=keys_of)
+                     for i, name in enumerate(broker_names(brokers))]
         elif broker_conf or config is not None:
             raise TypeError("pass either a ready core or a config, not both")
         elif brokers > 1:

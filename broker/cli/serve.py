@@ -242,13 +242,14 @@ def _open_core(cfg, data_dir: Path | None, clock, port: int):
     from rocketmq_emulator.store import StoreError
 
     from ..core import BrokerCore
+    from ..fronts.pulsar.entries import keys_of
     from ..virtual_time import ClockKeeper
 
     cfg = cfg.replace(listen_port=port)
     if data_dir is None:
-        return BrokerCore.in_memory(clock, cfg), None
+        return BrokerCore.in_memory(clock, cfg, entry_keys=keys_of), None
     data_dir.mkdir(parents=True, exist_ok=True)
-    core = BrokerCore.open(data_dir, clock, cfg)
+    core = BrokerCore.open(data_dir, clock, cfg, entry_keys=keys_of)
     if not clock.is_virtual:
         return core, None
     keeper = ClockKeeper(core.store, clock)

@@ -30,7 +30,7 @@ from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopic
 from ...pulsar_model.cursors import SubscribeOutcome, SubType
 from . import producing
 from . import schema as s
-from .entries import METADATA_PROPERTY, is_batch, keys_of, ledger_id, metadata_of, permits_of
+from .entries import METADATA_PROPERTY, is_batch, ledger_id, metadata_of, permits_of
 from .fault_answers import DISPATCH_ACTIONS, FLOW_ACTIONS, guarded, hold_ends, refused_ack
 from .frames import Frame, FrameError, ack_set_of_mask, encode_payload, mask_of_ack_set, signed_id
 from .replies import ack_response, error, frame, request_id_of, success
@@ -126,7 +126,6 @@ class PulsarFront:
         self._stop_notifications = core.subscribe(lambda n: self._mark(n.topic), (DispatchReady,))
         self._stop_topics = core.subscribe(self._topics_changed, (PulsarTopicsChanged,))
         self._stop_detached = core.subscribe(lambda n: self.detached(n.consumers), (PulsarConsumersDetached,))
-        core.compaction.keys_of = keys_of       # compaction reads entries as this front stores them
         self._held: set[str] = set()            # store topics a hold rule kept from dispatch (fault_answers.py)
         self._held_lock = threading.Lock()      # (rules change on any thread: a test's, the CLI's command)
         self.fenced: dict = {}                  # (store topic, producer name) -> the rule refusing its sends for good
