@@ -105,3 +105,13 @@ class AdminDoor:
     def add_flush_hook(self, fn: Callable[[], None]) -> None:
         """``fn()`` at every flush, after the store's (serve keeps a virtual clock's time so)."""
         self.flush_hooks.append(fn)
+
+    def clock_keeper(self):
+        """The keeper of a virtual clock's time in this broker's store (virtual_time.py)."""
+        from ..virtual_time import ClockKeeper
+
+        return ClockKeeper(self.store, self.clock)
+
+    def flush_log(self) -> None:
+        """Write the log to disk now (the MQTT bridge, before it acknowledges a QoS 1 publish)."""
+        self.store.flush()

@@ -308,7 +308,7 @@ class Simulation:
         accounts = (ledger_accounts(self.ledger, stores) if self.ledger is not None
                     else account_message_stores(stores)).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
-        for (group, topic), stats in self.core.subscriptions.stats().items():
+        for (group, topic), stats in self.core.pulsar_cursor_stats().items():
             if group in per_group:          # a Pulsar group: the redeliveries its broker counted
                 mine = per_group[group]
                 for k, v in stats.items():
@@ -547,7 +547,7 @@ class Simulation:
     @property
     def halves_waiting(self) -> int:
         """Half messages waiting for their producer on the running brokers."""
-        return sum(core.transactions.waiting_count() for core in self.cores if not core.stopped)
+        return sum(core.waiting_transaction_count() for core in self.cores if not core.stopped)
 
     def _final_transaction_checks(self, now: int) -> None:
         emb = self.embedded

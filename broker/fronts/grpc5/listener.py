@@ -552,7 +552,7 @@ class GrpcServer:
         self.door = door
         self._loop = asyncio.get_running_loop()
         self.port = bound
-        self._unsubscribe = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
+        self._unsubscribe = self.core.subscribe_events(self._on_arrival, kinds=_WAKE_KINDS)
 
     async def stop(self) -> None:
         if self._unsubscribe is not None:

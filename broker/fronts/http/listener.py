@@ -111,7 +111,7 @@ class HttpServer:
         state = self.listeners()
         down = sorted(name for name, up in state.items() if not up)
         refusing = {c.config.broker_name: why for c in self.cores()
-                    if not c.stopped and (why := c.store.write_refusal()) is not None}
+                    if not c.stopped and (why := c.write_refusal()) is not None}
         ready = not down and not refusing
         body = {"status": "ready" if ready else "not ready", "listeners": state}
         if down:

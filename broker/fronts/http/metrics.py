@@ -120,18 +120,17 @@ class BrokerCollector:
                 continue
             m["consumed"].add_metric([b, group, shown_topic(topic)], committed)
             m["lag"].add_metric([b, group, shown_topic(topic)], lag)
-        scheduler = core.schedule.scheduler
-        for level in range(1, len(core.levels.delays_ms) + 1):
-            m["delay"].add_metric([b, str(level)], scheduler.pending_count(level))
-        m["held"].add_metric([b], len(core.holds))
+        for level in range(1, core.delay_level_count + 1):
+            m["delay"].add_metric([b, str(level)], core.delayed_waiting(level))
+        m["held"].add_metric([b], core.held_pull_count())
         conns = self.connections(core)
         if conns is not None:
             m["conns"].add_metric([b], conns)
         m["clock"].add_metric([b], core.clock.now_ms())
         m["up"].add_metric([b], 0 if core.stopped else 1)
         if not core.stopped:
-            m["writable"].add_metric([b], 0 if core.store.write_refusal() is not None else 1)
-            _, series = core.rates.window(core.clock.now_ms(), RATE_WINDOW_S)
+            m["writable"].add_metric([b], 0 if core.write_refusal() is not None else 1)
+            _, series = core.rate_window(core.clock.now_ms(), RATE_WINDOW_S)
             for (kind, group, topic), counts in sorted(series.items()):
                 labels = [b, shown_topic(topic)] if kind == PRODUCED else [b, group, shown_topic(topic)]
                 m[kind].add_metric(labels, sum(counts) / RATE_WINDOW_S)
@@ -146,7 +145,7 @@ class FaultCollector:
     def __init__(self, cores: list) -> None:
         self.cores = list(cores)
         self._applied: dict[tuple[str, str, str, str], int] = {}    # (broker, rule, operation, action) -> n
-        self._stops = [core.events.subscribe(self._taker(core.config.broker_name), kinds=(EventKind.FAULT,))
+        self._stops = [core.subscribe_events(self._taker(core.config.broker_name), kinds=(EventKind.FAULT,))
                        for core in self.cores]
 
     def _taker(self, broker: str):
