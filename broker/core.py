@@ -1,12 +1,16 @@
-"""BrokerCore: the synchronous, sans-I/O RocketMQ 4.x broker (and name server).
+"""BrokerCore: the synchronous, sans-I/O broker (and name server) behind every dialect —
+4.x remoting, 5.x gRPC, Pulsar, HTTP and MQTT fronts, the SDK in process — and its one door.
 
-Requests go in through ``handle``; replies come back from it, or later from
-``take_outgoing`` (held long-poll pulls, broker→client notifications). Time comes only
-from the injected Clock and randomness only from the injected ``random.Random``; the
-core never sleeps, never starts a thread and never touches a socket, so a run is
-reproducible from a seed and a test can jump the clock. Drivers — the asyncio TCP
-adapter, the SDK's in-process transport, the simulator — call ``tick()`` at
-``next_deadline()``. See CORE_API.md for the driver contract.
+Typed operations go in (broker/operations.py: ``send``, ``pull``, ``pop``, ``ack`` ...)
+and typed results come out; what happens later (held pulls answered, consumers to
+rebalance, something to dispatch to a Pulsar subscription) reaches the fronts as typed
+notifications (``subscribe``). Its other typed methods are the mixins of broker/facade/;
+the services behind it (store, topics, subscriptions, faults ...) are the core's own,
+never reached from a front or the SDK. Time comes only from the injected Clock and
+randomness only from the injected ``random.Random``; the core never sleeps, never starts
+a thread and never touches a socket, so a run is reproducible from a seed and a test can
+jump the clock. Drivers — the asyncio listeners, the SDK's in-process transport, the
+simulator — call ``tick()`` at ``next_deadline()``. See CORE_API.md for the contract.
 """
 from __future__ import annotations
 
