@@ -32,7 +32,7 @@ from .core_types import Channel, ConsumeMessageContext
 from .views.delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
-from .facade import AdminDoor, PulsarDoor, ViewsDoor
+from .facade import AdminDoor, PulsarAdminDoor, PulsarDoor, ViewsDoor
 from .rocketmq_model.groups import ConsumerManager, GroupManager, LockManager
 from .rocketmq_model import pulling, sending
 from .kept_records import KeptRecords
@@ -68,7 +68,7 @@ _FOUND = PullOutcome.FOUND
 _CRC_NAME = PROP_CRC + "\x01"
 
 
-class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor):
+class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
     def __init__(self, store: MessageStore, clock: Clock, config: BrokerConfig | None = None,
                  rng: random.Random | None = None, *, persistent: bool | None = None,
                  entry_keys: Callable | None = None) -> None:

@@ -25,6 +25,12 @@ class AdminDoor:
         """Flush every member (a move of time asked for is written before its reply)."""
         self.names.flush()
 
+    def cluster_changed(self) -> None:
+        """Tell the cluster's drivers that members may have queued replies (a re-drive
+        stored messages): each writes what its connections have waiting."""
+        for fn in getattr(self.names, "after_change", ()):
+            fn()
+
     def cluster(self):
         """The Cluster this broker belongs to (one of its own when it is alone)."""
         from ..cluster import Cluster
@@ -88,6 +94,10 @@ class AdminDoor:
     def stored_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The group's stored offset of a queue (-1 when none)."""
         return self.store.query_offset(group, topic, queue_id)
+
+    def group_offsets(self, group: str, topic: str) -> dict[int, int]:
+        """{queue id: the group's stored offset} of every queue of ``topic`` that has one."""
+        return {int(q): o for q, o in self.store.offset_table().get(f"{topic}@{group}", {}).items()}
 
     def commit_log_bounds(self) -> tuple[int, int]:
         """(min, max) physical offsets of the commit log."""

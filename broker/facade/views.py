@@ -1,14 +1,25 @@
 """What the dashboard, the metrics and the simulator's accounting read beside the
 operations: the event stream, the rates, the waiting half messages, the delay queue's
-and the held pulls' counts, the delivery log's start."""
+and the held pulls' counts, the delivery log's start; the read models of one broker
+(broker/views/: stored counts, groups' progress, retry ladders' index and bars) and its
+dead letters (rocketmq_model/dead_letters.py). What spans several brokers: across.py."""
 from __future__ import annotations
 
 from typing import Callable, Iterable
+
+from ..rocketmq_model import dead_letters as _dead
+from ..views.retry_ladders import RetryIndex, bar_messages, record_at
+from ..views.store_views import group_progress, stored_messages
 
 __all__ = ["ViewsDoor"]
 
 
 class ViewsDoor:
+    def event_log(self):
+        """The broker's EventLog (broker/events.py): what happened, in order, to read
+        and filter (EmbeddedBroker.events hands it to tests)."""
+        return self.events
+
     def subscribe_events(self, fn: Callable, kinds: Iterable[str] | None = None) -> Callable[[], None]:
         """``fn(event)`` for each new event of ``kinds`` (broker/events.py); returns the
         function that stops it."""
@@ -55,3 +66,44 @@ class ViewsDoor:
     def restart_delivery_log_at(self, now_ms: int) -> None:
         """The delivery log starts at ``now_ms`` (a virtual clock resumed from its store)."""
         self.deliveries.since_ms = now_ms
+
+    @property
+    def rate_seconds(self) -> int:
+        """How many seconds of rates the broker keeps."""
+        return self.rates.seconds
+
+    # -- the store's counts ------------------------------------------------------------------
+    def stored_message_count(self, topic: str, queues: dict | None = None) -> int:
+        """Messages in ``topic``'s queues (``queues``: stored_queues(), when already at hand)."""
+        return stored_messages(self.store, topic, queues)
+
+    def group_progress(self) -> list[tuple[str, str, int, int]]:
+        """(group, topic, committed, lag) of every entry of the consumer offset table."""
+        return group_progress(self.store)
+
+    def stored_record(self, topic: str, queue_id: int, offset: int):
+        """The decoded record (MessageRecord) at a queue offset, None when there is none."""
+        return record_at(self.store, topic, queue_id, offset)
+
+    # -- retry ladders (views/retry_ladders.py) -------------------------------------------------
+    def retry_index(self) -> RetryIndex:
+        """A new index of this broker's retries (the caller keeps it and ``refresh()``es it)."""
+        return RetryIndex(self)
+
+    def retry_bar(self, index: RetryIndex, group: str, dialect: str, step: int | None, which: str,
+                  start: int = 0, limit: int = 50) -> tuple[list[dict], int]:
+        """(a page of rows, how many) of the messages behind one bar of ``group``'s ladder."""
+        return bar_messages(self, index, group, dialect, step, which, start, limit)
+
+    # -- dead letters (rocketmq_model/dead_letters.py) -----------------------------------------
+    def dead_letters(self, group: str) -> list:
+        """``group``'s dead letters here (DeadLetter each)."""
+        return _dead.dead_letters(self, group)
+
+    def dead_letter_counts(self) -> dict[str, int]:
+        """{group: dead letters} (%DLQ%<group> and its Pulsar dead-letter topics)."""
+        return _dead.dead_letter_counts(self)
+
+    def dead_letter_page(self, group: str, start: int = 0, limit: int = 50) -> tuple[list, int]:
+        """(a page of ``group``'s dead letters, newest first, how many there are)."""
+        return _dead.dead_letter_page(self, group, start, limit)

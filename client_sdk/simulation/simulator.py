@@ -206,13 +206,13 @@ class Simulation:
         stops = []
         for member in self.cores:
             for t in self.scenario.topics:
-                if member.topics.get(t.name) is None:
+                if member.topic_config(t.name) is None:
                     member.create_topic(t.name, t.queues)
-            stops.append(member.events.subscribe(      # (a partial: no call of its own, every commit)
+            stops.append(member.subscribe_events(      # (a partial: no call of its own, every commit)
                 partial(self._on_event, broker=member.config.broker_name),
                 kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)
                 + ((EventKind.FAULT,) if self.rules is not None else ())))
-        if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
+        if n == 0 and all(lo == hi for lo, hi in (c.commit_log_bounds() for c in self.cores)):
             # A new store: the accounting is kept as records are stored, every boot's (a
             # crash loses none of them), instead of walking the log at the end.
             self.ledger = Ledger()

@@ -55,38 +55,45 @@ def test_broker_imports_only_store_and_delay_scheduler():
 
 
 # What client_sdk may use of the broker, each with its reason: the codecs (one codec, two
-# ends) and the core's typed API; nothing of a front's request handling.
+# ends), the core's door (BrokerCore and its facade) and the typed values it takes and
+# gives; nothing of a front's request handling, no service, no read model, no
+# operation's module. (The fronts' and the CLI's list: test_one_door.py.)
+_DOOR = "48-door takes this off (fault rules decided at the door; idle skipping asks the core)"
 CLIENT_SDK_MAY_IMPORT = {
     # codecs
     "broker.fronts.remoting.protocol": "the 4.x remoting codec, and the 4.x codes of the typed operations' outcomes",
     "broker.fronts.pulsar.frames": "the Pulsar frame codec",
     "broker.fronts.pulsar.schema": "the Pulsar command schema (PulsarApi.proto's field numbers)",
     "broker.fronts.pulsar.entries": "the Pulsar entry codec: the key reader a broker's compaction is built with",
-    "broker.pulsar_model.names": "how a Pulsar topic is named in the store",
-    # the core and its typed API
+    "broker.pulsar_model.names": "the codec of names: how a Pulsar topic is named in the store",
+    # the door
     "broker.core": "the in-process broker (EmbeddedBroker, the in-process transports)",
+    "broker.facade.across": "the door over several brokers: dead letters and their re-drive (EmbeddedBroker; "
+                            "RemoteBroker reads the same typed values off the wire)",
+    "broker.cluster": "a cluster of brokers in process (EmbeddedBroker(brokers=N))",
+    # typed values
     "broker.operations": "typed requests and results",
     "broker.notifications": "the core's typed notifications (the in-process hub takes held pulls' answers)",
     "broker.config": "BrokerConfig for an embedded broker",
-    "broker.events": "the retry lifecycle's events (the simulator's accounting)",
-    "broker.rocketmq_model.topics": "topic names and configs",
+    "broker.events": "the retry lifecycle's event kinds (the simulator's accounting)",
+    "broker.rocketmq_model.topics": "topic names and their checks (a scenario's topics are checked as the broker does)",
     "broker.retry_lifecycle": "the one retry decision: the SDK's client-side rules ask it",
-    "broker.pulsar_model.cursors": "Pulsar-style subscriptions (the simulator's Pulsar consumer)",
-    "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward; temporary: "
-                                          "48-door makes idle skipping ask the core)",
-    "broker.cluster": "a cluster of brokers in process (EmbeddedBroker(brokers=N))",
-    "broker.rocketmq_model.dead_letters": "a group's dead letters and their re-drive (EmbeddedBroker, RemoteBroker)",
-    "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38; 48-door "
-                           "decides them at the door)",
-    # the in-process ends of listeners: what a TCP connection would reach
+    "broker.pulsar_model.cursors": "SubType and a subscription's outcomes (the simulator's Pulsar consumer)",
+    # 48-door's
+    "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward): " + _DOOR,
+    "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38): " + _DOOR,
+    # the in-process ends of listeners: what a TCP connection would reach (fronts, not the core)
     "broker.fronts.remoting.front": "the in-process hub hands 4.x commands to the 4.x front, as the TCP listener does",
     "broker.fronts.pulsar.front": "the in-process Pulsar client talks to the Pulsar front, as over TCP",
-    "broker.fronts.grpc5.listener": "the rocketmq5_endpoint fixture starts the gRPC listener beside the test",
-    "broker.fronts.pulsar.listener": "the pulsar_endpoint fixture starts the Pulsar listener beside the test",
-    "broker.fronts.grpc5.stubs": "the pytest plugin checks that the grpc extra is installed",
+    "broker.fronts.grpc5.listener": "the rocketmq5_endpoint fixture starts the gRPC listener beside the test "
+                                    "(imported by name: pytest_plugin._listener)",
+    "broker.fronts.pulsar.listener": "the pulsar_endpoint fixture starts the Pulsar listener beside the test "
+                                     "(imported by name: pytest_plugin._listener)",
+    "broker.fronts.grpc5.stubs": "the pytest plugin checks that the grpc extra is installed (imported by name)",
     # the command line
     "broker.cli.common": "the simulate command's errors and help, as every command's",
 }
+_IMPORTED_BY_NAME = {"broker.fronts.grpc5.listener", "broker.fronts.pulsar.listener", "broker.fronts.grpc5.stubs"}
 
 
 def sdk_import_violations(imported: dict[str, set[str]]) -> list[str]:
@@ -107,6 +114,15 @@ def sdk_imports():
 
 def test_client_sdk_imports_the_core_api_codecs_and_foundations_only():
     assert sdk_import_violations(sdk_imports()) == []
+
+
+def test_every_entry_of_the_sdk_list_is_used():
+    """An entry nothing imports any more is taken off (the list only shrinks to what the
+    SDK needs)."""
+    imported = {n for names in sdk_imports().values() for n in names}
+    unused = [m for m in CLIENT_SDK_MAY_IMPORT if m not in _IMPORTED_BY_NAME and
+              not any(n == m or n.startswith(m + ".") for n in imported)]
+    assert unused == []
 
 
 def test_the_sdk_import_rule_sees_a_planted_import():

@@ -25,8 +25,6 @@ SERVICES = {"store", "topics", "groups", "configs", "consumers", "producers", "l
 OUTSIDE = ("broker/fronts", "broker/cli", "client_sdk")
 
 _DOOR = "48-door moves these (fault rules decided at the door; idle skipping asks the core)"
-_READ_MODELS = "the read models take the store (views/*): they move behind the door with issue 48's next step"
-_PULSAR_ADMIN = "the Pulsar REST admin's tenants, namespaces and policies: not moved yet"
 NOT_YET_MOVED = {
     ("broker/fronts/grpc5/listener.py", "faults"): (5, _DOOR),
     ("broker/fronts/http/metrics.py", "faults"): (2, _DOOR),
@@ -50,20 +48,6 @@ NOT_YET_MOVED = {
     ("client_sdk/transport/idle_skip.py", "store"): (2, _DOOR),
     ("client_sdk/transport/idle_skip.py", "topics"): (2, _DOOR),
     ("client_sdk/transport/inprocess.py", "faults"): (1, _DOOR),
-    ("broker/fronts/http/dashboard.py", "events"): (1, _READ_MODELS),
-    ("broker/fronts/http/dashboard.py", "levels"): (1, _READ_MODELS),
-    ("broker/fronts/http/dashboard.py", "rates"): (2, _READ_MODELS),
-    ("broker/fronts/http/dashboard.py", "store"): (7, _READ_MODELS),
-    ("broker/fronts/http/dashboard.py", "topics"): (2, _READ_MODELS),
-    ("broker/fronts/http/dashboard.py", "transactions"): (1, _READ_MODELS),
-    ("broker/fronts/http/metrics.py", "store"): (1, _READ_MODELS),
-    ("broker/fronts/http/pulsar_admin.py", "compaction"): (1, _PULSAR_ADMIN),
-    ("broker/fronts/http/pulsar_admin.py", "pulsar_topics"): (21, _PULSAR_ADMIN),
-    ("broker/fronts/http/pulsar_admin.py", "store"): (2, _PULSAR_ADMIN),
-    ("broker/fronts/http/pulsar_admin.py", "subscriptions"): (1, _PULSAR_ADMIN),
-    ("broker/fronts/http/pulsar_admin.py", "topics"): (1, _PULSAR_ADMIN),
-    ("client_sdk/embedded.py", "events"): (1, "EmbeddedBroker.events hands out the EventLog (its documented API)"),
-    ("client_sdk/embedded.py", "store"): (1, _READ_MODELS + " (EmbeddedBroker.messages reads queues)"),
     ("client_sdk/simulation/simulator.py", "store"): (3, "the simulator crashes a store and reads it back "
                                                           "(crash recovery is what it checks)"),
 }
@@ -129,39 +113,39 @@ def test_the_list_of_reaches_not_moved_yet_is_exact():
     assert stale == []
 
 
-# What fronts and the CLI may import of the core, each with its reason: its typed API and
-# values, and the codecs' shared pieces. (client_sdk's list: test_dependencies.py.)
+# What fronts and the CLI may import of the core, each with its reason: the door (the
+# core and its facade), the typed values it takes and gives, and the codecs' shared
+# pieces (names and bounds a wire encodes). No service, no read model, no operation's
+# module: those are reached through the door. (client_sdk's list: test_dependencies.py.)
 FRONTS_MAY_IMPORT = {
     # the door
     "broker.core": "BrokerCore: the typed operations and views (broker/facade/)",
+    "broker.facade.across": "the door's reads and operations over several brokers (a message's life, the groups, "
+                            "a re-drive) and the values they give (dead letters, rate kinds, dialects)",
+    "broker.facade.pulsar_admin": "LATEST and EARLIEST, the positions the Pulsar admin's operations take",
+    "broker.cluster": "the door of several brokers: a Cluster, its live members, the next time due across them",
+    # typed values
     "broker.operations": "typed requests and results",
     "broker.notifications": "the core's typed notifications",
     "broker.events": "the event kinds a front subscribes to",
     "broker.errors": "RequestRefused and the core's other errors",
     "broker.config": "BrokerConfig",
     "broker.core_types": "Channel and ConsumeMessageContext",
-    "broker.cluster": "a cluster of brokers (the name server, admin commands across members)",
-    "broker.retry_lifecycle": "the one retry decision every dialect asks",
-    # typed values and names
+    "broker.retry_lifecycle": "the one retry decision every dialect asks (a pure function and its constants)",
     "broker.rocketmq_model.topics": "TopicConfig, topic names and their checks",
-    "broker.rocketmq_model.groups": "SubscriptionGroupConfig and a subscription's data",
+    "broker.rocketmq_model.groups": "SubscriptionGroupConfig, a subscription's data, a group name's check",
     "broker.rocketmq_model.message_types": "a 5.x topic's message type",
-    "broker.rocketmq_model.invisible_time": "a 5.x receipt handle's fields",
-    "broker.rocketmq_model.dead_letters": "DeadLetter and the re-drive the admin commands ask for",
-    "broker.pulsar_model.names": "how a Pulsar topic is named in the store",
-    "broker.pulsar_model.cursors": "SubType and a subscription's outcomes",
-    "broker.pulsar_model.producers": "AccessMode and a producer's admission",
-    "broker.pulsar_model.topics": "a Pulsar topic's policies' names",
-    "broker.pulsar_model.admin": "the Pulsar REST admin's operations on the core",
-    "broker.dialects": "which store topics are another dialect's",
+    "broker.rocketmq_model.invisible_time": "a 5.x invisible time's bound (MAX_INVISIBLE_MS, as the real broker's)",
+    "broker.pulsar_model.cursors": "SubType, a subscription's outcomes, the properties a Pulsar entry carries",
+    "broker.pulsar_model.producers": "AccessMode, a producer's admission, its properties",
+    "broker.pulsar_model.topics": "PulsarAdminError (Pulsar's refusals) and the partition bound",
+    # codecs' shared pieces
+    "broker.pulsar_model.names": "the codec of names: a Pulsar topic's and message id's text and its store name",
+    "broker.dialects": "which store topics are another dialect's (a 5.x front refuses them as the real one would)",
     "broker.java_fields": "Java's field widths (the codecs check numbers with them)",
-    "broker.user_properties": "which properties are the user's",
+    "broker.user_properties": "which properties are the user's (each codec copies those)",
     "broker.log_text": "names escaped for a terminal or a log",
-    # read models (not moved behind the door yet: see NOT_YET_MOVED's _READ_MODELS)
-    "broker.views.consumer_views": "the dashboard's read model", "broker.views.group_views": "the group views",
-    "broker.views.message_life": "the dashboard's read model", "broker.views.rates": "the rates' kinds",
-    "broker.views.retry_ladders": "the dashboard's read model", "broker.views.store_views": "store counts",
-    # fault rules (48-door owns them)
+    # fault rules (48-door owns them: it decides rules at the door and takes these off)
     "broker.faults.rules": _DOOR, "broker.faults.placement": _DOOR,
 }
 
@@ -185,6 +169,13 @@ def graph():
 
 def test_fronts_and_the_cli_import_only_the_core_api_codecs_and_typed_values(graph):
     assert import_violations(graph) == []
+
+
+def test_every_entry_of_the_fronts_list_is_used(graph):
+    """An entry no front or CLI module imports any more is taken off the list."""
+    imported = {dep for module, deps in graph.items() if layer(module).startswith("front:") or layer(module) == "cli"
+                for dep in deps}
+    assert sorted(set(FRONTS_MAY_IMPORT) - imported) == []
 
 
 def test_the_fronts_import_rule_sees_a_planted_import(graph):

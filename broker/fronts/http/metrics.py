@@ -37,12 +37,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
-from ...rocketmq_model.dead_letters import dead_letter_counts
 from ...events import EventKind
+from ...facade.across import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
 from ...faults.placement import fault_of
 from ...pulsar_model.names import shown_topic
-from ...views.rates import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
-from ...views.store_views import group_progress, stored_messages
 
 __all__ = ["BrokerCollector", "FaultCollector", "PREFIX", "RATE_WINDOW_S"]
 
@@ -100,11 +98,10 @@ class BrokerCollector:
 
     def _one(self, core, m: dict) -> None:
         b = core.config.broker_name
-        store = core.store
-        queues = store.queues()
+        queues = core.stored_queues()
 
         def stored(topic: str) -> int:
-            return stored_messages(store, topic, queues)
+            return core.stored_message_count(topic, queues)
 
         for topic in sorted(queues):
             if topic.startswith(RETRY_PREFIX):
@@ -113,9 +110,9 @@ class BrokerCollector:
                 m["topic"].add_metric([b, shown_topic(topic)], stored(topic))
         # one count of a group's dead letters, as group show and dlq list have it:
         # %DLQ%<group> and its Pulsar dead-letter topics
-        for group, n in sorted(dead_letter_counts(core).items()):
+        for group, n in sorted(core.dead_letter_counts().items()):
             m["dead"].add_metric([b, group], n)
-        for group, topic, committed, lag in group_progress(store):
+        for group, topic, committed, lag in core.group_progress():
             if not _business(topic) or topic == SCHEDULE_TOPIC:
                 continue
             m["consumed"].add_metric([b, group, shown_topic(topic)], committed)

@@ -231,6 +231,6 @@ def delete_subscription_group(front, request, channel):
 def known_groups_request(front, request, channel):
     core = front.core
     from ....cluster import live_members
-    from ....views.group_views import known_groups
+    from ....facade.across import known_groups
 
     return request.response(RC.SUCCESS, body=json.dumps(known_groups(live_members(core))).encode())
