@@ -245,13 +245,7 @@ class EmbeddedBroker(AdminOperations, Connector):
         for core in self._cores(broker):
             qids = [queue_id] if queue_id is not None else sorted(core.stored_queues().get(topic, []))
             for qid in qids:
-                for off in range(*core.queue_bounds(topic, qid)):
-                    entry = core.queue_entry(topic, qid, off)
-                    if entry is None:
-                        continue
-                    raw = core.message_at(entry[0])
-                    if raw is not None:
-                        out.append(MessageExt.adopt(decode_record(raw, check_crc=False)))
+                out += [MessageExt.adopt(decode_record(raw, check_crc=False)) for raw in core.queue_records(topic, qid)]
         return out
 
     def broker_of(self, message: MessageExt) -> str:

@@ -87,6 +87,18 @@ class AdminDoor:
         """The stored record (MessageRecord) at a commit-log offset, None if none."""
         return self.store.look_message_by_offset(commit_log_offset)
 
+    def queue_records(self, topic: str, queue_id: int) -> list[bytes]:
+        """The raw records of a queue, in queue order (an entry whose record is gone is
+        left out): one call for a whole queue, as EmbeddedBroker.messages reads it."""
+        store = self.store
+        out = []
+        for off in range(store.min_offset(topic, queue_id), store.max_offset(topic, queue_id)):
+            entry = store.queue_entry(topic, queue_id, off)
+            raw = store.read(entry[0]) if entry is not None else None
+            if raw is not None:
+                out.append(raw)
+        return out
+
     def committed_offsets(self) -> list[str]:
         """The keys (``topic@group``) of every committed offset."""
         return list(self.store.offset_table())
