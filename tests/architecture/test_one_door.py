@@ -171,11 +171,18 @@ def test_fronts_and_the_cli_import_only_the_core_api_codecs_and_typed_values(gra
     assert import_violations(graph) == []
 
 
-def test_every_entry_of_the_fronts_list_is_used(graph):
-    """An entry no front or CLI module imports any more is taken off the list."""
+def unused_entries(graph: dict[str, set[str]], allowed) -> list[str]:
     imported = {dep for module, deps in graph.items() if layer(module).startswith("front:") or layer(module) == "cli"
                 for dep in deps}
-    assert sorted(set(FRONTS_MAY_IMPORT) - imported) == []
+    return sorted(set(allowed) - imported)
+
+
+def test_every_entry_of_the_fronts_list_is_used(graph):
+    """An entry no front or CLI module imports any more is taken off the list (so it
+    shrinks as reaches move behind the door); a planted stale entry is seen."""
+    assert unused_entries(graph, FRONTS_MAY_IMPORT) == []
+    assert unused_entries(graph, {**FRONTS_MAY_IMPORT, "broker.views.message_life": "stale"}) == \
+        ["broker.views.message_life"]
 
 
 def test_the_fronts_import_rule_sees_a_planted_import(graph):
