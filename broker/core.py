@@ -1,12 +1,16 @@
-"""BrokerCore: the synchronous, sans-I/O RocketMQ 4.x broker (and name server).
+"""BrokerCore: the synchronous, sans-I/O broker (and name server) behind every dialect —
+4.x remoting, 5.x gRPC, Pulsar, HTTP and MQTT fronts, the SDK in process — and its one door.
 
-Requests go in through ``handle``; replies come back from it, or later from
-``take_outgoing`` (held long-poll pulls, broker→client notifications). Time comes only
-from the injected Clock and randomness only from the injected ``random.Random``; the
-core never sleeps, never starts a thread and never touches a socket, so a run is
-reproducible from a seed and a test can jump the clock. Drivers — the asyncio TCP
-adapter, the SDK's in-process transport, the simulator — call ``tick()`` at
-``next_deadline()``. See CORE_API.md for the driver contract.
+Typed operations go in (broker/operations.py: ``send``, ``pull``, ``pop``, ``ack`` ...)
+and typed results come out; what happens later (held pulls answered, consumers to
+rebalance, something to dispatch to a Pulsar subscription) reaches the fronts as typed
+notifications (``subscribe``). Its other typed methods are the mixins of broker/facade/;
+the services behind it (store, topics, subscriptions, faults ...) are the core's own,
+never reached from a front or the SDK. Time comes only from the injected Clock and
+randomness only from the injected ``random.Random``; the core never sleeps, never starts
+a thread and never touches a socket, so a run is reproducible from a seed and a test can
+jump the clock. Drivers — the asyncio listeners, the SDK's in-process transport, the
+simulator — call ``tick()`` at ``next_deadline()``. See CORE_API.md for the contract.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from .core_types import Channel, ConsumeMessageContext
 from .views.delivery_log import DeliveryLog
 from .dialects import check_pulsar_store_topic
 from .events import Event, EventKind, EventLog
+from .facade import AdminDoor, PulsarAdminDoor, PulsarDoor, ViewsDoor
 from .rocketmq_model.groups import ConsumerManager, GroupManager, LockManager
 from .rocketmq_model.pulling import Pulling, check_filter
 from .rocketmq_model.sending import SendBackHooks, Sending
@@ -39,7 +44,7 @@ from .rocketmq_model.invisible_time import PopService
 from .rocketmq_model.lite_topics import LITE_PREFIX, LiteSyncOutcome, LiteTopics, lite_topic_problem
 from .rocketmq_model.message_types import LITE, LITE_TOPIC_PROPERTY, mismatch
 from .rocketmq_model.priorities import priority_queue
-from .pulsar_model.compaction import Compaction
+from .pulsar_model.compaction import Compaction, record_keys
 from .pulsar_model.cursors import SubscriptionService
 from .pulsar_model.names import PulsarTopic
 from .pulsar_model.non_persistent import NonPersistentTopics
@@ -70,9 +75,13 @@ _PUT_OK = PutStatus.PUT_OK
 _FOUND = PullOutcome.FOUND
 
 
-class BrokerCore:
+class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
     def __init__(self, store: MessageStore, clock: Clock, config: BrokerConfig | None = None,
-                 rng: random.Random | None = None, *, persistent: bool | None = None) -> None:
+                 rng: random.Random | None = None, *, persistent: bool | None = None,
+                 entry_keys: Callable | None = None) -> None:
+        """``entry_keys(record)``: the keys Pulsar compaction reads of a stored entry (the
+        Pulsar entry codec's ``keys_of``, which whoever builds a broker that serves Pulsar
+        passes); None: a record's KEYS property only (pulsar_model/compaction.py)."""
         self.store = store
         self.clock = clock
         self.config = config or BrokerConfig()
@@ -115,7 +124,7 @@ class BrokerCore:
         self.pulsar_topics = PulsarTopics(store, self.topics, self.notify, self._pulsar_defaults)
         self._non_persistent = NonPersistentTopics()         # nothing stored: see its module
         first = self.pulsar_topics.first_offset
-        self.compaction = Compaction(store, first, self._compaction_threshold)
+        self.compaction = Compaction(store, first, self._compaction_threshold, entry_keys or record_keys)
         self.subscriptions = SubscriptionService(store, clock, self.config, self.topics, self.offsets, self.notify,
                                                  first, self.compaction, deliveries=self.deliveries,
                                                  rates=self.rates)
@@ -171,18 +180,19 @@ class BrokerCore:
 
     @classmethod
     def in_memory(cls, clock: Clock | None = None, config: BrokerConfig | None = None,
-                  rng: random.Random | None = None) -> "BrokerCore":
+                  rng: random.Random | None = None, *, entry_keys: Callable | None = None) -> "BrokerCore":
         """A broker on the in-memory store (VirtualClock unless a clock is given)."""
         config = config or BrokerConfig()
         store = MessageStore(None, cls.store_config(config))
-        return cls(store, clock or VirtualClock(), config, rng, persistent=False)
+        return cls(store, clock or VirtualClock(), config, rng, persistent=False, entry_keys=entry_keys)
 
     @classmethod
     def open(cls, root, clock: Clock, config: BrokerConfig | None = None,
-             rng: random.Random | None = None) -> "BrokerCore":
+             rng: random.Random | None = None, *, entry_keys: Callable | None = None) -> "BrokerCore":
         """A broker on a disk store at ``root`` (created if missing, recovered if not)."""
         config = config or BrokerConfig()
-        return cls(MessageStore(root, cls.store_config(config)), clock, config, rng, persistent=True)
+        return cls(MessageStore(root, cls.store_config(config)), clock, config, rng, persistent=True,
+                   entry_keys=entry_keys)
 
     @staticmethod
     def store_config(config: BrokerConfig) -> StoreConfig:

@@ -20,12 +20,8 @@ from typing import Callable
 from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.rocketmq_model.dead_letters import (
-    DeadLetter,
-    RedriveResult,
-    dead_letters,
-    redrive_on,
-)
+from rocketmq_emulator.broker.fronts.pulsar.entries import keys_of
+from rocketmq_emulator.broker.facade.across import DeadLetter, RedriveResult, redrive
 from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, RETRY_PREFIX
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
@@ -85,7 +81,8 @@ class EmbeddedBroker(AdminOperations, Connector):
                 config = BrokerConfig.from_properties({k: _conf_str(v) for k, v in broker_conf.items()}, config)
             clock = clock or VirtualClock()
             cores = [BrokerCore.in_memory(clock=clock, config=_member_config(config, name, i, brokers),
-                                          rng=random.Random(seed + i)) for i, name in enumerate(broker_names(brokers))]
+                                          rng=random.Random(seed + i), entry_keys=keys_of)
+                     for i, name in enumerate(broker_names(brokers))]
         elif broker_conf or config is not None:
             raise TypeError("pass either a ready core or a config, not both")
         elif brokers > 1:
@@ -191,7 +188,7 @@ class EmbeddedBroker(AdminOperations, Connector):
         if self.cluster is not None:
             return self.cluster.states()
         c = self.core
-        return [BrokerState(c.config.broker_name, c.addr, True, c.config.broker_permission, len(c.topics.table))]
+        return [BrokerState(c.config.broker_name, c.addr, True, c.config.broker_permission, len(c.topic_names()))]
 
     def stop_broker(self, name: str) -> None:
         """Stop a broker of the cluster: out of every route, its client connections
@@ -207,13 +204,13 @@ class EmbeddedBroker(AdminOperations, Connector):
     def dead_letters(self, group: str) -> list[DeadLetter]:
         """``group``'s dead letters on every broker (broker/rocketmq_model/dead_letters.py): id, keys,
         tags, original topic, attempts, when it died, and what it was re-driven as."""
-        return [d for core in self._cores(None) for d in dead_letters(core, group)]
+        return [d for core in self._cores(None) for d in core.dead_letters(group)]
 
     def redrive(self, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:
         """Send ``group``'s dead letters (``ids``, or every one) back to their topic as new
         messages, each once (the rule: broker/rocketmq_model/dead_letters.py). DeadLetterError (a
         ValueError) for an empty DLQ or an id that is not one of its dead letters."""
-        result = redrive_on(self._cores(None), group, ids, dry_run=dry_run)
+        result = redrive(self._cores(None), group, ids, dry_run=dry_run)
         self.runtime.run_until_idle()
         return result
 
@@ -238,7 +235,7 @@ class EmbeddedBroker(AdminOperations, Connector):
     @property
     def events(self):
         """The core's EventLog (stored, delayed, redelivered, sent_back, dead_lettered, ...)."""
-        return self.core.events
+        return self.core.event_log()
 
     # -- inspection -------------------------------------------------------------------------------
     def messages(self, topic: str, queue_id: int | None = None, *, broker: str | None = None) -> list[MessageExt]:
@@ -246,16 +243,9 @@ class EmbeddedBroker(AdminOperations, Connector):
         by broker (every broker's, or ``broker``'s)."""
         out = []
         for core in self._cores(broker):
-            store = core.store
-            qids = [queue_id] if queue_id is not None else sorted(store.queues().get(topic, []))
+            qids = [queue_id] if queue_id is not None else sorted(core.stored_queues().get(topic, []))
             for qid in qids:
-                for off in range(store.min_offset(topic, qid), store.max_offset(topic, qid)):
-                    entry = store.queue_entry(topic, qid, off)
-                    if entry is None:
-                        continue
-                    raw = store.read(entry[0])
-                    if raw is not None:
-                        out.append(MessageExt.adopt(decode_record(raw, check_crc=False)))
+                out += [MessageExt.adopt(decode_record(raw, check_crc=False)) for raw in core.queue_records(topic, qid)]
         return out
 
     def broker_of(self, message: MessageExt) -> str:
@@ -284,15 +274,14 @@ class EmbeddedBroker(AdminOperations, Connector):
 
     def committed_offset(self, group: str, topic: str, queue_id: int = 0, *, broker: str | None = None) -> int:
         """The offset the broker (broker-a, or ``broker``) holds for (group, topic, queue); −1 if none."""
-        return self._cores(broker or self.core.config.broker_name)[0].store.query_offset(group, topic, queue_id)
+        return self._cores(broker or self.core.config.broker_name)[0].stored_offset(group, topic, queue_id)
 
     def committed_offsets(self, group: str, topic: str, *, broker: str | None = None) -> dict[int, int]:
         """{queue id: committed offset} for every queue of ``topic`` that has one (broker-a's, or ``broker``'s)."""
-        store = self._cores(broker or self.core.config.broker_name)[0].store
-        return {int(q): o for q, o in store.offset_table().get(f"{topic}@{group}", {}).items()}
+        return self._cores(broker or self.core.config.broker_name)[0].group_offsets(group, topic)
 
     def max_offset(self, topic: str, queue_id: int = 0, *, broker: str | None = None) -> int:
-        return self._cores(broker or self.core.config.broker_name)[0].store.max_offset(topic, queue_id)
+        return self._cores(broker or self.core.config.broker_name)[0].queue_bounds(topic, queue_id)[1]
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -242,33 +242,33 @@ def _open_core(cfg, data_dir: Path | None, clock, port: int):
     from rocketmq_emulator.store import StoreError
 
     from ..core import BrokerCore
-    from ..virtual_time import ClockKeeper
+    from ..fronts.pulsar.entries import keys_of
 
     cfg = cfg.replace(listen_port=port)
     if data_dir is None:
-        return BrokerCore.in_memory(clock, cfg), None
+        return BrokerCore.in_memory(clock, cfg, entry_keys=keys_of), None
     data_dir.mkdir(parents=True, exist_ok=True)
-    core = BrokerCore.open(data_dir, clock, cfg)
+    core = BrokerCore.open(data_dir, clock, cfg, entry_keys=keys_of)
     if not clock.is_virtual:
         return core, None
-    keeper = ClockKeeper(core.store, clock)
+    keeper = core.clock_keeper()
     try:
         keeper.resume()
     except (StoreError, OSError):
         core.close()
         raise
-    core.flush_hooks.append(keeper.save)        # every flush (and close) writes the clock's time
-    core.deliveries.since_ms = clock.now_ms()   # (the event log starts at the time resumed)
+    core.add_flush_hook(keeper.save)        # every flush (and close) writes the clock's time
+    core.restart_delivery_log_at(clock.now_ms())   # (the event log starts at the time resumed)
     return core, keeper
 
 
-async def _flush_in_real_time(core, interval_s: float) -> None:
+async def _flush_in_real_time(flush, interval_s: float) -> None:
     """A virtual-clock server's flush: its core ticks only when time is advanced, so
     offsets, delay offsets and the clock's time are written every flushIntervalCommitLog
     of real time instead (a real-clock server's timer does this on its own)."""
     while True:
         await asyncio.sleep(interval_s)
-        core.flush()
+        flush()
 
 
 def _host_port(host: str, port: int) -> str:
@@ -411,7 +411,7 @@ async def _serve(cfg, data_dir: Path | None, clock, args) -> int:
     flusher = None
     if keeper is not None:
         flusher = supervisor.watch(asyncio.create_task(
-            _flush_in_real_time(core.names, cfg.flush_interval_commit_log / 1000)), "the store's flush")
+            _flush_in_real_time(core.flush_cluster, cfg.flush_interval_commit_log / 1000)), "the store's flush")
     # before the listening lines: a script that reads one may signal us at once
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:

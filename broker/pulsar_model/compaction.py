@@ -17,8 +17,10 @@ or ``brokerServiceCompactionThresholdInBytes``): the Pulsar front reports bytes
 stored into a topic with a threshold. A compaction runs at once, to the end of the
 topic; its status is Pulsar's (NOT_RUN, RUNNING, SUCCESS, ERROR with the error).
 
-Reading keys needs the entry format: the Pulsar front registers ``keys_of(record)``,
-which returns per message of an entry (key or None, removes-its-key), or None when the
+Reading keys needs the entry format, which the one who builds the core gives it (a
+constructor argument, BrokerCore's ``entry_keys``: the Pulsar entry codec's
+``keys_of(record)``), so a core compacts alike whether a Pulsar front was built or not;
+it returns per message of an entry (key or None, removes-its-key), or None when the
 entry cannot be read (a compressed batch), which is then kept whole.
 """
 from __future__ import annotations
@@ -38,15 +40,17 @@ def record_keys(rec) -> list[tuple[str | None, bool]] | None:
 
 
 class Compaction:
-    def __init__(self, store, first_offset: Callable[[str], int], threshold_of: Callable[[str], int]):
+    def __init__(self, store, first_offset: Callable[[str], int], threshold_of: Callable[[str], int],
+                 keys_of: Callable = record_keys):
         """``first_offset(topic)``: where its live records begin; ``threshold_of(topic)``:
-        its compaction threshold in bytes (0: none)."""
+        its compaction threshold in bytes (0: none); ``keys_of(record)``: the keys of an
+        entry (default: ``record_keys``, for records no Pulsar client stored)."""
         self.store = store
         self._horizons: dict[str, int] = {k: int(v) for k, v in
                                           (store.load_config(COMPACTION_CONFIG) or {}).items()}
         self.first_offset = first_offset
         self.threshold_of = threshold_of
-        self.keys_of: Callable = record_keys                # the Pulsar front's reader, when it runs
+        self._keys_of = keys_of
         self._views: dict[str, dict[int, int | None]] = {}   # topic -> offset kept -> index mask (None: whole)
         self._status: dict[str, tuple[str, str]] = {}
         self._grown: dict[str, int] = {}                     # bytes stored since the last threshold check
@@ -129,7 +133,7 @@ class Compaction:
             rec = store.record_at(topic, 0, offset)
             if rec is None:
                 continue
-            keys = self.keys_of(rec)
+            keys = self._keys_of(rec)
             entries.append((offset, keys))
             for index, (key, removes) in enumerate(keys or ()):
                 if key is None:

@@ -95,14 +95,14 @@ class PopConsumer(InProcessConsumer):
         self.connect()
         core = self._core()
         try:
-            gc = core.groups.find(self.spec.name)          # (auto-created, as a 5.x client's group is)
+            gc = core.group_config(self.spec.name)          # (auto-created, as a 5.x client's group is)
             if gc.retry_max_times != self.spec.max_attempts_failed - 1:
                 failure = core.update_group(replace(gc, retry_max_times=self.spec.max_attempts_failed - 1))
                 if failure is not None:
                     raise OSError(f"cannot write the group config of {self.spec.name}: {failure}")
         finally:
             self.transport.core_done()
-        self._unsubscribe = core.events.subscribe(self._on_event, kinds=_WAKE_KINDS)
+        self._unsubscribe = core.subscribe_events(self._on_event, kinds=_WAKE_KINDS)
         self._arm()
         return self
 

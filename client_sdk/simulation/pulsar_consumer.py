@@ -80,13 +80,13 @@ class PulsarConsumer(InProcessConsumer):
         self.connect()
         core = self._core()
         try:
-            if core.topics.get(self.dlq_topic) is None:      # (the broker auto-creates it for the client)
+            if core.topic_config(self.dlq_topic) is None:      # (the broker auto-creates it for the client)
                 core.create_topic(self.dlq_topic, 1, 6)
-            outcome = core.subscriptions.subscribe(self.group, self.topic, self, SubType.SHARED, earliest=True)
+            outcome = core.pulsar_subscribe(self.group, self.topic, self, SubType.SHARED, earliest=True)
             if outcome is not SubscribeOutcome.OK:
                 raise RuntimeError(f"{self.group} cannot subscribe to {self.topic}: {outcome.value}")
-            core.subscriptions.flow(self, RECEIVER_QUEUE)
-            self._unsubscribe = core.events.subscribe(self._on_event, kinds=(EventKind.STORED,))
+            core.pulsar_flow(self, RECEIVER_QUEUE)
+            self._unsubscribe = core.subscribe_events(self._on_event, kinds=(EventKind.STORED,))
         finally:
             self.transport.core_done()
         self._arm()
@@ -98,7 +98,7 @@ class PulsarConsumer(InProcessConsumer):
         self._closed = True
         if self._unsubscribe is not None:
             self._unsubscribe()
-        self._call(lambda core: core.subscriptions.close(self))
+        self._call(lambda core: core.pulsar_close(self))
         self.transport.close()
         self.held.clear()
 
@@ -117,7 +117,7 @@ class PulsarConsumer(InProcessConsumer):
         self._armed = False
         if self._closed:
             return
-        for d in self._call(lambda core: core.subscriptions.dispatch(self.group, self.topic)):
+        for d in self._call(lambda core: core.pulsar_dispatch(self.group, self.topic)):
             d.consumer._deliver(d)
 
     def _deliver(self, d) -> None:
@@ -125,7 +125,7 @@ class PulsarConsumer(InProcessConsumer):
             return
         self.held.add(d.offset)
         delivery = Delivery(d)
-        self._call(lambda core: core.subscriptions.flow(self, 1))      # its permit comes back
+        self._call(lambda core: core.pulsar_flow(self, 1))      # its permit comes back
         if pulsar_delivered_dead(d.redelivery_count, self.max_redeliver_count):
             self._dead_letter(delivery)         # the client does not hand it to the application
             return
@@ -151,7 +151,7 @@ class PulsarConsumer(InProcessConsumer):
             self._dead_letter(delivery)
             return
         self.held.discard(delivery.queue_offset)
-        self._call(lambda core: core.subscriptions.redeliver(self, [delivery.queue_offset]))
+        self._call(lambda core: core.pulsar_redeliver(self, [delivery.queue_offset]))
         self._arm()
 
     def _dead_letter(self, delivery: Delivery) -> None:
@@ -168,9 +168,9 @@ class PulsarConsumer(InProcessConsumer):
             self._ack(delivery)
         else:                                   # the client falls back to a redelivery
             self.held.discard(delivery.queue_offset)
-            self._call(lambda core: core.subscriptions.redeliver(self, [delivery.queue_offset]))
+            self._call(lambda core: core.pulsar_redeliver(self, [delivery.queue_offset]))
             self._arm()
 
     def _ack(self, delivery: Delivery) -> None:
         self.held.discard(delivery.queue_offset)
-        self._call(lambda core: core.subscriptions.ack(self, [delivery.queue_offset]))
+        self._call(lambda core: core.pulsar_acks().ack(self, [delivery.queue_offset]))

@@ -39,6 +39,7 @@ from rocketmq_emulator.broker.cluster import broker_names
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.broker.fronts.pulsar.entries import keys_of
 from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, rocketmq5_retry_interval_ms
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.accounting import Ledger
@@ -204,19 +205,20 @@ class Simulation:
             where = self.store_dir if i == 0 else self.store_dir / "brokers" / name
             where.mkdir(parents=True, exist_ok=True)
             seed = f"{self.scenario.seed}/broker/{n}" + (f"/{name}" if i else "")
-            self.cores.append(BrokerCore.open(where, self.clock, self.member_configs[name], rng=random.Random(seed)))
+            self.cores.append(BrokerCore.open(where, self.clock, self.member_configs[name], rng=random.Random(seed),
+                                              entry_keys=keys_of))
         self.core = self.cores[0]
         self.embedded = EmbeddedBroker(cores=self.cores, pid=SIM_PID + n, strict=False, skip_idle=self.skip_idle)
         stops = []
         for member in self.cores:
             for t in self.scenario.topics:
-                if member.topics.get(t.name) is None:
+                if member.topic_config(t.name) is None:
                     member.create_topic(t.name, t.queues)
-            stops.append(member.events.subscribe(      # (a partial: no call of its own, every commit)
+            stops.append(member.subscribe_events(      # (a partial: no call of its own, every commit)
                 partial(self._on_event, broker=member.config.broker_name),
                 kinds=(EventKind.OFFSET_COMMITTED, EventKind.DEAD_LETTERED)
                 + ((EventKind.FAULT,) if self.rules is not None else ())))
-        if n == 0 and all(c.store.commit_log_max_offset == c.store.commit_log_min_offset for c in self.cores):
+        if n == 0 and all(lo == hi for lo, hi in (c.commit_log_bounds() for c in self.cores)):
             # A new store: the accounting is kept as records are stored, every boot's (a
             # crash loses none of them), instead of walking the log at the end.
             self.ledger = Ledger()
@@ -312,7 +314,7 @@ class Simulation:
         accounts = (ledger_accounts(self.ledger, stores) if self.ledger is not None
                     else account_message_stores(stores)).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
-        for (group, topic), stats in self.core.subscriptions.stats().items():
+        for (group, topic), stats in self.core.pulsar_cursor_stats().items():
             if group in per_group:          # a Pulsar group: the redeliveries its broker counted
                 mine = per_group[group]
                 for k, v in stats.items():
@@ -556,7 +558,7 @@ class Simulation:
     @property
     def halves_waiting(self) -> int:
         """Half messages waiting for their producer on the running brokers."""
-        return sum(core.transactions.waiting_count() for core in self.cores if not core.stopped)
+        return sum(core.waiting_transaction_count() for core in self.cores if not core.stopped)
 
     def _final_transaction_checks(self, now: int) -> None:
         emb = self.embedded

@@ -23,7 +23,7 @@ import threading
 from typing import Callable
 
 from rocketmq_emulator.broker.cluster import BrokerState
-from rocketmq_emulator.broker.rocketmq_model.dead_letters import DeadLetter, RedriveResult
+from rocketmq_emulator.broker.facade.across import DeadLetter, RedriveResult
 from rocketmq_emulator.broker.fronts.remoting.protocol import (EMULATOR_BROKER_CONTROL, EMULATOR_CLOCK_ADVANCE, EMULATOR_DLQ,
                                              EMULATOR_FAULTS, RemotingCommand, ResponseCode)
 from rocketmq_emulator.delay_scheduler import SystemClock

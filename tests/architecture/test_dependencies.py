@@ -55,47 +55,91 @@ def test_broker_imports_only_store_and_delay_scheduler():
 
 
 # What client_sdk may use of the broker, each with its reason: the codecs (one codec, two
-# ends) and the core's typed API; nothing of a front's request handling.
+# ends), the core's door (BrokerCore and its facade) and the typed values it takes and
+# gives; nothing of a front's request handling, no service, no read model, no
+# operation's module. (The fronts' and the CLI's list: test_one_door.py.)
+_DOOR = "48-door takes this off (fault rules decided at the door; idle skipping asks the core)"
 CLIENT_SDK_MAY_IMPORT = {
     # codecs
     "broker.fronts.remoting.protocol": "the 4.x remoting codec, and the 4.x codes of the typed operations' outcomes",
     "broker.fronts.pulsar.frames": "the Pulsar frame codec",
     "broker.fronts.pulsar.schema": "the Pulsar command schema (PulsarApi.proto's field numbers)",
-    "broker.pulsar_model.names": "how a Pulsar topic is named in the store",
-    # the core and its typed API
+    "broker.fronts.pulsar.entries": "the Pulsar entry codec: the key reader a broker's compaction is built with",
+    "broker.pulsar_model.names": "the codec of names: how a Pulsar topic is named in the store",
+    # the door
     "broker.core": "the in-process broker (EmbeddedBroker, the in-process transports)",
+    "broker.facade.across": "the door over several brokers: dead letters and their re-drive (EmbeddedBroker; "
+                            "RemoteBroker reads the same typed values off the wire)",
+    "broker.cluster": "a cluster of brokers in process (EmbeddedBroker(brokers=N))",
+    # typed values
     "broker.operations": "typed requests and results",
     "broker.notifications": "the core's typed notifications (the in-process hub takes held pulls' answers)",
     "broker.config": "BrokerConfig for an embedded broker",
-    "broker.events": "the retry lifecycle's events (the simulator's accounting)",
-    "broker.rocketmq_model.topics": "topic names and configs",
+    "broker.events": "the retry lifecycle's event kinds (the simulator's accounting)",
+    "broker.rocketmq_model.topics": "topic names and their checks (a scenario's topics are checked as the broker does)",
     "broker.rocketmq_model.sql_filter": "the one SQL92 evaluator: the simulator knows which messages a SQL group takes",
     "broker.retry_lifecycle": "the one retry decision: the SDK's client-side rules ask it",
-    "broker.pulsar_model.cursors": "Pulsar-style subscriptions (the simulator's Pulsar consumer)",
-    "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward)",
-    "broker.cluster": "a cluster of brokers in process (EmbeddedBroker(brokers=N))",
-    "broker.rocketmq_model.dead_letters": "a group's dead letters and their re-drive (EmbeddedBroker, RemoteBroker)",
-    "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38)",
+    "broker.pulsar_model.cursors": "SubType and a subscription's outcomes (the simulator's Pulsar consumer)",
     "broker.faults.door": "a fault rule's typed outcome (the in-process transport translates it, as a front does)",
-    # the in-process ends of listeners: what a TCP connection would reach
+    # 48-door's
+    "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward): " + _DOOR,
+    "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38): " + _DOOR,
+    # the in-process ends of listeners: what a TCP connection would reach (fronts, not the core)
     "broker.fronts.remoting.front": "the in-process hub hands 4.x commands to the 4.x front, as the TCP listener does",
     "broker.fronts.pulsar.front": "the in-process Pulsar client talks to the Pulsar front, as over TCP",
-    "broker.fronts.grpc5.listener": "the rocketmq5_endpoint fixture starts the gRPC listener beside the test",
-    "broker.fronts.pulsar.listener": "the pulsar_endpoint fixture starts the Pulsar listener beside the test",
-    "broker.fronts.grpc5.stubs": "the pytest plugin checks that the grpc extra is installed",
+    "broker.fronts.grpc5.listener": "the rocketmq5_endpoint fixture starts the gRPC listener beside the test "
+                                    "(imported by name: pytest_plugin._listener)",
+    "broker.fronts.pulsar.listener": "the pulsar_endpoint fixture starts the Pulsar listener beside the test "
+                                     "(imported by name: pytest_plugin._listener)",
+    "broker.fronts.grpc5.stubs": "the pytest plugin checks that the grpc extra is installed (imported by name)",
     # the command line
     "broker.cli.common": "the simulate command's errors and help, as every command's",
 }
+_IMPORTED_BY_NAME = {"broker.fronts.grpc5.listener", "broker.fronts.pulsar.listener", "broker.fronts.grpc5.stubs"}
+
+
+def sdk_import_violations(imported: dict[str, set[str]]) -> list[str]:
+    """``imported``: each SDK file's imported module names."""
+    out = []
+    for rel, names in sorted(imported.items()):
+        for n in sorted(names):
+            if top(n) == "spark_analytics":
+                out.append(f"{rel} imports {n}: client_sdk sits below the analytics")
+            elif top(n) == "broker" and not any(n == m or n.startswith(m + ".") for m in CLIENT_SDK_MAY_IMPORT):
+                out.append(f"{rel} imports {n}, not part of the core's API for clients")
+    return out
+
+
+def sdk_imports():
+    return {path.relative_to(ROOT).as_posix(): imports_of(path) for path in modules("client_sdk")}
 
 
 def test_client_sdk_imports_the_core_api_codecs_and_foundations_only():
-    for path in modules("client_sdk"):
-        for n in imports_of(path):
-            if top(n) == "spark_analytics":
-                raise AssertionError(f"{path.relative_to(ROOT)} imports {n}: client_sdk sits below the analytics")
-            if top(n) == "broker":
-                ok = any(n == m or n.startswith(m + ".") for m in CLIENT_SDK_MAY_IMPORT)
-                assert ok, f"{path.relative_to(ROOT)} imports {n}, not part of the core's API for clients"
+    assert sdk_import_violations(sdk_imports()) == []
+
+
+def unused_sdk_entries(imported: dict[str, set[str]], allowed) -> list[str]:
+    names = {n for found in imported.values() for n in found}
+    return [m for m in allowed if m not in _IMPORTED_BY_NAME and
+            not any(n == m or n.startswith(m + ".") for n in names)]
+
+
+def test_every_entry_of_the_sdk_list_is_used():
+    """An entry nothing imports any more is taken off (the list only shrinks to what the
+    SDK needs); a planted stale entry is seen."""
+    imported = sdk_imports()
+    assert unused_sdk_entries(imported, CLIENT_SDK_MAY_IMPORT) == []
+    assert unused_sdk_entries(imported, {**CLIENT_SDK_MAY_IMPORT, "broker.rocketmq_model.dead_letters": "stale"}) == \
+        ["broker.rocketmq_model.dead_letters"]
+
+
+def test_the_sdk_import_rule_sees_a_planted_import():
+    imported = sdk_imports()
+    imported["client_sdk/producer.py"] = imported["client_sdk/producer.py"] | {"broker.rocketmq_model.sending",
+                                                                              "broker.fronts.remoting.processors.send"}
+    assert sdk_import_violations(imported) == [
+        "client_sdk/producer.py imports broker.fronts.remoting.processors.send, not part of the core's API for clients",
+        "client_sdk/producer.py imports broker.rocketmq_model.sending, not part of the core's API for clients"]
 
 
 def test_spark_analytics_imports_only_the_store_format():

@@ -109,7 +109,7 @@ class Rocketmq5Front:
             out.publishing.validate_message_type = True
             return out
         group = settings.subscription.group.name
-        gc = self.core.groups.find(group) if group else None
+        gc = self.core.group_config(group) if group else None
         retry_max = gc.retry_max_times if gc is not None else DEFAULT_MAX_RECONSUME_TIMES
         fifo = gc is not None and gc.consume_message_orderly
         sub = out.subscription
@@ -180,12 +180,12 @@ class Rocketmq5Front:
         tc = self._topic(topic)
         if tc.__class__ is pb.Status:
             return tc, []
-        if self.core.groups.find(group) is None:
+        if self.core.group_config(group) is None:
             return status(pb.CONSUMER_GROUP_NOT_FOUND, f"group {group} not found"), []
         if not tc.readable:
             return status(pb.FORBIDDEN, "no readable queue"), []
         broker = pb.Broker(name=self.core.config.broker_name, id=0, endpoints=endpoints)
-        gc = self.core.groups.find(group)
+        gc = self.core.group_config(group)
         # an unordered group pops every queue (-1); a FIFO group one assignment per queue
         ids = range(tc.read_queue_nums) if gc.consume_message_orderly else (-1,)
         assignments = [pb.Assignment(message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=q,
@@ -198,7 +198,7 @@ class Rocketmq5Front:
             validate_topic_name(topic)
         except TopicNameError as exc:
             return status(pb.ILLEGAL_TOPIC, str(exc))
-        tc = self.core.topics.get(topic)
+        tc = self.core.topic_config(topic)
         if tc is None and is_pulsar_store_topic(topic):
             return status(pb.TOPIC_NOT_FOUND, f"topic {topic} not found ({NOT_CREATED_BY_ROCKETMQ})")
         if tc is None:
@@ -240,7 +240,7 @@ class Rocketmq5Front:
             if len(sp.message_group.encode()) >= 64:
                 return status(pb.ILLEGAL_MESSAGE_GROUP, "message_group must be under 64 bytes"), []
             props[SHARDING_KEY] = sp.message_group
-            tc = self.core.topics.get(topic)
+            tc = self.core.topic_config(topic)
             if tc is not None:          # one queue per group, as the proxy's hash does
                 queue_id = zlib.crc32(sp.message_group.encode()) % tc.write_queue_nums
         if sp.HasField("priority"):
@@ -345,7 +345,7 @@ class Rocketmq5Front:
             if not _MIN_INVISIBLE_MS <= invisible <= MAX_INVISIBLE_MS:
                 return status(pb.ILLEGAL_INVISIBLE_TIME, f"invisible duration must be {_MIN_INVISIBLE_MS} ms.."
                                                          f"{MAX_INVISIBLE_MS} ms, got {invisible} ms"), []
-        gc = self.core.groups.find(group) if group else None
+        gc = self.core.group_config(group) if group else None
         fifo = gc is not None and gc.consume_message_orderly
         # the proxy pops every queue of the broker whatever queue a client names (a FIFO
         # group's per-queue assignment too: ConsumerProcessor pops queue -1)

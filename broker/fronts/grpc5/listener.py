@@ -570,7 +570,7 @@ class GrpcServer:
         self.door = door
         self._loop = asyncio.get_running_loop()
         self.port = bound
-        stored = self.core.events.subscribe(self._on_arrival, kinds=_WAKE_KINDS)
+        stored = self.core.subscribe_events(self._on_arrival, kinds=_WAKE_KINDS)
         # a FIFO or lite delivery visible again in place is stored nowhere: told apart
         visible = self.core.subscribe(self._on_arrival, (VisibleAgain,))
 

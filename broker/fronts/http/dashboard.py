@@ -31,16 +31,11 @@ from collections import Counter, deque
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, Prop
 
-from ...views.consumer_views import DIALECTS, consumer_rows, group_detail
-from ...rocketmq_model.dead_letters import dead_letter_counts, dead_letter_page
 from ...events import EventKind
+from ...facade.across import DIALECTS, RATE_KINDS as KINDS, consumer_rows, find_messages, group_detail, known_groups
+from ...facade.across import message_life
 from ...faults.placement import fault_of
-from ...views.group_views import known_groups
-from ...views.message_life import find, life
 from ...pulsar_model.names import shown_topic
-from ...views.rates import KINDS
-from ...views.retry_ladders import RetryIndex, bar_messages
-from ...views.store_views import group_progress, stored_messages
 
 # The retry lifecycle's events, not every store (that would cost each put an event), and
 # the faults fault rules applied (so a user sees why a message came back).
@@ -76,19 +71,19 @@ class DashboardViews:
 
     def __init__(self, cores) -> None:
         self.cores = cores
-        self._indexes: dict[int, tuple[object, RetryIndex]] = {}
+        self._indexes: dict[int, tuple[object, object]] = {}   # id -> (core, its RetryIndex)
 
     def _fresh(self, cores) -> callable:
         """``index_of(core)`` for one request: each core's index refreshed once."""
-        done: dict[int, RetryIndex] = {}
+        done: dict[int, object] = {}
         for core in cores:
             held = self._indexes.get(id(core))
             if held is None or held[0] is not core:
-                held = self._indexes[id(core)] = (core, RetryIndex(core))
+                held = self._indexes[id(core)] = (core, core.retry_index())
         for key in [k for k, (c, _) in self._indexes.items() if not any(c is x for x in cores)]:
             del self._indexes[key]
 
-        def index_of(core) -> RetryIndex:
+        def index_of(core):
             index = done.get(id(core))
             if index is None:
                 index = done[id(core)] = self._indexes[id(core)][1]
@@ -101,21 +96,21 @@ class DashboardViews:
         cores = self.cores()
         live = _live(cores)
         index_of = self._fresh(live)
-        levels = cores[0].levels.delays_ms
+        levels = cores[0].delay_levels_ms()
         topics = []
         for core in cores:
-            queues = core.store.queues()
+            queues = core.stored_queues()
             for topic in sorted(queues):
-                if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) or core.topics.is_system(topic) \
+                if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) or core.is_system_topic(topic) \
                         or topic == SCHEDULE_TOPIC or core.is_lite_store_topic(topic):
                     continue            # (a lite topic's queue: counted under "lite" instead)
                 topics.append({"broker": core.config.broker_name, "topic": shown_topic(topic),
-                               "messages": stored_messages(core.store, topic, queues)})
+                               "messages": core.stored_message_count(topic, queues)})
         groups = self._groups(live, index_of, levels)
         dead_total = sum(g["dead_letters"] for g in groups.values())
         waiting_total = sum(n for core in live for lvl in index_of(core).waiting.values() for n in lvl.values())
         delay_queue = [{"level": lvl, "delay_ms": levels[lvl - 1],
-                        "waiting": sum(c.schedule.scheduler.pending_count(lvl) for c in live)}
+                        "waiting": sum(c.delayed_waiting(lvl) for c in live)}
                        for lvl in range(1, len(levels) + 1)]
         shown = sorted(groups.values(), key=lambda g: (-g["dead_letters"], -g["waiting"], -g["lag"], g["group"]))
         return {"clock": self.clock(),
@@ -133,25 +128,24 @@ class DashboardViews:
     def _half_messages(self, live) -> list[dict]:
         """Transactions waiting for their producer's commit or rollback, oldest first."""
         half = [dict(m.to_json(), topic=shown_topic(m.topic), broker=core.config.broker_name)
-                for core in live for m in core.transactions.waiting()]
+                for core in live for m in core.waiting_transactions()]
         return sorted(half, key=lambda m: (m["stored_ms"], m["transaction_id"]))[:WAITING_SHOWN]
 
     def _groups(self, live, index_of, levels) -> dict[str, dict]:
         groups: dict[str, dict] = {}
         known = {g["group"]: g["dialects"] for g in known_groups(live)}
         for core in live:
-            store = core.store
-            queues = store.queues()
+            queues = core.stored_queues()
             index = index_of(core)
-            dead = dead_letter_counts(core)
-            progress = [p for p in group_progress(store) if not p[1].startswith(RETRY_PREFIX)]
+            dead = core.dead_letter_counts()
+            progress = [p for p in core.group_progress() if not p[1].startswith(RETRY_PREFIX)]
             names = set(dead) | {p[0] for p in progress} | {t[len(RETRY_PREFIX):].partition("+")[0]
                                                             for t in queues if t.startswith(RETRY_PREFIX)}
             for name in names:
                 g = groups.setdefault(name, {"group": name, "dialects": known.get(name, []), "lag": 0, "consumed": 0,
                                              "retry_messages": 0, "dead_letters": 0, "waiting": 0,
                                              "ladder": Counter()})
-                g["retry_messages"] += stored_messages(store, RETRY_PREFIX + name, queues)
+                g["retry_messages"] += core.stored_message_count(RETRY_PREFIX + name, queues)
                 g["dead_letters"] += dead.get(name, 0)
             for owner, _topic, committed, lag in progress:
                 g = groups[owner]
@@ -171,7 +165,7 @@ class DashboardViews:
         rows = []
         for core in live:
             for group in groups:
-                page, _ = dead_letter_page(core, group, 0, DEAD_SHOWN)
+                page, _ = core.dead_letter_page(group, 0, DEAD_SHOWN)
                 rows += [_dead_row(core, group, d) for d in page]
                 if len(rows) >= 4 * DEAD_SHOWN:
                     break
@@ -186,7 +180,7 @@ class DashboardViews:
         streams, total = [], 0
         for rank, core in enumerate(live):
             index = index_of(core)
-            for lvl in range(1, len(core.levels.delays_ms) + 1):
+            for lvl in range(1, core.delay_level_count + 1):
                 if level is not None and lvl != level:
                     continue
                 counts = index.waiting.get(lvl, Counter())
@@ -196,7 +190,7 @@ class DashboardViews:
                     streams.append(_level_stream(core, rank, index, lvl, group))
         out = []
         for due, lvl, _, off, core in _islice(heapq.merge(*streams), start, start + limit):
-            rec = core.store.record_at(SCHEDULE_TOPIC, lvl - 1, off)
+            rec = core.stored_record(SCHEDULE_TOPIC, lvl - 1, off)
             if rec is None:
                 continue
             real = rec.properties.get(Prop.REAL_TOPIC, "")
@@ -221,13 +215,13 @@ class DashboardViews:
         if not text.strip():
             raise ViewError(400, "q is the text to look for: a message id, an offset id, a key or a Pulsar "
                                  "message id")
-        return {"query": text, "results": find(self.cores(), text)}
+        return {"query": text, "results": find_messages(self.cores(), text)}
 
     def message(self, ident: str) -> dict:
         if not ident.strip():
             raise ViewError(400, "id is a message id, an offset id or a Pulsar message id")
         cores = self.cores()
-        found = life(cores, ident, self._fresh(_live(cores)))
+        found = message_life(cores, ident, self._fresh(_live(cores)))
         if found is None:
             raise ViewError(404, f"no running broker holds a message {ident.strip()!r} (a message id, an offset id or "
                                  f"a Pulsar message id; search by key with /api/search)")
@@ -266,11 +260,11 @@ class DashboardViews:
         limit = _limit(limit)
         rows, total, skip = [], 0, start
         for core in live:
-            _, n = bar_messages(core, index_of(core), group, dialect, step, which, 0, 0)
+            _, n = core.retry_bar(index_of(core), group, dialect, step, which, 0, 0)
             if skip >= n:
                 skip -= n
             elif len(rows) < limit:
-                page, _ = bar_messages(core, index_of(core), group, dialect, step, which, skip, limit - len(rows))
+                page, _ = core.retry_bar(index_of(core), group, dialect, step, which, skip, limit - len(rows))
                 rows += page
                 skip = 0
             total += n
@@ -282,11 +276,11 @@ class DashboardViews:
         limit = _limit(limit)
         rows, total, skip = [], 0, start
         for core in live:
-            _, n = dead_letter_page(core, group, 0, 0)
+            _, n = core.dead_letter_page(group, 0, 0)
             if skip >= n:
                 skip -= n
             elif len(rows) < limit:
-                page, _ = dead_letter_page(core, group, skip, limit - len(rows))
+                page, _ = core.dead_letter_page(group, skip, limit - len(rows))
                 rows += [_dead_row(core, group, d) for d in page]
                 skip = 0
             total += n
@@ -295,13 +289,13 @@ class DashboardViews:
     def topics(self, query: str, start: int, limit: int) -> dict:
         rows = []
         for core in self.cores():
-            queues = core.store.queues()
+            queues = core.stored_queues()
             for topic in sorted(queues):
-                if topic == SCHEDULE_TOPIC or core.topics.is_system(topic) or core.is_lite_store_topic(topic) or \
+                if topic == SCHEDULE_TOPIC or core.is_system_topic(topic) or core.is_lite_store_topic(topic) or \
                         query.lower() not in shown_topic(topic).lower():
                     continue
                 rows.append({"broker": core.config.broker_name, "topic": shown_topic(topic),
-                             "messages": stored_messages(core.store, topic, queues),
+                             "messages": core.stored_message_count(topic, queues),
                              "kind": "retry" if topic.startswith(RETRY_PREFIX) else
                              "dead letters" if topic.startswith(DLQ_PREFIX) else "business"})
         return {"total": len(rows), "start": start, "rows": rows[start:start + _limit(limit)]}
@@ -312,14 +306,14 @@ class DashboardViews:
         name) and the busiest topics (by the names their users know) and groups."""
         cores = self.cores()
         now = cores[0].clock.now_ms()
-        seconds = max(1, min(seconds, min(c.rates.seconds for c in cores)))
+        seconds = max(1, min(seconds, min(c.rate_seconds for c in cores)))
         totals = {k: [0] * seconds for k in KINDS}
         by_topic: dict[str, Counter] = {}
         by_group: dict[str, Counter] = {}
         first = now // 1000 - seconds + 1
         shown: dict[str, str] = {}
         for core in _live(cores):
-            start, series = core.rates.window(now, seconds)
+            start, series = core.rate_window(now, seconds)
             shift = start - first
             for (kind, g, t), counts in series.items():
                 name = shown.get(t)
@@ -336,10 +330,10 @@ class DashboardViews:
                 if g:
                     by_group.setdefault(g, Counter())[kind] += sum(counts)
         # where the clock jumped (clock advance) within the window: the seconds it skipped
-        jumps = sorted({j for core in _live(cores) for j in core.rates.jumps(first, now // 1000)})
+        jumps = sorted({j for core in _live(cores) for j in core.rate_jumps(first, now // 1000)})
         # the rates count from the broker's start (as its event log: both in memory), so the
         # seconds of the window before it are no lull either
-        started = min((c.deliveries.since_ms for c in _live(cores)), default=None)
+        started = min((c.deliveries_since_ms for c in _live(cores)), default=None)
         return {"now_ms": now, "first_s": first, "seconds": seconds, "totals": totals,
                 "jumps": [{"from_ms": a, "to_ms": b} for a, b in jumps], "started_ms": started,
                 "by_topic": _busiest(by_topic, "topic"), "by_group": _busiest(by_group, "group")}
@@ -379,17 +373,16 @@ def _dead_row(core, group: str, d) -> dict:
             "died_at_ms": d.died_at_ms, "redriven_as": d.redriven_as, "body_size": d.body_size}
 
 
-def _level_stream(core, rank: int, index: RetryIndex, level: int, group: str | None):
+def _level_stream(core, rank: int, index, level: int, group: str | None):
     """(due, level, broker's rank, offset, core) of a level's waiting entries, in queue
     (= due) order: the first four order the merge of levels and brokers."""
     col = index.column(SCHEDULE_TOPIC, level - 1)
     if col is None:
         return
-    store = core.store
     start = index.delivered(level)
     for off in range(start, col.end):
         if group is None or col.groups[off - col.base] == group:
-            entry = store.queue_entry(SCHEDULE_TOPIC, level - 1, off)
+            entry = core.queue_entry(SCHEDULE_TOPIC, level - 1, off)
             if entry is not None:
                 yield entry[2], level, rank, off, core
 
@@ -416,7 +409,7 @@ class EventFeed:
         self.size = size
         self._events: deque = deque(maxlen=size)
         self._seq = 0
-        self._stops = [core.events.subscribe(self._taker(core.config.broker_name), kinds=FEED_KINDS)
+        self._stops = [core.subscribe_events(self._taker(core.config.broker_name), kinds=FEED_KINDS)
                        for core in cores]
 
     def _taker(self, broker: str):

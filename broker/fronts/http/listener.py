@@ -8,7 +8,7 @@ running broker's store takes writes, 503 with what is not (``down``, and ``store
 a store refuses writes, e.g. a full disk) otherwise; ``/metrics`` is the Prometheus text of broker/fronts/http/metrics.py's
 collector, in its own registry (no process-wide default collectors mixed in). Errors
 are JSON: ``{"error": "..."}`` with a 4xx. The dashboard's actions call what the CLI's
-requests call (the cluster's clock advance, dead_letters.redrive_on); handlers run on the
+requests call (the cluster's clock advance, facade/across.redrive); handlers run on the
 loop that serves every front, so they are serialised with every other request.
 Who may ask, and what a connection may hold: http_guard.py.
 """
@@ -27,7 +27,7 @@ from ...cluster import next_due_ms
 from . import dashboard_api, fault_api
 from .dashboard import DashboardViews, EventFeed
 from .dashboard_page import PAGE
-from ...rocketmq_model.dead_letters import DeadLetterError, redrive_on
+from ...facade.across import DeadLetterError, redrive
 from ...errors import ClockError
 from ...log_text import printable
 from .metrics import BrokerCollector, FaultCollector
@@ -111,7 +111,7 @@ class HttpServer:
         state = self.listeners()
         down = sorted(name for name, up in state.items() if not up)
         refusing = {c.config.broker_name: why for c in self.cores()
-                    if not c.stopped and (why := c.store.write_refusal()) is not None}
+                    if not c.stopped and (why := c.write_refusal()) is not None}
         ready = not down and not refusing
         body = {"status": "ready" if ready else "not ready", "listeners": state}
         if down:
@@ -143,7 +143,6 @@ class HttpServer:
 
         body = await json_body(request)
         cores = self.cores()
-        names = cores[0].names
         what = body.get("duration")
         if what == "next":
             due = next_due_ms([c for c in cores if not c.stopped])
@@ -160,10 +159,10 @@ class HttpServer:
             if ms > _LONG_MAX - cores[0].clock.now_ms():
                 return _error(400, "duration: the clock would pass the largest time a Java long holds")
         try:
-            now = names.advance_clock(ms)
+            now = cores[0].advance_cluster_clock(ms)
         except (ClockError, ValueError) as exc:
             return _error(409, str(exc))
-        names.flush()
+        cores[0].flush_cluster()
         return web.json_response({"now_ms": now, "advanced_ms": ms})
 
     async def _redrive(self, request: web.Request) -> web.Response:
@@ -178,11 +177,10 @@ class HttpServer:
             return _error(400, "ids is a list of dead-letter ids (strings)")
         live = [c for c in self.cores() if not c.stopped]
         try:
-            result = redrive_on(live, group, ids, dry_run=bool(body.get("dry_run")))
+            result = redrive(live, group, ids, dry_run=bool(body.get("dry_run")))
         except DeadLetterError as exc:
             return _error(409 if "no dead letters" in str(exc) else 400, str(exc))
-        for fn in live[0].names.after_change if hasattr(live[0].names, "after_change") else ():
-            fn()
+        live[0].cluster_changed()
         return web.json_response(result.to_dict())
 
 

@@ -40,12 +40,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPICS
 
-from ...rocketmq_model.dead_letters import dead_letter_counts
 from ...events import EventKind
+from ...facade.across import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
 from ...faults.placement import fault_of
 from ...pulsar_model.names import shown_topic
-from ...views.rates import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
-from ...views.store_views import group_progress, stored_messages
 
 __all__ = ["BrokerCollector", "FaultCollector", "PREFIX", "RATE_WINDOW_S"]
 
@@ -106,11 +104,10 @@ class BrokerCollector:
 
     def _one(self, core, m: dict) -> None:
         b = core.config.broker_name
-        store = core.store
-        queues = store.queues()
+        queues = core.stored_queues()
 
         def stored(topic: str) -> int:
-            return stored_messages(store, topic, queues)
+            return core.stored_message_count(topic, queues)
 
         for topic in sorted(queues):
             if topic.startswith(RETRY_PREFIX):
@@ -119,17 +116,16 @@ class BrokerCollector:
                 m["topic"].add_metric([b, shown_topic(topic)], stored(topic))
         # one count of a group's dead letters, as group show and dlq list have it:
         # %DLQ%<group> and its Pulsar dead-letter topics
-        for group, n in sorted(dead_letter_counts(core).items()):
+        for group, n in sorted(core.dead_letter_counts().items()):
             m["dead"].add_metric([b, group], n)
-        for group, topic, committed, lag in group_progress(store):
+        for group, topic, committed, lag in core.group_progress():
             if not _business(topic) or topic == SCHEDULE_TOPIC:
                 continue
             m["consumed"].add_metric([b, group, shown_topic(topic)], committed)
             m["lag"].add_metric([b, group, shown_topic(topic)], lag)
-        scheduler = core.schedule.scheduler
-        for level in range(1, len(core.levels.delays_ms) + 1):
-            m["delay"].add_metric([b, str(level)], scheduler.pending_count(level))
-        m["held"].add_metric([b], len(core.holds))
+        for level in range(1, core.delay_level_count + 1):
+            m["delay"].add_metric([b, str(level)], core.delayed_waiting(level))
+        m["held"].add_metric([b], core.held_pull_count())
         parents, groups = core.lite_census()
         for topic, n in sorted(parents.items()):
             m["lite"].add_metric([b, topic], n)
@@ -141,8 +137,8 @@ class BrokerCollector:
         m["clock"].add_metric([b], core.clock.now_ms())
         m["up"].add_metric([b], 0 if core.stopped else 1)
         if not core.stopped:
-            m["writable"].add_metric([b], 0 if core.store.write_refusal() is not None else 1)
-            _, series = core.rates.window(core.clock.now_ms(), RATE_WINDOW_S)
+            m["writable"].add_metric([b], 0 if core.write_refusal() is not None else 1)
+            _, series = core.rate_window(core.clock.now_ms(), RATE_WINDOW_S)
             for (kind, group, topic), counts in sorted(series.items()):
                 labels = [b, shown_topic(topic)] if kind == PRODUCED else [b, group, shown_topic(topic)]
                 m[kind].add_metric(labels, sum(counts) / RATE_WINDOW_S)
@@ -157,7 +153,7 @@ class FaultCollector:
     def __init__(self, cores: list) -> None:
         self.cores = list(cores)
         self._applied: dict[tuple[str, str, str, str], int] = {}    # (broker, rule, operation, action) -> n
-        self._stops = [core.events.subscribe(self._taker(core.config.broker_name), kinds=(EventKind.FAULT,))
+        self._stops = [core.subscribe_events(self._taker(core.config.broker_name), kinds=(EventKind.FAULT,))
                        for core in self.cores]
 
     def _taker(self, broker: str):

@@ -1,10 +1,10 @@
 """Pulsar's admin REST API and HTTP lookups on the HTTP front (issue 41, items 1 and 2): what
 a Pulsar standalone serves on its web port 8080, the part Pulsar users' test setups and
-clients use. Requests are read into the core's calls (broker/pulsar_model/admin.py,
-pulsar_topics.py); answers are Pulsar's JSON and status codes: 204 for a change,
+clients use. Requests are read into the core's typed calls (broker/facade/pulsar_admin.py,
+behind them pulsar_model/admin.py and topics.py); answers are Pulsar's JSON and status codes: 204 for a change,
 200 with JSON for a read, errors as ``{"reason": "..."}`` with 404 (no such topic,
 subscription, namespace, tenant), 409 (it exists already), 412 (refused: clients
-connected, a bad name), 406 (a partition count below 1 or over pulsar_topics.MAX_PARTITIONS),
+connected, a bad name), 406 (a partition count below 1 or over pulsar_model/topics.MAX_PARTITIONS),
 400 (a body that is not what the path takes: a number past the Java int or long Pulsar
 reads it into is one). The dashboard's access rules apply unchanged (guard.py): Host,
 token, Origin; a change whose body is not JSON is 415, as Pulsar's JAX-RS resources
@@ -45,17 +45,7 @@ from typing import Callable
 
 from aiohttp import web
 
-from ...pulsar_model.admin import (
-    EARLIEST,
-    LATEST,
-    compact,
-    create_subscription,
-    delete_subscription,
-    delete_topic,
-    reset_cursor,
-    skip,
-    topic_figures,
-)
+from ...facade.pulsar_admin import EARLIEST, LATEST
 from ...pulsar_model.names import (
     PulsarNameError,
     PulsarTopic,
@@ -243,46 +233,46 @@ class PulsarAdmin:
         return web.json_response(["standalone"])
 
     async def _tenants(self, request):
-        return web.json_response(self.core().pulsar_topics.tenant_names())
+        return web.json_response(self.core().pulsar_tenant_names())
 
     async def _tenant(self, request):
-        return web.json_response(self.core().pulsar_topics.tenant_info(request.match_info["tenant"]))
+        return web.json_response(self.core().pulsar_tenant_info(request.match_info["tenant"]))
 
     async def _create_tenant(self, request):
         info = await _json(request, {})
         if not isinstance(info, dict):
             raise _Refused(400, "a tenant's info is an object (adminRoles, allowedClusters)")
-        self.core().pulsar_topics.create_tenant(request.match_info["tenant"], info)
+        self.core().create_pulsar_tenant(request.match_info["tenant"], info)
         return _no_content()
 
     async def _delete_tenant(self, request):
-        self.core().pulsar_topics.delete_tenant(request.match_info["tenant"])
+        self.core().delete_pulsar_tenant(request.match_info["tenant"])
         return _no_content()
 
     async def _namespaces(self, request):
         tenant = request.match_info["tenant"]
-        pt = self.core().pulsar_topics
-        if tenant not in pt.tenant_names():
+        core = self.core()
+        if tenant not in core.pulsar_tenant_names():
             raise PulsarAdminError("not_found", "Tenant does not exist")
-        return web.json_response(pt.namespace_names(tenant))
+        return web.json_response(core.pulsar_namespace_names(tenant))
 
     async def _create_namespace(self, request):
         await _json(request)                # (a Policies body may come: it is not kept)
-        self.core().pulsar_topics.create_namespace(request.match_info["tenant"], request.match_info["namespace"])
+        self.core().create_pulsar_namespace(request.match_info["tenant"], request.match_info["namespace"])
         return _no_content()
 
     async def _delete_namespace(self, request):
-        self.core().pulsar_topics.delete_namespace(request.match_info["tenant"], request.match_info["namespace"])
+        self.core().delete_pulsar_namespace(request.match_info["tenant"], request.match_info["namespace"])
         return _no_content()
 
     async def _namespace_topics(self, request):
         m = request.match_info
-        pt = self.core().pulsar_topics
-        pt.check_namespace(m["tenant"], m["namespace"])
+        core = self.core()
+        core.check_pulsar_namespace(m["tenant"], m["namespace"])
         mode = request.query.get("mode", "PERSISTENT").upper()
-        topics = [] if mode == "NON_PERSISTENT" else pt.topics_of(m["tenant"], m["namespace"])
+        topics = [] if mode == "NON_PERSISTENT" else core.pulsar_topics_of(m["tenant"], m["namespace"])
         if mode in ("NON_PERSISTENT", "ALL"):
-            topics += self.core().non_persistent_topics_of(m["tenant"], m["namespace"])
+            topics += core.non_persistent_topics_of(m["tenant"], m["namespace"])
         return web.json_response(topics)
 
     def _policy_routes(self, path: str, key: str, read, set_method: str) -> list:
@@ -290,18 +280,18 @@ class PulsarAdmin:
         namespace or on a topic."""
         async def scope(request) -> str:
             m = request.match_info
-            pt = self.core().pulsar_topics
+            core = self.core()
             if "topic" in m:
                 topic = self._topic(request)
                 store_topic(topic)
-                if not pt.exists(topic) and not pt.partitions(topic):
+                if not core.pulsar_topic_exists(topic) and not core.pulsar_partitions(topic):
                     raise PulsarAdminError("not_found", "Topic not found")
                 return topic.full
-            pt.check_namespace(m["tenant"], m["namespace"])
+            core.check_pulsar_namespace(m["tenant"], m["namespace"])
             return f"{m['tenant']}/{m['namespace']}"
 
         async def get(request):
-            value = self.core().pulsar_topics.policy(await scope(request), key)
+            value = self.core().pulsar_policy(await scope(request), key)
             return web.json_response(value) if value is not None else _no_content()
 
         async def put(request):
@@ -309,11 +299,11 @@ class PulsarAdmin:
             body = await _json(request)
             if body is None:
                 raise _Refused(400, "the request needs a body")
-            self.core().pulsar_topics.set_policy(where, key, read(body, key))
+            self.core().set_pulsar_policy(where, key, read(body, key))
             return _no_content()
 
         async def delete(request):
-            self.core().pulsar_topics.set_policy(await scope(request), key, None)
+            self.core().set_pulsar_policy(await scope(request), key, None)
             return _no_content()
 
         return [web.get(path, self._route(get)), getattr(web, set_method)(path, self._route(put)),
@@ -322,46 +312,46 @@ class PulsarAdmin:
     # -- topics -----------------------------------------------------------------------------------
     async def _topics(self, request):
         m = request.match_info
-        pt = self.core().pulsar_topics
-        pt.check_namespace(m["tenant"], m["namespace"])
-        return web.json_response(pt.topics_of(m["tenant"], m["namespace"]))
+        core = self.core()
+        core.check_pulsar_namespace(m["tenant"], m["namespace"])
+        return web.json_response(core.pulsar_topics_of(m["tenant"], m["namespace"]))
 
     async def _partitioned_topics(self, request):
         m = request.match_info
-        pt = self.core().pulsar_topics
-        pt.check_namespace(m["tenant"], m["namespace"])
-        return web.json_response(pt.partitioned_topics_of(m["tenant"], m["namespace"]))
+        core = self.core()
+        core.check_pulsar_namespace(m["tenant"], m["namespace"])
+        return web.json_response(core.pulsar_partitioned_topics_of(m["tenant"], m["namespace"]))
 
     async def _create_topic(self, request):
         await _json(request)                # (a properties body may come: it is not kept)
-        self.core().pulsar_topics.create(creatable(self._topic(request)))
+        self.core().create_pulsar_topic(creatable(self._topic(request)))
         return _no_content()
 
     async def _delete_topic(self, request):
-        delete_topic(self.core(), self._topic(request), _flag(request, "force"), partitioned=False)
+        self.core().admin_delete_pulsar_topic(self._topic(request), _flag(request, "force"), partitioned=False)
         return _no_content()
 
     async def _create_partitioned(self, request):
         n = _int(await _json(request), "the number of partitions", bits=32)
-        self.core().pulsar_topics.create_partitioned(creatable(self._topic(request)), n)
+        self.core().create_pulsar_partitioned(creatable(self._topic(request)), n)
         return _no_content()
 
     async def _update_partitions(self, request):
         n = _int(await _json(request), "the number of partitions", bits=32)
-        self.core().pulsar_topics.add_partitions(self._topic(request), n)
+        self.core().add_pulsar_partitions(self._topic(request), n)
         return _no_content()
 
     async def _partitions(self, request):
-        return web.json_response({"partitions": self.core().pulsar_topics.partitions(self._topic(request))})
+        return web.json_response({"partitions": self.core().pulsar_partitions(self._topic(request))})
 
     async def _delete_partitioned(self, request):
-        delete_topic(self.core(), self._topic(request), _flag(request, "force"), partitioned=True)
+        self.core().admin_delete_pulsar_topic(self._topic(request), _flag(request, "force"), partitioned=True)
         return _no_content()
 
     def _existing(self, request) -> tuple[PulsarTopic, str]:
         topic = self._topic(request)
         stored = store_topic(topic)
-        if self.core().topics.get(stored) is None:
+        if self.core().topic_config(stored) is None:
             raise PulsarAdminError("not_found", "Topic not found")
         return topic, stored
 
@@ -372,7 +362,7 @@ class PulsarAdmin:
     async def _partitioned_stats(self, request):
         topic = self._topic(request)
         core = self.core()
-        n = core.pulsar_topics.partitions(topic)
+        n = core.pulsar_partitions(topic)
         if not n:
             raise PulsarAdminError("not_found", "Partitioned topic does not exist")
         stored = store_topic(topic)
@@ -385,7 +375,7 @@ class PulsarAdmin:
 
     def _topic_stats(self, stored: str) -> dict:
         core = self.core()
-        f = topic_figures(core, stored)
+        f = core.pulsar_topic_figures(stored)
         entries = f["end"] - f["first"]
         out = sum(sub["out"] for sub in f["subscriptions"].values())
         rate_in, rate_out = self._rates_of(stored, f["end"], out)
@@ -428,7 +418,7 @@ class PulsarAdmin:
     async def _internal_stats(self, request):
         _, stored = self._existing(request)
         core = self.core()
-        f = topic_figures(core, stored)
+        f = core.pulsar_topic_figures(stored)
         ledger = ledger_id(stored)
         entries = f["end"] - f["first"]
         cursors = {}
@@ -459,53 +449,53 @@ class PulsarAdmin:
 
     async def _last_message_id(self, request):
         topic, stored = self._existing(request)
-        end = self.core().store.max_offset(stored, 0)
+        end = self.core().queue_bounds(stored, 0)[1]
         return web.json_response({"ledgerId": ledger_id(stored), "entryId": end - 1 if end else -1,
                                   "partitionIndex": topic.partition})
 
     # -- subscriptions ----------------------------------------------------------------------------
     async def _subscriptions(self, request):
         _, stored = self._existing(request)
-        return web.json_response([subscription_of(g) for g in self.core().subscriptions.names(stored)])
+        return web.json_response([subscription_of(g) for g in self.core().pulsar_subscription_names(stored)])
 
     async def _create_subscription(self, request):
         topic = self._topic(request)
         body = await _json(request)
         core = self.core()
-        n = core.pulsar_topics.partitions(topic)
+        n = core.pulsar_partitions(topic)
         names = [parse_topic(f"{topic.full}-partition-{i}") for i in range(n)] if n else [topic]
         at = LATEST
         if body is not None:
             at, _ = _position(body, lambda: ledger_id(store_topic(topic)))
         for t in names:
-            create_subscription(core, t, request.match_info["sub"], at)
+            core.admin_create_pulsar_subscription(t, request.match_info["sub"], at)
         return _no_content()
 
     def _each_partition(self, request) -> list[PulsarTopic]:
         topic = self._topic(request)
-        n = self.core().pulsar_topics.partitions(topic)
+        n = self.core().pulsar_partitions(topic)
         return [parse_topic(f"{topic.full}-partition-{i}") for i in range(n)] if n else [topic]
 
     async def _delete_subscription(self, request):
         for t in self._each_partition(request):
-            delete_subscription(self.core(), t, request.match_info["sub"], _flag(request, "force"))
+            self.core().admin_delete_pulsar_subscription(t, request.match_info["sub"], _flag(request, "force"))
         return _no_content()
 
     async def _skip(self, request):
         n = _int(request.match_info["n"], "the number of messages", bits=32)
         for t in self._each_partition(request):
-            skip(self.core(), t, request.match_info["sub"], n)
+            self.core().admin_skip_pulsar(t, request.match_info["sub"], n)
         return _no_content()
 
     async def _skip_all(self, request):
         for t in self._each_partition(request):
-            skip(self.core(), t, request.match_info["sub"], None)
+            self.core().admin_skip_pulsar(t, request.match_info["sub"], None)
         return _no_content()
 
     async def _reset_by_time(self, request):
         ts = _int(request.match_info["timestamp"], "the timestamp")
         for t in self._each_partition(request):
-            reset_cursor(self.core(), t, request.match_info["sub"], time_ms=ts)
+            self.core().admin_reset_pulsar_cursor(t, request.match_info["sub"], time_ms=ts)
         return _no_content()
 
     async def _reset_by_id(self, request):
@@ -516,18 +506,18 @@ class PulsarAdmin:
             raise _Refused(400, "resetcursor needs a message id: {\"ledgerId\": L, \"entryId\": E}")
         at, _ = _position(body, lambda: ledger_id(stored))
         core = self.core()
-        offset = core.store.max_offset(stored, 0) if at == LATEST else 0 if at == EARLIEST else at
-        reset_cursor(core, topic, request.match_info["sub"], offset=offset)
+        offset = core.queue_bounds(stored, 0)[1] if at == LATEST else 0 if at == EARLIEST else at
+        core.admin_reset_pulsar_cursor(topic, request.match_info["sub"], offset=offset)
         return _no_content()
 
     # -- compaction -------------------------------------------------------------------------------
     async def _compact(self, request):
-        compact(self.core(), self._topic(request))
+        self.core().admin_compact_pulsar_topic(self._topic(request))
         return _no_content()
 
     async def _compaction_status(self, request):
         _, stored = self._existing(request)
-        status, last_error = self.core().compaction.status(stored)
+        status, last_error = self.core().pulsar_compaction_status(stored)
         return web.json_response({"status": status, "lastError": last_error})
 
     # -- lookup -----------------------------------------------------------------------------------

@@ -99,7 +99,7 @@ class MqttBridge:
         self._events_ready = asyncio.Event()
         self._client = None
         self.connected = asyncio.Event()
-        self._unsubscribe = core.events.subscribe(self._on_event, kinds=EVENT_KINDS)
+        self._unsubscribe = core.subscribe_events(self._on_event, kinds=EVENT_KINDS)
         self._task: asyncio.Task | None = None
         # Egress is woken by the core when a message is stored in a forwarded topic (or
         # re-stored there when its delay ends), not by polling the store.
@@ -108,7 +108,7 @@ class MqttBridge:
         self._unsubscribe_egress = lambda: None
         if settings.egress_topics:
             self._register_egress_consumer()
-            self._unsubscribe_egress = core.events.subscribe(self._on_arrival, kinds=ARRIVAL_KINDS)
+            self._unsubscribe_egress = core.subscribe_events(self._on_arrival, kinds=ARRIVAL_KINDS)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> asyncio.Task:
@@ -178,7 +178,7 @@ class MqttBridge:
                 batch.append(queue.get_nowait())
             to_ack = [m for m in batch if self._store(m) and m.qos > 0]
             if any(m.qos > 0 for m in batch):
-                self.core.store.flush()   # durable before the broker is told it may forget it
+                self.core.flush_log()     # durable before the broker is told it may forget it
             for m in batch:
                 if m.qos > 0:
                     client._client.ack(m.mid, m.qos)
@@ -262,7 +262,7 @@ class MqttBridge:
             self._egress_ready.clear()          # (before the scan: an arrival during it wakes the next)
             moved = stuck = False
             for topic in topics:
-                tc = self.core.topics.get(topic)
+                tc = self.core.topic_config(topic)
                 for qid in range(tc.read_queue_nums if tc else 0):
                     offset = max(self.core.committed_offset(BRIDGE_CONSUMER_GROUP, topic, qid) or 0, 0)
                     res = self.core.pull(PullRequest(BRIDGE_CONSUMER_GROUP, topic, qid, offset, 32), self.channel)

@@ -31,7 +31,7 @@ from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopic
 from ...pulsar_model.cursors import SubscribeOutcome, SubType
 from . import non_persistent, producing
 from . import schema as s
-from .entries import METADATA_PROPERTY, is_batch, keys_of, ledger_id, metadata_of, permits_of
+from .entries import METADATA_PROPERTY, is_batch, ledger_id, metadata_of, permits_of
 from .fault_answers import DIALECT, DISPATCH_ACTIONS, FLOW_ACTIONS, guarded, refused_ack
 from .frames import Frame, FrameError, ack_set_of_mask, encode_payload, mask_of_ack_set, signed_id
 from .replies import ack_response, error, frame, request_id_of, success
@@ -125,12 +125,12 @@ class PulsarFront:
         self._active: dict[tuple[str, str], _Consumer] = {}   # Failover: the active consumer last told
         self._conns: dict[Connection, None] = {}              # connections that sent CONNECT, open
         self.watchers = TopicWatchers(core)
+        self._acks = core.pulsar_acks()          # (an ack per message: bound once)
         self.on_dirty = None                    # the listener's hook: pump soon
         # a store into a subscribed topic, whoever stored it, or delayed messages come due
         self._stop_notifications = core.subscribe(lambda n: self._mark(n.topic), (DispatchReady,))
         self._stop_topics = core.subscribe(self._topics_changed, (PulsarTopicsChanged,))
         self._stop_detached = core.subscribe(lambda n: self.detached(n.consumers), (PulsarConsumersDetached,))
-        core.compaction.keys_of = keys_of       # compaction reads entries as this front stores them
         self._held: set[str] = set()            # store topics a hold rule kept from dispatch (fault_answers.py)
         self._held_lock = threading.Lock()      # (rules change on any thread: a test's, the CLI's command)
         self.fenced: dict = {}                  # (store topic, producer name) -> the refusal of its sends for good
@@ -196,7 +196,7 @@ class PulsarFront:
         if _bad_topic(r, req.topic, s.PartitionedLookupType.Failed) is None:
             r.response = s.PartitionedLookupType.Success
             r.partitions = self.core.non_persistent_partitions(parse_topic(req.topic)) \
-                if req.topic.startswith(non_persistent.NON_PERSISTENT) else self.core.pulsar_topics.partitions(req.topic)
+                if req.topic.startswith(non_persistent.NON_PERSISTENT) else self.core.pulsar_partitions(req.topic)
         return [frame(reply)]
 
     def _lookup(self, conn: Connection, cmd, frame_) -> list[bytes]:
@@ -246,7 +246,7 @@ class PulsarFront:
         if req.read_compacted and req.subType not in (s.SubType.Exclusive, s.SubType.Failover):
             return [error(req.request_id, s.ServerError.NotAllowedError,
                           "readCompacted only allowed on failover or exclusive subscriptions")]
-        outcome = self.core.subscriptions.subscribe(group, stored, consumer, SubType(req.subType),
+        outcome = self.core.pulsar_subscribe(group, stored, consumer, SubType(req.subType),
                                                     earliest=req.initialPosition == s.InitialPosition.Earliest,
                                                     durable=req.durable, start=start, priority=req.priority_level,
                                                     read_compacted=req.read_compacted,
@@ -261,7 +261,7 @@ class PulsarFront:
         when the active one changed, else to ``joined``, a consumer that just subscribed
         (reference §5.6). Returns the frame for ``joined`` (it follows its SUCCESS); the
         others' are queued on their connections."""
-        keys, active = self.core.subscriptions.members(consumer)
+        keys, active = self.core.pulsar_members(consumer)
         if active is None:
             return []
         changed = self._active.get((consumer.group, consumer.stored)) is not active
@@ -278,8 +278,8 @@ class PulsarFront:
     def _leave(self, consumer: "_Consumer") -> None:
         """``consumer`` leaves its subscription, giving back what it held; on Failover the
         others learn of a new active one."""
-        keys, _ = self.core.subscriptions.members(consumer)
-        self.core.subscriptions.close(consumer)
+        keys, _ = self.core.pulsar_members(consumer)
+        self.core.pulsar_close(consumer)
         others = [k for k in keys if k is not consumer]
         if others:
             self._tell_active(others[0])
@@ -296,7 +296,7 @@ class PulsarFront:
                                              DIALECT, FLOW_ACTIONS)
                 if outcome is not None:     # dropped: its permits swallowed; refused: the consumer closed
                     return self.refuse_consumer(consumer) if outcome.kind is Fault.REFUSED else []
-            self.core.subscriptions.flow(consumer, cmd.flow.messagePermits)
+            self.core.pulsar_flow(consumer, cmd.flow.messagePermits)
             self._mark(consumer.stored)
         return []
 
@@ -322,7 +322,7 @@ class PulsarFront:
                     return refused_ack(outcome, req, receipt)
                 core.call_later(outcome.delay_ms, lambda: self._ack_later(conn, consumer, cmd))
                 return []
-        subs = self.core.subscriptions
+        subs = self._acks
         if req.ack_type == s.AckType.Cumulative:
             if len(req.message_id) == 1:          # (Pulsar ignores a cumulative ack of several ids)
                 [m] = req.message_id
@@ -347,7 +347,7 @@ class PulsarFront:
         r = reply.consumerStatsResponse
         r.request_id = req.request_id
         consumer = conn.consumers.get(req.consumer_id)
-        stats = self.core.subscriptions.consumer_stats(consumer) if consumer is not None else None
+        stats = self.core.pulsar_consumer_stats(consumer) if consumer is not None else None
         if stats is None:
             r.error_code, r.error_message = s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open"
             return [frame(reply)]
@@ -385,7 +385,7 @@ class PulsarFront:
         r = reply.getOrCreateSchemaResponse
         r.request_id = req.request_id
         try:
-            exists = self.core.topics.get(store_topic(req.topic)) is not None
+            exists = self.core.topic_config(store_topic(req.topic)) is not None
         except PulsarNameError as exc:
             r.error_code, r.error_message = s.ServerError.InvalidTopicName, str(exc)
             return [frame(reply)]
@@ -424,7 +424,7 @@ class PulsarFront:
                     core.call_later(outcome.delay_ms, lambda: self._redeliver_later(conn, consumer, cmd))
                 return []
         ids = [signed_id(m.entryId) for m in req.message_ids]
-        self.core.subscriptions.redeliver(consumer, ids or None)
+        self.core.pulsar_redeliver(consumer, ids or None)
         self._mark(consumer.stored)
         return []
 
@@ -455,7 +455,7 @@ class PulsarFront:
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
             return [error(req.request_id, s.ServerError.MetadataError, f"consumer {req.consumer_id} is not open")]
-        outcome = self.core.subscriptions.unsubscribe(consumer)
+        outcome = self.core.pulsar_unsubscribe(consumer)
         if outcome is not SubscribeOutcome.OK:
             return [error(req.request_id, s.ServerError.MetadataError, outcome.value)]
         del conn.consumers[req.consumer_id]
@@ -469,16 +469,16 @@ class PulsarFront:
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
             return [error(req.request_id, s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open")]
-        subs = self.core.subscriptions
+        core = self.core
         if req.HasField("message_publish_time"):
-            offset = subs.offset_at_time(consumer.stored, signed_id(req.message_publish_time))    # (2^64-1: -1)
+            offset = core.pulsar_offset_at_time(consumer.stored, signed_id(req.message_publish_time))    # (2^64-1: -1)
         elif req.HasField("message_id"):
             entry = signed_id(req.message_id.entryId)
             offset = 0 if entry < 0 else entry           # earliest arrives as (-1, -1)
         else:
             return [error(req.request_id, s.ServerError.UnknownError, "seek needs a message id or a publish time")]
         self._active.pop((consumer.group, consumer.stored), None)     # (all come back: told anew)
-        for key in subs.seek(consumer, offset):
+        for key in core.pulsar_seek(consumer, offset):
             if key is not consumer:                     # (the seeking one is told below)
                 key.conn.outgoing.append(_close_consumer_frame(key.consumer_id))
         # CLOSE_CONSUMER before SUCCESS, in Pulsar's order (it disconnects the consumers, then
@@ -499,7 +499,7 @@ class PulsarFront:
     def _get_last_message_id(self, conn: Connection, cmd, frame_) -> list[bytes]:
         req = cmd.getLastMessageId
         consumer = conn.consumers.get(req.consumer_id)
-        last = self.core.subscriptions.last(consumer) if consumer is not None else None
+        last = self.core.pulsar_last(consumer) if consumer is not None else None
         if last is None:
             return [error(req.request_id, s.ServerError.ConsumerNotFound, f"consumer {req.consumer_id} is not open")]
         offset, mark_delete = last
@@ -511,11 +511,11 @@ class PulsarFront:
             r.last_message_id.partition = consumer.partition
         r.last_message_id.entryId = as_uint64(max(offset, -1))     # empty: -1, "no more messages"
         if offset >= 0:
-            entry = self.core.store.queue_entry(consumer.stored, 0, offset)
-            rec = self.core.store.look_message_by_offset(entry[0]) if entry else None
+            entry = self.core.queue_entry(consumer.stored, 0, offset)
+            rec = self.core.record_at(entry[0]) if entry else None
             n = permits_of(rec) if rec is not None else 1
             if n > 1 or (rec is not None and is_batch(rec)):
-                kept = self.core.subscriptions.compacted_mask(consumer, offset)
+                kept = self.core.pulsar_compacted_mask(consumer, offset)
                 r.last_message_id.batch_index = kept.bit_length() - 1 if kept else n - 1
         r.consumer_mark_delete_position.ledgerId = consumer.ledger
         r.consumer_mark_delete_position.entryId = as_uint64(mark_delete - 1 if mark_delete > 0 else -1)
@@ -592,19 +592,15 @@ class PulsarFront:
         that delay or duplicate it."""
         touched: set[Connection] = set()
         core = self.core
-        subs = core.subscriptions
         faulty = core.faults.active
         while self._dirty:
-            stored = self._dirty.pop()
-            for group, topic in subs.cursors():
-                if topic != stored:
-                    continue
-                keys = subs.consumer_keys(group, topic)
+            topic = self._dirty.pop()
+            for group, keys in core.pulsar_subscriptions_on(topic):
                 if not keys or not all(isinstance(k, _Consumer) for k in keys):
                     continue        # (a subscription of another kind of consumer: the simulator's, in process)
                 if faulty and self._held_back(topic, keys[0]):
                     continue
-                for d in subs.dispatch(group, topic, cost=permits_of, ready=_has_room, sent=_count_unsent):
+                for d in core.pulsar_dispatch(group, topic, cost=permits_of, ready=_has_room, sent=_count_unsent):
                     consumer = d.consumer
                     conn = consumer.conn
                     if conn.closed:

@@ -110,7 +110,7 @@ def producer(front, conn, cmd, frame_) -> list[bytes]:
         fenced = fence(front, stored, req.producer_name)
         if fenced is not None:
             return [error(req.request_id, *fenced)]
-    refusal = core.store.write_refusal()
+    refusal = core.write_refusal()
     if refusal is not None:
         # As the Pulsar broker fences a topic whose ledger refused a write: producers are
         # refused (ServiceNotReady) until it takes writes again. The client retries the
@@ -122,7 +122,7 @@ def producer(front, conn, cmd, frame_) -> list[bytes]:
         # the client's dead-letter producer: the subscription exists from now on, so
         # what it publishes is kept for it (reference §6.3)
         try:
-            core.subscriptions.create(store_group(req.initial_subscription_name), stored)
+            core.pulsar_create_subscription(store_group(req.initial_subscription_name), stored)
         except PulsarNameError as exc:
             return [error(req.request_id, s.ServerError.InvalidTopicName, str(exc))]
     name = req.producer_name or front.new_producer_name()
@@ -130,10 +130,9 @@ def producer(front, conn, cmd, frame_) -> list[bytes]:
         mode = AccessMode(req.producer_access_mode)
     except ValueError:
         return [error(req.request_id, s.ServerError.NotAllowedError, f"unknown access mode {req.producer_access_mode}")]
-    registry = core.pulsar_producers
-    p = Producer(conn, req.producer_id, req.request_id, topic.full, stored, name, registry.topic(stored))
+    p = Producer(conn, req.producer_id, req.request_id, topic.full, stored, name, core.pulsar_producer_topic(stored))
     # (uint64s read as Pulsar's broker reads them, longs: 2^64-1 is -1, and the next epoch 0)
-    admission = registry.attach(stored, p, name, mode, signed_id(req.topic_epoch) if req.HasField("topic_epoch")
+    admission = core.attach_pulsar_producer(stored, p, name, mode, signed_id(req.topic_epoch) if req.HasField("topic_epoch")
                                 else None)
     for other in admission.fenced:          # ExclusiveWithFencing took the topic: they are closed
         other.conn.producers.pop(other.producer_id, None)
@@ -161,7 +160,7 @@ def close_producer(front, conn, cmd, frame_) -> list[bytes]:
 def release(front, p: Producer) -> None:
     """``p`` is gone (closed, or its connection): a producer waiting for the topic may
     take it now, and is told (its second PRODUCER_SUCCESS)."""
-    for waiting, admission in front.core.pulsar_producers.detach(p):
+    for waiting, admission in front.core.detach_pulsar_producer(p):
         waiting.ready = True
         if not waiting.conn.closed:
             waiting.conn.outgoing.append(_success(waiting.request_id, waiting.name, admission.last_sequence_id,
@@ -312,7 +311,7 @@ def _store(front, conn, req, p, frame_) -> list[bytes]:
     else:
         state.sequences[p.name] = highest
     if state.compacting:
-        core.compaction.grown(p.stored, len(payload) + len(raw_meta))
+        core.pulsar_stored_bytes(p.stored, len(payload) + len(raw_meta))
     return [_receipt(req, p.ledger, offset)]
 
 
@@ -335,8 +334,8 @@ def _as_store_copy(front, conn, props: dict, stored: str) -> int:
     if m is None or int(m.group(1)) != ledger_id(real):
         return 0
     offset = int(m.group(2))
-    entry = core.store.queue_entry(real, 0, offset)
-    original = core.store.look_message_by_offset(entry[0]) if entry else None
+    entry = core.queue_entry(real, 0, offset)
+    original = core.record_at(entry[0]) if entry else None
     if original is None:
         return 0
     props[Prop.REAL_TOPIC], props[Prop.ORIGIN_MESSAGE_ID] = real, original.offset_msg_id
@@ -347,4 +346,4 @@ def _as_store_copy(front, conn, props: dict, stored: str) -> int:
         return 0
     readers = {c.group for c in conn.consumers.values() if c.stored == real}
     group = readers.pop() if len(readers) == 1 else pulsar_letter_group(stored, real)
-    return pulsar_dead_letter(real, group, core.subscriptions.redelivery_count(group, real, offset)).attempt
+    return pulsar_dead_letter(real, group, core.pulsar_redelivery_count(group, real, offset)).attempt

@@ -66,7 +66,7 @@ def topics_of_namespace(front, conn, cmd, frame_) -> list[bytes]:
     reply = s.BaseCommand(type=s.Type.GET_TOPICS_OF_NAMESPACE_RESPONSE)
     r = reply.getTopicsOfNamespaceResponse
     r.request_id = req.request_id
-    topics = front.core.pulsar_topics.topics_of(tenant, namespace) if req.mode != s.TopicsMode.NON_PERSISTENT else []
+    topics = front.core.pulsar_topics_of(tenant, namespace) if req.mode != s.TopicsMode.NON_PERSISTENT else []
     if req.mode != s.TopicsMode.PERSISTENT:
         topics += front.core.non_persistent_topics_of(tenant, namespace)
     if req.topics_pattern and len(req.topics_pattern) <= MAX_PATTERN_LENGTH:
@@ -113,7 +113,7 @@ class TopicWatchers:
         except (re.error, ValueError) as exc:
             return [error(req.request_id, s.ServerError.InvalidTopicName, f"bad topics pattern: {exc}")]
         w = _Watcher(conn, req.watcher_id, tenant, namespace, req.topics_pattern, regex)
-        w.topics = set(matching(self.core.pulsar_topics.topics_of(tenant, namespace), req.topics_pattern))
+        w.topics = set(matching(self.core.pulsar_topics_of(tenant, namespace), req.topics_pattern))
         self._all[(conn, req.watcher_id)] = w
         reply = s.BaseCommand(type=s.Type.WATCH_TOPIC_LIST_SUCCESS)
         r = reply.watchTopicListSuccess

@@ -25,7 +25,7 @@ def update_and_create_topic(front, request, channel):
     validate_topic_name(topic)          # before the other fields, as 4.x reports it
     # 5.x's attributes: "+message.type=FIFO" sets the topic's message type (mqadmin
     # updateTopic -a); without the header the topic keeps the attributes it has
-    existing = core.topics.get(topic)
+    existing = core.topic_config(topic)
     attributes = apply_attribute_changes(existing.attributes if existing else {}, request.header("attributes"),
                                          create=existing is None)
     config = TopicConfig(topic, request.header_int("readQueueNums", 8), request.header_int("writeQueueNums", 8),
@@ -37,7 +37,7 @@ def update_and_create_topic(front, request, channel):
                                                   f"written ({failure})")
     # The emulator's addition (mqadmin reads no body here): the topic's config before
     # (null: it is new) and after, so `topic create` can say what it did.
-    after = core.topics.get(topic)
+    after = core.topic_config(topic)
     return request.response(RC.SUCCESS, body=json.dumps({"before": existing.to_json() if existing else None,
                                                          "after": after.to_json()}).encode())
 
@@ -96,12 +96,12 @@ def clock_advance(front, request, channel):
                                                    "advancedMillis": 0})
     try:
         before = core.clock.now_ms()
-        now = core.names.advance_clock(ms)
+        now = core.advance_cluster_clock(ms)
     except ClockError as exc:
         return request.response(RC.SYSTEM_ERROR, str(exc))
     # A move of time someone asked for is written before the reply: what it delivered
     # and (serve) the clock's new time survive a kill right after it.
-    core.names.flush()
+    core.flush_cluster()
     return request.response(RC.SUCCESS, None, {"nowMillis": now, "clock": "virtual", "advancedMillis": now - before})
 
 
@@ -136,9 +136,9 @@ def broker_control(front, request, channel):
     core = front.core
     import json
 
-    from ....cluster import Cluster, ClusterError
+    from ....cluster import ClusterError
 
-    names = core.names if isinstance(core.names, Cluster) else Cluster([core])
+    names = core.cluster()
     action, name = request.header("action"), request.header("brokerName")
     try:
         if action == "write":

@@ -56,8 +56,8 @@ def _last_store_time(core, topic: str, qid: int, offset: int) -> int:
     """Store time of the message at ``offset`` of a queue (0 when there is none)."""
     if offset < 0:
         return 0
-    entry = core.store.queue_entry(topic, qid, offset)
-    raw = core.store.read(entry[0]) if entry else None
+    entry = core.queue_entry(topic, qid, offset)
+    raw = core.message_at(entry[0]) if entry else None
     if raw is None:
         return 0
     from rocketmq_emulator.store.records import decode_record
@@ -70,7 +70,8 @@ def get_all_topic_list(front, request, channel):
 
     # (a lite topic's own queue is not listed: upstream's LMQ topics have no topic config,
     # so the name server never lists them; `topic show PARENT` shows its lite topics)
-    topics = sorted({t for c in live_members(core) for t in c.topics.table if not c.is_lite_store_topic(t)})
+    topics = sorted({t for member in live_members(core) for t in member.topic_names()
+                     if not member.is_lite_store_topic(t)})
     return request.response(RC.SUCCESS, body=json.dumps({"topicList": topics}).encode())
 
 
@@ -82,12 +83,13 @@ def get_broker_runtime_info(front, request, channel):
         ours = version("rocketmq-emulator")
     except PackageNotFoundError:
         ours = "unknown"
-    store, clock = core.store, core.clock
+    clock = core.clock
+    log_min, log_max = core.commit_log_bounds()
     table = {"brokerVersionDesc": f"rocketmq-emulator {ours} (RocketMQ 4.9.8 remoting)",
              "brokerName": core.config.broker_name, "brokerPermission": core.config.broker_permission,
-             "commitLogMinOffset": store.commit_log_min_offset, "commitLogMaxOffset": store.commit_log_max_offset,
+             "commitLogMinOffset": log_min, "commitLogMaxOffset": log_max,
              "bootTimestamp": core.boot_ms, "clock": "virtual" if getattr(clock, "is_virtual", False) else "real",
-             "clockNowMillis": clock.now_ms(), "topics": len(core.topics.table), "groups": len(core.groups.table),
+             "clockNowMillis": clock.now_ms(), "topics": len(core.topic_names()), "groups": core.group_count(),
              "stopped": core.stopped}
     body = json.dumps({"table": {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in table.items()}})
     return request.response(RC.SUCCESS, body=body.encode())
@@ -95,19 +97,19 @@ def get_broker_runtime_info(front, request, channel):
 
 def get_all_subscription_group_config(front, request, channel):
     core = front.core
-    return request.response(RC.SUCCESS, body=json.dumps(core.groups.to_json()).encode())
+    return request.response(RC.SUCCESS, body=json.dumps(core.groups_json()).encode())
 
 
 def get_topic_stats_info(front, request, channel):
     core = front.core
     topic = request.header_str("topic")
-    tc = core.topics.get(topic)
+    tc = core.topic_config(topic)
     if tc is None:
         return request.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-    store, name = core.store, core.config.broker_name
+    name = core.config.broker_name
     entries = []
     for qid in range(tc.write_queue_nums):
-        lo, hi = store.min_offset(topic, qid), store.max_offset(topic, qid)
+        lo, hi = core.queue_bounds(topic, qid)
         entries.append(((topic, name, qid), {"minOffset": max(lo, 0), "maxOffset": max(hi, 0),
                                              "lastUpdateTimestamp": _last_store_time(core, topic, qid, hi - 1)}))
     return request.response(RC.SUCCESS, body=('{"offsetTable":' + dumps_queue_map(entries) + "}").encode())
@@ -117,21 +119,21 @@ def get_consume_stats(front, request, channel):
     core = front.core
     group = request.header_str("consumerGroup")
     topic = request.header("topic")
-    store, name = core.store, core.config.broker_name
+    name = core.config.broker_name
     if topic:
-        if core.topics.get(topic) is None:
+        if core.topic_config(topic) is None:
             return request.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         topics = [topic]
     else:       # every topic the group has offsets for (ConsumerOffsetManager.whichTopicByConsumer)
-        topics = sorted({key.rpartition("@")[0] for key in store.offset_table() if key.rpartition("@")[2] == group})
+        topics = sorted({key.rpartition("@")[0] for key in core.committed_offsets() if key.rpartition("@")[2] == group})
     entries = []
     for t in topics:
-        tc = core.topics.get(t)
+        tc = core.topic_config(t)
         if tc is None:
             continue
         for qid in range(tc.write_queue_nums):
-            broker_offset = max(store.max_offset(t, qid), 0)
-            consumer_offset = max(store.query_offset(group, t, qid), 0)
+            broker_offset = max(core.queue_bounds(t, qid)[1], 0)
+            consumer_offset = max(core.stored_offset(group, t, qid), 0)
             entries.append(((t, name, qid), {"brokerOffset": broker_offset, "consumerOffset": consumer_offset,
                                              "lastTimestamp": _last_store_time(core, t, qid, consumer_offset - 1)}))
     body = '{"consumeTps":0.0,"offsetTable":' + dumps_queue_map(entries) + "}"
@@ -141,11 +143,11 @@ def get_consume_stats(front, request, channel):
 def delete_topic_in_broker(front, request, channel):
     core = front.core
     topic = request.header_str("topic")
-    if core.topics.is_system(topic) and not topic.startswith(RETRY_PREFIX):
+    if core.is_system_topic(topic) and not topic.startswith(RETRY_PREFIX):
         raise RequestRefused(f"the topic[{topic}] is a system topic and cannot be deleted")
-    if not core.topics.delete(topic):
+    if not core.delete_topic(topic):
         return request.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-    for key in list(core.store.offset_table()):
+    for key in core.committed_offsets():
         t, _, group = key.rpartition("@")
         if t == topic:
             core.record_offsets_deleted(group, topic)
@@ -163,19 +165,19 @@ def reset_offset(front, request, channel):
     topic, group = request.header_str("topic"), request.header_str("group")
     timestamp = request.header_int("timestamp")
     force = request.header_bool("isForce", True)
-    tc = core.topics.get(topic)
+    tc = core.topic_config(topic)
     if tc is None:
         return request.response(RC.SYSTEM_ERROR, f"[reset-offset] reset offset failed, no topic in this broker. "
                                                  f"topic={topic}")
-    store, name = core.store, core.config.broker_name
+    name = core.config.broker_name
     entries = []
     for qid in range(tc.write_queue_nums):
-        at = store.max_offset(topic, qid) if timestamp == -1 else core.offset_at_time(topic, qid, timestamp)
+        at = core.queue_bounds(topic, qid)[1] if timestamp == -1 else core.offset_at_time(topic, qid, timestamp)
         at = max(at, 0)
-        committed = store.query_offset(group, topic, qid)
+        committed = core.stored_offset(group, topic, qid)
         entries.append(((topic, name, qid), at if force or committed < 0 or at < committed else committed))
     table = '{"offsetTable":' + dumps_queue_map(entries) + "}"
-    info = core.consumers.get(group)
+    info = core.consumer_group(group)
     if info is None or not info.channels:
         return request.response(RC.CONSUMER_NOT_ONLINE, f"Consumer not online, so can not reset offset, Group: "
                                                          f"{group} Topic: {topic} Timestamp: {timestamp}")
@@ -194,7 +196,7 @@ def _connection(channel, client_id: str) -> dict:
 def consumer_connections(front, request, channel):
     core = front.core
     group = request.header_str("consumerGroup")
-    info = core.consumers.get(group)
+    info = core.consumer_group(group)
     if info is None or not info.channels:
         return request.response(RC.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
     subs = {t: {"topic": d.topic, "subString": d.sub_string, "tagsSet": sorted(d.tags_set),
@@ -209,7 +211,7 @@ def consumer_connections(front, request, channel):
 def producer_connections(front, request, channel):
     core = front.core
     group = request.header_str("producerGroup")
-    chans = core.producers.get(group) or {}
+    chans = core.producer_channels(group)
     if not chans:
         return request.response(RC.SYSTEM_ERROR, f"the producer group[{group}] not exist")
     body = {"connectionSet": [_connection(ch, cid) for ch, cid in chans.items()]}
@@ -219,10 +221,10 @@ def producer_connections(front, request, channel):
 def delete_subscription_group(front, request, channel):
     core = front.core
     group = request.header_str("groupName")
-    if not core.groups.delete(group):
+    if not core.delete_group(group):
         return request.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"the subscription group[{group}] not exist")
     if request.header_bool("cleanOffset"):
-        for key in list(core.store.offset_table()):
+        for key in core.committed_offsets():
             topic, _, owner = key.rpartition("@")
             if owner == group:
                 core.record_offsets_deleted(group, topic)
@@ -232,6 +234,6 @@ def delete_subscription_group(front, request, channel):
 def known_groups_request(front, request, channel):
     core = front.core
     from ....cluster import live_members
-    from ....views.group_views import known_groups
+    from ....facade.across import known_groups
 
     return request.response(RC.SUCCESS, body=json.dumps(known_groups(live_members(core))).encode())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from ....cluster import live_members
-from ....rocketmq_model.dead_letters import DeadLetterError, dead_letter_counts, dead_letters, redrive_on
+from ....facade.across import DeadLetterError, redrive
 from ..protocol import RequestRefused, ResponseCode as RC
 
 __all__ = ["dead_letter_request"]
@@ -21,17 +21,17 @@ def dead_letter_request(front, request, channel):
         raise RequestRefused("a consumer group is needed (consumerGroup)")
     cores = live_members(core)
     if action == "list":
-        rows = [dict(d.to_dict(), broker=c.config.broker_name) for c in cores for d in dead_letters(c, group)]
+        rows = [dict(d.to_dict(), broker=c.config.broker_name) for c in cores for d in c.dead_letters(group)]
         return request.response(RC.SUCCESS, body=json.dumps(rows).encode())
     if action == "count":
-        n = sum(dead_letter_counts(c).get(group, 0) for c in cores)
+        n = sum(c.dead_letter_counts().get(group, 0) for c in cores)
         return request.response(RC.SUCCESS, body=json.dumps({"dead_letters": n}).encode())
     if action != "redrive":
         raise RequestRefused(f"unknown dead-letter action {action!r} (list, count or redrive)")
     text = request.header("ids")
     ids = None if not text else [i.strip() for i in text.split(",") if i.strip()]
     try:
-        result = redrive_on(cores, group, ids, dry_run=request.header_bool("dryRun"))
+        result = redrive(cores, group, ids, dry_run=request.header_bool("dryRun"))
     except DeadLetterError as exc:
         raise RequestRefused(str(exc)) from None
     return request.response(RC.SUCCESS, body=json.dumps(result.to_dict()).encode())

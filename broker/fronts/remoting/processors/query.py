@@ -29,4 +29,4 @@ def query_message(front, request, channel):
         return request.response(RC.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
     return request.response(RC.SUCCESS, None, {
         "indexLastUpdateTimestamp": core.clock.now_ms(),
-        "indexLastUpdatePhyoffset": core.store.commit_log_max_offset}, body=b"".join(found))
+        "indexLastUpdatePhyoffset": core.commit_log_bounds()[1]}, body=b"".join(found))

@@ -14,7 +14,7 @@ __all__ = ["get_route_info_by_topic", "get_broker_cluster_info"]
 def get_route_info_by_topic(front, request, channel):
     core = front.core
     topic = request.header_str("topic")
-    route = core.names.route(topic)
+    route = core.name_route(topic)
     if route is None:
         return request.response(RC.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}")
     return request.response(RC.SUCCESS, body=json.dumps(route_data(route)).encode())
@@ -22,7 +22,7 @@ def get_route_info_by_topic(front, request, channel):
 
 def get_broker_cluster_info(front, request, channel):
     core = front.core
-    brokers = core.names.brokers()
+    brokers = core.name_brokers()
     clusters: dict[str, list[str]] = {}
     for b in brokers:
         clusters.setdefault(b.cluster, []).append(b.broker_name)

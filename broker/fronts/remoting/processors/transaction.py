@@ -74,8 +74,8 @@ def transactions_request(front, request, channel):
     topic = request.header("topic") or None
     waiting, message_type = [], None
     for core in live_members(front.core):
-        waiting += [dict(m.to_json(), broker=core.config.broker_name) for m in core.transactions.waiting(topic)]
-        tc = core.topics.get(topic) if topic else None
+        waiting += [dict(m.to_json(), broker=core.config.broker_name) for m in core.waiting_transactions(topic)]
+        tc = core.topic_config(topic) if topic else None
         if tc is not None and tc.message_type is not None:
             message_type = tc.message_type
     waiting.sort(key=lambda m: (m["stored_ms"], m["transaction_id"]))

@@ -95,3 +95,45 @@ def test_raw_frames_read_compacted_is_only_for_exclusive_and_failover_subscripti
                                           subscription="s", subType=s.SubType.Shared, consumer_id=0, request_id=1,
                                           read_compacted=True))
     assert refused.type == s.Type.ERROR and refused.error.error == s.ServerError.NotAllowedError
+
+
+def _batch(*items):
+    """An uncompressed batch's payload: each message's SingleMessageMetadata and payload."""
+    out = b""
+    for key, payload in items:
+        smm = s.SingleMessageMetadata(payload_size=len(payload), partition_key=key).SerializeToString()
+        out += len(smm).to_bytes(4, "big") + smm + payload
+    return out
+
+
+def test_a_core_compacts_pulsar_entries_alike_whether_a_pulsar_front_was_built_or_not(tmp_path):
+    """Compaction reads the keys of a stored Pulsar entry (a batch's, each message's) the
+    same in a core no Pulsar front was ever built for — a restart that serves only the
+    REST admin, a program that compacts a copied store — as in one serving Pulsar: the
+    entry reader is the core's constructor argument (as serve and EmbeddedBroker build
+    it), no front patches it in."""
+    from rocketmq_emulator.broker.core import BrokerCore
+    from rocketmq_emulator.broker.fronts.pulsar.entries import keys_of
+    from rocketmq_emulator.delay_scheduler import VirtualClock
+    from tests.broker.fronts.pulsar.raw import producer, send
+
+    core = BrokerCore.open(tmp_path / "store", VirtualClock())
+    front, conn = connected(core=core)
+    producer(front, conn, "persistent://public/default/prices")
+    send(front, conn, 0, 0, _batch(("eur", b"a"), ("usd", b"b"), ("eur", b"c")), num_messages_in_batch=3)
+    send(front, conn, 0, 1, b"1.10", partition_key="gbp")
+    send(front, conn, 0, 2, b"", partition_key="usd")                 # removes usd
+    stored = "pulsar|public|default|prices"
+    core.close()
+
+    def compacted(build_front: bool):
+        reopened = BrokerCore.open(tmp_path / "store", VirtualClock(), entry_keys=keys_of)
+        if build_front:
+            connected(core=reopened)
+        reopened.compact_pulsar_topic(stored)
+        view = reopened.pulsar_compacted_view(stored)
+        reopened.close()
+        return view
+
+    without_front = compacted(False)
+    assert without_front == compacted(True) == (3, {0: 0b100, 1: None})

@@ -1,0 +1,51 @@
+"""The door's reads and operations that span several brokers (a cluster's members,
+up or not: each skips those stopped), and the typed values they give: what the
+dashboard, the metrics, the admin commands and the SDK ask of a cluster as a whole.
+Each delegates, in one line, to the read model or the rule behind it (broker/views/,
+rocketmq_model/dead_letters.py); a front imports this, never those."""
+from __future__ import annotations
+
+from ..rocketmq_model import dead_letters as _dead
+from ..rocketmq_model.dead_letters import DeadLetter, DeadLetterError, RedriveResult
+from ..views import consumer_views as _consumers
+from ..views import group_views as _groups
+from ..views import message_life as _life
+from ..views.consumer_views import DIALECTS
+from ..views.rates import CONSUMED, DEAD_LETTERED, KINDS as RATE_KINDS, PRODUCED, RETRIED
+
+__all__ = ["find_messages", "message_life", "consumer_rows", "group_detail", "known_groups", "redrive",
+           "DIALECTS", "RATE_KINDS", "PRODUCED", "CONSUMED", "RETRIED", "DEAD_LETTERED",
+           "DeadLetter", "DeadLetterError", "RedriveResult"]
+
+
+def find_messages(cores, text: str) -> list[dict]:
+    """Messages of ``cores`` a text names: a message id, an offset id, a key or a Pulsar id."""
+    return _life.find(cores, text)
+
+
+def message_life(cores, ident: str, index_of=None) -> dict | None:
+    """One message's life across ``cores`` (its copies, deliveries, retries), None if
+    no running broker holds it; ``index_of(core)``: a core's RetryIndex (retry_index())."""
+    return _life.life(cores, ident, index_of)
+
+
+def consumer_rows(cores, dialect: str, index_of, query: str = "", start: int = 0,
+                  limit: int = 50) -> tuple[list[dict], int]:
+    """(a page of the consumer groups of a dialect, how many there are)."""
+    return _consumers.consumer_rows(cores, dialect, index_of, query, start, limit)
+
+
+def group_detail(cores, group: str, dialect: str, index_of) -> dict | None:
+    """A group's page (its consumers, queues, ladder) in a dialect, None if unknown."""
+    return _consumers.group_detail(cores, group, dialect, index_of)
+
+
+def known_groups(cores) -> list[dict]:
+    """Every group ``cores`` know, with its dialects and topics."""
+    return _groups.known_groups(cores)
+
+
+def redrive(cores, group: str, ids: list[str] | None = None, *, dry_run: bool = False) -> RedriveResult:
+    """Send ``group``'s dead letters (``ids``, or all) back to their topics, on the
+    brokers holding them; DeadLetterError for none or an id that is not one."""
+    return _dead.redrive_on(cores, group, ids, dry_run=dry_run)
