@@ -28,7 +28,7 @@ from .offsets import ConsumerOffsets, DelayOffsets, dump_json_document, load_jso
 from .record_view import RecordHead, head, store_timestamp
 from .invariants import check_store
 from .opening import RUNNING_MARKER, open_directory
-from .records import MAX_TOPIC_LENGTH, MessageRecord, RecordError, SysFlag, create_offset_msg_id, decode_record
+from .records import MAX_TOPIC_LENGTH, MessageRecord, RecordError, create_offset_msg_id, decode_record
 from .status import GetResult, GetStatus, PutResult, PutStatus, Recovery, put_failed
 
 __all__ = ["MessageStore"]

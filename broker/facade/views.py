@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from ..rocketmq_model import dead_letters as _dead
-from ..views.retry_ladders import RetryIndex, bar_messages, record_at
+from ..views.retry_ladders import RetryIndex, bar_messages
 from ..views.store_views import group_progress, stored_messages
 
 __all__ = ["ViewsDoor"]
@@ -83,7 +83,7 @@ class ViewsDoor:
 
     def stored_record(self, topic: str, queue_id: int, offset: int):
         """The decoded record (MessageRecord) at a queue offset, None when there is none."""
-        return record_at(self.store, topic, queue_id, offset)
+        return self.store.record_at(topic, queue_id, offset)
 
     # -- retry ladders (views/retry_ladders.py) -------------------------------------------------
     def retry_index(self) -> RetryIndex:

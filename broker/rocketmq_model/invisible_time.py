@@ -40,7 +40,6 @@ from rocketmq_emulator.store.records import POP_RETRY_SEPARATOR, RETRY_PREFIX, M
 from ..config import PERM_READ, PERM_WRITE
 from ..views.delivery_log import ACK, EXPIRED, INVISIBLE, NACK, POP
 from .sql_filter import SqlFilterError, compile_sql
-from ..events import EventKind
 from ..notifications import VisibleAgain
 from ..put_kinds import DEAD_LETTERED, SENT
 from .message_types import PRIORITY, SHARDING_KEY
