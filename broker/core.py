@@ -41,7 +41,8 @@ from .rocketmq_model.long_polling import HeldPull, PullHoldService
 from .rocketmq_model.offset_book import OffsetBook
 from .views.rates import CONSUMED, PRODUCED, RateRing
 from .rocketmq_model.invisible_time import PopService
-from .rocketmq_model.lite_topics import LITE_PREFIX, LiteSyncOutcome, LiteTopics, lite_topic_problem
+from .rocketmq_model.lite_topics import (EXCLUSIVE, LITE_PREFIX, LITE_SUB_MODEL_ATTRIBUTE, LiteSyncOutcome, LiteTopics,
+                                         lite_topic_problem)
 from .rocketmq_model.message_types import LITE, LITE_TOPIC_PROPERTY, mismatch
 from .rocketmq_model.priorities import priority_queue
 from .pulsar_model.compaction import Compaction, record_keys
@@ -385,9 +386,11 @@ class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
     def sync_lite_subscription(self, client_id: str, group: str, topic: str, action: int,
                                lite_topics) -> tuple[str, str]:
         """SyncLiteSubscription: (LiteSyncOutcome, why)."""
-        if self.groups.find(group) is None:
+        gc = self.groups.find(group)
+        if gc is None:
             return LiteSyncOutcome.GROUP_NOT_EXIST, f"subscription group not exist, {group}"
-        return self.lite.sync(client_id, group, topic, action, lite_topics)
+        exclusive = gc.attributes.get(LITE_SUB_MODEL_ATTRIBUTE) == EXCLUSIVE
+        return self.lite.sync(client_id, group, topic, action, lite_topics, exclusive)
 
     def pop_lite(self, request: PopRequest, client_id: str) -> PopResult:
         """A lite consumer's receive: the lite topics it subscribed to, nothing else."""

@@ -87,7 +87,8 @@ class TransactionCheck:
 @dataclass(frozen=True, slots=True)
 class LiteUnsubscribed:
     """The broker ended a lite consumer's subscription of ``lite_topic`` (the lite topic
-    expired): the client should forget it (5.x: a NotifyUnsubscribeLiteCommand)."""
+    expired, or another client of its exclusive group added it): the client should forget
+    it (5.x: a NotifyUnsubscribeLiteCommand)."""
 
     client_id: str
     group: str

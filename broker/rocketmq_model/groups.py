@@ -75,6 +75,8 @@ class SubscriptionGroupConfig:
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
     consume_message_orderly: bool = False       # 5.x: a FIFO group (message groups in order)
+    # 5.x group attributes (SubscriptionGroupAttributes: lite.sub.model, ...)
+    attributes: dict[str, str] = field(default_factory=dict)
 
     # JSON name -> (attribute, fastjson reader of its Java type)
     _JSON = {"groupName": ("group_name", java_string), "consumeEnable": ("consume_enable", java_bool),
@@ -87,7 +89,10 @@ class SubscriptionGroupConfig:
              "consumeMessageOrderly": ("consume_message_orderly", java_bool)}
 
     def to_json(self) -> dict:
-        return {k: getattr(self, a) for k, (a, _) in self._JSON.items()}
+        d = {k: getattr(self, a) for k, (a, _) in self._JSON.items()}
+        if self.attributes:
+            d["attributes"] = dict(self.attributes)
+        return d
 
     @classmethod
     def from_json(cls, d) -> "SubscriptionGroupConfig":
@@ -105,7 +110,21 @@ class SubscriptionGroupConfig:
                 fields[attr] = read(value, key)
         if "group_name" not in fields:
             raise FieldError("groupName", "the group's name", None)
-        return cls(**fields)
+        return cls(**fields, attributes=_attributes(d.get("attributes")))
+
+
+def _attributes(raw) -> dict[str, str]:
+    """A group's attributes as saved (``key``) or as mqadmin updateSubGroup -a sends them
+    (``+key``: set; ``-key``: unset, so left out of the config that replaces the old)."""
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for key, value in raw.items():
+        key = str(key)
+        if key.startswith("-"):
+            continue
+        out[key.removeprefix("+")] = str(value)
+    return out
 
 
 class GroupManager(ConfigTable):

@@ -18,7 +18,9 @@ bytes (ILLEGAL_LITE_TOPIC), a broker-wide count of (client, lite topic) subscrip
 (maxLiteTopicCount, LITE_TOPIC_QUOTA_EXCEEDED). A parent with ``lite.topic.expiration``
 (minutes, -1 never) drops a lite topic nobody wrote to for that long, on the broker's
 clock, and tells each subscriber (NotifyUnsubscribeLiteCommand), as upstream's
-cleanSubscription does.
+cleanSubscription does. In a group with ``lite.sub.model=Exclusive`` a lite topic one
+client adds (a partial add; a complete sync takes nothing) is taken from the group's other
+clients that had it, each told so (upstream's excludeClientByLmqName).
 """
 from __future__ import annotations
 
@@ -29,13 +31,15 @@ from .message_types import LITE, LITE_EXPIRATION_ATTRIBUTE
 
 __all__ = ["LiteTopics", "LiteSyncOutcome", "LITE_PREFIX", "MAX_LITE_TOPIC_SIZE", "LITE_SUBSCRIPTION_QUOTA",
            "store_topic", "split_store_topic", "lite_topic_problem", "PARTIAL_ADD", "PARTIAL_REMOVE",
-           "COMPLETE_ADD", "COMPLETE_REMOVE"]
+           "COMPLETE_ADD", "COMPLETE_REMOVE", "LITE_SUB_MODEL_ATTRIBUTE", "EXCLUSIVE"]
 
 LITE_PREFIX = "%LMQ%"
 MAX_LITE_TOPIC_SIZE = 64            # the proxy's maxLiteTopicSize (bytes)
 LITE_SUBSCRIPTION_QUOTA = 1200      # a client's own quota the Settings give it (the Java client's default)
 # SyncLiteSubscription's actions (LiteSubscriptionAction)
 PARTIAL_ADD, PARTIAL_REMOVE, COMPLETE_ADD, COMPLETE_REMOVE = 0, 1, 2, 3
+LITE_SUB_MODEL_ATTRIBUTE = "lite.sub.model"   # a group's attribute: Shared (the default) or Exclusive
+EXCLUSIVE = "Exclusive"
 _SWEEP_MS = 60_000                  # how often idle lite topics are looked for (while there are any)
 
 
@@ -109,8 +113,10 @@ class LiteTopics:
         return stored, None
 
     # -- subscriptions --------------------------------------------------------------------
-    def sync(self, client: str, group: str, parent: str, action: int, names) -> tuple[str, str]:
-        """SyncLiteSubscription of one client: (outcome, why)."""
+    def sync(self, client: str, group: str, parent: str, action: int, names,
+             exclusive: bool = False) -> tuple[str, str]:
+        """SyncLiteSubscription of one client: (outcome, why). ``exclusive``: the group's
+        lite.sub.model is Exclusive."""
         tc = self.topics.get(parent)
         if tc is None:
             return LiteSyncOutcome.TOPIC_NOT_EXIST, f"topic {parent} not found"
@@ -140,7 +146,21 @@ class LiteTopics:
                                                     f"would add: {added}")
         sub.lites = after
         self._subs[client] = sub
+        if exclusive and action == PARTIAL_ADD:
+            self._exclude(client, sub, wanted)
         return LiteSyncOutcome.OK, "OK"
+
+    def _exclude(self, client: str, sub: _Subscription, lites: set[str]) -> None:
+        """Exclusive mode: the group's other clients lose ``lites`` of ``sub.parent``, each told."""
+        ended = []
+        for other, theirs in self._subs.items():
+            if other == client or theirs.group != sub.group or theirs.parent != sub.parent:
+                continue
+            for lite in sorted(theirs.lites & lites):
+                theirs.lites.discard(lite)
+                ended.append((other, theirs.group, lite))
+        if ended and self.on_unsubscribed is not None:
+            self.on_unsubscribed(ended)
 
     def forget(self, client: str) -> None:
         self._subs.pop(client, None)

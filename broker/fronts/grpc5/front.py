@@ -298,7 +298,8 @@ class Rocketmq5Front:
 
     def _on_notification(self, note) -> None:
         if note.__class__ is LiteUnsubscribed:
-            # the broker ended a lite subscription (its lite topic expired): told on the
+            # the broker ended a lite subscription (its lite topic expired, or another client
+            # of an exclusive group took it): told on the
             # client's Telemetry stream, as the broker's notifyUnsubscribeLite
             if self.outgoing is not None and note.client_id in self.settings:
                 self.outgoing(note.client_id, spb.TelemetryCommand(

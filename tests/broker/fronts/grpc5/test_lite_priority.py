@@ -161,3 +161,36 @@ def test_a_priority_messages_page_says_its_priority():
     st, entries = front.send([_msg("Chats", b"hi", lite="s1")])
     page = life([core], entries[0].message_id)
     assert (page["priority"], page["lite_topic"]) == (None, "s1")
+
+
+def test_in_an_exclusive_group_a_lite_topic_added_by_another_client_is_taken_from_the_first_with_a_notice():
+    core, front = _front()
+    from rocketmq_emulator.broker.rocketmq_model.groups import SubscriptionGroupConfig
+
+    # the group config's attributes as upstream's admin sends them ("+key": set)
+    assert core.update_group(SubscriptionGroupConfig.from_json(
+        {"groupName": "G", "attributes": {"+lite.sub.model": "Exclusive"}})) is None
+    told = []
+    front.outgoing = lambda client, command: told.append((client, command.notify_unsubscribe_lite_command.lite_topic))
+    for client in ("c1", "c2", "c3"):
+        front.telemetry_settings(client, pb.Settings(client_type=pb.LITE_PUSH_CONSUMER, subscription=pb.Subscription(
+            group=pb.Resource(name="G"))))
+    assert _sync(front, "c1", ["a", "b"]).code == pb.OK
+    assert _sync(front, "c3", ["a"], group="Other").code == pb.OK      # another group keeps its own
+    assert _sync(front, "c2", ["a"]).code == pb.OK                     # a partial add takes it
+    assert told == [("c1", "a")]
+    assert core.lite_subscriptions_of("G") == {"c1": ("Chats", ["b"]), "c2": ("Chats", ["a"])}
+    assert core.lite_subscriptions_of("Other") == {"c3": ("Chats", ["a"])}
+    assert _sync(front, "c2", ["a", "b"], action=2).code == pb.OK      # upstream: a complete sync takes nothing
+    assert told == [("c1", "a")] and core.lite_subscriptions_of("G")["c1"] == ("Chats", ["b"])
+
+
+def test_in_a_shared_group_a_lite_topic_is_kept_by_every_client_that_adds_it():
+    core, front = _front()
+    told = []
+    front.outgoing = lambda client, command: told.append(client)
+    for client in ("c1", "c2"):
+        front.telemetry_settings(client, pb.Settings(client_type=pb.LITE_PUSH_CONSUMER, subscription=pb.Subscription(
+            group=pb.Resource(name="G"))))
+        assert _sync(front, client, ["a"]).code == pb.OK
+    assert told == [] and core.lite_subscriptions_of("G") == {"c1": ("Chats", ["a"]), "c2": ("Chats", ["a"])}
