@@ -59,7 +59,8 @@ from .errors import RequestRefused
 from .faults import door as fault_door
 from .faults.door import FaultOutcome
 from .faults.rules import FaultSet
-from .notifications import ConsumerIdsChanged, LiteUnsubscribed, Notification, Notifier, PullReady
+from .notifications import (ConsumerIdsChanged, LiteUnsubscribed, Notification, Notifier, PullReady,
+                            PulsarConsumersDetached, PulsarTopicsChanged)
 from .rocketmq_model.delay_queue import ScheduleService
 from .rocketmq_model.transactions import TransactionService
 from .rocketmq_model.topics import SCHEDULE_TOPIC, TIMER_TOPIC, TopicConfig, TopicManager, retry_topic
@@ -945,6 +946,21 @@ class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
     def create_non_persistent_partitioned(self, topic: PulsarTopic, partitions: int) -> None:
         """PUT /admin/v2/non-persistent/t/ns/x/partitions (PulsarAdminError when refused)."""
         self._non_persistent.create_partitioned(topic, partitions)
+
+    def create_non_persistent_topic(self, topic: PulsarTopic) -> None:
+        """PUT /admin/v2/non-persistent/t/ns/x: loaded now (PulsarAdminError when refused)."""
+        self.check_pulsar_namespace(topic.tenant, topic.namespace)
+        self._non_persistent.create(topic)
+
+    def delete_non_persistent_topic(self, topic: PulsarTopic, force: bool, *, partitioned: bool) -> None:
+        """DELETE .../x (``partitioned``: .../x/partitions), refused while in use unless
+        ``force``; the Pulsar front closes the producers and consumers it had (they come
+        back and load it again, as after Pulsar deletes a topic with its clients)."""
+        names, detached = self._non_persistent.delete(topic, force, partitioned)
+        if names:
+            self.notify(PulsarTopicsChanged(tuple(names), deleted=True))
+        if detached:
+            self.notify(PulsarConsumersDetached(tuple(detached)))
 
     def non_persistent_topics_of(self, tenant: str, namespace: str, *, partitioned: bool = False) -> list[str]:
         """A namespace's loaded non-persistent topics (or its partitioned ones), sorted."""

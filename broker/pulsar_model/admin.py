@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..notifications import PulsarConsumersDetached
 from .compaction import COMPACTION_SUBSCRIPTION
 from .names import PulsarTopic, store_group, store_topic
-from .topics import PulsarAdminError
+from .topics import TOPIC_IN_USE, PulsarAdminError, partitioned_delete_refusal
 
 __all__ = ["delete_topic", "create_subscription", "delete_subscription", "skip", "reset_cursor", "compact",
            "topic_figures", "subscription_group", "LATEST", "EARLIEST"]
@@ -42,13 +42,12 @@ def delete_topic(core, topic: PulsarTopic, force: bool, partitioned: bool) -> No
     if partitioned and not pt.partitions(topic):
         raise PulsarAdminError("not_found", "Partitioned topic does not exist")
     if not partitioned and pt.partitions(topic):
-        raise PulsarAdminError("conflict", f"{topic.full} is a partitioned topic: delete it with "
-                                           f"DELETE .../partitions")
+        raise PulsarAdminError("conflict", partitioned_delete_refusal(topic))
     names = pt.deletable(topic)
     busy = [n for n in names if core.pulsar_producers.producers_of(n) or
             any(core.subscriptions.connected(g, n) for g in core.subscriptions.names(n))]
     if busy and not force:
-        raise PulsarAdminError("precondition", "Topic has active producers/subscriptions")
+        raise PulsarAdminError("precondition", TOPIC_IN_USE)
     detached = []
     for stored in names:
         detached += core.subscriptions.forget_topic(stored)

@@ -17,6 +17,8 @@ it is unloaded when it has neither (Pulsar's topic GC does it at its next pass, 
 once). A durable subscription stays, without consumers, while its topic is loaded; a
 reader's (non-durable) goes with its consumer. A partitioned non-persistent topic is its
 partition count (PUT .../partitions), its partitions the topics ``<name>-partition-<i>``.
+An admin may load a topic before any client (PUT .../{topic}) and delete one (DELETE,
+refused while a producer or consumer is on it unless forced).
 The front tells this model who to give a message to; the message itself never comes here.
 """
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Callable
 
 from .cursors import SubscribeOutcome, SubType
 from .names import PulsarTopic
-from .topics import PulsarAdminError, check_partition_count
+from .topics import TOPIC_IN_USE, PulsarAdminError, check_partition_count, partitioned_delete_refusal
 
 __all__ = ["NonPersistentTopics", "NON_PERSISTENT", "UNSUPPORTED_LAST_MESSAGE_ID"]
 
@@ -66,6 +68,7 @@ class _Topic:
     subscriptions: dict[str, _Subscription] = field(default_factory=dict)
     msg_in: int = 0
     bytes_in: int = 0
+    entries: int = 0                # published entries (a batch is one): internalStats' entriesAddedCounter
 
 
 class NonPersistentTopics:
@@ -89,6 +92,40 @@ class NonPersistentTopics:
         if topic.full in self._partitioned or topic.full in self._topics:
             raise PulsarAdminError("conflict", "This topic already exists")
         self._partitioned[topic.full] = partitions
+
+    def create(self, topic: PulsarTopic) -> None:
+        """PUT .../{topic}: the topic loaded now, without clients. It goes when its last
+        client leaves or by DELETE (Pulsar's topic GC unloads an unused one at a later pass)."""
+        if topic.full in self._partitioned or topic.full in self._topics:
+            raise PulsarAdminError("conflict", "This topic already exists")
+        self._load(topic)
+
+    def delete(self, topic: PulsarTopic, force: bool, partitioned: bool) -> tuple[list[str], list[object]]:
+        """DELETE .../{topic} (``partitioned``: .../partitions, every partition): refused
+        while a producer or consumer is on it unless ``force``, as Pulsar refuses a topic in
+        use. Returns the topics unloaded and the consumers detached (the front closes them)."""
+        if partitioned:
+            if topic.full not in self._partitioned:
+                raise PulsarAdminError("not_found", "Partitioned topic does not exist")
+            names = [f"{topic.full}-partition-{i}" for i in range(self._partitioned[topic.full])]
+        elif topic.full in self._partitioned:
+            raise PulsarAdminError("conflict", partitioned_delete_refusal(topic))
+        elif topic.full not in self._topics:
+            raise PulsarAdminError("not_found", "Topic not found")
+        else:
+            names = [topic.full]
+        loaded = [self._topics[name] for name in names if name in self._topics]
+        if not force and any(t.producers or any(sub.members for sub in t.subscriptions.values()) for t in loaded):
+            raise PulsarAdminError("precondition", TOPIC_IN_USE)
+        self._partitioned.pop(topic.full, None)
+        detached = []
+        for t in loaded:
+            for sub in t.subscriptions.values():
+                for member in sub.members:
+                    self._where.pop(id(member.key), None)
+                    detached.append(member.key)
+            del self._topics[t.name]
+        return [t.name for t in loaded], detached
 
     def topics_of(self, tenant: str, namespace: str) -> list[str]:
         """The loaded topics of a namespace (partitions one by one), sorted."""
@@ -187,6 +224,7 @@ class NonPersistentTopics:
             return []
         t.msg_in += messages
         t.bytes_in += size
+        t.entries += 1
         out = []
         for sub in t.subscriptions.values():
             member = self._receiver(t, sub, sticky_key, ready)
@@ -237,7 +275,7 @@ class NonPersistentTopics:
                 "type": sub.type.name.title() if sub.members else "None", "durable": sub.durable,
                 "msg_out": sub.msg_out, "bytes_out": sub.bytes_out, "dropped": sub.dropped,
                 "consumers": [(m.name, m.permits, m.msg_out, m.bytes_out) for m in sub.members]}
-        return {"msg_in": t.msg_in, "bytes_in": t.bytes_in, "producers": sorted(t.producers), "subscriptions": subs}
+        return {"msg_in": t.msg_in, "bytes_in": t.bytes_in, "entries": t.entries, "producers": sorted(t.producers), "subscriptions": subs}
 
     def consumer_stats(self, key: object) -> dict | None:
         place = self._where.get(id(key))

@@ -32,7 +32,7 @@ from ..notifications import PulsarTopicsChanged
 from .names import PulsarNameError, PulsarTopic, parse_topic, pulsar_topic, store_topic
 from ..rocketmq_model.topics import QUEUE_NUMS_MAX
 
-__all__ = ["PulsarTopics", "PulsarAdminError", "ADMIN_CONFIG", "DEFAULT_NAMESPACE", "POLICIES", "MAX_PARTITIONS",
+__all__ = ["PulsarTopics", "PulsarAdminError", "TOPIC_IN_USE", "partitioned_delete_refusal", "ADMIN_CONFIG", "DEFAULT_NAMESPACE", "POLICIES", "MAX_PARTITIONS",
            "check_partition_count"]
 
 ADMIN_CONFIG = "pulsarAdmin"                    # config/pulsarAdmin.json
@@ -282,6 +282,15 @@ class PulsarTopics:
     def _save(self) -> None:
         self.store.save_config(ADMIN_CONFIG, {"tenants": self.tenants, "namespaces": self.namespaces,
                                               "topics": self.topic_policies, "floors": self.floors})
+
+
+# Pulsar's words when a topic in use is deleted without force (persistent and non-persistent)
+TOPIC_IN_USE = "Topic has active producers/subscriptions"
+
+
+def partitioned_delete_refusal(topic: PulsarTopic) -> str:
+    """The refusal of DELETE .../{topic} on a partitioned topic's name."""
+    return f"{topic.full} is a partitioned topic: delete it with DELETE .../partitions"
 
 
 def check_partition_count(n: int) -> None:

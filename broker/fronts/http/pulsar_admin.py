@@ -33,7 +33,8 @@ broker-a):
 Non-persistent topics (issue 51; nothing stored, so no backlog, cursors or compaction):
   GET    /admin/v2/non-persistent/{t}/{ns}             the loaded topics, partitions one by one
   GET    /admin/v2/non-persistent/{t}/{ns}/partitioned partitioned topics
-  PUT    /admin/v2/non-persistent/{t}/{ns}/{topic}/partitions (N)   GET
+  PUT    /admin/v2/non-persistent/{t}/{ns}/{topic}/partitions (N)   GET   DELETE (?force=true)
+  PUT    /admin/v2/non-persistent/{t}/{ns}/{topic}     DELETE (?force=true)   GET .../internalStats
   GET    .../{topic}/stats | partitioned-stats         counters in and out, drops, publishers, subscriptions
   GET    /admin/v2/namespaces/{t}/{ns}/topics?mode=NON_PERSISTENT | ALL
 """
@@ -205,7 +206,11 @@ class PulsarAdmin:
             web.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", r(self._lookup)),
             web.get(_LIVE, r(self._live_topics)),
             web.get(_LIVE + "/partitioned", r(self._live_partitioned_topics)),
+            web.put(_LIVE + "/{topic}", r(self._create_live)),
+            web.delete(_LIVE + "/{topic}", r(self._delete_live)),
             web.put(_LIVE + "/{topic}/partitions", r(self._create_live_partitioned)),
+            web.delete(_LIVE + "/{topic}/partitions", r(self._delete_live_partitioned)),
+            web.get(_LIVE + "/{topic}/internalStats", r(self._live_internal_stats)),
             web.get(_LIVE + "/{topic}/partitions", r(self._live_partitions)),
             web.get(_LIVE + "/{topic}/stats", r(self._live_stats)),
             web.get(_LIVE + "/{topic}/partitioned-stats", r(self._live_partitioned_stats)),
@@ -536,6 +541,19 @@ class PulsarAdmin:
         self.core().check_pulsar_namespace(m["tenant"], m["namespace"])
         return web.json_response(self.core().non_persistent_topics_of(m["tenant"], m["namespace"], partitioned=True))
 
+    async def _create_live(self, request):
+        await _json(request)                # (a properties body may come: it is not kept)
+        self.core().create_non_persistent_topic(creatable(self._live_topic(request)))
+        return _no_content()
+
+    async def _delete_live(self, request):
+        self.core().delete_non_persistent_topic(self._live_topic(request), _flag(request, "force"), partitioned=False)
+        return _no_content()
+
+    async def _delete_live_partitioned(self, request):
+        self.core().delete_non_persistent_topic(self._live_topic(request), _flag(request, "force"), partitioned=True)
+        return _no_content()
+
     async def _create_live_partitioned(self, request):
         n = _int(await _json(request), "the number of partitions", bits=32)
         self.core().create_non_persistent_partitioned(creatable(self._live_topic(request)), n)
@@ -564,6 +582,21 @@ class PulsarAdmin:
         total["partitions"] = parts if _flag(request, "perPartition") or "perPartition" not in request.query \
             else {}
         return web.json_response(total)
+
+    async def _live_internal_stats(self, request):
+        """Pulsar's internal stats of a non-persistent topic: no ledger and no position, only
+        the entries published and an empty cursor per subscription (by name, sorted)."""
+        f = self.core().non_persistent_stats(self._live_topic(request).full)
+        if f is None:
+            raise PulsarAdminError("not_found", "Topic not found")
+        cursor = {"waitingReadOp": False, "pendingReadOps": 0, "messagesConsumedCounter": 0, "cursorLedger": 0,
+                  "cursorLedgerLastEntry": 0, "active": False, "numberOfEntriesSinceFirstNotAckedMessage": 0,
+                  "totalNonContiguousDeletedMessagesRange": 0, "subscriptionHavePendingRead": False,
+                  "subscriptionHavePendingReplayRead": False}
+        return web.json_response({
+            "entriesAddedCounter": f["entries"], "numberOfEntries": 0, "totalSize": 0, "currentLedgerEntries": 0,
+            "currentLedgerSize": 0, "waitingCursorsCount": 0, "pendingAddEntriesCount": 0, "ledgers": [],
+            "cursors": {name: dict(cursor) for name in sorted(f["subscriptions"])}, "schemaLedgers": []})
 
     def _live_topic_stats(self, name: str) -> dict | None:
         """Pulsar's NonPersistentTopicStats of a loaded topic (None: not loaded): no

@@ -557,6 +557,7 @@ class PulsarFront:
                     del conn.producers[pid]
                     producing.release(self, p)
                     conn.outgoing.append(producing.close_frame(p))
+            non_persistent.close_producers_of(self, conn, gone, producing.close_frame)
             # (consumers: the core detached them, PulsarConsumersDetached)
 
     # -- dispatch --------------------------------------------------------------------------------

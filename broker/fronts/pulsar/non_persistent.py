@@ -204,6 +204,16 @@ def disconnect(front, conn) -> None:
         close_producer(front, conn, producer_id)
 
 
+def close_producers_of(front, conn, topics: set[str], close_producer_frame) -> None:
+    """Topics an admin deleted: their producers on ``conn`` are closed (CLOSE_PRODUCER)."""
+    for producer_id, p in list(conn.transient_producers.items()):
+        if p.topic in topics:
+            close_producer(front, conn, producer_id)
+            conn.outgoing.append(close_producer_frame(p))
+            if front.on_dirty is not None:          # (the listener flushes at its next pump)
+                front.on_dirty()
+
+
 def closing_frames(conn, close_producer_frame, close_consumer_frame) -> list[bytes]:
     """CLOSE_PRODUCER and CLOSE_CONSUMER for the non-persistent ones of ``conn`` (the broker stops)."""
     return ([close_producer_frame(p) for p in conn.transient_producers.values()]

@@ -56,3 +56,52 @@ def test_a_partitioned_non_persistent_topic_made_through_rest_serves_the_real_cl
     assert http(port, "GET", f"{LIVE}/never-loaded/stats") == (404, {"reason": "Topic not found"})
     assert http(port, "GET", f"{LIVE}/never-loaded/partitioned-stats")[0] == 404
     assert http(port, "GET", "/admin/v2/non-persistent/public/nowhere")[0] == 404
+
+
+def test_a_non_persistent_topic_made_read_and_deleted_through_rest(server):
+    """PUT .../{topic}, GET .../internalStats (Pulsar's for a non-persistent topic: only
+    entriesAddedCounter and an empty cursor per subscription), DELETE .../{topic} refused
+    while clients are on it, done with ?force=true (the clients come back), and once they left."""
+    port = server.http_port
+    assert http(port, "PUT", f"{LIVE}/solo") == (204, None)
+    assert http(port, "PUT", f"{LIVE}/solo") == (409, {"reason": "This topic already exists"})
+    assert "non-persistent://public/default/solo" in http(port, "GET", LIVE)[1]
+    status, internal = http(port, "GET", f"{LIVE}/solo/internalStats")
+    assert status == 200 and internal["entriesAddedCounter"] == 0 and internal["cursors"] == {}
+    assert internal["numberOfEntries"] == 0 and internal["ledgers"] == []
+    client = client_of(server)
+    try:
+        consumer = client.subscribe("non-persistent://public/default/solo", "sub-b")
+        client.subscribe("non-persistent://public/default/solo", "sub-a")
+        producer = client.create_producer("non-persistent://public/default/solo", batching_enabled=False)
+        for i in range(3):
+            producer.send(b"m%d" % i)
+        assert consumer.receive(5000).data() == b"m0"
+        status, internal = http(port, "GET", f"{LIVE}/solo/internalStats")
+        assert status == 200 and internal["entriesAddedCounter"] == 3
+        assert list(internal["cursors"]) == ["sub-a", "sub-b"]
+        assert internal["cursors"]["sub-a"]["messagesConsumedCounter"] == 0
+        assert http(port, "DELETE", f"{LIVE}/solo") == (412, {"reason": "Topic has active producers/subscriptions"})
+        assert http(port, "DELETE", f"{LIVE}/solo?force=true") == (204, None)
+        producer.send(b"again")         # closed by the broker, the producer came back and made the topic again
+        assert http(port, "GET", f"{LIVE}/solo/stats")[1]["msgInCounter"] == 1
+    finally:
+        client.close()
+    assert http(port, "PUT", f"{LIVE}/idle") == (204, None)
+    assert http(port, "DELETE", f"{LIVE}/idle") == (204, None)      # no client on it: no force needed
+    assert http(port, "GET", f"{LIVE}/idle/stats") == (404, {"reason": "Topic not found"})
+    assert http(port, "DELETE", f"{LIVE}/idle") == (404, {"reason": "Topic not found"})
+    assert http(port, "GET", f"{LIVE}/idle/internalStats") == (404, {"reason": "Topic not found"})
+    assert http(port, "PUT", "/admin/v2/non-persistent/public/nowhere/solo")[0] == 404
+
+
+def test_a_partitioned_non_persistent_topic_deleted_through_rest(server):
+    port = server.http_port
+    assert http(port, "PUT", f"{LIVE}/gone/partitions", 3) == (204, None)
+    assert http(port, "PUT", f"{LIVE}/gone") == (409, {"reason": "This topic already exists"})
+    status, refusal = http(port, "DELETE", f"{LIVE}/gone")
+    assert status == 409 and "partitioned" in refusal["reason"]
+    assert http(port, "DELETE", f"{LIVE}/gone/partitions") == (204, None)
+    assert "non-persistent://public/default/gone" not in http(port, "GET", f"{LIVE}/partitioned")[1]
+    assert http(port, "GET", f"{LIVE}/gone/partitions") == (200, {"partitions": 0})
+    assert http(port, "DELETE", f"{LIVE}/gone/partitions") == (404, {"reason": "Partitioned topic does not exist"})

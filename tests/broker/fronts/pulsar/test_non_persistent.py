@@ -145,3 +145,23 @@ def test_topics_of_a_namespace_by_mode_and_partitioned_metadata():
     send(front, conn, 2, 0, b"to partition 1")
     [m] = pushed(c)
     assert m.message.message_id.partition == 1
+
+
+def test_a_forced_delete_closes_the_topics_producers_and_consumers_and_a_subscription_alone_does_not_block():
+    front, conn = connected()
+    core = front.core
+    topic = parse_topic(LIVE)
+    producer(front, conn, LIVE)
+    c, _ = consumer_of(front, subscription="a", consumer_id=3)
+    with pytest.raises(Exception, match="Topic has active producers/subscriptions"):
+        core.delete_non_persistent_topic(topic, False, partitioned=False)
+    core.delete_non_persistent_topic(topic, True, partitioned=False)
+    assert [(f.type, f.close_producer.producer_id) for f in pushed(conn)] == [(s.Type.CLOSE_PRODUCER, 0)]
+    assert [(f.type, f.close_consumer.consumer_id) for f in pushed(c)] == [(s.Type.CLOSE_CONSUMER, 3)]
+    assert core.non_persistent_stats(LIVE) is None
+    assert send(front, conn, 0, 1, b"late")[0].type == s.Type.SEND_ERROR     # the producer is gone with it
+    d, _ = consumer_of(front, subscription="kept", consumer_id=4)
+    call(front, d, command("CLOSE_CONSUMER", "close_consumer", consumer_id=4, request_id=8))
+    assert list(core.non_persistent_stats(LIVE)["subscriptions"]) == ["kept"]     # durable: it stays
+    core.delete_non_persistent_topic(topic, False, partitioned=False)             # no client on it
+    assert core.non_persistent_stats(LIVE) is None
