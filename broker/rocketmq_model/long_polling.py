@@ -43,7 +43,6 @@ class PullHoldService:
     def __init__(self) -> None:
         self._by_queue: dict[tuple[str, int], list[HeldPull]] = {}
         self.by_deadline: SortedList = SortedList()    # (deadline_ms, seq, HeldPull) of those waiting
-        self.first_deadline: int | None = None         # by_deadline's first, kept as it changes: read every tick
         self._next_seq = 0
         self.version = 0
 
@@ -53,9 +52,6 @@ class PullHoldService:
         self.version += 1
         self._by_queue.setdefault((held.topic, held.queue_id), []).append(held)
         self.by_deadline.add((held.deadline_ms, held.seq, held))
-        first = self.first_deadline
-        if first is None or held.deadline_ms < first:
-            self.first_deadline = held.deadline_ms
 
     def mark(self) -> int:
         """A point in the sequence of holds: ``held_before(mark)`` later returns the
@@ -94,14 +90,16 @@ class PullHoldService:
         else:
             del self._by_queue[key]
         if ready:
+            by_deadline = self.by_deadline
             for h in ready:
                 h.done = True
-                self._unlist(h)
+                by_deadline.remove((h.deadline_ms, h.seq, h))
             self.version += 1
         return ready
 
     def expired(self, now_ms: int) -> list[HeldPull]:
-        out = [h for _, _, h in self.by_deadline.irange(maximum=(now_ms + 1,), inclusive=(True, False))]
+        by_deadline = self.by_deadline
+        out = [h for _, _, h in by_deadline.irange(maximum=(now_ms + 1,), inclusive=(True, False))]
         for h in out:
             self.release(h)
         return out
@@ -115,28 +113,23 @@ class PullHoldService:
         """Take ``held`` out of waiting (answered, timed out, or replaced by its client)."""
         held.done = True
         self.version += 1
-        self._unlist(held)
+        self.by_deadline.discard((held.deadline_ms, held.seq, held))
         self._discard(held)
 
     def next_deadline(self) -> int | None:
-        return self.first_deadline
+        by_deadline = self.by_deadline
+        return by_deadline[0][0] if by_deadline else None
 
     def drop_channel(self, channel: Any) -> None:
         for key in list(self._by_queue):
             for h in self._by_queue[key]:
                 if h.channel is channel:
                     h.done = True
-                    self._unlist(h)
+                    self.by_deadline.discard((h.deadline_ms, h.seq, h))
             self._by_queue[key] = [h for h in self._by_queue[key] if not h.done]
             if not self._by_queue[key]:
                 del self._by_queue[key]
         self.version += 1
-
-    def _unlist(self, h: HeldPull) -> None:
-        by_deadline = self.by_deadline
-        by_deadline.discard((h.deadline_ms, h.seq, h))
-        if h.deadline_ms == self.first_deadline:        # it may have been the first
-            self.first_deadline = by_deadline[0][0] if by_deadline else None
 
     def _discard(self, h: HeldPull) -> None:
         lst = self._by_queue.get((h.topic, h.queue_id))
