@@ -550,7 +550,7 @@ class BrokerCore:
         if self.subscriptions.topics:
             self.subscriptions.tick(now)
         holds = self.holds
-        if holds.by_deadline and holds.by_deadline[0][0] <= now:
+        if holds._heap and holds._heap[0][0] <= now:
             for held in holds.expired(now):
                 self._answer_held(held)
         later = self._later

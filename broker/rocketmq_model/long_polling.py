@@ -5,20 +5,17 @@ a message matching its subscription arrives in its queue or its suspend time pas
 When its suspend time passes it is executed once more (without its commit); when a
 message arrives, the core answers it with that message (BrokerCore._answer_arrived) —
 what running it again would find — and the result goes to the front that held it (a
-PullReady notification with the front's ``context``). The pulls waiting are kept by
-deadline in a sortedcontainers SortedList of (deadline, seq, pull), a pull leaving
-whichever way (answered, timed out, replaced, its connection closed) taken out of it at
-once. Costs: O(held pulls on that queue) per arrival; O(log n) per hold and per leave;
-the next deadline O(1). ``version`` changes whenever a pull is held or leaves: the core's
-cached next deadline is taken again then.
+PullReady notification with the front's ``context``). Costs: O(held pulls on that
+queue) per arrival; O(log n) per deadline via a heap. ``version`` changes whenever a
+pull is held or leaves: the core's cached next deadline is taken again then.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Any
 
-from sortedcontainers import SortedList
-
+from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 from rocketmq_emulator.store.records import Prop, tags_code
 
 __all__ = ["HeldPull", "PullHoldService"]
@@ -42,7 +39,7 @@ class HeldPull:
 class PullHoldService:
     def __init__(self) -> None:
         self._by_queue: dict[tuple[str, int], list[HeldPull]] = {}
-        self.by_deadline: SortedList = SortedList()    # (deadline_ms, seq, HeldPull) of those waiting
+        self._heap: list[tuple[int, int, HeldPull]] = []
         self._next_seq = 0
         self.version = 0
 
@@ -51,7 +48,7 @@ class PullHoldService:
         self._next_seq += 1
         self.version += 1
         self._by_queue.setdefault((held.topic, held.queue_id), []).append(held)
-        self.by_deadline.add((held.deadline_ms, held.seq, held))
+        heapq.heappush(self._heap, (held.deadline_ms, held.seq, held))
 
     def mark(self) -> int:
         """A point in the sequence of holds: ``held_before(mark)`` later returns the
@@ -59,7 +56,7 @@ class PullHoldService:
         return self._next_seq
 
     def held_before(self, mark: int) -> list[HeldPull]:
-        out = [h for _, seq, h in self.by_deadline if seq < mark]
+        out = [h for _, seq, h in self._heap if seq < mark and not h.done]
         for h in out:
             self.release(h)
         return out
@@ -75,13 +72,17 @@ class PullHoldService:
         ready, keep = [], []
         code = None
         for h in waiting:
+            if h.done:
+                continue
             if h.offset <= queue_offset:
                 if h.code_set is None:
+                    h.done = True
                     ready.append(h)
                     continue
                 if code is None:
                     code = tags_code(properties.get(Prop.TAGS))
                 if code in h.code_set:
+                    h.done = True
                     ready.append(h)
                     continue
             keep.append(h)
@@ -90,42 +91,41 @@ class PullHoldService:
         else:
             del self._by_queue[key]
         if ready:
-            by_deadline = self.by_deadline
-            for h in ready:
-                h.done = True
-                by_deadline.remove((h.deadline_ms, h.seq, h))
             self.version += 1
         return ready
 
     def expired(self, now_ms: int) -> list[HeldPull]:
-        by_deadline = self.by_deadline
-        out = [h for _, _, h in by_deadline.irange(maximum=(now_ms + 1,), inclusive=(True, False))]
-        for h in out:
-            self.release(h)
+        out = []
+        heap = self._heap
+        while heap and heap[0][0] <= now_ms:
+            _, _, h = heapq.heappop(heap)
+            if not h.done:
+                self.release(h)
+                out.append(h)
         return out
 
     def waiting(self, before: int) -> list[HeldPull]:
         """The pulls still held whose timeout comes before ``before``, in the order the
         timeouts would answer them."""
-        return [h for _, _, h in self.by_deadline.irange(maximum=(before,), inclusive=(True, False))]
+        return [h for _, _, h in ascending(self._heap, before) if not h.done]
 
     def release(self, held: HeldPull) -> None:
         """Take ``held`` out of waiting (answered, timed out, or replaced by its client)."""
         held.done = True
         self.version += 1
-        self.by_deadline.discard((held.deadline_ms, held.seq, held))
         self._discard(held)
 
     def next_deadline(self) -> int | None:
-        by_deadline = self.by_deadline
-        return by_deadline[0][0] if by_deadline else None
+        heap = self._heap
+        while heap and heap[0][2].done:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
 
     def drop_channel(self, channel: Any) -> None:
         for key in list(self._by_queue):
             for h in self._by_queue[key]:
                 if h.channel is channel:
                     h.done = True
-                    self.by_deadline.discard((h.deadline_ms, h.seq, h))
             self._by_queue[key] = [h for h in self._by_queue[key] if not h.done]
             if not self._by_queue[key]:
                 del self._by_queue[key]
