@@ -1,6 +1,7 @@
 """Reading a heap of (time, seq, item) entries in order without popping it.
 
-The client runtime's timers are such a heap; the idle skipper looks ahead in it.
+The client runtime's timers and the broker's held pulls are such heaps; the idle
+skipper looks ahead in both.
 """
 from __future__ import annotations
 
