@@ -120,7 +120,7 @@ class ProcessQueue:
     def max_span(self) -> int:
         """Last minus first in-flight offset (flow control past consumeConcurrentlyMaxSpan)."""
         tree = self.msg_tree
-        if not tree:
+        if len(tree) < 2:       # (asked at every pull: one in flight, the usual, needs no look)
             return 0
         return tree.peekitem(-1)[0] - tree.peekitem(0)[0]
 
