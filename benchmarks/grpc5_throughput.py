@@ -18,7 +18,18 @@ run now with the same N and window) and the 4.x SDK's W2 over TCP (w2_throughput
 produce one at a time / window / consume, run now). The target is >= 50 % of the echo's
 calls/s, one at a time and windowed; the host's speed is printed beside (it drifts).
 
+The topics are made before the clients start (`topic create` over the remoting port, as a
+user does: a 5.x route names only topics that exist, and `serve` does not make 5.x topics
+on first use).
+
+--interleaved: `serve` and the stub server take turns A B B A (``--runs`` rounds), each run
+next to the other, and per phase the medians of both are printed with serve's share of the
+stub's calls/s (wall) and the server's CPU per call on each side (the target: serve at
+>= 90 % of the stub on every phase). --max-connections is passed to `serve` (0: no limit,
+so no gRPC door relay in front of the gRPC server).
+
 Usage: python benchmarks/grpc5_throughput.py [--n 20000] [--window 32] [--runs 3] [--no-peers]
+       [--interleaved] [--max-connections N]
 """
 from __future__ import annotations
 
@@ -54,11 +65,16 @@ def body_for(i: int) -> bytes:
     return s + b"x" * (100 - len(s))
 
 
-def run_5x(n: int, window: int) -> dict:
-    """The phases against `serve`."""
+def run_5x(n: int, window: int, serve_args: tuple[str, ...] = ()) -> dict:
+    """The phases against `serve` (``serve_args`` added to its command line)."""
     tmp = Path(tempfile.mkdtemp(prefix="grpc5-"))
-    server = EmulatorProcess(tmp / "store", grpc=True).start()
+    server = EmulatorProcess(tmp / "store", *serve_args, grpc=True).start()
     try:
+        for topic in (TOPIC_ONE, TOPIC_WINDOW):
+            made = subprocess.run([sys.executable, "-m", "rocketmq_emulator.broker.cli", "topic", "create", topic,
+                                   "--server", server.address], capture_output=True, text=True, timeout=60)
+            if made.returncode:
+                raise SystemExit(f"topic create {topic}: {made.stderr.strip()}")
         return run_phases(server.grpc_port, server.proc.pid, n, window, check=True)
     finally:
         server.stop()
@@ -179,22 +195,60 @@ def echo_floor(n: int, window: int, runs: int) -> dict:
     return {"one": summary["one_at_a_time_per_s"]["median"], "window": summary["window_per_s"]["median"]}
 
 
+PHASES = ("produce_one", "consume_one", "produce_window", "consume_window")
+
+
+def interleaved(n: int, window: int, rounds: int, serve_args: tuple[str, ...]) -> None:
+    """serve and the stub A B B A: per phase, serve's calls/s as a share of the stub's (wall)
+    and each server's process CPU per call."""
+    speeds = [host_speed()]
+    runs: dict[str, list[dict]] = {"serve": [], "stub": []}
+    for _ in range(rounds):
+        for side in ("serve", "stub", "stub", "serve"):
+            runs[side].append(run_5x(n, window, serve_args) if side == "serve" else run_stub(n, window))
+    speeds.append(host_speed())
+    flags = " ".join(serve_args) or "(serve's defaults)"
+    print(f"RocketMQ 5.x over gRPC, `serve` {flags} against the do-nothing stub, A B B A x {rounds} "
+          f"({2 * rounds} runs each), N={n:,}, window {window}; python {sys.version.split()[0]}")
+    print(f"  {'phase':<16}{'serve calls/s':>14}{'stub calls/s':>14}{'serve/stub':>11}"
+          f"{'serve CPU/call':>16}{'stub CPU/call':>15}{'CPU ratio':>11}")
+    for p in PHASES:
+        med = {s: {k: statistics.median(r[p][k] for r in runs[s]) for k in ("calls_per_s", "server_cpu_s", "wall_s")}
+               for s in runs}
+        calls = {s: med[s]["calls_per_s"] * med[s]["wall_s"] for s in runs}
+        cpu = {s: med[s]["server_cpu_s"] / calls[s] * 1e6 for s in runs}
+        share = med["serve"]["calls_per_s"] / med["stub"]["calls_per_s"]
+        spread = ", ".join(f"{r[p]['calls_per_s']:,.0f}" for r in runs["serve"])
+        print(f"  {p:<16}{med['serve']['calls_per_s']:>14,.0f}{med['stub']['calls_per_s']:>14,.0f}{share:>10.0%}"
+              f"{cpu['serve']:>13.0f} µs{cpu['stub']:>12.0f} µs{cpu['serve'] / cpu['stub']:>10.2f}x"
+              f"   (serve runs {spread}; target >= 90 %: {'met' if share >= .9 else 'NOT met'})")
+    print(f"host: {', '.join(speeds)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=20000, help="messages per phase")
     ap.add_argument("--window", type=int, default=32, help="calls in flight (the echo floor uses the same)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-peers", action="store_true", help="skip the echo floor and the 4.x W2 figures")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="serve and the stub server A B B A, --runs rounds; per phase serve's share of the stub")
+    ap.add_argument("--max-connections", type=int, default=None,
+                    help="passed to serve (0: no limit, no gRPC door relay); serve's default when left out")
     a = ap.parse_args()
-    if a.n < 1 or a.window < 1 or a.runs < 1:
-        ap.error("--n, --window and --runs must be >= 1")
+    if a.n < 1 or a.window < 1 or a.runs < 1 or (a.max_connections is not None and a.max_connections < 0):
+        ap.error("--n, --window and --runs must be >= 1, --max-connections >= 0")
     try:
         import rocketmq  # noqa: F401
     except ImportError:
         raise SystemExit("needs the grpc extra (rocketmq-python-client): ./dev bench grpc5_throughput installs it")
     logging.getLogger("rocketmq").setLevel(logging.ERROR)
+    serve_args = () if a.max_connections is None else ("--max-connections", str(a.max_connections))
+    if a.interleaved:
+        interleaved(a.n, a.window, a.runs, serve_args)
+        return
     speed = host_speed()
-    rows = [run_5x(a.n, a.window) for _ in range(a.runs)]
+    rows = [run_5x(a.n, a.window, serve_args) for _ in range(a.runs)]
     phases = list(rows[0])
     med = {p: {k: statistics.median(r[p][k] for r in rows) for k in rows[0][p]} for p in phases}
     print(f"RocketMQ 5.x over gRPC: rocketmq-python-client -> `rocketmq-emulator serve` subprocess (real clock, "

@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-Every pulled message is put into ``msg_tree``, a sorted map queueOffset → message (an
-``OffsetTree``; Java uses a TreeMap). It leaves the tree only when its
+Every pulled message is put into ``msg_tree``, a sorted map queueOffset → message (a
+sortedcontainers ``SortedDict``, as Java's TreeMap). It leaves the tree only when its
 consumption is *settled*: acked, or handed to the broker for a retry (send-back
 succeeded). So the smallest key in the tree is the first offset whose fate is still
 open, and every offset below it is settled.
@@ -22,89 +22,24 @@ smallest entries into it while the listener runs; ``commit`` forgets them and re
 the last offset + 1; ``make_message_to_consume_again`` / ``rollback`` move them back so
 the same messages are delivered again after a suspension.
 
-Costs: put O(1) per new message pulled in order (O(n) for one out of order: a bisect
-and a list insert in C), remove O(1) for the smallest offset (the usual ack) and O(log n)
-plus a list delete otherwise, smallest and largest key O(1) — and few calls, since this
-runs for every message: the map is a dict, its offsets a sorted list beside it.
+Costs (SortedDict: a dict and a SortedList of its keys, in sub-lists of about a
+thousand): put and remove O(log n) — a bisect and an insert or delete in one short
+sub-list, whatever the number in flight —, smallest and largest key O(1).
+benchmarks/process_queue_cost.py measures it against the hand-written tree of d791052.
 ``_check()`` verifies the invariants; randomized tests call it after every step.
 """
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from sortedcontainers import SortedDict
 
 from rocketmq_emulator.store.records import Prop
 
-__all__ = ["ProcessQueue", "OffsetTree", "REBALANCE_LOCK_MAX_LIVE_TIME", "REBALANCE_LOCK_INTERVAL",
+__all__ = ["ProcessQueue", "REBALANCE_LOCK_MAX_LIVE_TIME", "REBALANCE_LOCK_INTERVAL",
            "PULL_MAX_IDLE_TIME"]
 
 REBALANCE_LOCK_MAX_LIVE_TIME = 30000   # rocketmq.client.rebalance.lockMaxLiveTime
 REBALANCE_LOCK_INTERVAL = 20000        # rocketmq.client.rebalance.lockInterval
 PULL_MAX_IDLE_TIME = 120000            # rocketmq.client.pull.pullMaxIdleTime
-
-
-class OffsetTree(dict):
-    """Queue offset -> message, in offset order: a dict (look-ups, ``in``, ``len`` and
-    ``get`` are the dict's own) and its keys kept sorted beside it (``offsets``). Change it
-    only through ``put``, ``remove``, ``popitem``, ``update`` and ``clear``; it iterates
-    (keys, values, items) in offset order, as a TreeMap."""
-
-    __slots__ = ("offsets",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.offsets: list[int] = []
-
-    def put(self, off: int, m) -> None:
-        """Set ``off``'s message (a new offset, or a replacement)."""
-        if off not in self:
-            offsets = self.offsets
-            if not offsets or off > offsets[-1]:
-                offsets.append(off)
-            else:
-                insort(offsets, off)
-        self[off] = m
-
-    def remove(self, off: int):
-        """``off``'s message, taken out; None when there is none."""
-        m = self.pop(off, None)
-        if m is not None:
-            offsets = self.offsets
-            if offsets[0] == off:
-                del offsets[0]
-            else:
-                del offsets[bisect_left(offsets, off)]
-        return m
-
-    def peekitem(self, index: int = -1) -> tuple:
-        off = self.offsets[index]
-        return off, self[off]
-
-    def popitem(self, index: int = -1) -> tuple:
-        off = self.offsets.pop(index)
-        return off, self.pop(off)
-
-    def update(self, other) -> None:
-        for off, m in other.items():
-            self.put(off, m)
-
-    def clear(self) -> None:
-        super().clear()
-        self.offsets = []
-
-    def __iter__(self):
-        return iter(list(self.offsets))
-
-    def keys(self):
-        return list(self.offsets)
-
-    def values(self):
-        return [self[off] for off in self.offsets]
-
-    def items(self):
-        return [(off, self[off]) for off in self.offsets]
-
-    def __repr__(self) -> str:
-        return f"OffsetTree({self.items()})"
 
 
 class ProcessQueue:
@@ -113,8 +48,8 @@ class ProcessQueue:
                  "msg_acc_cnt")
 
     def __init__(self, now_ms: int = 0) -> None:
-        self.msg_tree = OffsetTree()
-        self.consuming_tree = OffsetTree()
+        self.msg_tree: SortedDict = SortedDict()
+        self.consuming_tree: SortedDict = SortedDict()
         self.msg_count = 0
         self.msg_size = 0
         self.queue_offset_max = 0
@@ -133,17 +68,12 @@ class ProcessQueue:
         tree = self.msg_tree
         added = 0
         size = 0
-        offsets = tree.offsets
-        for m in msgs:          # (OffsetTree.put, inlined: every message pulled)
+        for m in msgs:
             off = m.queue_offset
             if off not in tree:
                 added += 1
                 size += len(m.body)
                 self.queue_offset_max = off
-                if not offsets or off > offsets[-1]:
-                    offsets.append(off)
-                else:
-                    insort(offsets, off)
             tree[off] = m   # Java's TreeMap.put replaces the value of an existing key too
         self.msg_count += added
         self.msg_size += size
@@ -171,22 +101,15 @@ class ProcessQueue:
             return -1
         result = self.queue_offset_max + 1
         removed = 0
-        offsets = tree.offsets
-        for m in msgs:          # (OffsetTree.remove, inlined: every message settled)
-            off = m.queue_offset
-            if off in tree:
-                del tree[off]
-                if offsets[0] == off:
-                    del offsets[0]
-                else:
-                    del offsets[bisect_left(offsets, off)]
+        for m in msgs:
+            if tree.pop(m.queue_offset, None) is not None:
                 removed += 1
                 self.msg_size -= len(m.body)
         self.msg_count -= removed
         if self.msg_count == 0:
             self.msg_size = 0
         if tree:
-            result = tree.offsets[0]
+            result = tree.peekitem(0)[0]
         return result
 
     def contains(self, msg) -> bool:
@@ -197,10 +120,9 @@ class ProcessQueue:
     def max_span(self) -> int:
         """Last minus first in-flight offset (flow control past consumeConcurrentlyMaxSpan)."""
         tree = self.msg_tree
-        if not tree:
+        if len(tree) < 2:       # (asked at every pull: one in flight, the usual, needs no look)
             return 0
-        offsets = tree.offsets
-        return offsets[-1] - offsets[0]
+        return tree.peekitem(-1)[0] - tree.peekitem(0)[0]
 
     def first_message(self):
         """The smallest in-flight message, or None."""
@@ -219,7 +141,7 @@ class ProcessQueue:
             if not tree:
                 break
             off, m = tree.popitem(0)
-            self.consuming_tree.put(off, m)
+            self.consuming_tree[off] = m
             taken.append(m)
         if not taken:
             self.consuming = False
@@ -242,8 +164,8 @@ class ProcessQueue:
     def make_message_to_consume_again(self, msgs) -> None:
         """Move these messages from the consuming map back into the tree."""
         for m in msgs:
-            self.consuming_tree.remove(m.queue_offset)
-            self.msg_tree.put(m.queue_offset, m)
+            self.consuming_tree.pop(m.queue_offset, None)
+            self.msg_tree[m.queue_offset] = m
 
     def rollback(self) -> None:
         """Move every consuming message back into the tree."""
@@ -276,7 +198,7 @@ class ProcessQueue:
         if both:
             assert self.queue_offset_max >= max(off for off, _ in both), "queue_offset_max below a key"
         for t in (tree, cons):
-            assert t.offsets == sorted(dict.keys(t)), "a tree's offsets are not its keys, sorted"
+            t._check()          # SortedDict's own: its sorted keys are its dict's keys
 
     def __repr__(self) -> str:
         first = self.msg_tree.peekitem(0)[0] if self.msg_tree else None

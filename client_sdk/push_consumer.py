@@ -463,8 +463,7 @@ class PushConsumer(ClientService):
             self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
             return
         if not self._orderly:
-            offsets = pq.msg_tree.offsets           # (pq.max_span, inlined: every pull)
-            if offsets and offsets[-1] - offsets[0] > self.consume_concurrently_max_span:
+            if pq.max_span > self.consume_concurrently_max_span:
                 self._pull_later(pr, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
                 return
         elif not self.broadcasting and not pq.locked:

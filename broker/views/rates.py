@@ -6,8 +6,9 @@ deadline at its own time.
 
 Memory is bounded whatever the traffic: one array of ``seconds`` counters per series
 (kind, group, topic), at most ``max_series`` of them and one "(other)" series per kind
-(group and topic "(other)") where what is past the cap counts. A series is zeroed lazily, only where it is
-written, so a clock jump costs nothing.
+(group and topic "(other)") where what is past the cap counts. Each slot is stamped with the
+second it counts: a slot stamped with another second reads as 0 and is reset when written,
+so nothing is zeroed ahead and a clock jump costs one write, however many seconds it skips.
 
 Cost on the put path (``stored``): a comparison and a dict increment per message; the
 counts of the current second move into the arrays once a second (``_flush``), which is
@@ -68,11 +69,17 @@ def classify_topic(topic: str, topics) -> tuple[str, str, str]:
 
 
 class _Series:
-    __slots__ = ("last", "counts")
+    __slots__ = ("last", "counts", "stamps")
 
     def __init__(self, seconds: int) -> None:
         self.last = -1                                  # the newest second written
         self.counts = array("I", bytes(4 * seconds))
+        self.stamps = array("q", [-1]) * seconds        # the second each slot counts
+
+    def at(self, sec: int, size: int) -> int:
+        """The count of second ``sec`` (0 when its slot counts another second)."""
+        i = sec % size
+        return self.counts[i] if self.stamps[i] == sec else 0
 
 
 class RateRing:
@@ -139,8 +146,7 @@ class RateRing:
         for key, s in self._series.items():
             if s.last < first:
                 continue
-            counts = s.counts
-            row = [counts[t % self.seconds] if t <= s.last else 0 for t in range(first, end + 1)]
+            row = [s.at(t, self.seconds) for t in range(first, end + 1)]
             if any(row):
                 out[key] = row
         return first, out
@@ -179,11 +185,13 @@ class RateRing:
                 s = self._series.get(key)
             if s is None:
                 s = self._series[key] = _Series(self.seconds)
-        counts, size = s.counts, self.seconds
         if sec > s.last:
-            for t in range(max(s.last + 1, sec - size + 1), sec + 1):   # (zeroed where written)
-                counts[t % size] = 0
             s.last = sec
-        elif sec <= s.last - size:
+        elif sec <= s.last - self.seconds:
             return                      # older than what the ring keeps
-        counts[sec % size] = min(counts[sec % size] + n, 0xFFFFFFFF)
+        i = sec % self.seconds
+        counts = s.counts
+        if s.stamps[i] != sec:          # the slot counted an older second: it starts again
+            s.stamps[i] = sec
+            counts[i] = 0
+        counts[i] = min(counts[i] + n, 0xFFFFFFFF)

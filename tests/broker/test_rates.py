@@ -4,6 +4,9 @@ retried and dead-lettered counted where the core stores and commits, a virtual c
 seconds on the x axis, and memory bounded whatever the traffic."""
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
 from rocketmq_emulator.broker.views.rates import OTHER, RateRing, classify_topic
@@ -54,6 +57,27 @@ def test_the_ring_keeps_the_last_seconds_and_a_clock_jump_costs_nothing():
     first, series = ring.window(T0 + 3_600_000)
     assert series[("produced", "", "Orders")] == [0, 0, 0, 0, 1]
     assert ring.window(T0 + 3_700_000)[1] == {}                            # nothing in the last 5 s
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 4, 5, 6, 11, 3600]), st.integers(1, 3)), max_size=30),
+       st.integers(1, 8))
+def test_rates_over_clock_jumps_are_what_a_plain_count_per_second_says(steps, seconds):
+    """Counts written as the clock moves in steps and jumps (an hour, past the whole
+    ring, exactly the ring's size, within it): every window reads what a plain dict of
+    counts per second says for the seconds the ring keeps, 0 elsewhere."""
+    ring = RateRing(seconds=seconds)
+    model: dict[int, int] = {}
+    now = T0
+    for forward, n in steps:
+        now += forward * 1000
+        for _ in range(n):
+            ring.stored(now, EventKind.STORED, "Orders", {}, None)
+        model[now // 1000] = model.get(now // 1000, 0) + n
+        for look in (now, now + 2000, now + seconds * 1000):
+            first, series = ring.window(look)
+            expect = [model.get(t, 0) for t in range(first, first + seconds)]
+            assert series.get(("produced", "", "Orders"), [0] * seconds) == expect
 
 
 def test_memory_is_bounded_by_the_series_cap_whatever_the_names():
