@@ -20,7 +20,7 @@ from typing import Callable
 from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
-from rocketmq_emulator.broker.fronts.pulsar.entries import keys_of
+from rocketmq_emulator.broker.fronts.pulsar.entry_keys import pulsar_entry_keys
 from rocketmq_emulator.broker.facade.across import DeadLetter, RedriveResult, redrive
 from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, RETRY_PREFIX
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
@@ -81,7 +81,7 @@ class EmbeddedBroker(AdminOperations, Connector):
                 config = BrokerConfig.from_properties({k: _conf_str(v) for k, v in broker_conf.items()}, config)
             clock = clock or VirtualClock()
             cores = [BrokerCore.in_memory(clock=clock, config=_member_config(config, name, i, brokers),
-                                          rng=random.Random(seed + i), entry_keys=keys_of)
+                                          rng=random.Random(seed + i), entry_keys=pulsar_entry_keys())
                      for i, name in enumerate(broker_names(brokers))]
         elif broker_conf or config is not None:
             raise TypeError("pass either a ready core or a config, not both")

@@ -242,13 +242,13 @@ def _open_core(cfg, data_dir: Path | None, clock, port: int):
     from rocketmq_emulator.store import StoreError
 
     from ..core import BrokerCore
-    from ..fronts.pulsar.entries import keys_of
+    from ..fronts.pulsar.entry_keys import pulsar_entry_keys
 
     cfg = cfg.replace(listen_port=port)
     if data_dir is None:
-        return BrokerCore.in_memory(clock, cfg, entry_keys=keys_of), None
+        return BrokerCore.in_memory(clock, cfg, entry_keys=pulsar_entry_keys()), None
     data_dir.mkdir(parents=True, exist_ok=True)
-    core = BrokerCore.open(data_dir, clock, cfg, entry_keys=keys_of)
+    core = BrokerCore.open(data_dir, clock, cfg, entry_keys=pulsar_entry_keys())
     if not clock.is_virtual:
         return core, None
     keeper = core.clock_keeper()

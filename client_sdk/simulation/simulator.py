@@ -39,7 +39,7 @@ from rocketmq_emulator.broker.cluster import broker_names
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
-from rocketmq_emulator.broker.fronts.pulsar.entries import keys_of
+from rocketmq_emulator.broker.fronts.pulsar.entry_keys import pulsar_entry_keys
 from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, rocketmq5_retry_interval_ms
 from rocketmq_emulator.delay_scheduler import VirtualClock
 from rocketmq_emulator.store.accounting import Ledger
@@ -206,7 +206,7 @@ class Simulation:
             where.mkdir(parents=True, exist_ok=True)
             seed = f"{self.scenario.seed}/broker/{n}" + (f"/{name}" if i else "")
             self.cores.append(BrokerCore.open(where, self.clock, self.member_configs[name], rng=random.Random(seed),
-                                              entry_keys=keys_of))
+                                              entry_keys=pulsar_entry_keys()))
         self.core = self.cores[0]
         self.embedded = EmbeddedBroker(cores=self.cores, pid=SIM_PID + n, strict=False, skip_idle=self.skip_idle)
         stops = []

@@ -64,7 +64,8 @@ CLIENT_SDK_MAY_IMPORT = {
     "broker.fronts.remoting.protocol": "the 4.x remoting codec, and the 4.x codes of the typed operations' outcomes",
     "broker.fronts.pulsar.frames": "the Pulsar frame codec",
     "broker.fronts.pulsar.schema": "the Pulsar command schema (PulsarApi.proto's field numbers)",
-    "broker.fronts.pulsar.entries": "the Pulsar entry codec: the key reader a broker's compaction is built with",
+    "broker.fronts.pulsar.entry_keys": "the Pulsar entry codec's key reader a broker's compaction is built with "
+                                        "(None without the pulsar extra)",
     "broker.pulsar_model.names": "the codec of names: how a Pulsar topic is named in the store",
     # the door
     "broker.core": "the in-process broker (EmbeddedBroker, the in-process transports)",
