@@ -4,7 +4,10 @@
 //
 //   node ons_driver.js '<json config>'
 //
-// config: {nameSrv, topic, group, okCount, poisonCount, maxReconsumeTimes}
+// config: {nameSrv, topic, group, okCount, poisonCount, maxReconsumeTimes, sql}
+// With `sql`, each "ok-<i>" message carries the user properties region (eu for even i, us
+// for odd) and amount (10 * i), and the consumer subscribes with that SQL92 expression
+// (ali-ons' {expressionType, subString} subscription, as MessageSelector.bySql).
 // It produces okCount messages with body "ok-<i>" and poisonCount with "poison-<i>"
 // (tag TagA / TagP, key = body), then consumes the topic in group `group`: "ok-*"
 // messages succeed, "poison-*" ones fail (poison-0's first delivery by returning
@@ -47,6 +50,11 @@ async function main() {
   for (const [ body, tag ] of bodies) {
     const msg = new Message(config.topic, tag, body);
     msg.keys = [ body ];
+    if (config.sql && body.startsWith('ok-')) {
+      const i = Number(body.slice(3));
+      msg.properties.region = i % 2 === 0 ? 'eu' : 'us';
+      msg.properties.amount = String(10 * i);
+    }
     const result = await producer.send(msg);
     emit('sent', { body, msgId: result.msgId, queueId: result.messageQueue.queueId,
       queueOffset: result.queueOffset, status: result.sendStatus });
@@ -59,7 +67,8 @@ async function main() {
   }, common));
   consumer.on('error', err => emit('error', { who: 'consumer', text: err.message }));
   let poisonCalls = 0;
-  consumer.subscribe(config.topic, '*', async msg => {
+  const selector = config.sql ? { expressionType: 'SQL92', subString: config.sql } : '*';
+  consumer.subscribe(config.topic, selector, async msg => {
     const body = msg.body.toString();
     const fields = { body, msgId: msg.msgId, topic: msg.topic, tags: msg.tags,
       reconsumeTimes: msg.reconsumeTimes, originMsgId: msg.originMessageId || null };
