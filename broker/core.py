@@ -141,6 +141,10 @@ class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
         # the core; their random draws come from a source of their own, so a run without
         # rules draws nothing and gives the same bytes
         self.faults = FaultSet(clock, random.Random(0), self.events, self.config.broker_name)
+        # the fronts' and the SDK's one test before they ask the door: False while no rule
+        # is installed (an attribute of the core, kept as the rules change)
+        self.faults_active = False
+        self.faults.on_change.append(self._faults_changed)
         self._later: list[tuple[int, int, Callable[[], None]]] = []     # (due ms, seq, fn): call_later
         self._later_seq = itertools.count()
         # lite topics and lite consumers' subscriptions (broker/rocketmq_model/lite_topics.py)
@@ -684,6 +688,9 @@ class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
     # A front asks these at its one call into the core while ``faults.active`` (with no
     # rule installed, that attribute is the whole cost) and translates the outcome into
     # its wire's terms; no front reads a rule.
+    def _faults_changed(self) -> None:
+        self.faults_active = self.faults.active
+
     def fault_outcome(self, operation, topic: str | None = None, group: str | None = None,
                       client: str | None = None, dialect: str | None = None, kinds=None) -> FaultOutcome | None:
         """What the fault rule that fires for this call does to it (None: no rule fires;

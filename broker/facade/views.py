@@ -15,6 +15,10 @@ __all__ = ["ViewsDoor"]
 
 
 class ViewsDoor:
+    def fault_figures(self) -> tuple[int, int]:
+        """(faults applied by any rule, rules installed) on this broker (/metrics)."""
+        return self.faults.applied, len(self.faults.rules())
+
     def event_log(self):
         """The broker's EventLog (broker/events.py): what happened, in order, to read
         and filter (EmbeddedBroker.events hands it to tests)."""

@@ -126,7 +126,7 @@ class PopConsumer(InProcessConsumer):
         core = self._core()
         fault = None
         try:
-            if core.faults.active:
+            if core.faults_active:
                 if core.fault_held(self.spec.name, self.topic, _DIALECT, count=True):    # (a receive held: counted)
                     self._arm_later(RECEIVE_BACKOFF_MS)
                     return
@@ -177,7 +177,7 @@ class PopConsumer(InProcessConsumer):
         core = self._core()
         try:
             if verdict == "ok":
-                if core.faults.active:
+                if core.faults_active:
                     fault = core.fault_outcome(Operation.ACK, self.topic, self.spec.name, None, _DIALECT)
                     if fault is not None:
                         d.faulted = True        # (its handle may be stale once the message came back)

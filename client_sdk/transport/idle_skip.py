@@ -103,7 +103,7 @@ class IdleSkipper:
         core = hub.core
         if rt._ready or hub.watched or hub.front.outgoing:
             return
-        if core.faults.active and core.fault_rules_touch_periodic_work():     # (every loop turn: the attribute first)
+        if core.faults_active and core.fault_rules_touch_periodic_work():     # (every loop turn: the attribute first)
             return
         for source in rt._sources:      # the core's own deadlines, and any other time source's
             hard = core.next_deadline(holds=False) if source is hub else source.next_deadline()

@@ -280,7 +280,7 @@ class InProcessTransport(Transport):
         """The core's send of ``request``: its SendResult (a fault rule's refusal or lost
         answer raised, typed_faults.py)."""
         core = self.hub.core
-        if core.faults.active:
+        if core.faults_active:
             outcome = self._fault(Operation.SEND, request.topic, request.producer_group)
             if outcome is not None:
                 answer_now(outcome, lambda: self._done(core.send(request, self.channel)),
@@ -292,7 +292,7 @@ class InProcessTransport(Transport):
 
     def send_back(self, request: SendBack):
         core = self.hub.core
-        if core.faults.active:
+        if core.faults_active:
             outcome = self._fault(Operation.SEND_BACK, request.origin_topic, request.group)
             if outcome is not None:
                 answer_now(outcome, lambda: self._done(core.send_back(request)),
@@ -306,7 +306,7 @@ class InProcessTransport(Transport):
         """A oneway offset commit (refused or dropped: not made; delayed: made, its
         answer, which no one reads, late)."""
         core = self.hub.core
-        if core.faults.active:
+        if core.faults_active:
             outcome = self._fault(Operation.ACK, commit.topic, commit.group)
             if outcome is not None and outcome.kind is not Fault.DELAYED:
                 return
@@ -316,7 +316,7 @@ class InProcessTransport(Transport):
 
     def register(self, registration: Registration) -> None:
         core = self.hub.core
-        if core.faults.active:
+        if core.faults_active:
             outcome = self._fault(Operation.HEARTBEAT, None, None)
             if outcome is not None:
                 answer_now(outcome, lambda: self._done(core.register(registration, self.channel)),
@@ -327,7 +327,7 @@ class InProcessTransport(Transport):
         """The topic's route from the core's name server (None: unknown, or a refusal
         with TOPIC_NOT_EXIST, the route's default, as the command path reads it)."""
         core = self.hub.core
-        if core.faults.active:
+        if core.faults_active:
             outcome = self._fault(Operation.ROUTE, topic, None)
             if outcome is not None:
                 try:
@@ -355,7 +355,7 @@ class InProcessTransport(Transport):
         opaque = next_typed_id()
         call = HeldCall(opaque, callback, request, suspend_ms, timeout_ms)
         core = self.hub.core
-        if core.faults.active:
+        if core.faults_active:
             self._pull_under_faults(core, call)
             return opaque
         result = core.pull_or_hold(request, self.channel, suspend_ms, call)

@@ -58,7 +58,7 @@ def test_broker_imports_only_store_and_delay_scheduler():
 # ends), the core's door (BrokerCore and its facade) and the typed values it takes and
 # gives; nothing of a front's request handling, no service, no read model, no
 # operation's module. (The fronts' and the CLI's list: test_one_door.py.)
-_DOOR = "48-door takes this off (fault rules decided at the door; idle skipping asks the core)"
+_IDLE = "not moved yet (issue 48): idle skipping still carries held pulls forward itself"
 CLIENT_SDK_MAY_IMPORT = {
     # codecs
     "broker.fronts.remoting.protocol": "the 4.x remoting codec, and the 4.x codes of the typed operations' outcomes",
@@ -82,9 +82,9 @@ CLIENT_SDK_MAY_IMPORT = {
     "broker.retry_lifecycle": "the one retry decision: the SDK's client-side rules ask it",
     "broker.pulsar_model.cursors": "SubType and a subscription's outcomes (the simulator's Pulsar consumer)",
     "broker.faults.door": "a fault rule's typed outcome (the in-process transport translates it, as a front does)",
-    # 48-door's
-    "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward): " + _DOOR,
-    "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38): " + _DOOR,
+    "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward): " + _IDLE,
+    "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38): the rule's "
+                           "typed values and their placement on a cluster as one",
     # the in-process ends of listeners: what a TCP connection would reach (fronts, not the core)
     "broker.fronts.remoting.front": "the in-process hub hands 4.x commands to the 4.x front, as the TCP listener does",
     "broker.fronts.pulsar.front": "the in-process Pulsar client talks to the Pulsar front, as over TCP",

@@ -24,29 +24,19 @@ SERVICES = {"store", "topics", "groups", "configs", "consumers", "producers", "l
             "subscriptions", "pulsar_producers", "transactions", "faults", "names", "flush_hooks", "levels", "rng"}
 OUTSIDE = ("broker/fronts", "broker/cli", "client_sdk")
 
-_DOOR = ("not moved yet (issue 48): the fault set's `active` attribute (the one test while no rule is installed), "
-         "the rule listings, and idle skipping's reads of the core's tables")
+_IDLE = "not moved yet (issue 48): idle skipping's reads of the core's tables"
 NOT_YET_MOVED = {
-    ("broker/fronts/grpc5/listener.py", "faults"): (3, _DOOR),
-    ("broker/fronts/http/metrics.py", "faults"): (2, _DOOR),
-    ("broker/fronts/pulsar/fault_answers.py", "faults"): (1, _DOOR),
-    ("broker/fronts/pulsar/front.py", "faults"): (4, _DOOR),
-    ("broker/fronts/pulsar/producing.py", "faults"): (1, _DOOR),
-    ("broker/fronts/remoting/front.py", "faults"): (1, _DOOR),
-    ("client_sdk/faults.py", "faults"): (3, _DOOR),
-    ("client_sdk/simulation/fault_rules.py", "faults"): (3, _DOOR),
-    ("client_sdk/simulation/pop_consumer.py", "faults"): (2, _DOOR),
+    ("client_sdk/faults.py", "faults"): (3, "a rule placed on a cluster's fault sets as one (place_rule); its handle counts and removes it there"),
+    ("client_sdk/simulation/fault_rules.py", "faults"): (3, "a scenario's rules placed, reseeded and removed on each broker's fault set"),
     ("client_sdk/simulation/simulator.py", "store"): (3, "the simulator crashes a store and reads it back "
                                                           "(crash recovery is what it checks)"),
-    ("client_sdk/transport/idle_skip.py", "consumers"): (2, _DOOR),
-    ("client_sdk/transport/idle_skip.py", "faults"): (1, _DOOR),
-    ("client_sdk/transport/idle_skip.py", "groups"): (1, _DOOR),
-    ("client_sdk/transport/idle_skip.py", "locks"): (2, _DOOR),
-    ("client_sdk/transport/idle_skip.py", "names"): (2, _DOOR),
-    ("client_sdk/transport/idle_skip.py", "producers"): (1, _DOOR),
-    ("client_sdk/transport/idle_skip.py", "store"): (2, _DOOR),
-    ("client_sdk/transport/idle_skip.py", "topics"): (1, _DOOR),
-    ("client_sdk/transport/inprocess.py", "faults"): (6, _DOOR),
+    ("client_sdk/transport/idle_skip.py", "consumers"): (2, _IDLE),
+    ("client_sdk/transport/idle_skip.py", "groups"): (1, _IDLE),
+    ("client_sdk/transport/idle_skip.py", "locks"): (2, _IDLE),
+    ("client_sdk/transport/idle_skip.py", "names"): (2, _IDLE),
+    ("client_sdk/transport/idle_skip.py", "producers"): (1, _IDLE),
+    ("client_sdk/transport/idle_skip.py", "store"): (2, _IDLE),
+    ("client_sdk/transport/idle_skip.py", "topics"): (1, _IDLE),
     ("client_sdk/transport/inprocess.py", "names"): (1, "not moved yet (issue 48): the in-process route"),
 }
 
@@ -148,8 +138,9 @@ FRONTS_MAY_IMPORT = {
     "broker.rocketmq_model.lite_topics": "the lite topics' bounds and sync outcomes the 5.x settings and replies carry, "
                                          "and a lite topic's store name",
     "broker.pulsar_model.non_persistent": "the non-persistent domain's name and Pulsar's refusal text",
-    # fault rules (48-door owns them: it decides rules at the door and takes these off)
-    "broker.faults.rules": _DOOR, "broker.faults.placement": _DOOR,
+    "broker.faults.rules": "a rule's typed values: Operation, FaultError and the error-code registry of a dialect",
+    "broker.faults.placement": "rules placed, listed and removed across a cluster's brokers as one (as facade/across "
+                               "does for reads), and a FAULT event's rule",
 }
 
 

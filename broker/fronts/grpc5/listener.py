@@ -107,7 +107,7 @@ def _guarded(method):
         if request.__class__ is _Malformed:
             await _refuse_malformed(method.__name__, request, context)
         core = self.s.core
-        if core.faults.active:
+        if core.faults_active:
             answered = await _with_fault(self, method, request, context)
             if answered is not None:
                 return answered
@@ -223,13 +223,13 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
         remaining = context.time_remaining()
         if remaining is not None:
             until = min(until, time.monotonic() + remaining - _DEADLINE_MARGIN_S)
-        faults = self.s.core.faults
+        core = self.s.core
         outcome = due = None
         asked = counted = False
         while True:
             wake = self.s.arrival
             held = False
-            if faults.active:
+            if core.faults_active:
                 held = _held(self.s, request, first_look=not counted)
                 counted = counted or held
                 # The other rules are asked once per call, when one is first there and no
@@ -353,7 +353,7 @@ class _Servicer(service_pb2_grpc.MessagingServiceServicer):
                 if not command.HasField("settings"):
                     continue            # thread stack traces, verify results: nothing to do
                 due = None
-                if self.s.core.faults.active:
+                if self.s.core.faults_active:
                     outcome, due = _match(self.s, (Operation.HEARTBEAT, *settings_about(command.settings)),
                                           client_id)
                     if outcome is not None and outcome.kind is Fault.REFUSED:

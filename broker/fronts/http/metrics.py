@@ -29,7 +29,7 @@ Fault rules (issue 38; FaultCollector, registered beside it by the HTTP front):
 
   faults_applied_total{rule,operation,action}   faults a rule applied (its FAULT events since
                                          the front started; kept after the rule is gone)
-  faults_applied_all_rules_total         faults applied by any rule (core.faults.applied)
+  faults_applied_all_rules_total         faults applied by any rule (core.fault_figures())
   fault_rules                            rules installed now that can still fire (not spent ones)
 """
 from __future__ import annotations
@@ -181,6 +181,7 @@ class FaultCollector:
                                     labels=["broker"])
         rules = GaugeMetricFamily(PREFIX + "fault_rules", "Fault rules installed", labels=["broker"])
         for core in self.cores:
-            total.add_metric([core.config.broker_name], core.faults.applied)
-            rules.add_metric([core.config.broker_name], len(core.faults.rules()))
+            applied, installed = core.fault_figures()
+            total.add_metric([core.config.broker_name], applied)
+            rules.add_metric([core.config.broker_name], installed)
         return [per_rule, total, rules]

@@ -176,7 +176,7 @@ def guarded(command_type: int, handler):
 
     def run(front, conn, cmd, frame_):
         core = front.core
-        if core.faults.active:
+        if core.faults_active:
             topic, group = about(cmd)
             outcome = core.fault_outcome(operation, topic, group, conn.peer, DIALECT)
             if outcome is not None:

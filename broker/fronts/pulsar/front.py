@@ -291,7 +291,7 @@ class PulsarFront:
         consumer = conn.consumers.get(cmd.flow.consumer_id)
         if consumer is not None:
             core = self.core
-            if core.faults.active:
+            if core.faults_active:
                 outcome = core.fault_outcome(Operation.PULL, consumer.topic, consumer.subscription, conn.peer,
                                              DIALECT, FLOW_ACTIONS)
                 if outcome is not None:     # dropped: its permits swallowed; refused: the consumer closed
@@ -315,7 +315,7 @@ class PulsarFront:
                                   "transactions are not enabled on this broker: the ack was not applied")] \
                 if receipt else []
         core = self.core
-        if core.faults.active and not later:
+        if core.faults_active and not later:
             outcome = core.fault_outcome(Operation.ACK, consumer.topic, consumer.subscription, conn.peer, DIALECT)
             if outcome is not None:
                 if outcome.kind is not Fault.DELAYED:
@@ -414,7 +414,7 @@ class PulsarFront:
         if consumer is None:
             return []
         core = self.core
-        if core.faults.active and not later:
+        if core.faults_active and not later:
             outcome = core.fault_outcome(Operation.SEND_BACK, consumer.topic, consumer.subscription, conn.peer,
                                          DIALECT)
             if outcome is not None:
@@ -593,7 +593,7 @@ class PulsarFront:
         that delay or duplicate it."""
         touched: set[Connection] = set()
         core = self.core
-        faulty = core.faults.active
+        faulty = core.faults_active
         while self._dirty:
             topic = self._dirty.pop()
             for group, keys in core.pulsar_subscriptions_on(topic):

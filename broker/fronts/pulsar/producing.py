@@ -191,7 +191,7 @@ def send(front, conn, cmd, frame_) -> list[bytes]:
         return [send_error(req, s.ServerError.UnknownError, f"producer {req.producer_id} is not open on this "
                                                             f"connection")]
     core = front.core
-    if core.faults.active:
+    if core.faults_active:
         outcome = core.fault_outcome(Operation.SEND, p.topic, p.name, conn.peer, DIALECT)
         if outcome is not None:
             return _faulted(front, conn, req, p, frame_, outcome)

@@ -106,7 +106,7 @@ class RemotingFront:
             # Sent even for oneway requests, as upstream does.
             return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                     f" request type {request.code} not supported")
-        if core.faults.active:
+        if core.faults_active:
             about = operation_of(request)
             if about is not None:
                 if commit_of_pull(request):         # an ack inside the pull
