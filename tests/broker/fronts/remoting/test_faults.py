@@ -88,7 +88,21 @@ def test_a_refused_send_back_makes_the_consumer_publish_the_retry_copy_itself(br
 
 
 def test_with_no_rule_nothing_is_matched(broker):
-    assert broker.core.faults.active is False
+    assert broker.core.faults.active is False and broker.core.faults_active is False
+
+
+def test_the_cores_one_test_follows_the_rules_as_they_are_added_and_removed(broker):
+    """``faults_active``, the attribute every front and the SDK test before asking the
+    door, is kept as rules come and go (a stale False would skip every rule)."""
+    core = broker.core
+    rule = core.faults.add(rule_from("send", "refuse", topic="Orders", times=1))
+    assert core.faults_active is True
+    core.faults.remove(rule.id)
+    assert core.faults_active is False
+    core.faults.add(rule_from("pull", "delay", delay_ms=1000))
+    assert core.faults_active is True
+    core.faults.clear()
+    assert core.faults_active is False
     broker.producer("pg").send(Message("Orders", b"x"))
     assert _faults(broker) == []
 
