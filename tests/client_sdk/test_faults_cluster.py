@@ -3,17 +3,8 @@ across.place_fault_rule): its handle counts the cluster's hits and removes it fr
 and clear() counts each rule once, as a `serve` cluster's EMULATOR_FAULTS clear does."""
 from __future__ import annotations
 
-import pytest
-
-from rocketmq_emulator.client_sdk import EmbeddedBroker, Message
-
-
-@pytest.fixture
-def cluster():
-    broker = EmbeddedBroker(brokers=2)
-    broker.create_topic("Orders", 2)
-    yield broker
-    broker.close()
+from rocketmq_emulator.client_sdk import Message
+from tests.client_sdk.test_cluster_in_process import cluster  # noqa: F401 (the fixture: two brokers, Orders)
 
 
 def test_a_rule_is_one_rule_on_both_brokers_and_its_handle_removes_it_from_both(cluster):
