@@ -16,7 +16,8 @@ transport, each applied fault a FAULT event.
 """
 from __future__ import annotations
 
-from rocketmq_emulator.broker.faults.rules import FaultError, list_rules, place_rule, rule_from
+from rocketmq_emulator.broker.facade.across import clear_fault_rules, fault_rules, place_fault_rule, remove_fault_rule
+from rocketmq_emulator.broker.faults.rules import FaultError, rule_from
 from rocketmq_emulator.delay_scheduler.levels import parse_duration
 
 __all__ = ["Faults", "FaultHandle", "RemoteFaults", "RemoteFaultHandle", "FaultError"]
@@ -35,9 +36,9 @@ class FaultHandle:
     """One rule on one or more brokers: ``hits``, ``remove()``; a context manager that
     removes it on exit."""
 
-    def __init__(self, fault_sets: list, rule) -> None:
-        self._fault_sets = fault_sets
-        self.rule = rule                    # one object on every broker (place_rule)
+    def __init__(self, cores: list, rule) -> None:
+        self._cores = cores
+        self.rule = rule                    # one object on every broker (place_fault_rule)
 
     @property
     def id(self) -> int:
@@ -49,8 +50,7 @@ class FaultHandle:
 
     def remove(self) -> None:
         """Remove the rule everywhere (a rule already gone is not an error)."""
-        for faults in self._fault_sets:
-            faults.remove(self.rule.id)
+        remove_fault_rule(self._cores, self.rule.id)
 
     def __enter__(self) -> "FaultHandle":
         return self
@@ -93,16 +93,15 @@ class Faults:
         rule = rule_from(operation, action, topic=topic, group=group, client=client, dialect=dialect,
                          broker=broker, times=times, probability=probability, window_ms=window_ms,
                          delay_ms=delay_ms, error=error, stored=stored)
-        fault_sets = [core.faults for core in cores]
-        return FaultHandle(fault_sets, place_rule(fault_sets, rule))
+        return FaultHandle(cores, place_fault_rule(cores, rule))
 
     def list(self) -> list[dict]:
         """Every rule once, with its hit counts and ``brokers``, the brokers it is on."""
-        return list_rules([core.faults for core in self._cores()])
+        return fault_rules(self._cores())
 
     def clear(self) -> int:
-        """Remove every rule; how many there were."""
-        return sum(core.faults.clear() for core in self._cores())
+        """Remove every rule; how many there were (a rule on every broker counts once)."""
+        return clear_fault_rules(self._cores())
 
 
 class RemoteFaultHandle:

@@ -1,5 +1,7 @@
 """The name server and the admin's reads and changes of topics, groups, clients and
-stored records (the 4.x admin processors, the MQTT bridge, the gRPC front's checks)."""
+stored records (the 4.x admin processors, the MQTT bridge, the gRPC front's checks),
+and what an embedding program asks of its broker: hooks, a crash, the fault rules'
+random source (EmbeddedBroker, the simulator)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -87,6 +89,11 @@ class AdminDoor:
         """The stored record (MessageRecord) at a commit-log offset, None if none."""
         return self.store.look_message_by_offset(commit_log_offset)
 
+    def record_bytes_at(self, commit_log_offset: int) -> bytes | None:
+        """The raw record starting exactly at a commit-log offset, undecoded; None where
+        none starts (the simulator looks for what a crash may have lost in these bytes)."""
+        return self.store.read(commit_log_offset)
+
     def queue_records(self, topic: str, queue_id: int) -> list[bytes]:
         """The raw records of a queue, in queue order (an entry whose record is gone is
         left out): one call for a whole queue, as EmbeddedBroker.messages reads it."""
@@ -133,6 +140,20 @@ class AdminDoor:
         from ..virtual_time import ClockKeeper
 
         return ClockKeeper(self.store, self.clock)
+
+    def crash(self) -> None:
+        """Stop as a killed broker process stops: the store writes and syncs nothing
+        (MessageStore.crash: every acknowledged put is in the files already; offsets,
+        queues and the checkpoint not flushed yet are lost) and releases its directory,
+        so that opening it again runs the unclean-shutdown recovery. The core is done:
+        a later close() does nothing."""
+        self._closed = True
+        self.store.crash()
+
+    def reseed_faults(self, rng) -> None:
+        """Draw the fault rules' probabilities from ``rng`` (a random.Random) from now on:
+        the simulator seeds them from its run's seed (a core's own source is fixed)."""
+        self.faults.reseed(rng)
 
     def flush_log(self) -> None:
         """Write the log to disk now (the MQTT bridge, before it acknowledges a QoS 1 publish)."""

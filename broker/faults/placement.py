@@ -23,7 +23,7 @@ from rocketmq_emulator.delay_scheduler.levels import parse_duration
 from ..cluster import Cluster
 from .rules import DOCUMENT_FIELDS, DOCUMENT_NAMES, FaultError, list_rules, place_rule, rule_from
 
-__all__ = ["RULE_FIELDS", "members", "rule_fields", "add_everywhere", "listed", "remove_everywhere",
+__all__ = ["RULE_FIELDS", "members", "rule_fields", "place", "add_everywhere", "listed", "remove_everywhere",
            "clear_everywhere", "fault_of"]
 
 RULE_FIELDS = DOCUMENT_FIELDS          # (rules.RULE_FIELDS, by their names in a document)
@@ -85,13 +85,19 @@ def rule_fields(doc, now_ms: int, brokers: list[str]) -> dict:
     return fields
 
 
+def place(cores: list, rule):
+    """Install ``rule`` (from rules.rule_from) on each of ``cores`` as one object
+    (rules.place_rule): one id, "times" counted across them, one hit count; the rule."""
+    return place_rule([c.faults for c in cores], rule)
+
+
 def add_everywhere(cores: list, doc) -> dict:
     """Install the rule ``doc`` on each of ``cores`` (a cluster's members): the rule as
     JSON, with ``brokers``, the names of those that got it. Nothing is installed when
     the rule is bad."""
     names = [c.config.broker_name for c in cores]
     fields = rule_fields(doc, cores[0].clock.now_ms(), names)
-    rule = place_rule([c.faults for c in cores], rule_from(**fields))
+    rule = place(cores, rule_from(**fields))
     return dict(rule.to_json(), brokers=names)
 
 

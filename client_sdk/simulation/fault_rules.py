@@ -51,8 +51,9 @@ from contextlib import contextmanager
 from dataclasses import fields
 from typing import Any
 
+from rocketmq_emulator.broker.facade.across import place_fault_rule, remove_fault_rule
 from rocketmq_emulator.broker.faults.rules import (DOCUMENT_FIELDS, DOCUMENT_NAMES, Action, FaultError, Operation,
-                                                   place_rule, rule_dataclass, rule_from)
+                                                   rule_dataclass, rule_from)
 from rocketmq_emulator.delay_scheduler import DelayLevelError, format_duration, parse_duration
 
 from ..producer import CLIENT_INNER_PRODUCER_GROUP
@@ -307,7 +308,7 @@ class RuleBook:
         drawing their probabilities from a source seeded from ``seed`` (the run's seed and
         boot: a broker core's own rules draw from a fixed one)."""
         for core in cores:
-            core.faults.reseed(random.Random(f"{seed}/{core.config.broker_name}"))
+            core.reseed_faults(random.Random(f"{seed}/{core.config.broker_name}"))
         self._cores = cores
         self.by_id = {}
         self.live = [[] for _ in self.specs]
@@ -339,12 +340,11 @@ class RuleBook:
 
     def _uninstall(self, i: int) -> None:
         for cores, rule in self.live[i]:
-            for core in cores:
-                core.faults.remove(rule.id)     # (one its count used up is gone already)
+            remove_fault_rule(cores, rule.id)   # (one its count used up is gone already)
         self.live[i] = []
 
     def _install(self, i: int) -> None:
-        """The spec's rule on every broker as one rule (broker/faults/rules.place_rule: "times"
+        """The spec's rule on every broker as one rule (broker/facade/across.place_fault_rule: "times"
         counts across the cluster, as on a running broker), with what is left of its
         count after earlier boots."""
         spec = self.specs[i]
@@ -355,7 +355,7 @@ class RuleBook:
                 return
             rule.times = left
         cores = list(self._cores)
-        place_rule([core.faults for core in cores], rule)
+        place_fault_rule(cores, rule)
         self.placed[i].append(rule)
         self.live[i].append((cores, rule))
         for core in cores:

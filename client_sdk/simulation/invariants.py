@@ -404,17 +404,18 @@ class InvariantChecker:
             self.fail("order", now_ms, f"{group}: {pulled_topic}/{queue_id} delivered offset {queue_offset} "
                                        f"while offset {book.low} is not consumed yet")
 
-    def recovered(self, stores: dict, now_ms: int) -> None:
+    def recovered(self, readers: dict, now_ms: int) -> None:
         """After a crash and restart: every accepted message is where its send result
         said it was stored (the broker and offset inside its offsetMsgId), with its
         UNIQ_KEY (looked for as the property's bytes: a 32-hex-digit id found nowhere
-        else). ``stores``: a broker's store by the first 16 hex digits of its
-        offsetMsgIds (its address)."""
+        else). ``readers``: by the first 16 hex digits of a broker's offsetMsgIds (its
+        address), that broker's ``record_bytes_at`` (the raw record at a commit-log
+        offset, None where none starts)."""
         self.step += 1
         for number, (uniq, offset_id) in enumerate(zip(self.uniq, self.offset_id)):
             phys = int(offset_id[-16:], 16)
-            store = stores.get(offset_id[:16])
-            raw = store.read(phys) if store is not None else None
+            read = readers.get(offset_id[:16])
+            raw = read(phys) if read is not None else None
             if raw is None or b"UNIQ_KEY\x01" + uniq.encode() not in raw:
                 what = "is gone" if raw is None else "holds another message"
                 self.fail("durable", now_ms, f"message #{number} ({uniq}) was accepted at offset {phys} "

@@ -39,6 +39,7 @@ from rocketmq_emulator.broker.cluster import broker_names
 from rocketmq_emulator.broker.config import BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.events import EventKind
+from rocketmq_emulator.broker.facade.across import store_accounts
 from rocketmq_emulator.broker.fronts.pulsar.entry_keys import pulsar_entry_keys
 from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, rocketmq5_retry_interval_ms
 from rocketmq_emulator.delay_scheduler import VirtualClock
@@ -294,8 +295,6 @@ class Simulation:
 
     def finish(self) -> SimulationResult:
         """Stop the clients, check what only the end can show, account the store, close it."""
-        from rocketmq_emulator.store.accounting import account_message_stores, ledger_accounts
-
         emb = self.embedded
         for group_consumers in self.consumers.values():
             for c in group_consumers:
@@ -310,9 +309,7 @@ class Simulation:
             self._final_transaction_checks(now)
         for core in self.cores:
             core.flush()
-        stores = [core.store for core in self.cores]
-        accounts = (ledger_accounts(self.ledger, stores) if self.ledger is not None
-                    else account_message_stores(stores)).summary()
+        accounts = store_accounts(self.cores, self.ledger).summary()
         per_group = {g.name: {"dead_lettered": len(dlq[g.name])} for g in self.scenario.groups}
         for (group, topic), stats in self.core.pulsar_cursor_stats().items():
             if group in per_group:          # a Pulsar group: the redeliveries its broker counted
@@ -423,13 +420,13 @@ class Simulation:
         self.checker.step += 1
         self._stop_events()
         for core in self.cores:
-            core.store.crash()
+            core.crash()
         self._carried_before = self.idle_runs_carried
         self.embedded = None
         self.consumers = {}
         self._boot()
-        stores = {create_offset_msg_id(core.store_host, 0)[:16]: core.store for core in self.cores}
-        self.checker.recovered(stores, self.clock.now_ms())
+        readers = {create_offset_msg_id(core.store_host, 0)[:16]: core.record_bytes_at for core in self.cores}
+        self.checker.recovered(readers, self.clock.now_ms())
 
     def set_writeable(self, writeable: bool, broker: str | None = None) -> None:
         """Switch ``broker``'s write permission (every broker's when None)."""

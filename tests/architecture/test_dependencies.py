@@ -70,7 +70,9 @@ CLIENT_SDK_MAY_IMPORT = {
     # the door
     "broker.core": "the in-process broker (EmbeddedBroker, the in-process transports)",
     "broker.facade.across": "the door over several brokers: dead letters and their re-drive (EmbeddedBroker; "
-                            "RemoteBroker reads the same typed values off the wire)",
+                            "RemoteBroker reads the same typed values off the wire), fault rules placed on a "
+                            "cluster as one (EmbeddedBroker.faults, a scenario's rules), what the stores hold "
+                            "(the simulator's accounting)",
     "broker.cluster": "a cluster of brokers in process (EmbeddedBroker(brokers=N))",
     # typed values
     "broker.operations": "typed requests and results",
@@ -84,7 +86,7 @@ CLIENT_SDK_MAY_IMPORT = {
     "broker.faults.door": "a fault rule's typed outcome (the in-process transport translates it, as a front does)",
     "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward): " + _IDLE,
     "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38): the rule's "
-                           "typed values and their placement on a cluster as one",
+                           "typed values (a rule, its operation and action, FaultError), placed through the door",
     # the in-process ends of listeners: what a TCP connection would reach (fronts, not the core)
     "broker.fronts.remoting.front": "the in-process hub hands 4.x commands to the 4.x front, as the TCP listener does",
     "broker.fronts.pulsar.front": "the in-process Pulsar client talks to the Pulsar front, as over TCP",
