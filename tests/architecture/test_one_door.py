@@ -24,20 +24,11 @@ SERVICES = {"store", "topics", "groups", "configs", "consumers", "producers", "l
             "subscriptions", "pulsar_producers", "transactions", "faults", "names", "flush_hooks", "levels", "rng"}
 OUTSIDE = ("broker/fronts", "broker/cli", "client_sdk")
 
-_IDLE = "not moved yet (issue 48): idle skipping's reads of the core's tables"
 NOT_YET_MOVED = {
     ("client_sdk/faults.py", "faults"): (3, "a rule placed on a cluster's fault sets as one (place_rule); its handle counts and removes it there"),
     ("client_sdk/simulation/fault_rules.py", "faults"): (3, "a scenario's rules placed, reseeded and removed on each broker's fault set"),
     ("client_sdk/simulation/simulator.py", "store"): (3, "the simulator crashes a store and reads it back "
                                                           "(crash recovery is what it checks)"),
-    ("client_sdk/transport/idle_skip.py", "consumers"): (2, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "groups"): (1, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "locks"): (2, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "names"): (2, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "producers"): (1, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "store"): (2, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "topics"): (1, _IDLE),
-    ("client_sdk/transport/inprocess.py", "names"): (1, "not moved yet (issue 48): the in-process route"),
 }
 
 
