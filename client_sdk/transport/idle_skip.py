@@ -60,6 +60,7 @@ from ..rebalance import allocate_averagely
 from ..route import TopicRoute
 from ..runtime import Timer
 from .held_calls import HeldCall, next_typed_id
+from .typed_faults import without_commit
 
 
 __all__ = ["IdleSkipper", "SkippedHub"]
@@ -88,7 +89,6 @@ class _Cycle:
     sent: Any                 # the core's PullRequest of it (with its commit), as the front reads it
     suspend_ms: int           # the suspend time it asks for
     period_ms: int            # the re-sent pull's hold time
-    rerun: Any                # the core's PullRequest the held pull runs again (no commit)
     last_ms: int = 0
 
 
@@ -214,7 +214,7 @@ class IdleSkipper:
             return None
         if typed:
             again = sent = consumer.pull_request(pr, sub)
-            rerun = _without_commit(again)
+            rerun = without_commit(again)
             period_asked = req.suspend_ms
         else:
             header = consumer.pull_header(pr, sub)
@@ -230,7 +230,7 @@ class IdleSkipper:
         period = period_asked if core.config.long_polling_enable else core.config.short_polling_time_mills
         if period <= 0:
             return None
-        return _Cycle(held, transport, pr, again, sent, period_asked, period, rerun)
+        return _Cycle(held, transport, pr, again, sent, period_asked, period)
 
     def _settled(self, kind: str, owner) -> bool:
         core = self.hub.core
@@ -315,14 +315,6 @@ def _reply_id(timer: Timer) -> int:
     pull's HeldCall's)."""
     first = timer.args[0]
     return first.opaque if first.__class__ is HeldCall else first
-
-
-def _without_commit(request: PullRequest) -> PullRequest:
-    """A typed pull as the core holds it (its commit made once, when it came)."""
-    if request.commit_offset is None:
-        return request
-    return PullRequest(request.group, request.topic, request.queue_id, request.offset, request.max_msgs,
-                       request.subscription, request.expression_type, request.sub_version, None)
 
 
 def _not_found(core, request: PullRequest, channel, offset: int) -> bool:
