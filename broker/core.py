@@ -497,6 +497,33 @@ class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
         for group in reg.producers:
             self.producers.setdefault(group, {})[channel] = reg.client_id
 
+    def registered_as(self, reg: Registration, channel: Channel) -> bool:
+        """Whether ``register(reg, channel)`` would change nothing: the connection already
+        carries the client id; each consumer group exists (with its retry topic when it
+        has retry queues), has this connection as that client, the same consume type,
+        model and start, the same topics, none at a newer subscription version; each
+        producer group has this connection as that client. (Idle skipping asks it
+        before it carries a heartbeat over an idle span.)"""
+        cid = reg.client_id
+        if getattr(channel, "client_id", None) != cid:
+            return False
+        for c in reg.consumers:
+            gc = self.groups.table.get(c.group)
+            if gc is None or (gc.retry_queue_nums > 0 and self.topics.get(retry_topic(c.group)) is None):
+                return False
+            info = self.consumers.get(c.group)
+            if info is None or info.channels.get(channel) != cid:
+                return False
+            if (info.consume_type, info.message_model, info.consume_from_where) != \
+                    (c.consume_type, c.message_model, c.consume_from_where):
+                return False
+            subs = info.subscriptions
+            if set(subs) != {s.topic for s in c.subscriptions}:
+                return False
+            if any(s.sub_version > subs[s.topic].sub_version for s in c.subscriptions):
+                return False
+        return all(self.producers.get(group, {}).get(channel) == cid for group in reg.producers)
+
     def unregister(self, channel: Channel, *, producer_group: str | None = None,
                    consumer_group: str | None = None) -> None:
         """This connection's client leaves a producer group and/or a consumer group."""
@@ -517,10 +544,17 @@ class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
             return None
         return info.client_ids()
 
-    def lock_queues(self, group: str, client_id: str, queues) -> list:
+    def lock_queues(self, group: str, client_id: str, queues, *, now_ms: int | None = None) -> list:
         """Lock (topic, broker name, queue id) queues for an orderly consumer; returns
-        those it now holds (held by another live client: not granted)."""
-        return self.locks.try_lock(group, queues, client_id, self.clock.now_ms())
+        those it now holds (held by another live client: not granted). ``now_ms``: when
+        the request was sent, when not now (idle skipping's renewal at the last time
+        it would have come, over an idle span it carries)."""
+        return self.locks.try_lock(group, queues, client_id, self.clock.now_ms() if now_ms is None else now_ms)
+
+    def lock_holder(self, group: str, queue: tuple[str, str, int]) -> str | None:
+        """The client id holding ``group``'s lock of the (topic, broker name, queue id)
+        queue now, None when no live lock holds it."""
+        return self.locks.holder(group, queue, self.clock.now_ms())
 
     def unlock_queues(self, group: str, client_id: str, queues) -> None:
         self.locks.unlock(group, queues, client_id)
@@ -548,13 +582,16 @@ class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
         [begin_ms, end_ms], newest first, at most ``max_num``."""
         return self.store.query_by_key(topic, key, max_num, begin_ms, end_ms)
 
-    def pull_or_hold(self, request: PullRequest, channel: Channel, suspend_ms: int, context) -> PullResult | None:
+    def pull_or_hold(self, request: PullRequest, channel: Channel, suspend_ms: int, context, *,
+                     now_ms: int | None = None) -> PullResult | None:
         """A long-polling pull: the pull's result, or None when it found nothing new —
         then it is held until a matching message arrives in its queue or its suspend time
         (``suspend_ms``; ``shortPollingTimeMills`` without ``longPollingEnable``) ends,
         and is answered by a PullReady notification carrying ``context``. The commit it
-        carries is made now, once (PullRequestHoldService)."""
-        now = self.clock.now_ms()
+        carries is made now, once (PullRequestHoldService). ``now_ms``: when the pull was
+        sent, when not now (idle skipping's pull sent again at the last expiry of an idle
+        span it carries: its hold's deadline counts from then)."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
         result = self.pulling.pull(request, channel, now)
         if result.outcome is not PullOutcome.NO_NEW_MESSAGE:
             return result
@@ -733,13 +770,11 @@ class BrokerCore(AdminDoor, ViewsDoor, PulsarDoor, PulsarAdminDoor):
     # held_pulls_until(before) -> [HeldPull]: those whose suspend time ends before
     # ``before``, in the order their timeouts would answer them (both the hold service's
     # own methods, bound in __init__: asked on most loop turns, no call added)
-    def carry_held_pull(self, held, request: PullRequest, context, deadline_ms: int) -> None:
-        """``held`` as the round trips carried over an idle span leave it: the same pull
-        (its ``request`` run again, no commit), held for its client's ``context`` until
-        ``deadline_ms``."""
+    def withdraw_held_pull(self, held: HeldPull) -> None:
+        """``held`` waits no more, unanswered: its client takes the answer its expiry would
+        bring as given (idle skipping carries an idle span's expiries and the pulls sent
+        again after them; the last of those is held anew by ``pull_or_hold``)."""
         self.holds.release(held)
-        self.holds.hold(HeldPull(held.channel, request, context, held.topic, held.queue_id, held.offset,
-                                 held.code_set, deadline_ms, False, 0, held.min_offset))
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> None:
         """Call ``fn()`` at the tick ``delay_ms`` from now on this broker's clock (a front's

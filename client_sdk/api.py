@@ -26,7 +26,7 @@ from .route import TopicRoute
 from .transport.base import Transport
 
 __all__ = ["BrokerAPI", "PullStatus", "PullResponse", "PULL_FLAG_COMMIT_OFFSET", "PULL_FLAG_SUSPEND",
-           "PULL_FLAG_SUBSCRIPTION", "SEND_HEADER_V2"]
+           "PULL_FLAG_SUBSCRIPTION", "SEND_HEADER_V2", "registration_of"]
 
 PULL_FLAG_COMMIT_OFFSET = 0x1
 PULL_FLAG_SUSPEND = 0x2
@@ -248,10 +248,7 @@ class BrokerAPI:
         """HEART_BEAT with HeartbeatData (§2.7); in process, the core's register of the
         same data (each subscription read as the broker reads the JSON)."""
         if self.transport.core() is not None:
-            self.transport.register(Registration(data["clientID"], tuple(
-                ConsumerRegistration(cd["groupName"], cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"],
-                                     tuple(SubscriptionData.from_json(sub) for sub in cd["subscriptionDataSet"]))
-                for cd in data["consumerDataSet"]), tuple(pd["groupName"] for pd in data["producerDataSet"])))
+            self.transport.register(registration_of(data))
             channel = self.transport.channel
             channel.language, channel.version = "PYTHON", CURRENT_VERSION
             return
@@ -314,3 +311,12 @@ class BrokerAPI:
             self.transport.oneway(RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, None, body, oneway=True))
         else:
             self._call(RequestCode.UNLOCK_BATCH_MQ, None, body)
+
+
+def registration_of(data: dict) -> Registration:
+    """The core's Registration of HeartbeatData ``data`` (each subscription read as the
+    broker reads the JSON)."""
+    return Registration(data["clientID"], tuple(
+        ConsumerRegistration(cd["groupName"], cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"],
+                             tuple(SubscriptionData.from_json(sub) for sub in cd["subscriptionDataSet"]))
+        for cd in data["consumerDataSet"]), tuple(pd["groupName"] for pd in data["producerDataSet"]))

@@ -29,7 +29,10 @@ What a skip does. For each job and held pull due before the limit it works out w
 it would have run last (L) and applies what that run leaves behind: the job's next due;
 the pull re-sent (the same request, a new id: a command with a new opaque, or a typed
 pull with a new HeldCall) and held until L + suspend, its reply timer
-re-armed, ``last_pull_timestamp`` = L; lock timestamps = L. Timers and holds are re-armed
+re-armed, ``last_pull_timestamp`` = L; lock timestamps = L. The broker learns of it only
+through its typed operations, each told the time L it stands for: the held pull withdrawn
+and the pull sent again (``pull_or_hold``), the locks renewed (``lock_queues``); every
+check before is a typed question of the core. Timers and holds are re-armed
 in the order the loop would have armed them — by L, jobs before pull replies (the loop
 moves due timers before it runs the replies' callbacks), then by how they were ordered
 before — so later ties between equal deadlines break as they would have. A run with
@@ -44,13 +47,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rocketmq_emulator.broker.rocketmq_model.long_polling import HeldPull
-from rocketmq_emulator.broker.fronts.remoting.protocol.typed import FLAG_COMMIT_OFFSET, pull_request_of, route_data
+from rocketmq_emulator.broker.fronts.remoting.protocol.typed import pull_request_of, route_data
 from rocketmq_emulator.broker.operations import PullOutcome, PullRequest
 from rocketmq_emulator.broker.fronts.remoting.protocol.fastjson import loads_fastjson
-from rocketmq_emulator.broker.rocketmq_model.topics import retry_topic
 from rocketmq_emulator.delay_scheduler.timer_heap import ascending
 
-from ..api import BrokerAPI
+from ..api import BrokerAPI, registration_of
 from ..message import MessageQueue
 from ..offset_store import RemoteBrokerOffsetStore
 from ..service import ServiceState
@@ -58,6 +60,7 @@ from ..rebalance import allocate_averagely
 from ..route import TopicRoute
 from ..runtime import Timer
 from .held_calls import HeldCall, next_typed_id
+from .typed_faults import without_commit
 
 
 __all__ = ["IdleSkipper", "SkippedHub"]
@@ -83,8 +86,9 @@ class _Cycle:
     transport: Any
     pull: Any                 # the consumer's _PullRequest
     request: Any              # the pull as it would be sent again (a PullRequest, or a command)
+    sent: Any                 # the core's PullRequest of it (with its commit), as the front reads it
+    suspend_ms: int           # the suspend time it asks for
     period_ms: int            # the re-sent pull's hold time
-    rerun: Any                # the core's PullRequest the held pull runs again (no commit)
     last_ms: int = 0
 
 
@@ -159,7 +163,7 @@ class IdleSkipper:
                 key = (kind, id(t.quiet[1]))
                 ok = settled.get(key)
                 if ok is None:
-                    ok = settled[key] = self._settled(kind, t.quiet[1], now)
+                    ok = settled[key] = self._settled(kind, t.quiet[1])
                 if ok:
                     jobs.append((due, seq, t))
             else:
@@ -209,26 +213,26 @@ class IdleSkipper:
         if mine is None or mine < offset:     # the NO_NEW_MSG reply would move the offset
             return None
         if typed:
-            again = consumer.pull_request(pr, sub)
-            commit = again.commit_offset
-            rerun = _without_commit(again)
+            again = sent = consumer.pull_request(pr, sub)
+            rerun = without_commit(again)
             period_asked = req.suspend_ms
         else:
             header = consumer.pull_header(pr, sub)
-            commit = header["commitOffset"] if header["sysFlag"] & FLAG_COMMIT_OFFSET else None
             again = BrokerAPI.pull_command(header)
+            sent = pull_request_of(again, allow_suspend=True)       # (as the 4.x front reads it)
             rerun = pull_request_of(again, allow_suspend=False)
             period_asked = int(header["suspendTimeoutMillis"])
-        if commit is not None and core.store.query_offset(consumer.group, pr.mq.topic, pr.mq.queue_id) != commit:
+        commit = sent.commit_offset
+        if commit is not None and core.stored_offset(consumer.group, pr.mq.topic, pr.mq.queue_id) != commit:
             return None
         if not _not_found(core, rerun, held.channel, offset):
             return None
         period = period_asked if core.config.long_polling_enable else core.config.short_polling_time_mills
         if period <= 0:
             return None
-        return _Cycle(held, transport, pr, again, period, rerun)
+        return _Cycle(held, transport, pr, again, sent, period_asked, period)
 
-    def _settled(self, kind: str, owner, now: int) -> bool:
+    def _settled(self, kind: str, owner) -> bool:
         core = self.hub.core
         if kind == "offsets":
             return _offsets_settled(core, owner)
@@ -242,7 +246,7 @@ class IdleSkipper:
             return all(not pq.msg_tree for pq in owner.process_queues.values())
         if kind == "locks":
             cid = owner.instance.client_id
-            return all(core.locks.holder(owner.group, (mq.topic, mq.broker_name, mq.queue_id), now) == cid
+            return all(core.lock_holder(owner.group, (mq.topic, mq.broker_name, mq.queue_id)) == cid
                        for mq in owner.process_queues)
         return False
 
@@ -298,7 +302,10 @@ class IdleSkipper:
             context = c.request
             transport._pending[context.opaque] = (callback, rt.schedule(Timer(
                 c.last_ms + int(timeout), transport._timed_out, (context.opaque, code, timeout), quiet=timer.quiet)))
-        core.carry_held_pull(held, c.rerun, context, c.last_ms + c.period_ms)
+        # the expiry carried and the pull sent again at L: held from L, as the front holds it
+        core.withdraw_held_pull(held)
+        if core.pull_or_hold(c.sent, held.channel, c.suspend_ms, context, now_ms=c.last_ms) is not None:
+            raise RuntimeError("idle skipping sent a pull again that found something: its checks missed a change")
         pr.opaque = context.opaque
         pr.pq.last_pull_timestamp = c.last_ms
 
@@ -308,14 +315,6 @@ def _reply_id(timer: Timer) -> int:
     pull's HeldCall's)."""
     first = timer.args[0]
     return first.opaque if first.__class__ is HeldCall else first
-
-
-def _without_commit(request: PullRequest) -> PullRequest:
-    """A typed pull as the core holds it (its commit made once, when it came)."""
-    if request.commit_offset is None:
-        return request
-    return PullRequest(request.group, request.topic, request.queue_id, request.offset, request.max_msgs,
-                       request.subscription, request.expression_type, request.sub_version, None)
 
 
 def _not_found(core, request: PullRequest, channel, offset: int) -> bool:
@@ -334,7 +333,7 @@ def _offsets_settled(core, inst) -> bool:
         pqs = c.process_queues
         if isinstance(store, RemoteBrokerOffsetStore):
             for mq, off in store.table.items():
-                if mq not in pqs or core.store.query_offset(c.group, mq.topic, mq.queue_id) != off:
+                if mq not in pqs or core.stored_offset(c.group, mq.topic, mq.queue_id) != off:
                     return False
         elif any(mq in store.table and store.persisted.get(mq) != store.table[mq] for mq in pqs):
             return False
@@ -343,35 +342,12 @@ def _offsets_settled(core, inst) -> bool:
 
 def _heartbeat_settled(core, inst) -> bool:
     """The heartbeat would register exactly what the broker has registered."""
-    if inst.closed:
-        return True
-    channel = inst.transport.channel
-    data = inst.heartbeat_data()
-    cid = data["clientID"]
-    if getattr(channel, "client_id", None) != cid:
-        return False
-    for cd in data["consumerDataSet"]:
-        group = cd["groupName"]
-        gc = core.groups.table.get(group)
-        if gc is None or (gc.retry_queue_nums > 0 and core.topics.get(retry_topic(group)) is None):
-            return False
-        info = core.consumers.get(group)
-        if info is None or info.channels.get(channel) != cid:
-            return False
-        if (info.consume_type, info.message_model, info.consume_from_where) != \
-                (cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"]):
-            return False
-        subs = cd["subscriptionDataSet"]
-        if set(info.subscriptions) != {s["topic"] for s in subs}:
-            return False
-        if any(int(s.get("subVersion") or 0) > info.subscriptions[s["topic"]].sub_version for s in subs):
-            return False
-    return all(core.producers.get(pd["groupName"], {}).get(channel) == cid for pd in data["producerDataSet"])
+    return inst.closed or core.registered_as(registration_of(inst.heartbeat_data()), inst.transport.channel)
 
 
 def _route_now(core, topic: str) -> TopicRoute | None:
     """What GET_ROUTEINFO_BY_TOPIC would give the client now, parsed as it parses it."""
-    route = core.names.route(topic)
+    route = core.name_route(topic)
     return None if route is None else TopicRoute.from_json(topic, loads_fastjson(json.dumps(route_data(route)).encode()))
 
 
@@ -395,17 +371,17 @@ def _rebalance_settled(core, inst) -> bool:
             route = inst.routes.get(topic)
             if route is None or not route.subscribe_queues:
                 # asked for again (when None) and warned about once: a no-op while it stays so
-                if topic not in c.warned_no_route or (route is None and core.names.route(topic) is not None):
+                if topic not in c.warned_no_route or (route is None and core.name_route(topic) is not None):
                     return False
                 continue
             mq_all = sorted(route.subscribe_queues)
             if c.broadcasting:
                 mine = mq_all
             else:
-                info = core.consumers.get(c.group)
-                if info is None or not info.channels:
+                ids = core.consumer_ids(c.group)
+                if ids is None:
                     return False
-                mine = allocate_averagely(inst.client_id, mq_all, sorted(info.client_ids()))
+                mine = allocate_averagely(inst.client_id, mq_all, sorted(ids))
             if set(mine) != {mq for mq in pqs if mq.topic == topic}:
                 return False
     return True
@@ -414,8 +390,8 @@ def _rebalance_settled(core, inst) -> bool:
 def _renew_locks(core, consumer, at_ms: int) -> None:
     """What lock_all at ``at_ms`` leaves: every queue's lock renewed then."""
     mqs = list(consumer.process_queues)
-    core.locks.try_lock(consumer.group, [(mq.topic, mq.broker_name, mq.queue_id) for mq in mqs],
-                        consumer.instance.client_id, at_ms)
+    core.lock_queues(consumer.group, consumer.instance.client_id,
+                     [(mq.topic, mq.broker_name, mq.queue_id) for mq in mqs], now_ms=at_ms)
     for mq in mqs:
         pq = consumer.process_queues[mq]
         pq.locked = True

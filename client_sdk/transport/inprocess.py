@@ -337,7 +337,7 @@ class InProcessTransport(Transport):
                     if exc.code == ResponseCode.TOPIC_NOT_EXIST:
                         return None
                     raise
-        return core.names.route(topic)
+        return core.name_route(topic)
 
     def _done(self, result):
         hub = self.hub

@@ -24,18 +24,6 @@ SERVICES = {"store", "topics", "groups", "configs", "consumers", "producers", "l
             "subscriptions", "pulsar_producers", "transactions", "faults", "names", "flush_hooks", "levels", "rng"}
 OUTSIDE = ("broker/fronts", "broker/cli", "client_sdk")
 
-_IDLE = "not moved yet (issue 48): idle skipping's reads of the core's tables"
-NOT_YET_MOVED = {
-    ("client_sdk/transport/idle_skip.py", "consumers"): (2, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "groups"): (1, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "locks"): (2, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "names"): (2, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "producers"): (1, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "store"): (2, _IDLE),
-    ("client_sdk/transport/idle_skip.py", "topics"): (1, _IDLE),
-    ("client_sdk/transport/inprocess.py", "names"): (1, "not moved yet (issue 48): the in-process route"),
-}
-
 
 def _names_a_core(node) -> bool:
     if isinstance(node, ast.Call):
@@ -61,10 +49,8 @@ def reach_violations(files: dict[str, str]) -> list[str]:
     out = []
     for rel, source in sorted(files.items()):
         for service, n in sorted(reaches(source).items()):
-            allowed = NOT_YET_MOVED.get((rel, service), (0, ""))[0]
-            if n > allowed:
-                out.append(f"{rel} reaches core.{service} {n} times (allowed: {allowed}): call a typed method "
-                           f"of BrokerCore (broker/facade/) instead")
+            out.append(f"{rel} reaches core.{service} {n} times: call a typed method of BrokerCore "
+                       f"(broker/facade/) instead")
     return out
 
 
@@ -81,20 +67,11 @@ def test_the_reach_rule_sees_a_planted_reach():
     files["broker/fronts/remoting/processors/route.py"] += "\n\ndef planted(front):\n    front.core.store.read(0)\n"
     files["client_sdk/admin.py"] += "\n\ndef planted(core):\n    return core.subscriptions.stats(), core._later\n"
     assert reach_violations(files) == [
-        "broker/fronts/remoting/processors/route.py reaches core.store 1 times (allowed: 0): call a typed method "
-        "of BrokerCore (broker/facade/) instead",
-        "client_sdk/admin.py reaches core._later 1 times (allowed: 0): call a typed method of BrokerCore "
+        "broker/fronts/remoting/processors/route.py reaches core.store 1 times: call a typed method of BrokerCore "
         "(broker/facade/) instead",
-        "client_sdk/admin.py reaches core.subscriptions 1 times (allowed: 0): call a typed method of BrokerCore "
+        "client_sdk/admin.py reaches core._later 1 times: call a typed method of BrokerCore (broker/facade/) instead",
+        "client_sdk/admin.py reaches core.subscriptions 1 times: call a typed method of BrokerCore "
         "(broker/facade/) instead"]
-
-
-def test_the_list_of_reaches_not_moved_yet_is_exact():
-    """A reach moved is taken off the list (so it cannot come back unnoticed)."""
-    files = outside_files()
-    stale = [(rel, service, n) for (rel, service), (n, _) in NOT_YET_MOVED.items()
-             if reaches(files[rel]).get(service, 0) != n]
-    assert stale == []
 
 
 # What fronts and the CLI may import of the core, each with its reason: the door (the
