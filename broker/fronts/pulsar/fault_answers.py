@@ -2,10 +2,11 @@
 about, and how each action looks to a Pulsar client (pulsar-client 3.13, libpulsar 4.2.0).
 
 The front asks the core's door (``core.fault_outcome``, broker/faults/door.py) once per
-command a rule can match — and once per MESSAGE it dispatches, once per subscription for
-a hold — through ``fault_answer`` (with no rule installed the front tests one attribute,
-``core.faults_active``, and asks nothing), and translates the outcome with one table,
-``_ANSWERS``: (command, outcome) -> what the wire does.
+command a rule can match and once per MESSAGE it dispatches, through ``fault_answer``,
+which translates the outcome with one table, ``_ANSWERS``: (command, outcome) -> what the
+wire does. A hold is asked once per subscription dispatched to (``HeldDispatch``, through
+``core.fault_held``) and answered by the table's (MESSAGE, HELD) row. With no rule
+installed the front tests one attribute, ``core.faults_active``, and asks nothing.
 
 A rule's topic is the topic's full name as the client uses it ("persistent://public/default/
 orders"; a partition is "...orders-partition-0": a partitioned topic's producers and

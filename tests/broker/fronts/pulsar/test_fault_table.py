@@ -12,6 +12,7 @@ from rocketmq_emulator.broker.faults.door import Fault  # noqa: E402
 from rocketmq_emulator.broker.faults.rules import Action, FaultError, Operation, rule_from  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar import fault_answers  # noqa: E402
 from rocketmq_emulator.broker.fronts.pulsar import schema as s  # noqa: E402
+from rocketmq_emulator.broker.fronts.pulsar.front import Connection  # noqa: E402
 from tests.broker.fronts.pulsar.raw import call, command, connected, producer, pushed, send  # noqa: E402
 from tests.broker.fronts.pulsar.test_fault_answers import (  # noqa: E402
     SUB, TOPIC, STORED, ack, acknowledged, add, consuming, flow, messages, publish, redeliver, subscribe)
@@ -102,8 +103,8 @@ def test_a_refused_producer_carries_the_rules_error_and_a_dropped_connect_is_lef
     front, conn = connected()
     add(front, "heartbeat", "refuse", group="p", error="ProducerBusy", times=1)
     [refused] = producer(front, conn, TOPIC, producer_id=1, request_id=3, producer_name="p")
-    assert (refused.type, refused.error.request_id, refused.error.error) == (s.Type.ERROR, 3, s.ServerError.ProducerBusy)
-    from rocketmq_emulator.broker.fronts.pulsar.front import Connection
+    assert (refused.type, refused.error.request_id, refused.error.error) == \
+        (s.Type.ERROR, 3, s.ServerError.ProducerBusy)
     add(front, "heartbeat", "drop", times=1)
     late = Connection()
     assert call(front, late, command("CONNECT", "connect", client_version="t", protocol_version=20)) == []
