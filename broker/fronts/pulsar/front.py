@@ -15,24 +15,21 @@ it: ACK with one gets ACK_RESPONSE (ack receipts), CONSUMER_STATS, the schema lo
 their responses, and what is not served (transactions) Pulsar's NotAllowedError.
 Messages go out whenever the core stores into a subscribed topic (``pump``), whoever
 stored them. How an entry is stored: entries.py. Fault rules (issue 38) are asked by the
-handlers of the commands they match and by ``pump``; what each looks like to a client:
-fault_answers.py.
+handlers of the commands they match and by ``pump``, each once through
+fault_answers.fault_answer, whose one table says what each outcome looks like to a client.
 """
 from __future__ import annotations
 
 import itertools
-import threading
 from dataclasses import dataclass, field
 
-from ...faults.door import Fault
-from ...faults.rules import Operation
 from ...java_fields import as_uint64
 from ...notifications import DispatchReady, PulsarConsumersDetached, PulsarTopicsChanged
 from ...pulsar_model.cursors import SubscribeOutcome, SubType
 from . import non_persistent, producing
 from . import schema as s
 from .entries import METADATA_PROPERTY, is_batch, ledger_id, metadata_of, permits_of
-from .fault_answers import DIALECT, DISPATCH_ACTIONS, FLOW_ACTIONS, guarded, refused_ack
+from .fault_answers import DIALECT, HeldDispatch, fault_answer, guarded
 from .frames import Frame, FrameError, ack_set_of_mask, encode_payload, mask_of_ack_set, signed_id
 from .replies import ack_response, error, frame, request_id_of, success
 from .topic_lists import TopicWatchers, topics_of_namespace
@@ -131,10 +128,8 @@ class PulsarFront:
         self._stop_notifications = core.subscribe(lambda n: self._mark(n.topic), (DispatchReady,))
         self._stop_topics = core.subscribe(self._topics_changed, (PulsarTopicsChanged,))
         self._stop_detached = core.subscribe(lambda n: self.detached(n.consumers), (PulsarConsumersDetached,))
-        self._held: set[str] = set()            # store topics a hold rule kept from dispatch (fault_answers.py)
-        self._held_lock = threading.Lock()      # (rules change on any thread: a test's, the CLI's command)
+        self.held = HeldDispatch(self, self._mark)      # subscriptions a hold rule keeps from dispatch
         self.fenced: dict = {}                  # (store topic, producer name) -> the refusal of its sends for good
-        self._hold_wakes: set[int] = set()      # clock times a hold's window ends and dispatch is tried again
         self._stop_faults = core.on_faults_changed(self._faults_changed)
 
     def close(self) -> None:
@@ -290,12 +285,10 @@ class PulsarFront:
     def _flow(self, conn: Connection, cmd, frame_) -> list[bytes]:
         consumer = conn.consumers.get(cmd.flow.consumer_id)
         if consumer is not None:
-            core = self.core
-            if core.faults_active:
-                outcome = core.fault_outcome(Operation.PULL, consumer.topic, consumer.subscription, conn.peer,
-                                             DIALECT, FLOW_ACTIONS)
-                if outcome is not None:     # dropped: its permits swallowed; refused: the consumer closed
-                    return self.refuse_consumer(consumer) if outcome.kind is Fault.REFUSED else []
+            if self.core.faults_active:
+                answer = fault_answer(self, s.Type.FLOW, conn, cmd, consumer, None)
+                if answer is not None:
+                    return answer
             self.core.pulsar_flow(consumer, cmd.flow.messagePermits)
             self._mark(consumer.stored)
         return []
@@ -314,14 +307,10 @@ class PulsarFront:
             return [ack_response(req, s.ServerError.NotAllowedError,
                                   "transactions are not enabled on this broker: the ack was not applied")] \
                 if receipt else []
-        core = self.core
-        if core.faults_active and not later:
-            outcome = core.fault_outcome(Operation.ACK, consumer.topic, consumer.subscription, conn.peer, DIALECT)
-            if outcome is not None:
-                if outcome.kind is not Fault.DELAYED:
-                    return refused_ack(outcome, req, receipt)
-                core.call_later(outcome.delay_ms, lambda: self._ack_later(conn, consumer, cmd))
-                return []
+        if self.core.faults_active and not later:
+            answer = fault_answer(self, s.Type.ACK, conn, cmd, consumer, lambda: self._ack(conn, cmd, None, later=True))
+            if answer is not None:
+                return answer
         subs = self._acks
         if req.ack_type == s.AckType.Cumulative:
             if len(req.message_id) == 1:          # (Pulsar ignores a cumulative ack of several ids)
@@ -401,11 +390,6 @@ class PulsarFront:
         return [error(request_id_of(cmd), s.ServerError.NotAllowedError,
                       "Transaction manager is not enabled on this broker")]
 
-    def _ack_later(self, conn: Connection, consumer: "_Consumer", cmd) -> None:
-        """A delayed ACK, applied now if its consumer is still open."""
-        if conn.consumers.get(consumer.consumer_id) is consumer:
-            self.send_later(conn, self._ack(conn, cmd, None, later=True))
-
     def _redeliver(self, conn: Connection, cmd, frame_, later: bool = False) -> list[bytes]:
         """REDELIVER_UNACKNOWLEDGED_MESSAGES (``later``: a fault rule delayed it, and its
         time has come)."""
@@ -413,24 +397,15 @@ class PulsarFront:
         consumer = conn.consumers.get(req.consumer_id)
         if consumer is None:
             return []
-        core = self.core
-        if core.faults_active and not later:
-            outcome = core.fault_outcome(Operation.SEND_BACK, consumer.topic, consumer.subscription, conn.peer,
-                                         DIALECT)
-            if outcome is not None:
-                if outcome.kind is Fault.REFUSED:
-                    return self.refuse_consumer(consumer)
-                if outcome.kind is Fault.DELAYED:
-                    core.call_later(outcome.delay_ms, lambda: self._redeliver_later(conn, consumer, cmd))
-                return []
+        if self.core.faults_active and not later:
+            answer = fault_answer(self, s.Type.REDELIVER_UNACKNOWLEDGED_MESSAGES, conn, cmd, consumer,
+                                  lambda: self._redeliver(conn, cmd, None, later=True))
+            if answer is not None:
+                return answer
         ids = [signed_id(m.entryId) for m in req.message_ids]
         self.core.pulsar_redeliver(consumer, ids or None)
         self._mark(consumer.stored)
         return []
-
-    def _redeliver_later(self, conn: Connection, consumer: "_Consumer", cmd) -> None:
-        if conn.consumers.get(consumer.consumer_id) is consumer:
-            self._redeliver(conn, cmd, None, later=True)
 
     def refuse_consumer(self, consumer: "_Consumer") -> list[bytes]:
         """The broker will not serve ``consumer`` now (a fault rule refused its FLOW or its
@@ -599,7 +574,7 @@ class PulsarFront:
             for group, keys in core.pulsar_subscriptions_on(topic):
                 if not keys or not all(isinstance(k, _Consumer) for k in keys):
                     continue        # (a subscription of another kind of consumer: the simulator's, in process)
-                if faulty and self._held_back(topic, keys[0]):
+                if faulty and self.held.holds(topic, keys[0]):
                     continue
                 for d in core.pulsar_dispatch(group, topic, cost=permits_of, ready=_has_room, sent=_count_unsent):
                     consumer = d.consumer
@@ -608,54 +583,19 @@ class PulsarFront:
                         continue
                     message = self._message(consumer, d)
                     if faulty:
-                        outcome = core.fault_outcome(Operation.PULL, consumer.topic, consumer.subscription, conn.peer,
-                                                     DIALECT, DISPATCH_ACTIONS)
-                        if outcome is not None:
-                            if outcome.kind is Fault.DELAYED:
-                                core.call_later(outcome.delay_ms,
-                                                lambda c=consumer, m=message: self._deliver_later(c, m))
-                                continue
-                            conn.outgoing.append(message)       # duplicated: the same MESSAGE twice
+                        answer = fault_answer(self, s.Type.MESSAGE, conn, None, consumer, lambda m=message: [m])
+                        if answer is not None:      # (delayed: none now; duplicated: twice)
+                            if answer:
+                                conn.outgoing.extend(answer)
+                                touched.add(conn)
+                            continue
                     conn.outgoing.append(message)
                     touched.add(conn)
         return touched
 
-    def _held_back(self, topic: str, first: "_Consumer") -> bool:
-        """Whether a hold rule keeps this subscription from dispatch now (noted, so that
-        the rules' next change dispatches it; a wake set at the end of its window)."""
-        core = self.core
-        if not core.fault_held(first.subscription, first.topic, DIALECT):
-            return False
-        with self._held_lock:
-            self._held.add(topic)
-        # asked again once noted: a rule removed before the note is seen here, one
-        # removed after it finds the note (_faults_changed); a dispatch held counts
-        # on its rule
-        if not core.fault_held(first.subscription, first.topic, DIALECT, count=True):
-            return False
-        end = core.fault_hold_ends()
-        if end is not None and end not in self._hold_wakes:
-            self._hold_wakes.add(end)
-            core.call_later(end - core.clock.now_ms(), lambda: self._hold_ended(end))
-        return True
-
-    def _deliver_later(self, consumer: "_Consumer", message: bytes) -> None:
-        """A MESSAGE a fault rule delayed, sent now if its consumer is still open (else it
-        went back to its subscription when the consumer left)."""
-        if consumer.conn.consumers.get(consumer.consumer_id) is consumer:
-            self.send_later(consumer.conn, [message])
-
-    def _hold_ended(self, end: int) -> None:
-        self._hold_wakes.discard(end)
-        self._faults_changed()
-
     def _faults_changed(self) -> None:
-        """Fault rules changed (or a hold's window ended): what a hold kept back is
-        dispatched if it no longer holds."""
-        with self._held_lock:
-            held, self._held = self._held, set()
-        for topic in held:
-            self._mark(topic)
+        """Fault rules changed: what a hold kept back is dispatched if it no longer holds."""
+        self.held.release()
 
     def _message(self, consumer: "_Consumer", d) -> bytes:
         cmd = s.BaseCommand(type=s.Type.MESSAGE)

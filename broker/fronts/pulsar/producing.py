@@ -25,8 +25,6 @@ import struct
 from rocketmq_emulator.store.accounting import PULSAR_CHUNK_PROPERTY, PULSAR_DLQ_SUFFIX, pulsar_letter_group
 from rocketmq_emulator.store.records import Prop
 
-from ...faults.door import Fault
-from ...faults.rules import Operation
 from ...java_fields import as_uint64
 from ...operations import SendOutcome, SendRequest
 from ...pulsar_model.cursors import CHUNK_OFFSETS_PROPERTY, DELIVER_AT_PROPERTY, KEY_PROPERTY
@@ -37,7 +35,7 @@ from . import non_persistent
 from . import schema as s
 from .entries import METADATA_PROPERTY, ledger_id
 from .frames import signed_id
-from .fault_answers import DIALECT, refusal_code
+from .fault_answers import fault_answer, fence
 from .replies import error, frame, send_error, sent_message, success
 
 __all__ = ["Producer", "producer", "close_producer", "send", "release", "close_frame"]
@@ -49,11 +47,6 @@ _NO_ID = as_uint64(-1)                      # a duplicate's receipt carries (-1,
 _LONG_MIN_AS_UINT64 = 1 << 63
 _ACCESS_ERRORS = {"busy": s.ServerError.ProducerBusy, "fenced": s.ServerError.ProducerFenced}
 _SIZES = struct.Struct(">II")                # a simple command's totalSize and commandSize
-# a refused SEND's errors Pulsar also refuses a producer with (the client fails its pending
-# messages with them when its PRODUCER is refused so): fence()
-_PRODUCER_REFUSALS = frozenset((s.ServerError.ProducerBlockedQuotaExceededException,
-                                s.ServerError.ProducerBlockedQuotaExceededError, s.ServerError.TopicTerminatedError,
-                                s.ServerError.ProducerFenced))
 
 
 class Producer:
@@ -106,7 +99,7 @@ def producer(front, conn, cmd, frame_) -> list[bytes]:
                                                                          "connection")]
         return [_success(req.request_id, known.name, known.state.sequences.get(known.name, -1))]
     core = front.core
-    if front.fenced:
+    if front.fenced:                        # (a fault rule refused this producer's SENDs: fault_answers.py)
         fenced = fence(front, stored, req.producer_name)
         if fenced is not None:
             return [error(req.request_id, *fenced)]
@@ -190,61 +183,11 @@ def send(front, conn, cmd, frame_) -> list[bytes]:
     if p is None or not p.ready:
         return [send_error(req, s.ServerError.UnknownError, f"producer {req.producer_id} is not open on this "
                                                             f"connection")]
-    core = front.core
-    if core.faults_active:
-        outcome = core.fault_outcome(Operation.SEND, p.topic, p.name, conn.peer, DIALECT)
-        if outcome is not None:
-            return _faulted(front, conn, req, p, frame_, outcome)
+    if front.core.faults_active:
+        answer = fault_answer(front, s.Type.SEND, conn, cmd, p, lambda: _store(front, conn, req, p, frame_))
+        if answer is not None:
+            return answer
     return _store(front, conn, req, p, frame_)
-
-
-def _faulted(front, conn, req, p: Producer, frame_, outcome) -> list[bytes]:
-    """A SEND under a fault rule's outcome (fault_answers.py says how each looks)."""
-    if outcome.kind is Fault.REFUSED:
-        code = refusal_code(outcome)
-        if code == s.ServerError.ChecksumError and p.unanswered:
-            # the client fails a message on ChecksumError only when it is the oldest it
-            # waits for (libpulsar 4.2.0 loses its queue's head otherwise): it is not now
-            code = s.ServerError.PersistenceError
-        if code in _PRODUCER_REFUSALS or (code != s.ServerError.ChecksumError and outcome.lasting):
-            front.fenced[(p.stored, p.name)] = outcome     # the producer is refused too, while it lasts (fence())
-        return [send_error(req, code, outcome.reason)]
-    if outcome.kind is Fault.DROPPED:
-        p.unanswered.add(req.sequence_id)
-        if outcome.stored:
-            _store(front, conn, req, p, frame_)
-        return []                               # no receipt: the client's send timeout decides
-    answer = _store(front, conn, req, p, frame_)      # delay: stored now, its receipt later
-    seq = req.sequence_id
-    p.unanswered.add(seq)
-
-    def answer_now() -> None:
-        p.unanswered.discard(seq)
-        front.send_later(conn, answer)
-    front.core.call_later(outcome.delay_ms, answer_now)
-    return []
-
-
-def fence(front, stored: str, name: str) -> tuple[int, str] | None:
-    """The ServerError and message a PRODUCER for ``stored`` by ``name`` is refused with
-    now, if it is: a fault rule refused its SENDs for good (no count, no chance), or with
-    an error Pulsar refuses producers with too, and is still installed, in its window.
-    As with a ledger that refuses writes (``producer``), the client must not get its producer
-    back at once — every SEND_ERROR makes it reconnect, and a producer created again
-    restarts its send timeout, so it would resend for ever. Refused with ServiceNotReady
-    it backs off and its send timeout fails the message (``producer.send`` raises
-    Timeout); with the rule's ProducerBlockedQuotaExceededException, TopicTerminatedError
-    or ProducerFenced it fails its pending messages with that error at once, as under
-    Pulsar's backlog quota, on a terminated topic or a fenced producer."""
-    outcome = front.fenced.get((stored, name))
-    if outcome is None:
-        return None
-    if front.core.fault_applies(outcome.rule_id):
-        code = refusal_code(outcome)
-        return (code if code in _PRODUCER_REFUSALS else s.ServerError.ServiceNotReady,
-                f"Topic is temporarily unavailable: {outcome.reason}")
-    del front.fenced[(stored, name)]
-    return None
 
 
 def _store(front, conn, req, p, frame_) -> list[bytes]:
