@@ -98,6 +98,7 @@ class IdleSkipper:
 
     def __init__(self, hub: "SkippedHub") -> None:
         self.hub = hub
+        self.routes = _RouteReader()
         self.carried = 0
         self.skips = 0
 
@@ -225,7 +226,8 @@ class IdleSkipper:
         commit = sent.commit_offset
         if commit is not None and core.stored_offset(consumer.group, pr.mq.topic, pr.mq.queue_id) != commit:
             return None
-        if not _not_found(core, rerun, held.channel, offset):
+        # (the pull held is the one sent again, most often: its answer was found above)
+        if rerun != held.request and not _not_found(core, rerun, held.channel, offset):
             return None
         period = period_asked if core.config.long_polling_enable else core.config.short_polling_time_mills
         if period <= 0:
@@ -239,7 +241,7 @@ class IdleSkipper:
         if kind == "heartbeat":
             return _heartbeat_settled(core, owner)
         if kind == "routes":
-            return _routes_settled(core, owner)
+            return _routes_settled(core, owner, self.routes)
         if kind == "rebalance":
             return _rebalance_settled(core, owner)
         if kind == "clean":
@@ -345,18 +347,33 @@ def _heartbeat_settled(core, inst) -> bool:
     return inst.closed or core.registered_as(registration_of(inst.heartbeat_data()), inst.transport.channel)
 
 
-def _route_now(core, topic: str) -> TopicRoute | None:
-    """What GET_ROUTEINFO_BY_TOPIC would give the client now, parsed as it parses it."""
-    route = core.name_route(topic)
-    return None if route is None else TopicRoute.from_json(topic, loads_fastjson(json.dumps(route_data(route)).encode()))
+class _RouteReader:
+    """``reader(core, topic)``: what GET_ROUTEINFO_BY_TOPIC would give the client now,
+    parsed as it parses it (the reply's JSON made and read back). Parsed again only when
+    the core's route changed: every skip asks for every topic, and the route is a frozen
+    value, so an unchanged one gives the same parse."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple] = {}     # topic -> (the core's route, the client's parse of it)
+
+    def __call__(self, core, topic: str) -> TopicRoute | None:
+        route = core.name_route(topic)
+        if route is None:
+            return None
+        last = self._last.get(topic)
+        if last is not None and last[0] == route:
+            return last[1]
+        parsed = TopicRoute.from_json(topic, loads_fastjson(json.dumps(route_data(route)).encode()))
+        self._last[topic] = (route, parsed)
+        return parsed
 
 
-def _routes_settled(core, inst) -> bool:
+def _routes_settled(core, inst, route_now: _RouteReader) -> bool:
     """The route poll would store the routes already cached."""
     topics = set(inst.routes)
     for c in inst.consumers.values():
         topics.update(c.subscriptions)
-    return all(topic in inst.routes and inst.routes[topic] == _route_now(core, topic) for topic in topics)
+    return all(topic in inst.routes and inst.routes[topic] == route_now(core, topic) for topic in topics)
 
 
 def _rebalance_settled(core, inst) -> bool:

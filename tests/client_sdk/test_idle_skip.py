@@ -151,3 +151,31 @@ def test_the_broker_marker_turns_skipping_off(rocketmq_broker, rocketmq_consumer
     rocketmq_consumer("G", "T", listener=lambda msgs, ctx: OK)
     time_travel("1h")
     assert rocketmq_broker.hub.skipper is None and rocketmq_broker.runtime.idle_skipper is None
+
+
+def queues_grown_log(skip: bool):
+    """A topic given more queues in the middle of idle hours: what was consumed, when."""
+    b = EmbeddedBroker(skip_idle=skip)
+    b.create_topic("T", 2)
+    got = []
+    b.push_consumer("G", "T", listener=lambda msgs, ctx: got.extend((b.now_ms, m.queue_id, m.body) for m in msgs)
+                    or OK)
+    b.advance("1h")
+    b.create_topic("T", 4)                  # the next route poll finds 4 queues; the rebalance takes them
+    b.advance("1h")
+    p = b.producer("P")
+    for i in range(8):
+        p.send(Message("T", b"m%d" % i))
+    b.advance("1m")
+    return b, got
+
+
+def test_a_route_that_changes_during_idle_hours_is_polled_as_without_skipping():
+    """The skipper parses each topic's route again only when the core's changed: a
+    stale parse would call the old route settled and carry the poll that finds the new
+    queues."""
+    plain, plain_got = queues_grown_log(False)
+    skip, skip_got = queues_grown_log(True)
+    assert sorted({q for _, q, _ in skip_got}) == [0, 1, 2, 3] and len(skip_got) == 8
+    assert skip_got == plain_got
+    assert skip.hub.skipper.carried > 1000
