@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from helpers.bench_host import loop_speed, other_tree, revision, tree_env  # noqa: E402
+from helpers.bench_host import add_other_side, interleaved, loop_speed, other_tree, revision, tree_env  # noqa: E402
 
 _LADDER = """
 import cProfile, json, pstats, sys
@@ -94,20 +94,9 @@ def w1(n: int, env: dict | None, peer: Path, profile: bool) -> dict:
     return {"cpu": out["cpu"], "rss": rss, "deliveries": out["deliveries"], "calls": out["calls"]}
 
 
-def interleaved(rounds: int, measure) -> dict[str, list[dict]]:
-    """A B B A per round: each side measured twice a round, next to the other."""
-    results: dict[str, list[dict]] = {"this": [], "other": []}
-    for _ in range(rounds):
-        for side in ("this", "other", "other", "this"):
-            results[side].append(measure(side))
-    return results
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    side = ap.add_mutually_exclusive_group(required=True)
-    side.add_argument("--rev", help="a commit of this repository for the other side (a temporary worktree)")
-    side.add_argument("--tree", help="an existing checkout for the other side")
+    add_other_side(ap)
     ap.add_argument("--ladder", type=int, default=3000, help="poison-ladder messages (0: skip)")
     ap.add_argument("--big-ladder", type=int, default=0, help="a second, larger ladder (e.g. 10000; 0: skip)")
     ap.add_argument("--n", type=int, default=20_000, help="W1 messages, a multiple of 100 (0: skip)")

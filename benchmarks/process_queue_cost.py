@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from helpers.bench_host import loop_speed, other_tree, revision, tree_env  # noqa: E402
+from helpers.bench_host import add_other_side, interleaved, loop_speed, other_tree, revision, tree_env  # noqa: E402
 
 SIZES = (1, 1_000, 100_000)
 OPS = ("put", "remove first", "remove middle", "min offset")
@@ -106,9 +106,7 @@ def child(n: int, ops: int, profiled: bool, env: dict | None) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    side = ap.add_mutually_exclusive_group(required=True)
-    side.add_argument("--rev", help="a commit of this repository for the other side (a temporary worktree)")
-    side.add_argument("--tree", help="an existing checkout for the other side")
+    add_other_side(ap)
     ap.add_argument("--ops", type=int, default=20_000, help="operations of each kind per measurement")
     ap.add_argument("--rounds", type=int, default=2, help="A B B A rounds")
     a = ap.parse_args()
@@ -122,10 +120,7 @@ def main() -> None:
               f"{a.ops:,} operations of each kind, sides A B B A, {a.rounds} round(s)\n")
         print(f"{'in flight':>10}  {'operation':<14}" + "".join(f"  {label[s]:>30}" for s in envs) + "  other/this")
         for n in SIZES:
-            runs = {"this": [], "other": []}
-            for _ in range(a.rounds):
-                for s in ("this", "other", "other", "this"):
-                    runs[s].append(child(n, a.ops, False, envs[s])["ns"])
+            runs = interleaved(a.rounds, lambda s: child(n, a.ops, False, envs[s])["ns"])
             calls = {s: child(n, min(a.ops, 2000), True, envs[s])["calls"] for s in envs}
             for op in OPS:
                 ns = {s: statistics.median(r[op] for r in runs[s]) for s in envs}

@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from helpers.bench_host import loop_speed, other_tree, revision, tree_env  # noqa: E402
+from helpers.bench_host import add_other_side, interleaved, loop_speed, other_tree, revision, tree_env  # noqa: E402
 
 PHASES = ("setup", "sends", "deliveries", "teardown")
 
@@ -106,9 +106,7 @@ def run_child(examples: int, env: dict | None, profile: bool) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    side = ap.add_mutually_exclusive_group(required=True)
-    side.add_argument("--rev", help="a commit of this repository for the other side (a temporary worktree)")
-    side.add_argument("--tree", help="an existing checkout for the other side")
+    add_other_side(ap)
     ap.add_argument("--examples", type=int, default=100, help="measured examples per child (one more is run first)")
     ap.add_argument("--rounds", type=int, default=2, help="A B B A rounds")
     ap.add_argument("--no-profile", action="store_true", help="skip the cProfile runs (calls per example)")
@@ -121,10 +119,7 @@ def main() -> None:
         speeds = [loop_speed()]
         print(f"python {platform.python_version()}; host loop speed {speeds[0]:.1f} M steps/CPU-s at the start; "
               f"sides interleaved A B B A, {a.rounds} round(s) of {a.examples} examples (+1 left out) each")
-        runs: dict[str, list[dict]] = {"this": [], "other": []}
-        for _ in range(a.rounds):
-            for s in ("this", "other", "other", "this"):
-                runs[s].append(run_child(a.examples, envs[s], False)["per_example_ms"])
+        runs = interleaved(a.rounds, lambda s: run_child(a.examples, envs[s], False)["per_example_ms"])
         speeds.append(loop_speed())
         calls = {s: run_child(a.examples, envs[s], True)["calls"] for s in envs} if not a.no_profile else {}
     total = {}

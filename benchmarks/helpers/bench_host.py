@@ -37,6 +37,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def add_other_side(ap, rev_help: str = "a commit of this repository for the other side (a temporary worktree)",
+                   tree_help: str = "an existing checkout for the other side") -> None:
+    """``--rev REV`` or ``--tree DIR`` (one of them, required): what ``other_tree`` takes."""
+    side = ap.add_mutually_exclusive_group(required=True)
+    side.add_argument("--rev", help=rev_help)
+    side.add_argument("--tree", help=tree_help)
+
+
+def interleaved(rounds: int, measure) -> dict[str, list]:
+    """``measure(side)`` for "this" and "other", A B B A in each round: each side measured
+    twice a round, next to the other (the host's speed swings within minutes)."""
+    results: dict[str, list] = {"this": [], "other": []}
+    for _ in range(rounds):
+        for side in ("this", "other", "other", "this"):
+            results[side].append(measure(side))
+    return results
+
+
 @contextlib.contextmanager
 def other_tree(rev: str | None, tree: str | None):
     """The other side's checkout: commit ``rev`` in a temporary worktree (removed after),

@@ -78,20 +78,7 @@ class DeliveryLog:
     # -- what the core tells ------------------------------------------------------------------
     def pulled(self, now: int, group: str, topic: str, queue_id: int, lo: int, hi: int, tag_codes,
                client: str) -> None:
-        # (add, inlined: one call per 4.x pull that found messages)
-        if not self.capacity:
-            return
-        key = (topic, queue_id)
-        q = self._queues.get(key)
-        if q is None:
-            q = self._queues[key] = deque()
-        store = self._store
-        q.append((now, PULL, group, lo, hi, None, client, tag_codes,
-                  store.commit_log_max_offset if store is not None else 0))
-        self._order.append(key)
-        self._size += 1
-        if self._size > self.capacity:
-            self._drop_oldest()
+        self.add(topic, queue_id, (now, PULL, group, lo, hi, None, client, tag_codes, self._position()))
 
     def one(self, now: int, kind: str, group: str, topic: str, queue_id: int, offset: int, attempt: int | None = None,
             client: str = "", extra=None) -> None:

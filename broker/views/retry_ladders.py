@@ -267,26 +267,31 @@ def _pop_pointer(core, group: str, topic: str, qid: int) -> tuple[int, dict]:
     return max(core.store.query_offset(group, topic, qid), 0), {}
 
 
+def _pop_retry_columns(core, index: RetryIndex, group: str):
+    """(topic, queue id, its RetryIndex column, next offset never received, in flight) of
+    each of a group's pop retry queues the index has a column for."""
+    for topic in index.pop_retry_topics(group):
+        for qid in core.store.queues().get(topic, []):
+            col = index.column(topic, qid)
+            if col is not None:
+                yield (topic, qid, col, *_pop_pointer(core, group, topic, qid))
+
+
 def _ladder_5x(core, index: RetryIndex, group: str, gc) -> list[dict]:
     max_retries = gc.retry_max_times if gc is not None else DEFAULT_MAX_RECONSUME_TIMES
     fifo = bool(gc is not None and gc.consume_message_orderly)
     waiting, passed = Counter(), Counter()
-    for topic in index.pop_retry_topics(group):
-        for qid in core.store.queues().get(topic, []):
-            col = index.column(topic, qid)
-            if col is None:
-                continue
-            popped, flight = _pop_pointer(core, group, topic, qid)
-            cut = min(max(popped - col.base, 0), len(col.times))
-            for t in col.times[cut:]:
-                waiting[t + 1] += 1
-            for t in col.times[:cut]:
-                passed[t + 1] += 1
-            for off in flight:
-                if col.base <= off < col.end:
-                    attempt = col.times[off - col.base] + 1
-                    passed[attempt] -= 1
-                    waiting[attempt] += 1
+    for _, _, col, popped, flight in _pop_retry_columns(core, index, group):
+        cut = min(max(popped - col.base, 0), len(col.times))
+        for t in col.times[cut:]:
+            waiting[t + 1] += 1
+        for t in col.times[:cut]:
+            passed[t + 1] += 1
+        for off in flight:
+            if col.base <= off < col.end:
+                attempt = col.times[off - col.base] + 1
+                passed[attempt] -= 1
+                waiting[attempt] += 1
     for s in core.pops.queue_states(group):         # a FIFO group retries in place
         if s["fifo"]:
             for off, n in s["deliveries"].items():
@@ -370,21 +375,16 @@ def _bar_4x(core, index, group, level, which):
 
 def _bar_5x(core, index, group, attempt, which):
     out = []
-    for topic in index.pop_retry_topics(group):
-        for qid in core.store.queues().get(topic, []):
-            col = index.column(topic, qid)
-            if col is None:
+    for topic, qid, col, popped, flight in _pop_retry_columns(core, index, group):
+        for off in range(col.base, col.end):
+            if col.times[off - col.base] + 1 != attempt:
                 continue
-            popped, flight = _pop_pointer(core, group, topic, qid)
-            for off in range(col.base, col.end):
-                if col.times[off - col.base] + 1 != attempt:
-                    continue
-                is_waiting = off >= popped or off in flight
-                if is_waiting == (which == WAITING):
-                    more = {"attempt": attempt}
-                    if off in flight:
-                        more["invisible_until_ms"] = flight[off][0]
-                    out.append((topic, qid, off, more))
+            is_waiting = off >= popped or off in flight
+            if is_waiting == (which == WAITING):
+                more = {"attempt": attempt}
+                if off in flight:
+                    more["invisible_until_ms"] = flight[off][0]
+                out.append((topic, qid, off, more))
     if which == WAITING:
         for s in core.pops.queue_states(group):
             if s["fifo"]:
