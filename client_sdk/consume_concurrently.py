@@ -63,7 +63,7 @@ class ConsumeMessageConcurrentlyService:
         size = self.consumer.consume_message_batch_max_size
         call_soon = self.runtime.call_soon
         if len(msgs) <= size:
-            self.runtime._ready.append((self.consume, (msgs, pq, mq)))     # (call_soon, inlined: every pull)
+            call_soon(self.consume, msgs, pq, mq)
         else:
             for i in range(0, len(msgs), size):
                 call_soon(self.consume, msgs[i:i + size], pq, mq)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from heapq import heappush
 from typing import Callable
 
 from rocketmq_emulator.broker.core import BrokerCore, Channel
@@ -359,14 +358,10 @@ class InProcessTransport(Transport):
             self._pull_under_faults(core, call)
             return opaque
         result = core.pull_or_hold(request, self.channel, suspend_ms, call)
-        rt = self.runtime
         if result is not None:
-            rt._ready.append((callback, (result, None)))        # (runtime.call_soon, inlined)
-        else:                                                   # (_wait, inlined: most pulls are held)
-            due = rt.clock.now_ms() + timeout_ms
-            call.timer = timer = Timer(due, self._typed_timed_out, (call,), None, ("reply", self))
-            heappush(rt._timers, (due, next(rt._seq), timer))   # (runtime.schedule, inlined)
-            self._pending[opaque] = call
+            self.runtime.call_soon(callback, result, None)
+        else:
+            self._wait(call)
         return opaque
 
     def _wait(self, call: HeldCall) -> None:
@@ -374,9 +369,8 @@ class InProcessTransport(Transport):
         if call.timer is not None:
             return
         rt = self.runtime
-        due = rt.clock.now_ms() + call.timeout_ms
-        call.timer = timer = Timer(due, self._typed_timed_out, (call,), None, ("reply", self))
-        heappush(rt._timers, (due, next(rt._seq), timer))       # (runtime.schedule, inlined)
+        call.timer = rt.schedule(Timer(rt.clock.now_ms() + call.timeout_ms, self._typed_timed_out, (call,), None,
+                                       ("reply", self)))
         self._pending[call.opaque] = call
 
     def _pull_call(self, call: HeldCall) -> None:
@@ -432,9 +426,9 @@ class InProcessTransport(Transport):
                 return
             result = late_result(outcome, result)
         if self._pending.pop(call.opaque, None) is not None:
-            call.timer.cancelled = True                         # (Timer.cancel, inlined)
+            call.timer.cancel()
             call.timer = None           # (the timer holds the call: no cycle left for the collector)
-            self.runtime._ready.append((call.callback, (result, None)))
+            self.runtime.call_soon(call.callback, result, None)
 
     def _typed_timed_out(self, call: HeldCall) -> None:
         if self._pending.pop(call.opaque, None) is not None:
