@@ -17,7 +17,16 @@ printed beside the figures.
    (the smallest of the runs: import time is wall time, and a loaded host adds to it),
    the top modules of each side.
 
-Usage: python benchmarks/startup_cost.py --tree DIR [--rounds 3] [--top 15]
+Bytecode: an installed package has its .pyc files (pip compiles them; an editable install
+writes them at the first import), but with PYTHONDONTWRITEBYTECODE=1 in the environment
+and no __pycache__ in the checkout every project module is compiled from source at each
+start — more than half the import's CPU. Each figure is taken both ways: `cached` (the
+children read and write .pyc under a temporary PYTHONPYCACHEPREFIX, warmed by one run
+before measuring; neither checkout is written to) and `source` (PYTHONDONTWRITEBYTECODE=1,
+no prefix: the project's modules compiled each time, the standard library's and the
+dependencies' .pyc read where they are). `--bytecode cached` or `source` takes one way only.
+
+Usage: python benchmarks/startup_cost.py --tree DIR [--rounds 3] [--top 15] [--bytecode both]
        (--rev REV instead of --tree: a commit of this repository, in a temporary worktree)
 """
 from __future__ import annotations
@@ -125,6 +134,8 @@ def main() -> None:
     side.add_argument("--tree", help="an existing checkout for the other side")
     ap.add_argument("--rounds", type=int, default=3, help="A B B A rounds per measurement")
     ap.add_argument("--top", type=int, default=15, help="modules listed by own import time, per side")
+    ap.add_argument("--bytecode", choices=("both", "cached", "source"), default="both",
+                    help="children with .pyc files cached, compiling the project's sources, or both")
     a = ap.parse_args()
     if a.rounds < 1 or a.top < 0:
         ap.error("--rounds >= 1, --top >= 0")
@@ -132,12 +143,38 @@ def main() -> None:
         run(a, tree)
 
 
+def bytecode_env(env: dict | None, mode: str, cache: Path) -> dict:
+    """``env`` with .pyc files read and written under ``cache`` (mode ``cached``) or not
+    written at all (mode ``source``)."""
+    env = dict(os.environ if env is None else env)
+    if mode == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(cache)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
 def run(a, tree: Path) -> None:
-    envs = {"this": None, "other": tree_env(tree)}
     label = {"this": f"this checkout ({revision(REPO)})", "other": f"other ({revision(tree)})"}
     speeds = [loop_speed()]
     print(f"python {platform.python_version()}; host loop speed {speeds[0]:.1f} M steps/CPU-s at the start; "
           f"sides interleaved A B B A, {a.rounds} round(s)")
+    modes = ("cached", "source") if a.bytecode == "both" else (a.bytecode,)
+    with tempfile.TemporaryDirectory(prefix="startup-pyc-") as caches:
+        for mode in modes:
+            envs = {s: bytecode_env(None if s == "this" else tree_env(tree), mode, Path(caches) / s)
+                    for s in ("this", "other")}
+            if mode == "cached":
+                for env in envs.values():           # the first run writes the .pyc files
+                    python_child(_FIRST_USE, env)
+                    simulate_child(env)
+            measure_mode(a, mode, envs, label, speeds)
+    print(f"\nhost loop speed during the run: {', '.join(f'{x:.1f}' for x in speeds)} M steps/CPU-s")
+
+
+def measure_mode(a, mode: str, envs: dict, label: dict, speeds: list) -> None:
     imports = interleaved(a.rounds, lambda s: python_child(_IMPORT, envs[s]))
     speeds.append(loop_speed())
     first_use = interleaved(a.rounds, lambda s: python_child(_FIRST_USE, envs[s]))
@@ -147,33 +184,35 @@ def run(a, tree: Path) -> None:
     own = interleaved(a.rounds, lambda s: import_times(envs[s]))
     speeds.append(loop_speed())
 
-    print(f"\n1. `{FIRST_NAMES}`")
+    print(f"\n=== bytecode {mode} ===")
+    print(f"1. `{FIRST_NAMES}`")
     for s in envs:
         rows = imports[s]
-        print(f"  {label[s]:<40} import {ms([r['cpu'] for r in rows])}   whole process "
+        print(f"  {label[s]:<48} import {ms([r['cpu'] for r in rows])}   whole process "
               f"{ms([r['process'] for r in rows])}   {rows[0]['modules']} modules")
-    print("\n2. first use: that import + EmbeddedBroker() + create_topic + a Producer started and shut down")
+    print("2. first use: that import + EmbeddedBroker() + create_topic + a Producer started and shut down")
     for s in envs:
         rows = first_use[s]
-        print(f"  {label[s]:<40} in the child {ms([r['cpu'] for r in rows])}   whole process "
+        print(f"  {label[s]:<48} in the child {ms([r['cpu'] for r in rows])}   whole process "
               f"{ms([r['process'] for r in rows])}   {rows[0]['modules']} modules")
-    print("\n3. `rocketmq-emulator simulate --messages 20 --json --quiet --out DIR`, the whole process")
+    print("3. `rocketmq-emulator simulate --messages 20 --json --quiet --out DIR`, the whole process")
     for s in envs:
-        print(f"  {label[s]:<40} {ms([r['process'] for r in simulate[s]])}")
+        print(f"  {label[s]:<48} {ms([r['process'] for r in simulate[s]])}")
     med = {s: statistics.median(r["cpu"] for r in imports[s]) for s in envs}
+    med_use = {s: statistics.median(r["cpu"] for r in first_use[s]) for s in envs}
     med_sim = {s: statistics.median(r["process"] for r in simulate[s]) for s in envs}
-    print(f"\n  other / this: import {med['other'] / med['this']:.2f}x, simulate {med_sim['other'] / med_sim['this']:.2f}x")
+    print(f"  other / this: import {med['other'] / med['this']:.2f}x, first use {med_use['other'] / med_use['this']:.2f}x, "
+          f"simulate {med_sim['other'] / med_sim['this']:.2f}x")
     for s in envs:
         smallest: dict[str, int] = {}
         for run_ in own[s]:
             for name, us in run_.items():
                 smallest[name] = min(us, smallest.get(name, us))
         top = sorted(smallest.items(), key=lambda kv: -kv[1])[:a.top]
-        print(f"\n4. {label[s]}: own import time, smallest of {len(own[s])} `-X importtime` runs "
+        print(f"4. {label[s]}: own import time, smallest of {len(own[s])} `-X importtime` runs "
               f"(sum {sum(smallest.values()) / 1e3:.0f} ms over {len(smallest)} modules); the top {a.top}:")
         for name, us in top:
             print(f"  {us / 1e3:6.1f} ms  {name}")
-    print(f"\nhost loop speed during the run: {', '.join(f'{x:.1f}' for x in speeds)} M steps/CPU-s")
 
 
 if __name__ == "__main__":
