@@ -44,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from helpers.bench_host import loop_speed, other_tree, revision, tree_env  # noqa: E402
+from helpers.bench_host import interleaved, loop_speed, other_side_arguments, other_tree, revision, tree_env  # noqa: E402
 
 FIRST_NAMES = "from rocketmq_emulator.client_sdk import EmbeddedBroker, Producer, PushConsumer, Message"
 
@@ -114,24 +114,13 @@ def import_times(env: dict | None) -> dict[str, int]:
     return own
 
 
-def interleaved(rounds: int, measure) -> dict[str, list]:
-    """A B B A per round: each side measured twice a round, next to the other."""
-    results: dict[str, list] = {"this": [], "other": []}
-    for _ in range(rounds):
-        for side in ("this", "other", "other", "this"):
-            results[side].append(measure(side))
-    return results
-
-
 def ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1e3:6.0f} ms (runs {', '.join(f'{v * 1e3:.0f}' for v in values)})"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    side = ap.add_mutually_exclusive_group(required=True)
-    side.add_argument("--rev", help="a commit of this repository for the other side (a temporary worktree)")
-    side.add_argument("--tree", help="an existing checkout for the other side")
+    other_side_arguments(ap)
     ap.add_argument("--rounds", type=int, default=3, help="A B B A rounds per measurement")
     ap.add_argument("--top", type=int, default=15, help="modules listed by own import time, per side")
     ap.add_argument("--bytecode", choices=("both", "cached", "source"), default="both",
