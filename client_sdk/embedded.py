@@ -15,13 +15,12 @@ client): ``messages(topic)``, ``retry_messages(group)``, ``dlq_messages(group)``
 from __future__ import annotations
 
 import random
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rocketmq_emulator.broker.cluster import BrokerState, Cluster, broker_names
 from rocketmq_emulator.broker.config import PERM_READ, PERM_WRITE, BrokerConfig
 from rocketmq_emulator.broker.core import BrokerCore
 from rocketmq_emulator.broker.fronts.pulsar.entry_keys import pulsar_entry_keys
-from rocketmq_emulator.broker.facade.across import DeadLetter, RedriveResult, redrive
 from rocketmq_emulator.broker.retry_lifecycle import DLQ_PREFIX, RETRY_PREFIX
 from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
@@ -36,6 +35,9 @@ from .transport.base import Connector
 from .transport.in_process_cluster import InProcessCluster
 from .transport.inprocess import InProcessBroker, InProcessTransport
 from .transport.loopback import LoopbackBroker
+
+if TYPE_CHECKING:       # (the dead-letter views are loaded when first asked for)
+    from rocketmq_emulator.broker.facade.across import DeadLetter, RedriveResult
 
 __all__ = ["EmbeddedBroker"]
 
@@ -210,6 +212,7 @@ class EmbeddedBroker(AdminOperations, Connector):
         """Send ``group``'s dead letters (``ids``, or every one) back to their topic as new
         messages, each once (the rule: broker/rocketmq_model/dead_letters.py). DeadLetterError (a
         ValueError) for an empty DLQ or an id that is not one of its dead letters."""
+        from rocketmq_emulator.broker.facade.across import redrive
         result = redrive(self._cores(None), group, ids, dry_run=dry_run)
         self.runtime.run_until_idle()
         return result

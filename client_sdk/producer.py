@@ -23,7 +23,6 @@ from .errors import MQBrokerError, MQClientError, RemotingError
 from .message import Message, MessageQueue, SendResult, SendStatus
 from .route import TopicRoute
 from .service import ClientService, ServiceState
-from .transport.remote import own_remote_broker
 from .validators import MAX_MESSAGE_SIZE, check_group, check_message
 
 __all__ = ["Producer", "ServiceState", "CLIENT_INNER_PRODUCER_GROUP", "DEFAULT_PRODUCER_GROUP"]
@@ -76,7 +75,10 @@ class Producer(ClientService):
             raise MQClientError("retry_times_when_send_failed must be >= 0")
         self.group = group
         # namesrv_addr: a TCP connection this producer owns, its loop in a background thread.
-        self._remote = own_remote_broker(broker, namesrv_addr, "Producer")
+        self._remote = None
+        if namesrv_addr is not None:    # the TCP transport, loaded only for a client that needs it
+            from .transport.remote import own_remote_broker
+            self._remote = own_remote_broker(broker, namesrv_addr, "Producer")
         self._broker = broker if self._remote is None else self._remote
         self._instance = instance
         self._own_instance = instance is None

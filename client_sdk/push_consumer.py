@@ -38,7 +38,6 @@ from .producer import CLIENT_INNER_PRODUCER_GROUP, Producer
 from .service import ClientService, ServiceState
 from .rebalance import Rebalancer
 from .subscription import MessageSelector, SubscriptionData
-from .transport.remote import own_remote_broker
 from .validators import check_group, check_topic
 
 __all__ = ["PushConsumer", "MessageModel", "ConsumeFromWhere", "ConsumerStats"]
@@ -143,7 +142,10 @@ class PushConsumer(ClientService):
                                 "RemoteBroker or Transport) or namesrv_addr='host:port'")
         self.group = group
         # namesrv_addr: a TCP connection this consumer owns, its loop in a background thread.
-        self._remote = own_remote_broker(broker, namesrv_addr, "PushConsumer")
+        self._remote = None
+        if namesrv_addr is not None:    # the TCP transport, loaded only for a client that needs it
+            from .transport.remote import own_remote_broker
+            self._remote = own_remote_broker(broker, namesrv_addr, "PushConsumer")
         self._broker = broker if self._remote is None else self._remote
         self.message_model = _enum(MessageModel, message_model, "message_model")
         self.consume_from_where = _enum(ConsumeFromWhere, consume_from_where, "consume_from_where")

@@ -10,7 +10,6 @@ run does not depend on where it runs.
 """
 from __future__ import annotations
 
-import calendar
 import ipaddress
 import itertools
 import struct
@@ -22,6 +21,7 @@ __all__ = ["UniqKeyGenerator", "decode_uniq_key", "month_start_ms"]
 
 def month_start_ms(now_ms: int) -> tuple[int, int]:
     """(start of the UTC month holding ``now_ms``, start of the next month), in ms."""
+    import calendar         # (here: calendar loads locale and datetime, which importing the SDK needs not)
     t = time.gmtime(now_ms // 1000)
     start = calendar.timegm((t.tm_year, t.tm_mon, 1, 0, 0, 0)) * 1000
     year, month = (t.tm_year + 1, 1) if t.tm_mon == 12 else (t.tm_year, t.tm_mon + 1)

@@ -21,7 +21,6 @@ and store aside), never on which process, worker or partition ran it.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -80,6 +79,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def scenario_hash(scenario: Scenario) -> str:
     """Names the scenario a swarm runs: its file form without the seed (16 hex digits)."""
+    import hashlib          # (here: only a swarm needs it, and a single run's start should not pay for it)
     data = replace(scenario, seed=0).to_file_data()
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -126,8 +126,8 @@ def test_a_core_compacts_pulsar_entries_alike_whether_a_pulsar_front_was_built_o
     stored = "pulsar|public|default|prices"
     core.close()
 
-    def compacted(build_front: bool):
-        reopened = BrokerCore.open(tmp_path / "store", VirtualClock(), entry_keys=keys_of)
+    def compacted(build_front: bool, entry_keys=keys_of):
+        reopened = BrokerCore.open(tmp_path / "store", VirtualClock(), entry_keys=entry_keys)
         if build_front:
             connected(core=reopened)
         reopened.compact_pulsar_topic(stored)
@@ -137,3 +137,6 @@ def test_a_core_compacts_pulsar_entries_alike_whether_a_pulsar_front_was_built_o
 
     without_front = compacted(False)
     assert without_front == compacted(True) == (3, {0: 0b100, 1: None})
+    # the reader serve and EmbeddedBroker build a core with (the codec loaded at its first call)
+    from rocketmq_emulator.broker.fronts.pulsar.entry_keys import pulsar_entry_keys
+    assert compacted(False, pulsar_entry_keys()) == without_front
