@@ -44,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from helpers.bench_host import interleaved, loop_speed, other_side_arguments, other_tree, revision, tree_env  # noqa: E402
+from helpers.bench_host import add_other_side, interleaved, loop_speed, other_tree, revision, tree_env  # noqa: E402
 
 FIRST_NAMES = "from rocketmq_emulator.client_sdk import EmbeddedBroker, Producer, PushConsumer, Message"
 
@@ -120,7 +120,7 @@ def ms(values: list[float]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    other_side_arguments(ap)
+    add_other_side(ap)
     ap.add_argument("--rounds", type=int, default=3, help="A B B A rounds per measurement")
     ap.add_argument("--top", type=int, default=15, help="modules listed by own import time, per side")
     ap.add_argument("--bytecode", choices=("both", "cached", "source"), default="both",

@@ -79,22 +79,6 @@ def other_tree(rev: str | None, tree: str | None):
     yield path
 
 
-def other_side_arguments(ap) -> None:
-    """--rev REV | --tree DIR (one required) on argparse parser ``ap``: ``other_tree``'s two ways."""
-    side = ap.add_mutually_exclusive_group(required=True)
-    side.add_argument("--rev", help="a commit of this repository for the other side (a temporary worktree)")
-    side.add_argument("--tree", help="an existing checkout for the other side")
-
-
-def interleaved(rounds: int, measure) -> dict[str, list]:
-    """``measure(side)`` A B B A per round: each side twice a round, next to the other."""
-    results: dict[str, list] = {"this": [], "other": []}
-    for _ in range(rounds):
-        for side in ("this", "other", "other", "this"):
-            results[side].append(measure(side))
-    return results
-
-
 def tree_env(tree: Path) -> dict:
     """The environment in which a child process imports the project from ``tree``
     (benchmarks/tree_shim)."""
