@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["host_speed", "loop_speed", "cpu_seconds", "other_tree", "other_side_arguments", "interleaved", "tree_env",
+__all__ = ["host_speed", "loop_speed", "cpu_seconds", "other_tree", "add_other_side", "interleaved", "tree_env",
            "revision"]
 
 HERE = Path(__file__).resolve().parent.parent           # benchmarks/
