@@ -57,6 +57,20 @@ def redrive(cores, group: str, ids: list[str] | None = None, *, dry_run: bool = 
 
 
 # -- fault rules on several brokers as one (broker/faults/placement.py) -----------------------
+def cluster_members(core) -> list:
+    """Every broker of ``core``'s cluster, up or stopped (``core`` alone when it has none):
+    the cores a fault rule sent to one broker is placed on."""
+    return _placement.members(core)
+
+
+def add_fault_rule_document(cores, doc) -> dict:
+    """Install the rule a JSON document describes (the wire's and the HTTP API's: the
+    fields of ``fault add``, ``window`` and ``delay`` as durations) on every one of
+    ``cores`` as one rule; the rule as JSON, with ``brokers``. FaultError, naming the
+    field, for a bad rule (nothing installed)."""
+    return _placement.add_everywhere(cores, doc)
+
+
 def place_fault_rule(cores, rule: FaultRule) -> FaultRule:
     """Install ``rule`` (faults/rules.rule_from) on every one of ``cores`` as one rule: one
     id, its ``times`` counted across them, one hit count (its ``broker`` matcher decides

@@ -16,7 +16,6 @@ names — its rule, action and operation — for the dashboard's live feed and /
 """
 from __future__ import annotations
 
-import re
 
 from rocketmq_emulator.delay_scheduler.levels import parse_duration
 
@@ -24,7 +23,7 @@ from ..cluster import Cluster
 from .rules import DOCUMENT_FIELDS, DOCUMENT_NAMES, FaultError, list_rules, place_rule, rule_from
 
 __all__ = ["RULE_FIELDS", "members", "rule_fields", "place", "add_everywhere", "listed", "remove_everywhere",
-           "clear_everywhere", "fault_of"]
+           "clear_everywhere"]
 
 RULE_FIELDS = DOCUMENT_FIELDS          # (rules.RULE_FIELDS, by their names in a document)
 _KEYWORD = {document: name for name, document in DOCUMENT_NAMES.items()}
@@ -118,14 +117,3 @@ def clear_everywhere(cores: list) -> int:
     broker counts once)."""
     return max((c.faults.clear() for c in cores), default=0)
 
-
-# FaultSet.match tells an applied fault as msg_id "rule ID: ACTION OPERATION"
-_TOLD = re.compile(r"rule (\d+): (\w+) (\w+)")
-
-
-def fault_of(event) -> dict | None:
-    """``{"rule", "action", "operation"}`` of a FAULT event (None: not one)."""
-    m = _TOLD.fullmatch(event.msg_id or "")
-    if m is None:
-        return None
-    return {"rule": int(m.group(1)), "action": m.group(2), "operation": m.group(3)}

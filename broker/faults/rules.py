@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import random
+import re
 from dataclasses import MISSING, field, make_dataclass
 
 from rocketmq_emulator.delay_scheduler.levels import format_duration
@@ -460,8 +461,7 @@ class FaultSet:
         self.applied += 1
         if self._events is not None and EventKind.FAULT in self._events.wanted:
             self._events.append(Event(EventKind.FAULT, self._clock.now_ms() if now is None else now,
-                                      topic or "", group=group, msg_id=f"rule {rule.id}: {rule.action.value} "
-                                                                      f"{rule.operation.value}"))
+                                      topic or "", group=group, msg_id=_told(rule)))
         if rule._left is not None:
             rule._left -= 1
             if rule._left <= 0:
@@ -509,3 +509,20 @@ def list_rules(fault_sets: list[FaultSet]) -> list[dict]:
                 listed[rule.id] = entry = dict(rule.to_json(), brokers=[])
             entry["brokers"].append(fs._broker)
     return [listed[k] for k in sorted(listed)]
+
+
+# A FAULT event tells the rule that fired as its msg_id "rule ID: ACTION OPERATION":
+# written by _told, read back by fault_of (the dashboard's and /metrics' fault figures).
+_TOLD = re.compile(r"rule (\d+): (\w+) (\w+)")
+
+
+def _told(rule: FaultRule) -> str:
+    return f"rule {rule.id}: {rule.action.value} {rule.operation.value}"
+
+
+def fault_of(event) -> dict | None:
+    """``{"rule", "action", "operation"}`` of a FAULT event (None: not one)."""
+    m = _TOLD.fullmatch(event.msg_id or "")
+    if m is None:
+        return None
+    return {"rule": int(m.group(1)), "action": m.group(2), "operation": m.group(3)}

@@ -15,7 +15,9 @@ import ast
 from .imports import ROOT
 
 # what a front may take from broker/faults/rules.py: no rule, no action, no matcher
-_RULES_NAMES_A_FRONT_MAY_USE = {"Operation", "register_error_codes", "FaultError"}
+# (fault_of: a FAULT event's rule, read back from the text the rule set writes — the
+# dashboard's and /metrics' fault figures read events, not rules)
+_RULES_NAMES_A_FRONT_MAY_USE = {"Operation", "register_error_codes", "FaultError", "fault_of"}
 # the matcher and its state, behind the door
 _MATCHER = {"match", "hold", "holds", "holding", "may_match", "may_match_cache", "about_periodic_work",
             "hold_ends", "applies_now", "on_change", "rules"}

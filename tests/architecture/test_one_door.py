@@ -111,9 +111,8 @@ FRONTS_MAY_IMPORT = {
     "broker.rocketmq_model.lite_topics": "the lite topics' bounds and sync outcomes the 5.x settings and replies carry, "
                                          "and a lite topic's store name",
     "broker.pulsar_model.non_persistent": "the non-persistent domain's name and Pulsar's refusal text",
-    "broker.faults.rules": "a rule's typed values: Operation, FaultError and the error-code registry of a dialect",
-    "broker.faults.placement": "rules placed, listed and removed across a cluster's brokers as one (as facade/across "
-                               "does for reads), and a FAULT event's rule",
+    "broker.faults.rules": "a rule's typed values: Operation, FaultError, the error-code registry of a dialect, "
+                           "and a FAULT event's rule (fault_of: the text the rule set writes, read back)",
 }
 
 

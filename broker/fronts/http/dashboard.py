@@ -34,7 +34,7 @@ from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_T
 from ...events import EventKind
 from ...facade.across import DIALECTS, RATE_KINDS as KINDS, consumer_rows, find_messages, group_detail, known_groups
 from ...facade.across import message_life
-from ...faults.placement import fault_of
+from ...faults.rules import fault_of
 from ...pulsar_model.names import shown_topic
 
 # The retry lifecycle's events, not every store (that would cost each put an event), and

@@ -16,14 +16,14 @@ does, for a script, a test or the dashboard's panel, on every broker of the serv
 A bad rule is a 400 with one line naming the field (broker/faults.FaultError). Like every
 change, a POST or DELETE passes the HTTP guard (guard.py): ``Content-Type:
 application/json`` (a DELETE too, with no body), the dashboard's own origin, the token
-when there is one. The cluster's placement is broker/faults/placement.py's, shared with
+when there is one. The cluster's placement is the door's (broker/facade/across.py), shared with
 the wire request the CLI sends.
 """
 from __future__ import annotations
 
 from aiohttp import web
 
-from ...faults.placement import add_everywhere, clear_everywhere, listed, remove_everywhere
+from ...facade.across import add_fault_rule_document, clear_fault_rules, fault_rules, remove_fault_rule
 from ...faults.rules import FaultError
 from .dashboard_api import timed
 from .guard import json_body
@@ -34,12 +34,12 @@ __all__ = ["add_routes"]
 def add_routes(router, cores) -> None:
     """``cores()``: every member of the cluster, up or stopped."""
     async def list_rules(request: web.Request) -> web.Response:
-        return timed(lambda: listed(cores()))
+        return timed(lambda: fault_rules(cores()))
 
     async def add_rule(request: web.Request) -> web.Response:
         doc = await json_body(request)
         try:
-            rule = add_everywhere(cores(), doc)
+            rule = add_fault_rule_document(cores(), doc)
         except FaultError as exc:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response(rule, status=201, headers={"Location": f"/api/faults/{rule['id']}"})
@@ -51,10 +51,10 @@ def add_routes(router, cores) -> None:
         except ValueError:
             return web.json_response({"error": f"id: a rule's number (from GET /api/faults), got {text!r}"},
                                      status=400)
-        return web.json_response({"removed": remove_everywhere(cores(), rule_id)})
+        return web.json_response({"removed": remove_fault_rule(cores(), rule_id)})
 
     async def clear_rules(request: web.Request) -> web.Response:
-        return web.json_response({"cleared": clear_everywhere(cores())})
+        return web.json_response({"cleared": clear_fault_rules(cores())})
 
     router.add_get("/api/faults", list_rules)
     router.add_post("/api/faults", add_rule)

@@ -42,7 +42,7 @@ from rocketmq_emulator.store.records import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_T
 
 from ...events import EventKind
 from ...facade.across import CONSUMED, DEAD_LETTERED, PRODUCED, RETRIED
-from ...faults.placement import fault_of
+from ...faults.rules import fault_of
 from ...pulsar_model.names import shown_topic
 
 __all__ = ["BrokerCollector", "FaultCollector", "PREFIX", "RATE_WINDOW_S"]
