@@ -26,7 +26,6 @@ from rocketmq_emulator.delay_scheduler import Clock, VirtualClock
 from rocketmq_emulator.store.records import decode_record
 
 from .admin import AdminOperations
-from .faults import Faults
 from .message import MessageExt
 from .producer import Producer
 from .push_consumer import PushConsumer
@@ -36,8 +35,10 @@ from .transport.in_process_cluster import InProcessCluster
 from .transport.inprocess import InProcessBroker, InProcessTransport
 from .transport.loopback import LoopbackBroker
 
-if TYPE_CHECKING:       # (the dead-letter views are loaded when first asked for)
+if TYPE_CHECKING:       # (the dead-letter views and the fault rules are loaded when first asked for)
     from rocketmq_emulator.broker.facade.across import DeadLetter, RedriveResult
+
+    from .faults import Faults
 
 __all__ = ["EmbeddedBroker"]
 
@@ -230,9 +231,11 @@ class EmbeddedBroker(AdminOperations, Connector):
         return self.hub.inject_fault(code, times=times, **kwargs)
 
     @property
-    def faults(self) -> Faults:
+    def faults(self) -> "Faults":
         """Fault rules on the broker(s): ``faults.add("send", "refuse", times=1)`` and
         friends (client_sdk/faults.py, broker/faults/rules.py)."""
+        from .faults import Faults
+
         return Faults(lambda: self._cores(None))
 
     @property

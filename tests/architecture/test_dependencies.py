@@ -58,7 +58,6 @@ def test_broker_imports_only_store_and_delay_scheduler():
 # ends), the core's door (BrokerCore and its facade) and the typed values it takes and
 # gives; nothing of a front's request handling, no service, no read model, no
 # operation's module. (The fronts' and the CLI's list: test_one_door.py.)
-_IDLE = "not moved yet (issue 48): idle skipping still carries held pulls forward itself"
 CLIENT_SDK_MAY_IMPORT = {
     # codecs
     "broker.fronts.remoting.protocol": "the 4.x remoting codec, and the 4.x codes of the typed operations' outcomes",
@@ -84,7 +83,8 @@ CLIENT_SDK_MAY_IMPORT = {
     "broker.retry_lifecycle": "the one retry decision: the SDK's client-side rules ask it",
     "broker.pulsar_model.cursors": "SubType and a subscription's outcomes (the simulator's Pulsar consumer)",
     "broker.faults.door": "a fault rule's typed outcome (the in-process transport translates it, as a front does)",
-    "broker.rocketmq_model.long_polling": "held pulls (the idle skipper carries them forward): " + _IDLE,
+    "broker.rocketmq_model.long_polling": "HeldPull, the typed value the door's held_pulls_until gives the idle "
+                                           "skipper (it reads one, and sends its pull again through pull_or_hold)",
     "broker.faults.rules": "fault rules on a broker in process (EmbeddedBroker.faults, issue 38): the rule's "
                            "typed values (a rule, its operation and action, FaultError), placed through the door",
     # the in-process ends of listeners: what a TCP connection would reach (fronts, not the core)
