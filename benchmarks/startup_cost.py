@@ -23,8 +23,10 @@ and no __pycache__ in the checkout every project module is compiled from source 
 start — more than half the import's CPU. Each figure is taken both ways: `cached` (the
 children read and write .pyc under a temporary PYTHONPYCACHEPREFIX, warmed by one run
 before measuring; neither checkout is written to) and `source` (PYTHONDONTWRITEBYTECODE=1,
-no prefix: the project's modules compiled each time, the standard library's and the
-dependencies' .pyc read where they are). `--bytecode cached` or `source` takes one way only.
+no prefix: the .pyc files read where they are, none written — a checkout with no
+__pycache__ has its modules compiled each time; `./dev` compiles a checkout's modules once
+after installing, so one it set up reads them). `--bytecode cached` or `source` takes one
+way only.
 
 Usage: python benchmarks/startup_cost.py --tree DIR [--rounds 3] [--top 15] [--bytecode both]
        (--rev REV instead of --tree: a commit of this repository, in a temporary worktree)
