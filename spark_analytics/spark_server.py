@@ -132,13 +132,29 @@ def _read_state(d: Path) -> ServerState | None:
         return None
 
 
+_EXEC_WAIT_S = 1.0      # how long a process may show an empty command line while it is exec'd
+
+
 def _pid_alive(pid: int, marker: str) -> bool:
-    """``pid`` runs and its command line holds ``marker`` (a reused pid does not)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return marker.encode() in f.read()
-    except OSError:
-        return False
+    """``pid`` runs and its command line holds ``marker`` (a reused pid does not). A
+    process being exec'd — a supervisor just started — shows an empty command line for a
+    moment (Popen returns before the kernel has set it): read again until it shows one;
+    a zombie (empty for good) is not alive."""
+    deadline = time.monotonic() + _EXEC_WAIT_S
+    while True:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+            if cmdline:
+                return marker.encode() in cmdline
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                    return False
+        except (OSError, IndexError):
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
 
 
 def _answers(port: int, timeout: float = 2.0) -> bool:
