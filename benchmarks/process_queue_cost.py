@@ -22,17 +22,15 @@ Usage: python benchmarks/process_queue_cost.py --rev 574545d [--ops 20000] [--ro
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from helpers.bench_host import add_other_side, interleaved, loop_speed, other_tree, revision, tree_env  # noqa: E402
+from helpers.bench_host import add_other_side, interleaved, json_child, loop_speed, other_tree, revision, tree_env  # noqa: E402
 
 SIZES = (1, 1_000, 100_000)
 OPS = ("put", "remove first", "remove middle", "min offset")
@@ -97,11 +95,7 @@ print(json.dumps({"ns": spent, "calls": calls}))
 
 
 def child(n: int, ops: int, profiled: bool, env: dict | None) -> dict:
-    r = subprocess.run([sys.executable, "-c", _CHILD, str(n), str(ops), "1" if profiled else "0"],
-                       env=env, capture_output=True, text=True)
-    if r.returncode:
-        raise SystemExit(f"a child failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return json_child(_CHILD, [str(n), str(ops), "1" if profiled else "0"], env)
 
 
 def main() -> None:

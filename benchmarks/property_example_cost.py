@@ -22,17 +22,15 @@ Usage: python benchmarks/property_example_cost.py (--rev REV | --tree DIR) [--ex
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from helpers.bench_host import add_other_side, interleaved, loop_speed, other_tree, revision, tree_env  # noqa: E402
+from helpers.bench_host import add_other_side, interleaved, json_child, loop_speed, other_tree, revision, tree_env  # noqa: E402
 
 PHASES = ("setup", "sends", "deliveries", "teardown")
 
@@ -97,11 +95,7 @@ print(json.dumps({"per_example_ms": {k: v * 1000 / examples for k, v in totals.i
 
 
 def run_child(examples: int, env: dict | None, profile: bool) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _EXAMPLES, str(examples), "1" if profile else "0"], env=env,
-                          capture_output=True, text=True)
-    if proc.returncode:
-        raise SystemExit(f"a child failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}{proc.stdout[-1000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_child(_EXAMPLES, [str(examples), "1" if profile else "0"], env)
 
 
 def main() -> None:

@@ -4,13 +4,15 @@ commit of this repository in a temporary worktree, or another checkout)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["host_speed", "loop_speed", "cpu_seconds", "other_tree", "add_other_side", "interleaved", "tree_env",
+__all__ = ["host_speed", "loop_speed", "cpu_seconds", "other_tree", "add_other_side", "interleaved", "json_child", "tree_env",
            "revision"]
 
 HERE = Path(__file__).resolve().parent.parent           # benchmarks/
@@ -77,6 +79,15 @@ def other_tree(rev: str | None, tree: str | None):
     if not (path / "store" / "__init__.py").is_file():
         raise SystemExit(f"--tree {tree}: not a checkout of this project")
     yield path
+
+
+def json_child(code: str, args: list[str], env: dict | None) -> dict:
+    """Run ``code`` in a fresh interpreter with ``args``; its last line of output, as JSON.
+    A failed child ends the benchmark with the tail of what it said."""
+    proc = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"a child failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}{proc.stdout[-1000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def tree_env(tree: Path) -> dict:
